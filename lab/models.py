@@ -1,0 +1,294 @@
+"""The seeds' model families over the recurrent cells, with one contract.
+
+Glossary: B batch, T time, E embedding, H hidden, V vocabulary, C classes.
+
+Every model answers
+
+    logits, loss, state = model(idx, targets=None, state=None, trace=None)
+
+so one trainer, one sampler and one introspection path serve them all. `loss`
+is None without targets; `state` is explicit and can be carried; `trace` is a
+list with one dict per recurrent layer, filled with gate activations.
+
+Families (registry `MODEL_FAMILIES`, keyed by the config's `family`):
+    lm            embedding -> stacked cells -> dropout -> LayerNorm -> linear (seeds 000, 002)
+    classifier    pixel sequence -> cells -> final state -> linear (seed 003)
+    scan_markov   seed 004's ScanMarkov: positional embedding, gated scan, tied decoder
+"""
+import copy
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lab.cells import SCAN_MODES, FusedLayer, RecurrentStack, ScanLayer, check_cell, make_layer
+
+NORMS = ("every", "last")
+
+
+def _require(condition, field, message):
+    if not condition:
+        raise ValueError(f"{field}: {message}")
+
+
+def _check_common(cfg, *positive_fields):
+    for field in positive_fields:
+        value = getattr(cfg, field)
+        _require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, field,
+                 f"must be a positive integer, got {value!r}")
+    if hasattr(cfg, "dropout"):
+        _require(0.0 <= cfg.dropout < 1.0, "dropout", f"must be in [0, 1), got {cfg.dropout!r}")
+    if getattr(cfg, "chrono_tmax", None) is not None:
+        _require(isinstance(cfg.chrono_tmax, int) and cfg.chrono_tmax >= 3, "chrono_tmax",
+                 f"must be an integer >= 3 or None, got {cfg.chrono_tmax!r}")
+
+
+@dataclass
+class LMConfig:
+    """A recurrent language model (character or subword)."""
+
+    family: ClassVar[str] = "lm"
+    cell: str = "gru_torch"  # key of lab.cells.CELLS: rnn, gru_seed, gru_torch, lstm, scan
+    backend: str = "scratch"  # "scratch" (from tensor ops) or "fused" (torch.nn, cuDNN on GPU)
+    vocab_size: int = 65  # set from the tokenizer when training
+    embed_dim: int = 64  # E: token embedding width
+    hidden_size: int = 256  # H: recurrent units per layer
+    num_layers: int = 1  # L: stacked recurrent layers
+    dropout: float = 0.0  # between layers and before the head
+    norm: str = "last"  # "last": one LayerNorm before the head (seed 002); "every": after every layer (Scribe)
+    keep_bias: float = 1.0  # initial keep-gate bias: retention sigmoid(1) = 0.73 (seed 003); LSTM forget bias
+    chrono_tmax: Optional[int] = None  # chrono initialisation of keep gates, b ~ log U[1, T_max-1]
+    scan_mode: str = "parallel"  # scan cell only: "parallel" (associative) or "sequential" loop
+
+    def __post_init__(self):
+        check_cell(self.cell, self.backend)
+        _check_common(self, "vocab_size", "embed_dim", "hidden_size", "num_layers")
+        _require(self.norm in NORMS, "norm", f"must be one of {list(NORMS)}, got {self.norm!r}")
+        _require(self.scan_mode in SCAN_MODES, "scan_mode", f"must be one of {sorted(SCAN_MODES)}")
+
+
+@dataclass
+class ClassifierConfig:
+    """A sequence classifier reading the final state (seed 003: pixels in, class out)."""
+
+    family: ClassVar[str] = "classifier"
+    cell: str = "gru_torch"
+    backend: str = "fused"  # seed 003 trains nn.GRU for speed
+    input_size: int = 1  # features per time step (1 grey pixel)
+    hidden_size: int = 181  # H = 181 gives seed 003's 101,732 parameters
+    num_layers: int = 1
+    num_classes: int = 10
+    dropout: float = 0.0
+    keep_bias: float = 1.0  # seed 003 baseline: update-gate bias +1
+    chrono_tmax: Optional[int] = None
+    scan_mode: str = "parallel"
+
+    def __post_init__(self):
+        check_cell(self.cell, self.backend)
+        _check_common(self, "input_size", "hidden_size", "num_layers", "num_classes")
+
+
+@dataclass
+class ScanMarkovConfig:
+    """Seed 004's ScanMarkov model: a character model over a selective scan."""
+
+    family: ClassVar[str] = "scan_markov"
+    vocab_size: int = 65
+    embed_dim: int = 128  # token and positional embedding width (= scan width)
+    gate_hidden: int = 512  # gate MLP 128 -> 512 -> 256
+    decoder_hidden: int = 512  # decoder MLP 128 -> 512 -> 128
+    max_positions: int = 16  # positional table; later positions reuse the last entry
+    dropout: float = 0.0
+    scan_mode: str = "parallel"
+
+    def __post_init__(self):
+        _check_common(self, "vocab_size", "embed_dim", "gate_hidden", "decoder_hidden", "max_positions")
+        _require(self.scan_mode in SCAN_MODES, "scan_mode", f"must be one of {sorted(SCAN_MODES)}")
+
+
+def _loss(logits, targets, label_smoothing):
+    if targets is None:
+        return None
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
+                           label_smoothing=label_smoothing)
+
+
+class RecurrentLM(nn.Module):
+    """embedding -> stacked cells -> dropout -> LayerNorm -> linear to vocabulary.
+
+    idx (B, T) token ids -> logits (B, T, V). With norm="every" a LayerNorm also
+    sits between layers (Scribe's reading, see lab.presets).
+    """
+
+    def __init__(self, config: LMConfig):
+        super().__init__()
+        self.config = config
+        c = config
+        self.embedding = nn.Embedding(c.vocab_size, c.embed_dim)
+        layers = [make_layer(c.cell, c.embed_dim if l == 0 else c.hidden_size, c.hidden_size, c.backend,
+                             c.keep_bias, c.chrono_tmax, c.scan_mode) for l in range(c.num_layers)]
+        self.rnn = RecurrentStack(layers, c.dropout, norm_between_layers=c.norm == "every")
+        self.dropout = nn.Dropout(c.dropout)
+        self.ln_f = nn.LayerNorm(c.hidden_size)
+        self.head = nn.Linear(c.hidden_size, c.vocab_size)
+
+    def init_state(self, batch_size, device=None):
+        return self.rnn.init_state(batch_size, device, self.head.weight.dtype)
+
+    def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
+        x = self.embedding(idx)  # (B, T, E)
+        x, state = self.rnn(x, state, trace)  # (B, T, H)
+        logits = self.head(self.ln_f(self.dropout(x)))  # (B, T, V)
+        return logits, _loss(logits, targets, label_smoothing), state
+
+
+class SequenceClassifier(nn.Module):
+    """x (B, T, input_size) -> cells -> last output h_T -> linear -> logits (B, C)."""
+
+    def __init__(self, config: ClassifierConfig):
+        super().__init__()
+        self.config = config
+        c = config
+        layers = [make_layer(c.cell, c.input_size if l == 0 else c.hidden_size, c.hidden_size, c.backend,
+                             c.keep_bias, c.chrono_tmax, c.scan_mode) for l in range(c.num_layers)]
+        self.rnn = RecurrentStack(layers, c.dropout)
+        self.head = nn.Linear(c.hidden_size, c.num_classes)
+
+    def init_state(self, batch_size, device=None):
+        return self.rnn.init_state(batch_size, device, self.head.weight.dtype)
+
+    def forward(self, x, targets=None, state=None, trace=None, label_smoothing=0.0):
+        out, state = self.rnn(x, state, trace)  # (B, T, H)
+        logits = self.head(out[:, -1])  # (B, C)
+        return logits, _loss(logits, targets, label_smoothing), state
+
+
+class ScanMarkov(nn.Module):
+    """Seed 004's ScanMarkov model, architecture as published:
+
+        e_t = embed(token_t) + pos_embed(t)                     128
+        [A_t, B_t] = sigmoid(gate(e_t))                         gate 128 -> 512 (GELU) -> 256
+        h_t = A_t * h_{t-1} + B_t * e_t                         lab.cells.ScanLayer
+        logits_t = embed.weight @ decode(LayerNorm(h_t)) + b    decoder 128 -> 512 (GELU) -> 128, tied
+
+    Logits come out at every position, so a window of T characters trains all
+    2..(T+1)-gram contexts at once; seed 004's mixed 2-5-gram training is T = 4.
+    The state is (h, position of the next token): positions past the table
+    reuse its last entry (our choice; the seed does not say). The output bias
+    (V values) is ours too; the published count "~340K" leaves room for it.
+    """
+
+    def __init__(self, config: ScanMarkovConfig):
+        super().__init__()
+        self.config = config
+        c = config
+        self.embedding = nn.Embedding(c.vocab_size, c.embed_dim)
+        self.pos_embedding = nn.Embedding(c.max_positions, c.embed_dim)
+        self.scan = ScanLayer(c.embed_dim, c.embed_dim, gate_hidden=c.gate_hidden, scan_mode=c.scan_mode)
+        self.ln = nn.LayerNorm(c.embed_dim)
+        self.decoder = nn.Sequential(nn.Linear(c.embed_dim, c.decoder_hidden), nn.GELU(),
+                                     nn.Linear(c.decoder_hidden, c.embed_dim))
+        self.dropout = nn.Dropout(c.dropout)
+        self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
+
+    def init_state(self, batch_size, device=None):
+        return self.scan.init_state(batch_size, device, self.out_bias.dtype), 0
+
+    def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
+        h, start = state if state is not None else (None, 0)
+        T = idx.size(1)
+        pos = torch.arange(start, start + T, device=idx.device).clamp(max=self.config.max_positions - 1)
+        e = self.embedding(idx) + self.pos_embedding(pos)  # (B, T, E)
+        hs, h = self.scan(e, h, None if trace is None else trace[0])  # (B, T, E)
+        z = self.decoder(self.dropout(self.ln(hs)))  # (B, T, E)
+        logits = F.linear(z, self.embedding.weight, self.out_bias)  # (B, T, V)
+        return logits, _loss(logits, targets, label_smoothing), (h, start + T)
+
+
+MODEL_FAMILIES = {
+    "lm": (LMConfig, RecurrentLM),
+    "classifier": (ClassifierConfig, SequenceClassifier),
+    "scan_markov": (ScanMarkovConfig, ScanMarkov),
+}
+
+
+def build_model(config):
+    """Instantiate the model for a config dataclass."""
+    return MODEL_FAMILIES[config.family][1](config)
+
+
+def config_to_dict(config):
+    return {"family": config.family, **dataclasses.asdict(config)}
+
+
+def config_from_dict(data):
+    """Rebuild a config from `config_to_dict` output; unknown families or fields raise ValueError."""
+    data = dict(data)
+    family = data.pop("family", None)
+    if family not in MODEL_FAMILIES:
+        raise ValueError(f"family: unknown model family {family!r}; valid families are {sorted(MODEL_FAMILIES)}")
+    cls = MODEL_FAMILIES[family][0]
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"config: unknown fields {unknown} for family {family!r}")
+    return cls(**data)
+
+
+def recurrent_layers(model):
+    """The model's recurrent layers, in order."""
+    return [model.scan] if isinstance(model, ScanMarkov) else list(model.rnn.layers)
+
+
+def conventions(model):
+    """One line per distinct cell convention used by the model."""
+    return sorted({layer.convention for layer in recurrent_layers(model)})
+
+
+def to_scratch(model):
+    """A copy of `model` whose fused layers are replaced by their scratch twins (same function),
+    so gates can be traced."""
+    if not any(isinstance(layer, FusedLayer) for layer in recurrent_layers(model)):
+        return model
+    twin = copy.deepcopy(model)
+    for l, layer in enumerate(twin.rnn.layers):
+        if isinstance(layer, FusedLayer):
+            twin.rnn.layers[l] = layer.to_scratch()
+    return twin
+
+
+@dataclass
+class ModelSummary:
+    """Seed 002's model summary: parameter breakdown, total, size, and cell convention."""
+
+    name: str
+    family: str
+    conventions: list
+    rows: list  # (parameter name, shape, count)
+    total: int
+    size_mb: float  # float32 bytes / 2**20, as seed 002 reports
+
+    def format(self):
+        width = max([len(r[0]) for r in self.rows] + [20])
+        lines = ["=" * (width + 40), f"{self.name or self.family} MODEL SUMMARY", "=" * (width + 40),
+                 f"Family           : {self.family}"]
+        lines += [f"Cell convention  : {c}" for c in self.conventions]
+        lines += [f"Trainable params : {self.total:,}", f"Model size       : {self.size_mb:.2f} MB",
+                  "", "PARAMETER BREAKDOWN", "-" * (width + 40)]
+        lines += [f"{name:{width}s}  {str(tuple(shape)):>16s}  {count:>12,}" for name, shape, count in self.rows]
+        lines.append("=" * (width + 40))
+        return "\n".join(lines)
+
+
+def count_parameters(model):
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def model_summary(model, name=""):
+    rows = [(n, tuple(p.shape), p.numel()) for n, p in model.named_parameters() if p.requires_grad]
+    total = sum(r[2] for r in rows)
+    return ModelSummary(name=name, family=model.config.family, conventions=conventions(model), rows=rows,
+                        total=total, size_mb=total * 4 / 2**20)

@@ -1,0 +1,84 @@
+"""The seeds' model families as named presets (registry `PRESETS`).
+
+A preset is a model config plus the tokenizer and training recipe its seed
+used. Parameter counts are part of the specification: tests check every
+`expected_params` exactly.
+
+Scribe (seed 000) is specified by its equations and a table of counts. At
+vocabulary 1000, with an untied output layer with bias, the embedding, the
+weight matrices and the head of Scribe-alpha hold 1,073,128 parameters; the
+published 1,075,688 leaves 2,560 = 5*H per layer (likewise for beta and gamma).
+Two readings give 5*H: (a) one bias per gate (b_r, b_z, b_h: 3H) plus a
+LayerNorm (gain and bias: 2H) after every recurrent layer; (b) five bias
+vectors per layer and no LayerNorm. We choose (a) because it is what the seeds
+write down: seed 001 A.2 gives exactly one bias per gate, and seed 002's model
+normalises the recurrent output with LayerNorm before the head. Reading (b)
+matches no equation in any seed (PyTorch's GRU has six bias vectors, not five).
+"""
+from dataclasses import dataclass, field
+
+from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    seed: str  # which design document it reproduces
+    description: str
+    model: object  # LMConfig | ClassifierConfig | ScanMarkovConfig
+    tokenizer: str = "char"  # "char" or "sentencepiece" (lab.data.TOKENIZERS); "" for pixels
+    tokenizer_options: dict = field(default_factory=dict)
+    train: dict = field(default_factory=dict)  # training defaults (lab.train.TrainConfig fields)
+    expected_params: int = None  # the seed's published count, checked by tests
+
+
+def _scribe(name, layers, hidden, embed, dropout, lr, epochs, params):
+    return Preset(
+        name=name, seed="000",
+        description=f"Scribe subword GRU, {layers} layers, H={hidden}, E={embed} (SentencePiece vocab 1000)",
+        model=LMConfig(cell="gru_seed", vocab_size=1000, embed_dim=embed, hidden_size=hidden,
+                       num_layers=layers, dropout=dropout, norm="every"),
+        tokenizer="sentencepiece", tokenizer_options={"vocab_size": 1000, "model_type": "bpe"},
+        train={"lr": lr, "epochs": epochs, "weight_decay": 0.01, "block_size": 64},
+        expected_params=params)
+
+
+def _astra(name, layers, hidden, embed, lr, description):
+    return Preset(
+        name=name, seed="000/002", description=description,
+        model=LMConfig(cell="gru_torch", embed_dim=embed, hidden_size=hidden, num_layers=layers,
+                       dropout=0.0 if layers == 1 else 0.1),
+        train={"lr": lr, "weight_decay": 0.01, "batch_size": 64, "block_size": 64})
+
+
+PRESETS = {p.name: p for p in [
+    _scribe("scribe-alpha", 2, 256, 128, 0.10, 2e-3, 10, 1_075_688),
+    _scribe("scribe-beta", 3, 512, 256, 0.10, 1.5e-3, 15, 5_102_056),
+    _scribe("scribe-gamma", 4, 768, 384, 0.15, 1e-3, 20, 14_439_400),
+    _astra("astra-alpha", 1, 256, 64, 3e-3, "Astra character GRU, small: trains usefully on 2 CPU cores in a minute"),
+    _astra("astra-beta", 2, 384, 128, 2e-3, "Astra character GRU, medium: a few minutes on CPU"),
+    _astra("astra-gamma", 3, 512, 192, 1.5e-3, "Astra character GRU, large: meant for a GPU"),
+    Preset(
+        name="leviathan-lstm", seed="002",
+        description="Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (seed 002; GPU-sized)",
+        model=LMConfig(cell="lstm", embed_dim=768, hidden_size=1024, num_layers=3, dropout=0.2, norm="last"),
+        train={"lr": 1e-3, "epochs": 6, "weight_decay": 0.01, "batch_size": 64, "block_size": 128}),
+    Preset(
+        name="seq-cifar-gru", seed="003",
+        description="Seed 003's sequential-CIFAR GRU: 1 layer, H=181, 1 pixel per step, 10 classes",
+        model=ClassifierConfig(), tokenizer="",
+        train={"lr": 5e-4, "min_lr": 1e-5, "epochs": 40, "weight_decay": 0.01, "batch_size": 128},
+        expected_params=101_732),
+    Preset(
+        name="scan-markov", seed="004",
+        description="Seed 004's ScanMarkov: gated linear recurrence over characters (~340K parameters)",
+        model=ScanMarkovConfig(),
+        train={"lr": 1e-3, "epochs": 10, "weight_decay": 0.01, "batch_size": 256, "block_size": 16,
+               "label_smoothing": 0.1}),
+]}
+
+
+def get_preset(name):
+    if name not in PRESETS:
+        raise ValueError(f"preset: unknown preset {name!r}; valid presets are {sorted(PRESETS)}")
+    return PRESETS[name]

@@ -1,0 +1,114 @@
+"""The model families, presets, summaries and configuration errors."""
+import dataclasses
+
+import pytest
+import torch
+
+from lab.cells import CELLS, FUSED_MODULES, FusedLayer
+from lab.models import (ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, config_from_dict,
+                        config_to_dict, count_parameters, model_summary, to_scratch)
+from lab.presets import PRESETS, get_preset
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PRESETS.values() if p.expected_params))
+def test_preset_parameter_counts_match_the_seeds(name):
+    preset = PRESETS[name]
+    assert count_parameters(build_model(preset.model)) == preset.expected_params
+
+
+def test_scan_markov_is_about_340k_at_65_characters():
+    assert 330_000 <= count_parameters(build_model(get_preset("scan-markov").model)) <= 350_000
+
+
+def test_seed_003_count_is_the_same_for_both_backends():
+    for backend in ("fused", "scratch"):
+        assert count_parameters(build_model(ClassifierConfig(backend=backend))) == 101_732
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_lm_contract_and_state_carry(cell):
+    torch.manual_seed(0)
+    model = build_model(LMConfig(cell=cell, vocab_size=11, embed_dim=6, hidden_size=8, num_layers=2)).eval()
+    idx = torch.randint(0, 11, (3, 10))
+    logits, loss, state = model(idx, idx)
+    assert logits.shape == (3, 10, 11) and loss.ndim == 0 and len(state) == 2
+    # running the sequence in two halves with the state carried gives the same logits
+    first, _, mid = model(idx[:, :4])
+    second, _, _ = model(idx[:, 4:], state=mid)
+    torch.testing.assert_close(torch.cat([first, second], 1), logits, atol=1e-5, rtol=0)
+
+
+def test_scan_markov_contract_and_positions():
+    model = build_model(ScanMarkovConfig(vocab_size=20, max_positions=8)).eval()
+    idx = torch.randint(0, 20, (2, 12))  # longer than the positional table
+    logits, loss, (h, position) = model(idx, idx)
+    assert logits.shape == (2, 12, 20) and position == 12 and torch.isfinite(loss)
+    first, _, mid = model(idx[:, :5])
+    second, _, _ = model(idx[:, 5:], state=mid)
+    torch.testing.assert_close(torch.cat([first, second], 1), logits, atol=1e-5, rtol=0)
+    assert model.embedding.weight.data_ptr() != model.out_bias.data_ptr()
+
+
+def test_classifier_reads_the_final_state():
+    model = build_model(ClassifierConfig(hidden_size=9))
+    x = torch.randn(4, 30, 1)
+    logits, loss, state = model(x, torch.randint(0, 10, (4,)))
+    assert logits.shape == (4, 10) and loss.ndim == 0 and state[0].shape == (4, 9)
+
+
+@pytest.mark.parametrize("cell", sorted(FUSED_MODULES))
+def test_to_scratch_keeps_the_function_and_enables_tracing(cell):
+    torch.manual_seed(0)
+    model = build_model(LMConfig(cell=cell, backend="fused", vocab_size=7, embed_dim=4, hidden_size=5,
+                                 num_layers=2, norm="every")).eval()
+    twin = to_scratch(model)
+    assert not any(isinstance(layer, FusedLayer) for layer in twin.rnn.layers)
+    idx = torch.randint(0, 7, (2, 9))
+    trace = [{}, {}]
+    torch.testing.assert_close(twin(idx, trace=trace)[0], model(idx)[0], atol=1e-5, rtol=0)
+    assert trace[1]["h"].shape == (2, 9, 5)
+    with pytest.raises(ValueError, match="fused"):
+        model(idx, trace=[{}, {}])
+
+
+def test_config_round_trip_and_unknown_fields():
+    for config in (LMConfig(cell="lstm"), ClassifierConfig(), ScanMarkovConfig()):
+        assert config_from_dict(config_to_dict(config)) == config
+    with pytest.raises(ValueError, match="family"):
+        config_from_dict({"family": "transformer"})
+    with pytest.raises(ValueError, match="colour"):
+        config_from_dict({"family": "lm", "colour": "red"})
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"hidden_size": 0}, "hidden_size"),
+    ({"num_layers": -1}, "num_layers"),
+    ({"dropout": -0.1}, "dropout"),
+    ({"dropout": 1.0}, "dropout"),
+    ({"cell": "transformer"}, "cell"),
+    ({"backend": "quantum"}, "backend"),
+    ({"cell": "gru_seed", "backend": "fused"}, "backend"),
+    ({"norm": "sometimes"}, "norm"),
+    ({"chrono_tmax": 1}, "chrono_tmax"),
+])
+def test_bad_configuration_names_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        LMConfig(**kwargs)
+
+
+def test_unknown_preset_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="scribe-alpha"):
+        get_preset("scribe-omega")
+
+
+def test_summary_names_convention_size_and_every_parameter():
+    model = build_model(get_preset("scribe-alpha").model)
+    summary = model_summary(model, "Scribe-alpha")
+    assert summary.total == 1_075_688
+    assert round(summary.size_mb, 2) == 4.10  # seed 000's table
+    assert any("seed convention" in c for c in summary.conventions)
+    assert {row[0] for row in summary.rows} == {n for n, _ in model.named_parameters()}
+    text = summary.format()
+    assert "1,075,688" in text and "z overwrites" in text
+    torch_summary = model_summary(build_model(dataclasses.replace(get_preset("scribe-alpha").model, cell="gru_torch")))
+    assert any("PyTorch convention" in c for c in torch_summary.conventions)
