@@ -1,0 +1,142 @@
+"""Training throughput of the recurrent cells on CPU (issue 2's speed benchmark).
+
+    python -m benchmarks.cells [--threads 2] [--repeats 5]
+
+Measures forward + backward + AdamW step tokens/s at B=64, T=128, E=128, H=256,
+2 layers for: the scratch GRU (PyTorch convention) and LSTM of lab.cells, the
+fused torch.nn.GRU / nn.LSTM at the same sizes, and a seed-002-style cell (one
+nn.Linear per gate, a loop indexing x[:, t]). Then times the selective scan's
+loop against its parallel form at T=128 and T=1024.
+"""
+import argparse
+import time
+
+import torch
+import torch.nn as nn
+
+from lab.cells import RecurrentStack, make_layer, scan_parallel, scan_sequential
+
+B, T, E, H, L = 64, 128, 128, 256, 2
+
+
+class SeedStyleGRUCell(nn.Module):
+    """Seed 002's pattern: one nn.Linear per gate and per input, called every step."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.W_r, self.U_r = nn.Linear(input_size, hidden_size), nn.Linear(hidden_size, hidden_size, bias=False)
+        self.W_z, self.U_z = nn.Linear(input_size, hidden_size), nn.Linear(hidden_size, hidden_size, bias=False)
+        self.W_h, self.U_h = nn.Linear(input_size, hidden_size), nn.Linear(hidden_size, hidden_size, bias=False)
+
+    def forward(self, x, h):
+        r = torch.sigmoid(self.W_r(x) + self.U_r(h))
+        z = torch.sigmoid(self.W_z(x) + self.U_z(h))
+        n = torch.tanh(self.W_h(x) + self.U_h(r * h))
+        return (1 - z) * h + z * n
+
+
+class SeedStyleLSTMCell(nn.Module):
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.W = nn.ModuleList(nn.Linear(input_size, hidden_size) for _ in range(4))
+        self.U = nn.ModuleList(nn.Linear(hidden_size, hidden_size, bias=False) for _ in range(4))
+
+    def forward(self, x, state):
+        h, c = state
+        i, f, g, o = (W(x) + U(h) for W, U in zip(self.W, self.U))
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
+class SeedStyleStack(nn.Module):
+    """Seed 002's LSTMLayer loop: x[:, t] indexing, every layer inside the time loop."""
+
+    def __init__(self, cell_cls, lstm):
+        super().__init__()
+        self.cells = nn.ModuleList(cell_cls(E if l == 0 else H, H) for l in range(L))
+        self.lstm = lstm
+
+    def forward(self, x):
+        state = [(torch.zeros(x.size(0), H),) * 2 if self.lstm else torch.zeros(x.size(0), H) for _ in range(L)]
+        outputs = []
+        for t in range(x.size(1)):
+            x_t = x[:, t, :]
+            for l, cell in enumerate(self.cells):
+                state[l] = cell(x_t, state[l])
+                x_t = state[l][0] if self.lstm else state[l]
+            outputs.append(x_t)
+        return torch.stack(outputs, 1)
+
+
+class Fused(nn.Module):
+    def __init__(self, module_cls):
+        super().__init__()
+        self.rnn = module_cls(E, H, num_layers=L, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class Scratch(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = RecurrentStack([make_layer(cell, E if l == 0 else H, H) for l in range(L)])
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+def tokens_per_second(model, repeats):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(B, T, E)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    step()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return B * T / sorted(times)[len(times) // 2]
+
+
+def time_scan(fn, T_len, repeats):
+    a_logits = torch.randn(B, T_len, H, requires_grad=True)
+    b = torch.randn(B, T_len, H, requires_grad=True)
+    fn(torch.sigmoid(a_logits), b).sum().backward()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(torch.sigmoid(a_logits), b).sum().backward()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2] * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {args.threads} threads, B={B} T={T} E={E} H={H} layers={L}, "
+          f"median of {args.repeats} train steps")
+    for name, scratch, fused, seed_style in [
+        ("GRU", Scratch("gru_torch"), Fused(nn.GRU), SeedStyleStack(SeedStyleGRUCell, lstm=False)),
+        ("LSTM", Scratch("lstm"), Fused(nn.LSTM), SeedStyleStack(SeedStyleLSTMCell, lstm=True)),
+    ]:
+        s, f, k = (tokens_per_second(m, args.repeats) for m in (scratch, fused, seed_style))
+        print(f"{name:5s} scratch {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | seed-002 style {k:9,.0f} tok/s"
+              f" | scratch time / fused time = {f / s:.2f}x | scratch speed-up over seed style = {s / k:.2f}x")
+    for T_len in (128, 1024):
+        loop, par = time_scan(scan_sequential, T_len, args.repeats), time_scan(scan_parallel, T_len, args.repeats)
+        print(f"scan T={T_len:5d}: loop {loop:8.1f} ms | parallel {par:8.1f} ms (forward+backward, B={B}, H={H})"
+              f" | {'parallel' if par < loop else 'loop'} wins by {max(loop, par) / min(loop, par):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
