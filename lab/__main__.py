@@ -1,0 +1,211 @@
+"""RNN Lab on the command line: the same lab functions the app calls.
+
+    python -m lab train --preset astra-alpha --seconds 60 --name astra
+    python -m lab sample runs/astra_latest.safetensors --prompt "ROMEO:" --strategy top_p
+    python -m lab summary runs/astra_latest.safetensors
+    python -m lab list
+"""
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+DEFAULT_RUNS_DIR = "runs"
+
+
+def _train(args):
+    import torch
+    from tqdm import tqdm
+
+    from lab.models import build_model, model_summary
+    from lab.presets import get_preset
+    from lab.train import LMTask, TrainConfig, configure_threads, load_corpus, train
+    from lab.checkpoints import save_checkpoint
+
+    configure_threads(args.threads)
+    preset = get_preset(args.preset)
+    if preset.model.family == "classifier":
+        raise ValueError("preset: use `python -m lab ablation` for the sequence-classification preset")
+    text = load_corpus(args.corpus)
+    tokenizer_kind = args.tokenizer or preset.tokenizer
+    options = dict(preset.tokenizer_options) if tokenizer_kind == preset.tokenizer else {}
+    if args.vocab_size:
+        options["vocab_size"] = args.vocab_size
+    task = LMTask.from_text(text, tokenizer_kind, **options)
+    overrides = {k: v for k, v in [("cell", args.cell), ("backend", args.backend), ("embed_dim", args.embed_dim),
+                                   ("hidden_size", args.hidden_size), ("num_layers", args.num_layers),
+                                   ("dropout", args.dropout)] if v is not None}
+    if preset.model.family == "scan_markov":
+        overrides = {k: v for k, v in overrides.items() if k in ("dropout",)}
+    config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
+    train_options = {k: v for k, v in preset.train.items() if k in {f.name for f in dataclasses.fields(TrainConfig)}}
+    train_options.update({k: v for k, v in [("lr", args.lr), ("batch_size", args.batch_size),
+                                            ("block_size", args.block_size), ("seed", args.seed),
+                                            ("device", args.device), ("eval_interval", args.eval_interval)]
+                          if v is not None})
+    train_options.update(max_steps=args.steps, max_seconds=args.seconds, stateful=args.stateful,
+                         max_epochs=train_options.get("max_epochs") if args.steps is None and args.seconds is None
+                         else None)
+    if train_options["max_steps"] is None and train_options["max_seconds"] is None and not train_options["max_epochs"]:
+        train_options["max_steps"] = 1000
+    train_config = TrainConfig(**train_options)
+    torch.manual_seed(train_config.seed)
+    model = build_model(config)
+    name = args.name or preset.name
+    summary = model_summary(model, name)
+    print(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
+    print(f"corpus {args.corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
+          f"({tokenizer_kind}, vocab {task.vocab_size}, {task.chars_per_token:.2f} chars/token)")
+
+    bar = tqdm(total=100, unit="%", mininterval=0.5, bar_format="{l_bar}{bar}| {n:.0f}/{total}% [{elapsed}<{remaining}] {postfix}")
+
+    def on_event(event):
+        if event["type"] == "step":
+            bar.update(event["progress"] * 100 - bar.n)
+            bar.set_postfix_str(f"step {event['step']} loss {event['train_loss']:.3f} "
+                                f"{event['tokens_per_s']:,.0f} tok/s")
+        elif event["type"] == "eval":
+            bar.write(f"step {event['step']:6d} | train {event['train_loss']:.4f} | val {event['val_loss']:.4f} "
+                      f"({event['val_nats_per_char']:.4f} nats/char) | {event['elapsed']:.0f}s")
+
+    try:
+        result = train(model, task, train_config, on_event)
+    except KeyboardInterrupt:
+        result = None
+    bar.close()
+    if result is None or result.steps == 0:
+        print("interrupted before a step was taken; nothing saved")
+        return 1
+    last = result.history[-1] if result.history else {}
+    metrics = {"history": result.history, "steps": result.steps, "elapsed": result.elapsed,
+               "reason": result.reason, "train_config": dataclasses.asdict(train_config),
+               "corpus": args.corpus}
+    path = save_checkpoint(args.out, name, model.cpu(), task.tokenizer, metrics, {"preset": preset.name})
+    tokens_per_s = result.steps * train_config.batch_size * train_config.block_size / result.elapsed
+    print(f"{result.reason}: {result.steps} steps in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
+          f"val loss {last.get('val_loss', float('nan')):.4f} "
+          f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)")
+    print(f"saved {path}")
+    return 0
+
+
+def _sample(args):
+    from lab.checkpoints import load_checkpoint
+    from lab.sampling import SamplingConfig, generate, repetition_report
+
+    checkpoint = load_checkpoint(args.checkpoint)
+    config = SamplingConfig(strategy=args.strategy, temperature=args.temperature, top_k=args.top_k,
+                            top_p=args.top_p, max_new_tokens=args.length, seed=args.seed,
+                            stateful=not args.stateless)
+    generation = generate(checkpoint.model, checkpoint.tokenizer, args.prompt, config)
+    print(generation.text)
+    if args.strategy == "greedy":
+        report = repetition_report(generation.text)
+        print(f"\n[repetition] {report}", file=sys.stderr)
+    return 0
+
+
+def _summary(args):
+    from lab.checkpoints import load_checkpoint
+    from lab.models import model_summary
+
+    checkpoint = load_checkpoint(args.checkpoint)
+    print(model_summary(checkpoint.model, checkpoint.meta.get("name", "")).format())
+    meta = checkpoint.meta
+    print(f"Version          : v{meta['version']}   saved {meta['timestamp']}   lab {meta['lab_version']}")
+    if checkpoint.tokenizer is not None:
+        print(f"Tokenizer        : {checkpoint.tokenizer.kind}, {checkpoint.tokenizer.vocab_size} tokens")
+    history = checkpoint.metrics.get("history") or []
+    if history:
+        last = history[-1]
+        shown = {k: round(v, 4) for k, v in last.items() if k.startswith("val_") or k == "train_loss"}
+        print(f"Final metrics    : step {last['step']}, {shown}")
+    return 0
+
+
+def _list(args):
+    from lab.checkpoints import list_checkpoints
+
+    infos = list_checkpoints(args.dir)
+    if not infos:
+        print("no checkpoints found")
+    for info in infos:
+        history = info.metrics.get("history") or [{}]
+        val = history[-1].get("val_nats_per_char", history[-1].get("val_accuracy", float("nan")))
+        where = "bundled" if info.bundled else "user"
+        print(f"{info.name:32s} {where:8s} {info.family:12s} {info.cell:10s} final val {val:.4f}  {info.path}")
+    return 0
+
+
+def build_parser():
+    from lab.cells import BACKENDS, CELLS
+    from lab.presets import PRESETS
+
+    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    t = commands.add_parser("train", help="train a language model and save a checkpoint",
+                            description="Train a language model on a corpus and save name_vN / name_latest.")
+    t.add_argument("--preset", default="astra-alpha", choices=sorted(PRESETS),
+                   help="model family and recipe to start from (default astra-alpha, the small char GRU)")
+    t.add_argument("--cell", choices=sorted(CELLS), help="override the preset's cell")
+    t.add_argument("--backend", choices=BACKENDS, help="scratch (tensor ops) or fused (torch.nn, cuDNN)")
+    t.add_argument("--embed-dim", type=int, help="override the embedding width E")
+    t.add_argument("--hidden-size", type=int, help="override the hidden units per layer H")
+    t.add_argument("--num-layers", type=int, help="override the number of recurrent layers")
+    t.add_argument("--dropout", type=float, help="override dropout between layers and before the head")
+    t.add_argument("--corpus", default="bundled",
+                   help="'bundled' (shipped Shakespeare, offline), 'tiny-shakespeare' (download), or a text file")
+    t.add_argument("--tokenizer", choices=["char", "sentencepiece"], help="default: the preset's")
+    t.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 1000)")
+    t.add_argument("--steps", type=int, help="step budget (default 1000 when no budget is given)")
+    t.add_argument("--seconds", type=float, help="wall-clock budget in seconds")
+    t.add_argument("--lr", type=float, help="peak learning rate (cosine-annealed)")
+    t.add_argument("--batch-size", type=int, help="windows per batch B")
+    t.add_argument("--block-size", type=int, help="time steps per window T")
+    t.add_argument("--eval-interval", type=int, help="steps between validation passes")
+    t.add_argument("--stateful", action="store_true", help="consecutive windows, state carried (truncated BPTT)")
+    t.add_argument("--seed", type=int, help="random seed (default 1337)")
+    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available")
+    t.add_argument("--threads", type=int, default=4, help="cap on CPU threads (default 4)")
+    t.add_argument("--name", help="checkpoint base name (default: the preset's name)")
+    t.add_argument("--out", default=DEFAULT_RUNS_DIR, help=f"checkpoint folder (default {DEFAULT_RUNS_DIR}/)")
+    t.set_defaults(func=_train)
+
+    s = commands.add_parser("sample", help="generate text from a checkpoint",
+                            description="Generate text from a checkpoint with one sampling strategy.")
+    s.add_argument("checkpoint", help="path to a .safetensors checkpoint")
+    s.add_argument("--prompt", default="\n", help="text to start from")
+    s.add_argument("--strategy", default="top_k", choices=["greedy", "temperature", "top_k", "top_p"])
+    s.add_argument("--length", type=int, default=300, help="new tokens to generate")
+    s.add_argument("--temperature", type=float, default=0.8, help="softmax temperature (> 0)")
+    s.add_argument("--top-k", type=int, default=20, help="k for top-k sampling")
+    s.add_argument("--top-p", type=float, default=0.9, help="p for nucleus sampling (0 < p <= 1)")
+    s.add_argument("--seed", type=int, default=0, help="sampling seed: same seed and prompt, same text")
+    s.add_argument("--stateless", action="store_true", help="reset the hidden state every step (seed 001)")
+    s.set_defaults(func=_sample)
+
+    m = commands.add_parser("summary", help="seed-002-style model summary of a checkpoint",
+                            description="Print the parameter breakdown, size, convention and metrics.")
+    m.add_argument("checkpoint", help="path to a .safetensors checkpoint")
+    m.set_defaults(func=_summary)
+
+    ls = commands.add_parser("list", help="list bundled and user checkpoints",
+                             description="List bundled checkpoints and those in a folder.")
+    ls.add_argument("--dir", default=DEFAULT_RUNS_DIR, help=f"user checkpoint folder (default {DEFAULT_RUNS_DIR}/)")
+    ls.set_defaults(func=_list)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as e:  # DataError, CheckpointError and config errors are ValueErrors
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""The training engine: one loop for every model family, reporting through events.
+
+Glossary: B batch, T block (time steps per window), V vocabulary.
+
+    events = []
+    result = train(model, task, TrainConfig(max_seconds=60), emit=events.append)
+
+`train` never prints. It emits plain dicts, which the CLI turns into a tqdm
+bar and the app into live charts (minGPT's trainer-with-callbacks idea):
+
+    {"type": "step", step, epoch, train_loss, lr, grad_norm, tokens_per_s, elapsed, eta, progress}
+    {"type": "eval", step, epoch, val_loss, val_nats_per_char | val_accuracy, elapsed}
+    {"type": "done", reason, step, elapsed}      reason: finished | stopped | time budget | non-finite ...
+
+`TrainingJob` runs `train` on a background thread with start() / stop() /
+status, keeps a thread-safe event log a UI can poll, and saves the final
+checkpoint. A process-wide cap limits how many jobs train at once.
+
+The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
+learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
+"""
+import dataclasses
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from lab.cells import detach_state
+from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
+                      download_tiny_shakespeare, load_bundled_corpus, random_windows, read_text, split_train_val)
+
+CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 3e-3  # peak learning rate
+    min_lr: float = 0.0  # cosine annealing floor (seed 003: 1e-5)
+    weight_decay: float = 0.01  # AdamW, all seeds
+    batch_size: int = 64
+    block_size: int = 128  # T: time steps per window (BPTT length)
+    max_steps: Optional[int] = 1000  # budgets: training stops at whichever comes first
+    max_seconds: Optional[float] = None
+    max_epochs: Optional[float] = None
+    grad_clip: float = 1.0  # clip the global gradient norm (seeds 002, 003)
+    label_smoothing: float = 0.0  # seed 004 uses 0.1
+    stateful: bool = False  # consecutive windows, hidden state carried across batches (truncated BPTT)
+    eval_interval: int = 50  # steps between validation passes
+    eval_batches: int = 4  # batches per validation pass (the same fixed batches every time)
+    seed: int = 1337
+    device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
+
+    def __post_init__(self):
+        for name in ("lr", "batch_size", "block_size", "eval_interval", "eval_batches"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: must be positive, got {getattr(self, name)!r}")
+        for name in ("max_steps", "max_seconds", "max_epochs"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name}: must be positive or None, got {value!r}")
+        if self.max_steps is None and self.max_seconds is None and self.max_epochs is None:
+            raise ValueError("max_steps: give at least one budget (max_steps, max_seconds or max_epochs)")
+        if not 0 <= self.min_lr <= self.lr:
+            raise ValueError(f"min_lr: must be in [0, lr], got {self.min_lr!r}")
+        if self.weight_decay < 0 or self.grad_clip <= 0:
+            raise ValueError("weight_decay: must be >= 0 and grad_clip > 0")
+        if not 0 <= self.label_smoothing < 1:
+            raise ValueError(f"label_smoothing: must be in [0, 1), got {self.label_smoothing!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device: must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+
+
+def resolve_device(name="auto"):
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device: CUDA was asked for but no CUDA device is available")
+    return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else
+                        "cpu" if name == "auto" else name)
+
+
+def configure_threads(max_threads=4):
+    """Cap PyTorch's CPU threads to the cores this process may use (containers report the host's)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    threads = max(1, min(cores, max_threads))
+    torch.set_num_threads(threads)
+    return threads
+
+
+def load_corpus(source="bundled"):
+    """A corpus by name ("bundled", "tiny-shakespeare") or from a file path."""
+    if source in CORPORA:
+        return CORPORA[source]()
+    return read_text(source)
+
+
+# ---------------------------------------------------------------------------
+# tasks: what to train on. Both give train batches and an evaluation.
+
+
+class LMTask:
+    """Next-token prediction on a text: a tokenizer, a contiguous 90/10 split, windows."""
+
+    def __init__(self, text, tokenizer, val_fraction=0.1):
+        self.tokenizer = tokenizer
+        ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)
+        self.train_ids, self.val_ids = split_train_val(ids, val_fraction)
+        n_val_chars = int(len(text) * val_fraction)
+        # characters per token on held-out text turns loss per token into nats per character
+        self.chars_per_token = chars_per_token(tokenizer, text[-n_val_chars:]) if n_val_chars else 1.0
+        self._stream = None
+
+    @classmethod
+    def from_text(cls, text, tokenizer_kind="char", val_fraction=0.1, **tokenizer_options):
+        return cls(text, build_tokenizer(tokenizer_kind, text, **tokenizer_options), val_fraction)
+
+    @property
+    def vocab_size(self):
+        return self.tokenizer.vocab_size
+
+    def check(self, config):
+        check_long_enough(len(self.train_ids), config.block_size, "training split")
+        check_long_enough(len(self.val_ids), config.block_size, "validation split")
+
+    def items_per_epoch(self, config):
+        return len(self.train_ids) / (config.batch_size * config.block_size)
+
+    def train_batch(self, config, generator):
+        """-> x, y (B, T) and whether a carried state must be reset first."""
+        if not config.stateful:
+            return (*random_windows(self.train_ids, config.batch_size, config.block_size, generator), True)
+        restart = self._stream is None
+        batch = next(self._stream, None) if self._stream is not None else None
+        if batch is None:  # a new pass over the streams starts from a fresh state
+            self._stream = iter(ConsecutiveWindows(self.train_ids, config.batch_size, config.block_size))
+            batch, restart = next(self._stream), True
+        return (*batch, restart)
+
+    def tokens(self, x):
+        return x.numel()
+
+    @torch.no_grad()
+    def evaluate(self, model, config, device):
+        generator = torch.Generator().manual_seed(config.seed + 1)  # the same windows every time
+        losses = []
+        for _ in range(config.eval_batches):
+            x, y = random_windows(self.val_ids, config.batch_size, config.block_size, generator)
+            losses.append(model(x.to(device), y.to(device))[1].item())
+        val_loss = sum(losses) / len(losses)
+        return {"val_loss": val_loss, "val_nats_per_char": val_loss / self.chars_per_token}
+
+
+class ClassificationTask:
+    """Sequence classification (seed 003): (x (N, T, F), y (N,)) tensors for train and test."""
+
+    def __init__(self, train_set, test_set):
+        self.x_train, self.y_train = _as_tensors(train_set)
+        self.x_test, self.y_test = _as_tensors(test_set)
+        self.tokenizer = None
+
+    def check(self, config):
+        if len(self.x_train) == 0 or len(self.x_test) == 0:
+            raise DataError("the sequence dataset is empty")
+
+    def items_per_epoch(self, config):
+        return len(self.x_train) / config.batch_size
+
+    def train_batch(self, config, generator):
+        i = torch.randint(len(self.x_train), (config.batch_size,), generator=generator)
+        return self.x_train[i], self.y_train[i], True
+
+    def tokens(self, x):
+        return x.shape[0] * x.shape[1]  # pixels
+
+    @torch.no_grad()
+    def evaluate(self, model, config, device):
+        correct, loss_sum = 0, 0.0
+        for start in range(0, len(self.x_test), config.batch_size):
+            x = self.x_test[start:start + config.batch_size].to(device)
+            y = self.y_test[start:start + config.batch_size].to(device)
+            logits, loss, _ = model(x, y)
+            correct += (logits.argmax(-1) == y).sum().item()
+            loss_sum += loss.item() * len(y)
+        return {"val_loss": loss_sum / len(self.x_test), "val_accuracy": correct / len(self.x_test)}
+
+
+def _as_tensors(dataset):
+    if hasattr(dataset, "tensors"):
+        return dataset.tensors
+    xs, ys = zip(*(dataset[i] for i in range(len(dataset))))
+    return torch.stack(xs), torch.as_tensor(ys)
+
+
+# ---------------------------------------------------------------------------
+# the loop
+
+
+def cosine_lr(config, progress):
+    """CosineAnnealingLR's curve evaluated on training progress in [0, 1], so that
+    time budgets anneal as well as step budgets do."""
+    return config.min_lr + 0.5 * (config.lr - config.min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def _progress(config, step, elapsed, epoch):
+    parts = [step / config.max_steps if config.max_steps else 0.0,
+             elapsed / config.max_seconds if config.max_seconds else 0.0,
+             epoch / config.max_epochs if config.max_epochs else 0.0]
+    return max(parts)
+
+
+@dataclass
+class TrainResult:
+    reason: str  # why training ended
+    steps: int
+    elapsed: float
+    history: list  # the eval events
+    last_train_loss: float = math.nan
+
+
+def train(model, task, config, emit=None, should_stop=None):
+    """Train `model` on `task` until a budget is spent, `should_stop()` is true, or the loss
+    stops being finite (then the last good weights are kept: the bad step is never applied)."""
+    emit = emit or (lambda event: None)
+    should_stop = should_stop or (lambda: False)
+    task.check(config)
+    device = resolve_device(config.device)
+    torch.manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = task.items_per_epoch(config)
+    history, state, step, loss_value, reason = [], None, 0, math.nan, "finished"
+    start = time.perf_counter()
+
+    def evaluate():
+        model.eval()
+        metrics = task.evaluate(model, config, device)
+        model.train()
+        event = {"type": "eval", "step": step, "epoch": step / steps_per_epoch,
+                 "elapsed": time.perf_counter() - start, "train_loss": loss_value, **metrics}
+        history.append(event)
+        emit(event)
+
+    while True:
+        elapsed = time.perf_counter() - start
+        progress = _progress(config, step, elapsed, step / steps_per_epoch)
+        if progress >= 1.0:
+            reason = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
+            break
+        if should_stop():
+            reason = "stopped"
+            break
+        lr = cosine_lr(config, progress)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y, restart = task.train_batch(config, generator)
+        x, y = x.to(device), y.to(device)
+        _, loss, new_state = model(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        if not torch.isfinite(loss):
+            reason = f"non-finite loss ({loss.item()}) at step {step + 1}; kept the weights from step {step}"
+            break
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip).item()
+        if not math.isfinite(grad_norm):
+            reason = f"non-finite gradient at step {step + 1}; kept the weights from step {step}"
+            break
+        optimizer.step()
+        state = detach_state(new_state) if config.stateful else None
+        step, loss_value = step + 1, loss.item()
+        elapsed = time.perf_counter() - start
+        progress = _progress(config, step, elapsed, step / steps_per_epoch)
+        emit({"type": "step", "step": step, "epoch": step / steps_per_epoch, "train_loss": loss_value,
+              "lr": lr, "grad_norm": grad_norm, "tokens_per_s": task.tokens(x) * step / elapsed,
+              "elapsed": elapsed, "progress": min(progress, 1.0),
+              "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan})
+        if step % config.eval_interval == 0:
+            evaluate()
+    if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite"):
+        evaluate()
+    elapsed = time.perf_counter() - start
+    emit({"type": "done", "reason": reason, "step": step, "elapsed": elapsed})
+    model.eval()
+    return TrainResult(reason, step, elapsed, history, loss_value)
+
+
+# ---------------------------------------------------------------------------
+# background jobs
+
+MAX_CONCURRENT_JOBS = int(os.environ.get("RNNLAB_MAX_JOBS", "2"))
+_jobs_lock = threading.Lock()
+_running_jobs = set()
+
+
+class JobLimitError(RuntimeError):
+    """Too many training jobs are running in this process."""
+
+
+class TrainingJob:
+    """`train` on a background thread, with an event log a UI polls.
+
+        job = TrainingJob("astra", model, task, config, checkpoint_dir="runs")
+        job.start(); ...; job.events(since=n); job.stop(); job.wait()
+
+    status: ready -> running -> finished | stopped | failed. The final weights
+    are saved as a versioned checkpoint (also after stop, and after a
+    non-finite loss, which keeps the last good weights). `sampler(model)`, if
+    given, runs in the training thread every `sample_every_s` seconds and its
+    text is logged as a {"type": "sample"} event (no race with the optimiser).
+    """
+
+    def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
+                 sample_every_s=3.0):
+        self.name, self.model, self.task, self.config = name, model, task, config
+        self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
+        self.sampler, self.sample_every_s = sampler, sample_every_s
+        self.status, self.message, self.checkpoint_path, self.result = "ready", "", None, None
+        self._events, self._lock = [], threading.Lock()
+        self._stop, self._thread, self._last_sample = threading.Event(), None, 0.0
+
+    def start(self):
+        if self._thread is not None:
+            raise RuntimeError("this job has already been started")
+        with _jobs_lock:
+            if len(_running_jobs) >= MAX_CONCURRENT_JOBS:
+                raise JobLimitError(f"{len(_running_jobs)} training runs are already going in this app "
+                                    f"(the limit is {MAX_CONCURRENT_JOBS}); stop one or wait for it to finish")
+            _running_jobs.add(self)
+        self.status = "running"
+        self._thread = threading.Thread(target=self._run, name=f"train-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        """Ask the loop to stop; it does so before its next step."""
+        self._stop.set()
+
+    def wait(self, timeout=None):
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.status
+
+    @property
+    def running(self):
+        return self.status == "running"
+
+    def events(self, since=0):
+        with self._lock:
+            return self._events[since:]
+
+    def _emit(self, event):
+        with self._lock:
+            self._events.append(event)
+        now = time.perf_counter()
+        if self.sampler is not None and event["type"] == "step" and now - self._last_sample >= self.sample_every_s:
+            self._last_sample = now
+            text = self.sampler(self.model)
+            self.model.train()
+            with self._lock:
+                self._events.append({"type": "sample", "step": event["step"], "text": text})
+
+    def _run(self):
+        from lab.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
+
+        try:
+            self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
+            reason = self.result.reason
+            self.status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") \
+                else "finished"
+            self.message = reason
+            if self.checkpoint_dir is not None and self.result.steps > 0:
+                metrics = {"history": self.result.history, "steps": self.result.steps,
+                           "elapsed": self.result.elapsed, "reason": reason,
+                           "train_config": dataclasses.asdict(self.config)}
+                self.checkpoint_path = save_checkpoint(self.checkpoint_dir, self.name, self.model.cpu(),
+                                                       self.task.tokenizer, metrics, self.extra)
+        except Exception as e:  # reported to the UI, which must never show a traceback
+            self.status, self.message = "failed", f"{type(e).__name__}: {e}"
+            with self._lock:
+                self._events.append({"type": "error", "message": self.message})
+        finally:
+            with _jobs_lock:
+                _running_jobs.discard(self)
