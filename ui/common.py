@@ -1,0 +1,152 @@
+"""Streamlit helpers shared by every page (kept out of `lab/`, which never imports Streamlit).
+
+Pages stay thin: widgets -> config -> `lab` call -> chart. This module holds
+what several pages need: page setup, the checkpoint picker with a cached
+loader, clear errors instead of tracebacks, per-session training jobs (stopped
+when their browser tab closes), and the published anchors shown beside results.
+"""
+import contextlib
+import os
+import threading
+import time
+from pathlib import Path
+
+import streamlit as st
+
+from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
+from lab.data import DataError
+from lab.train import configure_threads
+
+USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", Path(__file__).resolve().parent.parent / "user_checkpoints"))
+
+# Published numbers a student can hold a result against (cited where shown).
+ANCHORS = {
+    "nanogpt_cpu": ("nanoGPT char-level Tiny Shakespeare, CPU config (~3 min)", "val loss ≈ 1.88 nats/char"),
+    "nanogpt_gpu": ("nanoGPT char-level Tiny Shakespeare, 6-layer transformer on a GPU", "val loss ≈ 1.47 nats/char"),
+    "leviathan": ("Seed 002 Leviathan-LSTM (24M params, 6 short epochs on a GPU)", "val loss 1.50 nats/char"),
+    "uniform_char": ("Uniform guess over ~65 characters", "ln 65 ≈ 4.17 nats/char"),
+    "scifar_lstm": ("Sequential CIFAR-10, LSTM (S4 paper, Table)", "63.0% accuracy"),
+    "scifar_urgru": ("Sequential CIFAR-10, UR-GRU (S4 paper, Table)", "74.4% accuracy"),
+    "lra_image_transformer": ("Long Range Arena, grayscale Image task, Transformer", "42.4% accuracy"),
+    "lra_image_s4": ("Long Range Arena, grayscale Image task, S4", "88.7% accuracy"),
+}
+
+
+def setup_page(title, icon="🧠"):
+    """Page config, a capped thread count, and the session's job reaper."""
+    st.set_page_config(page_title=f"{title} · RNN Lab", page_icon=icon, layout="wide")
+    _process_setup()
+
+
+@st.cache_resource
+def _process_setup():
+    """Once per server process: cap torch's threads and start the reaper of orphaned jobs."""
+    threads = configure_threads()
+    threading.Thread(target=_reap_jobs_of_closed_sessions, name="rnnlab-reaper", daemon=True).start()
+    return threads
+
+
+def show_anchors(*keys):
+    """A small table of published results relevant to the page."""
+    with st.expander("Published anchors: how good is good?", expanded=False):
+        st.table([{"reference": ANCHORS[k][0], "result": ANCHORS[k][1]} for k in keys])
+
+
+@contextlib.contextmanager
+def user_errors(what="That"):
+    """Show bad input (ValueError and friends) as a clear st.error, never a traceback."""
+    try:
+        yield
+    except (CheckpointError, DataError, ValueError) as e:
+        st.error(f"{what} did not work: {e}")
+    except OSError as e:
+        st.error(f"{what} did not work: a file problem: {e}")
+
+
+# ---------------------------------------------------------------------------
+# checkpoints
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading checkpoint…")
+def cached_checkpoint(path, mtime):
+    """A loaded checkpoint, shared read-only across sessions; `mtime` invalidates on rewrite."""
+    return load_checkpoint(path)
+
+
+def checkpoint_infos(families=None):
+    infos = list_checkpoints(USER_DIR, include_versions=False)
+    return [i for i in infos if families is None or i.family in families]
+
+
+def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), default_name=None):
+    """A selectbox over bundled and user checkpoints -> the loaded Checkpoint, or None (with a message)."""
+    infos = checkpoint_infos(families)
+    if not infos:
+        st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones "
+                   "with `python scripts/build_checkpoints.py`.")
+        return None
+    names = [f"{i.name}{'' if i.bundled else '  (yours)'}" for i in infos]
+    index = next((n for n, i in enumerate(infos) if i.name == default_name), 0)
+    choice = st.selectbox(label, range(len(infos)), index=index, format_func=names.__getitem__, key=key)
+    info = infos[choice]
+    try:
+        return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
+    except (CheckpointError, OSError) as e:
+        st.error(f"Could not load {info.name}: {e}")
+        return None
+
+
+# ---------------------------------------------------------------------------
+# per-session training jobs
+
+
+@st.cache_resource
+def _job_registry():
+    """session id -> list of that session's TrainingJobs (process-wide, guarded by a lock)."""
+    return {"lock": threading.Lock(), "jobs": {}}
+
+
+def session_id():
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-session"
+
+
+def session_jobs():
+    """This browser session's jobs (oldest first)."""
+    registry = _job_registry()
+    with registry["lock"]:
+        return list(registry["jobs"].get(session_id(), []))
+
+
+def register_job(job):
+    registry = _job_registry()
+    with registry["lock"]:
+        registry["jobs"].setdefault(session_id(), []).append(job)
+
+
+def _reap_jobs_of_closed_sessions(interval=2.0, grace=10.0):
+    """Stop the training of sessions whose browser tab has gone (checked every `interval` s)."""
+    from streamlit.runtime import Runtime
+
+    registry, gone_since = _job_registry(), {}
+    while True:
+        time.sleep(interval)
+        if not Runtime.exists():
+            continue
+        runtime = Runtime.instance()
+        with registry["lock"]:
+            sessions = list(registry["jobs"].items())
+        for sid, jobs in sessions:
+            if runtime.is_active_session(sid):
+                gone_since.pop(sid, None)
+                continue
+            # a reconnecting tab (page reload, flaky network) gets a grace period
+            if time.monotonic() - gone_since.setdefault(sid, time.monotonic()) < grace:
+                continue
+            for job in jobs:
+                job.stop()
+            with registry["lock"]:
+                registry["jobs"].pop(sid, None)
+            gone_since.pop(sid, None)
