@@ -30,6 +30,9 @@ def _train(args):
     tokenizer_kind = args.tokenizer or preset.tokenizer
     options = dict(preset.tokenizer_options) if tokenizer_kind == preset.tokenizer else {}
     if args.vocab_size:
+        if tokenizer_kind != "sentencepiece":  # a char vocabulary is the text's characters
+            raise ValueError("vocab-size: only a sentencepiece tokenizer has a size to choose; "
+                             "add --tokenizer sentencepiece")
         options["vocab_size"] = args.vocab_size
     task = LMTask.from_text(text, tokenizer_kind, **options)
     overrides = {k: v for k, v in [("cell", args.cell), ("backend", args.backend), ("embed_dim", args.embed_dim),
@@ -72,7 +75,8 @@ def _train(args):
         result = train(model, task, train_config, on_event)
     except KeyboardInterrupt:
         result = None
-    bar.close()
+    finally:  # also before an error message, which must not land on the bar's line
+        bar.close()
     if result is None or result.steps == 0:
         print("interrupted before a step was taken; nothing saved")
         return 1
@@ -94,6 +98,9 @@ def _sample(args):
     from lab.sampling import SamplingConfig, generate, repetition_report
 
     checkpoint = load_checkpoint(args.checkpoint)
+    if checkpoint.tokenizer is None:
+        raise ValueError(f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; "
+                         "only language models can generate")
     config = SamplingConfig(strategy=args.strategy, temperature=args.temperature, top_k=args.top_k,
                             top_p=args.top_p, max_new_tokens=args.length, seed=args.seed,
                             stateful=not args.stateless)

@@ -85,6 +85,7 @@ def atomic_write_bytes(path, data):
     """Write to a temporary file beside `path`, flush to disk, then rename over it."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; a checkpoint is an ordinary shareable file
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -178,10 +179,10 @@ def load_checkpoint(source, device="cpu"):
         config = config_from_dict(_decode_json(metadata, "config", label))
         tokenizer_state = _decode_json(metadata, "tokenizer", label)
         tokenizer = tokenizer_from_state(tokenizer_state) if tokenizer_state else None
-    except (ValueError, DataError) as e:
+    except (ValueError, TypeError, DataError) as e:  # TypeError: a config that is not a dict
         raise CheckpointError(f"{label}: checkpoint config or tokenizer is invalid: {e}") from None
-    model = build_model(config)
-    expected = model.state_dict()
+    with torch.device("meta"):  # shapes only, no memory: an edited config cannot make us allocate a huge model
+        expected = build_model(config).state_dict()
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     wrong = sorted(k for k in set(expected) & set(tensors) if expected[k].shape != tensors[k].shape)
@@ -190,6 +191,7 @@ def load_checkpoint(source, device="cpu"):
                            for what, keys in [("missing", missing), ("unexpected", unexpected),
                                               ("wrong shape", wrong)] if keys)
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
+    model = build_model(config)
     model.load_state_dict(tensors)
     model.to(device).eval()
     if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
@@ -211,11 +213,14 @@ def read_info(path, bundled=False):
     if metadata.get("format") != FORMAT:
         raise CheckpointError(f"{path.name}: not an RNN Lab checkpoint")
     config = _decode_json(metadata, "config", path.name)
+    metrics = _decode_json(metadata, "metrics", path.name)
+    version = metadata.get("version") or "0"
+    if not (isinstance(config, dict) and isinstance(metrics, dict) and version.isdecimal()):  # an edited header
+        raise CheckpointError(f"{path.name}: checkpoint metadata is malformed (config, metrics or version)")
     stem = path.name[: -len(SUFFIX)]
-    return CheckpointInfo(name=stem, version=int(metadata.get("version") or 0), path=path,
+    return CheckpointInfo(name=stem, version=int(version), path=path,
                           family=config.get("family", ""), cell=config.get("cell", "scan"),
-                          timestamp=metadata.get("timestamp", ""), bundled=bundled,
-                          metrics=_decode_json(metadata, "metrics", path.name), config=config)
+                          timestamp=metadata.get("timestamp", ""), bundled=bundled, metrics=metrics, config=config)
 
 
 def list_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=True):
@@ -236,8 +241,12 @@ def list_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=Tr
 
 
 def delete_checkpoint(path, user_dir):
-    """Delete a user checkpoint; bundled ones and paths outside `user_dir` are refused."""
-    path = _inside(user_dir, Path(path).name)
+    """Delete a user checkpoint; bundled ones and paths outside `user_dir` are refused.
+    A bare file name is looked up in `user_dir`."""
+    path = Path(path)
+    if path.name != str(path) and path.resolve().parent != Path(user_dir).resolve():
+        raise CheckpointError(f"{path}: not in the user checkpoint folder; only your own checkpoints can be deleted")
+    path = _inside(user_dir, path.name)
     if not path.is_file():
         raise CheckpointError(f"{path.name}: no such checkpoint")
     path.unlink()

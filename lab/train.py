@@ -66,8 +66,10 @@ class TrainConfig:
             raise ValueError("max_steps: give at least one budget (max_steps, max_seconds or max_epochs)")
         if not 0 <= self.min_lr <= self.lr:
             raise ValueError(f"min_lr: must be in [0, lr], got {self.min_lr!r}")
-        if self.weight_decay < 0 or self.grad_clip <= 0:
-            raise ValueError("weight_decay: must be >= 0 and grad_clip > 0")
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay: must be >= 0, got {self.weight_decay!r}")
+        if not self.grad_clip > 0:
+            raise ValueError(f"grad_clip: must be positive, got {self.grad_clip!r}")
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(f"label_smoothing: must be in [0, 1), got {self.label_smoothing!r}")
         if self.device not in ("auto", "cpu", "cuda"):
@@ -113,7 +115,7 @@ class LMTask:
         n_val_chars = int(len(text) * val_fraction)
         # characters per token on held-out text turns loss per token into nats per character
         self.chars_per_token = chars_per_token(tokenizer, text[-n_val_chars:]) if n_val_chars else 1.0
-        self._stream = None
+        self._stream, self._stream_run = None, None
 
     @classmethod
     def from_text(cls, text, tokenizer_kind="char", val_fraction=0.1, **tokenizer_options):
@@ -134,10 +136,13 @@ class LMTask:
         """-> x, y (B, T) and whether a carried state must be reset first."""
         if not config.stateful:
             return (*random_windows(self.train_ids, config.batch_size, config.block_size, generator), True)
-        restart = self._stream is None
-        batch = next(self._stream, None) if self._stream is not None else None
+        # a new run (it brings its own generator) starts at the beginning of the streams with its own B
+        # and T, so that a task reused by several runs gives the same batches every time
+        restart = self._stream is None or self._stream_run is not generator
+        batch = None if restart else next(self._stream, None)
         if batch is None:  # a new pass over the streams starts from a fresh state
             self._stream = iter(ConsecutiveWindows(self.train_ids, config.batch_size, config.block_size))
+            self._stream_run = generator
             batch, restart = next(self._stream), True
         return (*batch, restart)
 
@@ -321,7 +326,7 @@ class TrainingJob:
         self.sampler, self.sample_every_s = sampler, sample_every_s
         self.status, self.message, self.checkpoint_path, self.result = "ready", "", None, None
         self._events, self._lock = [], threading.Lock()
-        self._stop, self._thread, self._last_sample = threading.Event(), None, 0.0
+        self._stop, self._thread, self._last_sample = threading.Event(), None, -math.inf  # sample at step 1
 
     def start(self):
         if self._thread is not None:
@@ -367,22 +372,24 @@ class TrainingJob:
     def _run(self):
         from lab.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
 
+        status = "failed"
         try:
             self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
             reason = self.result.reason
-            self.status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") \
-                else "finished"
-            self.message = reason
             if self.checkpoint_dir is not None and self.result.steps > 0:
                 metrics = {"history": self.result.history, "steps": self.result.steps,
                            "elapsed": self.result.elapsed, "reason": reason,
                            "train_config": dataclasses.asdict(self.config)}
                 self.checkpoint_path = save_checkpoint(self.checkpoint_dir, self.name, self.model.cpu(),
                                                        self.task.tokenizer, metrics, self.extra)
+            self.message = reason
+            status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
         except Exception as e:  # reported to the UI, which must never show a traceback
-            self.status, self.message = "failed", f"{type(e).__name__}: {e}"
+            self.message = f"{type(e).__name__}: {e}"
             with self._lock:
                 self._events.append({"type": "error", "message": self.message})
         finally:
             with _jobs_lock:
                 _running_jobs.discard(self)
+            # last: a UI that sees a final status finds the checkpoint saved and the slot free for a new job
+            self.status = status

@@ -1,0 +1,513 @@
+"""lab.checkpoints: round trips, versions, atomic saves, and files that must be refused without running code."""
+import io
+import json
+import os
+import pickle
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import load as load_safetensors_bytes
+from safetensors.torch import save as save_safetensors_bytes
+
+import lab
+import lab.checkpoints
+from lab.checkpoints import (CheckpointError, checkpoint_bytes, delete_checkpoint, list_checkpoints,
+                             load_checkpoint, read_info, sanitize_name, save_checkpoint)
+from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
+from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, conventions
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread, and the CPU cores are shared with other work."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def text():
+    return load_bundled_corpus()[:20_000]
+
+
+@pytest.fixture(scope="module")
+def char_tokenizer(text):
+    return CharTokenizer.from_text(text)
+
+
+def trained_looking(model, seed=1):
+    """Move every weight away from its initial value, so a load that forgot the weights shows."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=generator))
+    return model.eval()
+
+
+def tiny_lm(vocab_size, seed=0, **options):
+    torch.manual_seed(seed)
+    return trained_looking(build_model(LMConfig(vocab_size=vocab_size, embed_dim=8, hidden_size=16, **options)), seed)
+
+
+def header(data):
+    """The metadata dict of safetensors bytes."""
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8:8 + n])["__metadata__"]
+
+
+def rebuild(data, tensors=None, **metadata):
+    """The same checkpoint with some metadata entries (or the tensors) replaced, written by safetensors."""
+    return save_safetensors_bytes(tensors if tensors is not None else load_safetensors_bytes(data),
+                                  {**header(data), **metadata})
+
+
+@pytest.fixture(scope="module")
+def valid(char_tokenizer):
+    """(model, bytes) of a small char LM checkpoint."""
+    model = tiny_lm(char_tokenizer.vocab_size)
+    return model, checkpoint_bytes(model, char_tokenizer, {"history": [{"step": 1, "val_loss": 2.0}]}, "tiny", 1)
+
+
+# ---------------------------------------------------------------------------
+# round trips
+
+
+def _lm_char(text, char_tokenizer):
+    return tiny_lm(char_tokenizer.vocab_size, cell="gru_seed", num_layers=2, norm="every"), char_tokenizer
+
+
+def _lm_sentencepiece(text, char_tokenizer):
+    tokenizer = SentencePieceTokenizer.train(text, vocab_size=120)
+    return tiny_lm(tokenizer.vocab_size, cell="lstm", backend="fused"), tokenizer
+
+
+def _scan_markov(text, char_tokenizer):
+    torch.manual_seed(0)
+    config = ScanMarkovConfig(vocab_size=char_tokenizer.vocab_size, embed_dim=16, gate_hidden=32,
+                              decoder_hidden=32, max_positions=8)
+    return trained_looking(build_model(config)), char_tokenizer
+
+
+def _classifier(text, char_tokenizer):
+    torch.manual_seed(0)
+    return trained_looking(build_model(ClassifierConfig(hidden_size=8, num_classes=3, input_size=2))), None
+
+
+@pytest.mark.parametrize("make", [_lm_char, _lm_sentencepiece, _scan_markov, _classifier],
+                         ids=["lm-char", "lm-sentencepiece", "scan-markov", "classifier"])
+def test_round_trip_keeps_the_function_and_everything_needed_to_use_it(make, text, char_tokenizer, tmp_path):
+    model, tokenizer = make(text, char_tokenizer)
+    metrics = {"history": [{"type": "eval", "step": 3, "val_loss": 1.5}], "steps": 3}
+    path = save_checkpoint(tmp_path, "model", model, tokenizer, metrics, {"preset": "test"})
+    assert path == tmp_path / "model_v1.safetensors"
+    if tokenizer is None:
+        x = torch.randn(2, 7, 2)  # (B, T, input_size) pixels
+    else:
+        x = torch.tensor([tokenizer.encode(text[:12])])  # (1, T)
+    expected = model(x)[0]
+    for source in (path, path.read_bytes()):  # a file, and an upload's bytes
+        loaded = load_checkpoint(source)
+        assert not loaded.model.training
+        torch.testing.assert_close(loaded.model(x)[0], expected, rtol=0, atol=0)
+        assert loaded.config == model.config and type(loaded.model) is type(model)
+        assert conventions(loaded.model) == conventions(model)
+        if tokenizer is None:
+            assert loaded.tokenizer is None
+        else:
+            assert loaded.tokenizer.to_state() == tokenizer.to_state()
+            assert loaded.tokenizer.encode(text[:200]) == tokenizer.encode(text[:200])
+        assert loaded.metrics == metrics
+        assert loaded.meta["name"] == "model" and loaded.meta["version"] == "1"
+        assert loaded.meta["lab_version"] == lab.__version__ and loaded.meta["extra"] == {"preset": "test"}
+        saved_at = datetime.fromisoformat(loaded.meta["timestamp"])
+        assert abs((datetime.now(timezone.utc) - saved_at).total_seconds()) < 600
+        assert loaded.path == (path if isinstance(source, Path) else None)
+    with safe_open(str(path), framework="pt") as f:  # the header carries what a listing shows
+        metadata = f.metadata()
+    assert json.loads(metadata["conventions"]) == conventions(model) and conventions(model)
+    assert json.loads(metadata["config"])["family"] == model.config.family
+    assert metadata["format"] == "rnnlab-checkpoint" and metadata["lab_version"] == lab.__version__
+
+
+def test_saving_three_times_makes_versions_and_latest(valid, char_tokenizer, tmp_path):
+    model, _ = valid
+    (tmp_path / "run_vx.safetensors").write_bytes(b"not a version")  # ignored when numbering
+    (tmp_path / "runner_v9.safetensors").write_bytes(b"another name")
+    paths = [save_checkpoint(tmp_path, "run", model, char_tokenizer, {"i": i}) for i in (1, 2, 3)]
+    assert paths == [tmp_path / f"run_v{i}.safetensors" for i in (1, 2, 3)]
+    latest = tmp_path / "run_latest.safetensors"
+    assert latest.read_bytes() == paths[2].read_bytes()
+    assert paths[0].read_bytes() != paths[2].read_bytes()
+    loaded = load_checkpoint(latest)
+    assert loaded.meta["version"] == "3" and loaded.metrics == {"i": 3}
+    assert load_checkpoint(paths[0]).metrics == {"i": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["run_vx.safetensors", "runner_v9.safetensors", "run_latest.safetensors"] + [p.name for p in paths])
+
+
+# ---------------------------------------------------------------------------
+# atomic save: a writer killed mid-save leaves the previous checkpoint intact
+
+CHILD = r'''
+import os, signal, sys, time
+signal.alarm(120)  # never outlive a failed test
+import torch
+from lab import checkpoints
+from lab.models import LMConfig, build_model
+
+torch.set_num_threads(1)
+folder = sys.argv[1]
+config = LMConfig(vocab_size=40, embed_dim=32, hidden_size=128)  # ~0.3 MB of weights
+torch.manual_seed(1)
+checkpoints.save_checkpoint(folder, "run", build_model(config), metrics={"generation": 1})
+print("READY", flush=True)
+
+real_fdopen, opened = os.fdopen, []
+
+
+class HangingFile:
+    """Writes the first half of the data in small chunks, then hangs: the parent kills us there."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self.f.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def write(self, data):
+        half = len(data) // 2
+        for start in range(0, half, 4096):
+            self.f.write(data[start:min(start + 4096, half)])
+            self.f.flush()
+            time.sleep(0.001)
+        print("HALFWAY", flush=True)
+        time.sleep(600)
+
+
+def fdopen(fd, *args, **kwargs):
+    opened.append(real_fdopen(fd, *args, **kwargs))
+    return HangingFile(opened[-1]) if len(opened) == 2 else opened[-1]  # write 2 of a save is name_latest
+
+
+os.fdopen = fdopen
+torch.manual_seed(2)
+checkpoints.save_checkpoint(folder, "run", build_model(config), metrics={"generation": 2})
+print("SAVED", flush=True)
+'''
+
+
+def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
+    script, folder = tmp_path / "child.py", tmp_path / "runs"
+    script.write_text(CHILD)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=REPO, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == "READY\n", child.stderr.read()
+        latest = folder / "run_latest.safetensors"
+        before = latest.read_bytes()
+        assert child.stdout.readline() == "HALFWAY\n", child.stderr.read()
+        partial = list(folder.glob(".run_latest.safetensors.*.tmp"))
+        assert len(partial) == 1 and 0 < partial[0].stat().st_size < len(before)  # the new file, half written
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+        child.stdout.close()
+        child.stderr.close()
+    assert child.returncode == -signal.SIGKILL
+    assert latest.read_bytes() == before  # not replaced by a partial file
+    assert load_checkpoint(latest).metrics == {"generation": 1}
+    assert load_checkpoint(folder / "run_v2.safetensors").metrics == {"generation": 2}  # finished before the kill
+    assert partial[0].exists()  # a leftover temporary file is allowed, but never listed
+    names = sorted(info.name for info in list_checkpoints(folder, bundled_dir=None))
+    assert names == ["run_latest", "run_v1", "run_v2"]
+    # the next save carries on as usual
+    path = save_checkpoint(folder, "run", load_checkpoint(latest).model, metrics={"generation": 3})
+    assert path.name == "run_v3.safetensors" and load_checkpoint(latest).metrics == {"generation": 3}
+
+
+def test_a_failed_write_removes_its_temporary_file_and_keeps_the_old_one(valid, tmp_path, monkeypatch):
+    model, data = valid
+    target = tmp_path / "x.safetensors"
+    lab.checkpoints.atomic_write_bytes(target, data)
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(lab.checkpoints.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        lab.checkpoints.atomic_write_bytes(target, b"new content")
+    assert target.read_bytes() == data and sorted(tmp_path.iterdir()) == [target]
+
+
+# ---------------------------------------------------------------------------
+# files that are not loadable checkpoints
+
+
+class Payload:
+    """Unpickling this runs a shell command that creates `marker`."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {shlex.quote(str(self.marker))}",)
+
+
+def test_the_malicious_payload_is_live(tmp_path):
+    """The control for the tests below: unpickling really would run the command."""
+    marker = tmp_path / "control"
+    pickle.loads(pickle.dumps(Payload(marker)))
+    assert marker.exists()
+
+
+def _torch_save(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("make", [
+    lambda marker: pickle.dumps(Payload(marker), protocol=2),
+    lambda marker: pickle.dumps(Payload(marker), protocol=pickle.HIGHEST_PROTOCOL),
+    lambda marker: _torch_save({"state_dict": Payload(marker)}),
+], ids=["pickle-2", "pickle-5", "torch.save"])
+def test_a_malicious_pickle_is_refused_and_never_runs(make, tmp_path):
+    marker = tmp_path / "marker"
+    data = make(marker)
+    path = tmp_path / "evil.safetensors"
+    path.write_bytes(data)
+    for source in (path, data):
+        with pytest.raises(CheckpointError, match="pickle or torch.save file, which could run code"):
+            load_checkpoint(source)
+    assert list_checkpoints(tmp_path, bundled_dir=None) == []
+    assert not marker.exists()
+
+
+def test_an_old_protocol_pickle_is_refused_and_never_runs(tmp_path):
+    marker = tmp_path / "marker"
+    data = pickle.dumps(Payload(marker), protocol=0)
+    with pytest.raises(CheckpointError, match="not an RNN Lab checkpoint"):
+        load_checkpoint(data)
+    assert not marker.exists()
+
+
+def _random(data):
+    return random.Random(0).randbytes(4096)
+
+
+def _truncated(data):
+    return data[:len(data) // 2]
+
+
+def _empty(data):
+    return b""
+
+
+def _foreign(data):
+    return save_safetensors_bytes({"weight": torch.zeros(3, 4)})
+
+
+def _foreign_with_metadata(data):
+    return save_safetensors_bytes({"weight": torch.zeros(3, 4)}, {"format": "pt"})
+
+
+def _with_config(**changes):
+    def make(data):
+        return rebuild(data, config=json.dumps({**json.loads(header(data)["config"]), **changes}))
+    return make
+
+
+def _with_metadata(**changes):
+    return lambda data: rebuild(data, **changes)
+
+
+def _missing_weight(data):
+    tensors = load_safetensors_bytes(data)
+    del tensors["head.bias"]
+    return rebuild(data, tensors)
+
+
+BAD_FILES = {
+    "random-bytes": (_random, "corrupt or truncated file"),
+    "truncated": (_truncated, "corrupt or truncated file"),
+    "empty": (_empty, "corrupt or truncated file"),
+    "foreign-safetensors": (_foreign, "a safetensors file, but not an RNN Lab checkpoint"),
+    "foreign-with-metadata": (_foreign_with_metadata, "a safetensors file, but not an RNN Lab checkpoint"),
+    "other-hidden-size": (_with_config(hidden_size=24),
+                          r"weights do not match the architecture in its config \(wrong shape: "),
+    "other-cell": (_with_config(cell="lstm"), "weights do not match the architecture in its config"),
+    "huge-hidden-size": (_with_config(hidden_size=1_000_000), "weights do not match the architecture"),
+    "unknown-family": (_with_config(family="transformer"), "unknown model family 'transformer'"),
+    "invalid-config-value": (_with_config(hidden_size=-4), "config or tokenizer is invalid: hidden_size"),
+    "unknown-config-field": (_with_config(heads=4), "unknown fields"),
+    "config-not-a-dict": (_with_metadata(config="null"), "config or tokenizer is invalid"),
+    "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is missing or malformed"),
+    "tokenizer-too-small": (_with_metadata(tokenizer=json.dumps({"kind": "char", "chars": "abc"})),
+                            "tokenizer has 3 tokens"),
+    "unknown-tokenizer": (_with_metadata(tokenizer=json.dumps({"kind": "magic"})), "unknown tokenizer kind 'magic'"),
+    "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is missing or malformed"),
+    "missing-weight": (_missing_weight, r"missing: head\.bias"),
+}
+
+
+@pytest.mark.parametrize("make, message", BAD_FILES.values(), ids=BAD_FILES.keys())
+def test_a_bad_file_is_refused_with_a_clear_message(make, message, valid, tmp_path):
+    _, data = valid
+    bad = make(data)
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(bad)
+    for source, label in ((path, "bad.safetensors: "), (bad, "uploaded file: ")):
+        with pytest.raises(CheckpointError, match=message) as error:
+            load_checkpoint(source)  # a huge config is refused from shapes alone, without allocating the model
+        assert str(error.value).startswith(label) and "\n" not in str(error.value)
+
+
+def test_the_valid_bytes_load(valid):
+    model, data = valid
+    assert load_checkpoint(data).meta["name"] == "tiny"
+
+
+def test_a_missing_file_and_a_too_large_file_are_refused(valid, tmp_path, monkeypatch):
+    _, data = valid
+    with pytest.raises(CheckpointError, match="no such checkpoint file"):
+        load_checkpoint(tmp_path / "nothing.safetensors")
+    with pytest.raises(CheckpointError, match="no such checkpoint file"):
+        load_checkpoint(tmp_path)  # a folder
+    monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", len(data) - 1)
+    with pytest.raises(CheckpointError, match="larger than the 0 MB limit"):
+        load_checkpoint(data)
+
+
+# ---------------------------------------------------------------------------
+# names and paths
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "a/b", "..", "", "   ", "名前", "/abs/path", "a\\b", ".hidden",
+                                  "x" * 300, "run v1!"])
+def test_sanitize_name_gives_a_safe_name_or_refuses(name, tmp_path):
+    try:
+        cleaned = sanitize_name(name)
+    except ValueError as e:
+        assert str(e).startswith("name: ") and "no usable characters" in str(e)
+        assert name.strip(" ./") == "" or not name.isascii()
+        return
+    assert cleaned and len(cleaned) <= 64 and "/" not in cleaned and "\\" not in cleaned
+    assert not cleaned.startswith(".") and cleaned not in (".", "..")
+    assert (tmp_path / cleaned).resolve().parent == tmp_path.resolve()
+
+
+def test_sanitize_name_examples():
+    assert sanitize_name("../../etc/passwd") == "etc-passwd"
+    assert sanitize_name("a/b") == "a-b"
+    assert sanitize_name("  astra run 2  ") == "astra-run-2"
+    for name in ("..", "", "   ", "名前"):
+        with pytest.raises(ValueError, match="name: "):
+            sanitize_name(name)
+
+
+def test_save_checkpoint_never_writes_outside_its_folder(valid, tmp_path):
+    model, _ = valid
+    folder = tmp_path / "deep" / "runs"
+    for name in ("../../escape", "/tmp/escape", "../x/../../y"):
+        path = save_checkpoint(folder, name, model)
+        assert path.resolve().parent == folder.resolve()
+    for name in ("..", "", "名前"):
+        with pytest.raises(ValueError):
+            save_checkpoint(folder, name, model)
+    outside = [p for p in tmp_path.rglob("*") if p.is_file() and folder not in p.parents]
+    assert outside == []
+    assert {p.name for p in folder.iterdir()} == {f"{name}_{version}.safetensors" for name in
+                                                  ("escape", "tmp-escape", "x-..-..-y") for version in ("v1", "latest")}
+
+
+def test_delete_checkpoint_refuses_paths_outside_the_user_folder(valid, tmp_path):
+    model, _ = valid
+    user, elsewhere = tmp_path / "user", tmp_path / "bundled"
+    mine = save_checkpoint(user, "same", model)
+    theirs = save_checkpoint(elsewhere, "same", model)  # same file name in another folder
+    (tmp_path / "secret.safetensors").write_bytes(b"keep me")
+    link = user / "link.safetensors"
+    link.symlink_to(tmp_path / "secret.safetensors")
+    for path in (theirs, str(theirs), user / ".." / "secret.safetensors", "../secret.safetensors", link):
+        with pytest.raises(ValueError):
+            delete_checkpoint(path, user)
+    assert mine.is_file() and theirs.is_file() and (tmp_path / "secret.safetensors").read_bytes() == b"keep me"
+    with pytest.raises(CheckpointError, match="no such checkpoint"):
+        delete_checkpoint(user / "never_saved.safetensors", user)
+    delete_checkpoint(mine, user)
+    assert not mine.exists() and theirs.is_file()
+    delete_checkpoint("same_latest.safetensors", user)  # a bare name is looked up in the user folder
+    assert not (user / "same_latest.safetensors").exists()
+
+
+# ---------------------------------------------------------------------------
+# listing
+
+
+def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(valid, char_tokenizer, tmp_path,
+                                                                             monkeypatch):
+    model, data = valid
+    user, bundled = tmp_path / "user", tmp_path / "bundled"
+    save_checkpoint(bundled, "shipped", model, char_tokenizer, {"history": [{"step": 9, "val_loss": 1.0}]})
+    save_checkpoint(user, "old", model, char_tokenizer)
+    save_checkpoint(user, "new", model, char_tokenizer, {"history": [{"step": 5, "val_nats_per_char": 1.9}]})
+    t = time.time()
+    for i, name in enumerate(["shipped_v1", "shipped_latest", "old_v1", "old_latest", "new_v1", "new_latest"]):
+        folder = bundled if name.startswith("shipped") else user
+        os.utime(folder / f"{name}.safetensors", (t + i, t + i))  # later in the list = newer
+    marker = tmp_path / "marker"
+    junk = {
+        "random": _random(data), "empty": b"", "truncated": _truncated(data), "foreign": _foreign(data),
+        "pickle": pickle.dumps(Payload(marker), protocol=2), "torch": _torch_save(Payload(marker)),
+        "bad-version": rebuild(data, version="seven"), "bad-config": rebuild(data, config="[1]"),
+        "bad-metrics": rebuild(data, metrics='"text"'), "no-config": rebuild(data, config="{"),
+    }
+    for name, content in junk.items():
+        (user / f"{name}.safetensors").write_bytes(content)
+    (user / "folder.safetensors").mkdir()
+    (user / ".new_latest.safetensors.abc123.tmp").write_bytes(data[:100])  # a crashed save's leftover
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("list_checkpoints must read headers only")
+
+    monkeypatch.setattr(lab.checkpoints, "load_safetensors_bytes", forbidden)
+    monkeypatch.setattr(lab.checkpoints, "build_model", forbidden)
+    monkeypatch.setattr(Path, "read_bytes", forbidden)
+    infos = list_checkpoints(user, bundled_dir=bundled)
+    assert [(i.name, i.bundled) for i in infos] == [
+        ("shipped_latest", True), ("shipped_v1", True),
+        ("new_latest", False), ("new_v1", False), ("old_latest", False), ("old_v1", False)]
+    newest = infos[2]
+    assert newest.path == user / "new_latest.safetensors" and newest.version == 1
+    assert newest.family == "lm" and newest.cell == model.config.cell
+    assert newest.config["hidden_size"] == 16 and newest.metrics["history"][-1]["val_nats_per_char"] == 1.9
+    assert datetime.fromisoformat(newest.timestamp).tzinfo is not None
+    assert [i.name for i in list_checkpoints(user, bundled_dir=bundled, include_versions=False)] == [
+        "shipped_latest", "new_latest", "old_latest"]
+    assert list_checkpoints(tmp_path / "no such folder", bundled_dir=None) == []
+    assert not marker.exists()
+    monkeypatch.undo()
+    with pytest.raises(CheckpointError):
+        read_info(user / "bad-version.safetensors")

@@ -1,0 +1,265 @@
+"""python -m lab: help texts, a tiny train -> summary -> list -> sample journey, and one-line errors on bad input."""
+import contextlib
+import io
+import math
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lab.__main__ import main
+from lab.checkpoints import load_checkpoint, save_checkpoint
+from lab.data import load_bundled_corpus
+from lab.models import ClassifierConfig, build_model, conventions, count_parameters
+
+REPO = Path(__file__).resolve().parent.parent
+
+OPTIONS = {
+    "train": ["--preset", "--cell", "--backend", "--embed-dim", "--hidden-size", "--num-layers", "--dropout",
+              "--corpus", "--tokenizer", "--vocab-size", "--steps", "--seconds", "--lr", "--batch-size",
+              "--block-size", "--eval-interval", "--stateful", "--seed", "--device", "--threads", "--name", "--out"],
+    "sample": ["checkpoint", "--prompt", "--strategy", "--length", "--temperature", "--top-k", "--top-p", "--seed",
+               "--stateless"],
+    "summary": ["checkpoint"],
+    "list": ["--dir"],
+}
+TINY = ["--hidden-size", "16", "--embed-dim", "8", "--steps", "5", "--block-size", "16", "--batch-size", "4",
+        "--threads", "1"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread, and the CPU cores are shared with other work."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)  # `train --threads 1` changed it for the whole process
+
+
+def run(argv):
+    """main(argv) in-process -> (exit code, stdout, stderr); argparse's exits give their code."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(code, err, message):
+    assert code == 2
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()  # also splits a progress bar's carriage returns
+    assert lines[-1].startswith("error: ") and sum("error:" in line for line in lines) == 1, err
+    assert message in lines[-1]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
+    path.write_text(load_bundled_corpus()[:20_000], encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(corpus, tmp_path_factory):
+    """One tiny training run through the CLI: (exit code, stdout, stderr, checkpoint folder)."""
+    out = tmp_path_factory.mktemp("runs")
+    code, stdout, stderr = run(["train", "--corpus", corpus, *TINY, "--eval-interval", "2", "--name", "tiny",
+                                "--out", out])
+    return code, stdout, stderr, out
+
+
+# ---------------------------------------------------------------------------
+# help
+
+
+def test_top_level_help():
+    result = subprocess.run([sys.executable, "-m", "lab", "--help"], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and result.stderr == ""
+    for command in OPTIONS:
+        assert re.search(rf"^\s+{command}\s", result.stdout, re.M), command
+    assert "python -m lab train --preset astra-alpha" in result.stdout  # the usage examples
+
+
+@pytest.mark.parametrize("command", sorted(OPTIONS))
+def test_subcommand_help_mentions_every_option(command):
+    code, out, err = run([command, "--help"])
+    assert code == 0 and err == ""
+    for option in OPTIONS[command]:
+        assert re.search(rf"(^|\s){option}(\s|,|$)", out), option
+
+
+def test_train_help_lists_the_presets_and_cells():
+    _, out, _ = run(["train", "--help"])
+    flat = " ".join(out.split())
+    for name in ("astra-alpha", "scribe-alpha", "scan-markov", "gru_seed", "gru_torch", "lstm"):
+        assert name in flat
+
+
+# ---------------------------------------------------------------------------
+# train -> summary -> list -> sample
+
+
+def test_train_saves_a_checkpoint_and_prints_the_final_val_loss(trained):
+    code, out, err, folder = trained
+    assert code == 0, err
+    assert {p.name for p in folder.iterdir()} == {"tiny_v1.safetensors", "tiny_latest.safetensors"}
+    checkpoint = load_checkpoint(folder / "tiny_v1.safetensors")
+    last = checkpoint.metrics["history"][-1]
+    assert last["step"] == 5 and checkpoint.metrics["reason"] == "finished"
+    assert [e["step"] for e in checkpoint.metrics["history"]] == [2, 4, 5]
+    assert checkpoint.config.hidden_size == 16 and checkpoint.config.embed_dim == 8
+    assert checkpoint.metrics["train_config"]["block_size"] == 16 and checkpoint.meta["extra"] == {
+        "preset": "astra-alpha"}
+    printed = re.search(r"^finished: 5 steps in .*val loss (\S+) \((\S+) nats/char\)$", out, re.M)
+    assert printed, out
+    assert float(printed[1]) == pytest.approx(last["val_loss"], abs=1e-4) and math.isfinite(float(printed[1]))
+    assert f"saved {folder / 'tiny_v1.safetensors'}" in out
+    assert f"tiny: {count_parameters(checkpoint.model):,} parameters" in out
+    assert "(char, vocab 62, 1.00 chars/token)" in out
+
+
+def test_summary_prints_the_parameter_count_and_convention(trained):
+    *_, folder = trained
+    path = folder / "tiny_latest.safetensors"
+    code, out, err = run(["summary", path])
+    assert code == 0 and err == ""
+    checkpoint = load_checkpoint(path)
+    assert f"Trainable params : {count_parameters(checkpoint.model):,}" in out
+    assert f"Cell convention  : {conventions(checkpoint.model)[0]}" in out
+    assert "Tokenizer        : char, 62 tokens" in out and "Version          : v1" in out
+    assert "Final metrics    : step 5" in out
+
+
+def test_list_shows_the_checkpoints(trained):
+    *_, folder = trained
+    code, out, err = run(["list", "--dir", folder])
+    assert code == 0 and err == ""
+    lines = {line.split()[0]: line for line in out.splitlines() if " user " in line}
+    assert set(lines) == {"tiny_latest", "tiny_v1"}
+    last = load_checkpoint(folder / "tiny_v1.safetensors").metrics["history"][-1]
+    assert f"final val {last['val_nats_per_char']:.4f}" in lines["tiny_v1"] and " lm " in lines["tiny_v1"]
+    code, out, _ = run(["list", "--dir", folder / "empty"])
+    assert code == 0 and ("no checkpoints found" in out or " bundled " in out)
+
+
+def test_sample_prints_text_starting_with_the_prompt(trained):
+    *_, folder = trained
+    path = folder / "tiny_latest.safetensors"
+    code, out, err = run(["sample", path, "--prompt", "HAMLET", "--length", "25", "--seed", "3"])
+    assert code == 0, err
+    assert out.startswith("HAMLET") and len(out) == len("HAMLET") + 25 + 1  # 25 characters and a newline
+    assert run(["sample", path, "--prompt", "HAMLET", "--length", "25", "--seed", "3"])[1] == out  # seeded
+    code, out, err = run(["sample", path, "--prompt", "Ham", "--strategy", "greedy", "--length", "30"])
+    assert code == 0 and out.startswith("Ham") and "[repetition]" in err
+
+
+def test_train_with_sentencepiece_stateful_and_scan_markov(corpus, tmp_path):
+    code, out, err = run(["train", "--corpus", corpus, *TINY, "--tokenizer", "sentencepiece", "--vocab-size", "120",
+                          "--stateful", "--steps", "2", "--name", "sp", "--out", tmp_path])
+    assert code == 0, err
+    assert "(sentencepiece, vocab 120," in out
+    checkpoint = load_checkpoint(tmp_path / "sp_latest.safetensors")
+    assert checkpoint.tokenizer.kind == "sentencepiece" and checkpoint.metrics["train_config"]["stateful"] is True
+    code, out, err = run(["train", "--preset", "scan-markov", "--corpus", corpus, *TINY, "--steps", "2",
+                          "--out", tmp_path])
+    assert code == 0, err
+    assert load_checkpoint(tmp_path / "scan-markov_v1.safetensors").config.family == "scan_markov"
+
+
+# ---------------------------------------------------------------------------
+# bad input: exit code 2 and one line
+
+
+def _corpus_file(tmp_path, content):
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "file not found"),
+    (b"", "is empty"),
+    (b"  \n\n ", "is empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, "looks binary"),
+    (b"caf\xe9 au lait\n" * 50, "not UTF-8"),
+    (b"To be, or not to be.\n", "shorter than one training window"),
+], ids=["missing", "empty", "whitespace", "binary", "latin-1", "too-short"])
+def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
+    path = tmp_path / "nope.txt" if content is None else _corpus_file(tmp_path, content)
+    code, _, err = run(["train", "--corpus", path, *TINY, "--out", tmp_path / "runs"])
+    assert_one_line_error(code, err, message)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--vocab-size", "100"], "vocab-size: only a sentencepiece tokenizer"),
+    (["--steps", "0"], "max_steps: must be positive"),
+    (["--lr", "-1"], "lr: must be positive"),
+    (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
+    (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
+    (["--name", ".."], "name: '..' has no usable characters"),
+])
+def test_bad_train_options_exit_2_with_one_line(extra, message, corpus, tmp_path):
+    code, _, err = run(["train", "--corpus", corpus, *TINY, "--out", tmp_path, *extra])
+    assert_one_line_error(code, err, message)
+
+
+def test_cuda_without_cuda_exits_2(corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code, _, err = run(["train", "--corpus", corpus, *TINY, "--device", "cuda", "--out", tmp_path])
+    assert_one_line_error(code, err, "device: CUDA was asked for but no CUDA device is available")
+
+
+class Payload:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return Path.touch, (self.marker,)
+
+
+@pytest.mark.parametrize("command", ["summary", "sample"])
+def test_bad_checkpoints_exit_2_with_one_line(command, tmp_path):
+    corrupt = tmp_path / "corrupt.safetensors"
+    corrupt.write_bytes(b"\x13\x37" * 1000)
+    code, _, err = run([command, corrupt])
+    assert_one_line_error(code, err, "corrupt.safetensors: not an RNN Lab checkpoint (corrupt or truncated file")
+    code, _, err = run([command, tmp_path / "missing.safetensors"])
+    assert_one_line_error(code, err, "no such checkpoint file")
+    marker = tmp_path / "marker"
+    evil = tmp_path / "evil.safetensors"
+    evil.write_bytes(pickle.dumps(Payload(marker), protocol=4))
+    code, _, err = run([command, evil])
+    assert_one_line_error(code, err, "it is a pickle or torch.save file")
+    assert not marker.exists()
+
+
+def test_sample_refusals_exit_2_with_one_line(trained, tmp_path):
+    *_, folder = trained
+    path = folder / "tiny_latest.safetensors"
+    classifier = save_checkpoint(tmp_path, "pixels", build_model(ClassifierConfig(hidden_size=8)))
+    code, _, err = run(["sample", classifier])
+    assert_one_line_error(code, err, "only language models can generate")
+    code, _, err = run(["sample", path, "--prompt", "\u00a7\u00a7"])
+    assert_one_line_error(code, err, "not in the model's vocabulary")
+    code, _, err = run(["sample", path, "--temperature", "0"])
+    assert_one_line_error(code, err, "temperature: must be a number > 0")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--preset", "no-such-preset"], "invalid choice: 'no-such-preset'"),
+    (["train", "--steps", "many"], "invalid int value: 'many'"),
+    (["sample", "x.safetensors", "--strategy", "beam"], "invalid choice: 'beam'"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ([], "required"),
+])
+def test_argparse_errors_exit_2(argv, message):
+    code, out, err = run(argv)
+    assert code == 2 and out == "" and message in err and "Traceback" not in err

@@ -1,0 +1,571 @@
+"""lab.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only."""
+import math
+import threading
+import time
+
+import pytest
+import torch
+
+import lab.train
+from lab.checkpoints import load_checkpoint, save_checkpoint
+from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows
+from lab.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
+from lab.train import (ClassificationTask, JobLimitError, LMTask, TrainConfig, TrainingJob, cosine_lr, load_corpus,
+                       resolve_device, train)
+
+STEP_KEYS = {"type", "step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "elapsed", "eta", "progress"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread, and the CPU cores are shared with other work."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def text():
+    return load_bundled_corpus()[:20_000]
+
+
+@pytest.fixture(scope="module")
+def char_task(text):
+    return LMTask.from_text(text, "char")
+
+
+def tiny_lm(vocab_size, seed=0, cls=RecurrentLM, hidden_size=16, **model_options):
+    torch.manual_seed(seed)
+    return cls(LMConfig(vocab_size=vocab_size, embed_dim=8, hidden_size=hidden_size), **model_options)
+
+
+def tiny_config(**overrides):
+    options = dict(batch_size=4, block_size=16, max_steps=6, eval_interval=3, eval_batches=2, lr=1e-2)
+    return TrainConfig(**{**options, **overrides})
+
+
+def run(model, task, config, should_stop=None):
+    events = []
+    result = train(model, task, config, events.append, should_stop)
+    return result, events
+
+
+def of_type(events, kind):
+    return [e for e in events if e["type"] == kind]
+
+
+def weights(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def assert_same_weights(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+def tensors_of(state):
+    """All tensors in a (nested) recurrent state, in order."""
+    if isinstance(state, torch.Tensor):
+        return [state]
+    if isinstance(state, (list, tuple)):
+        return [t for s in state for t in tensors_of(s)]
+    return []
+
+
+class PoisonedLM(RecurrentLM):
+    """After `good_steps` training forwards, the loss (or only its gradient) becomes NaN."""
+
+    def __init__(self, config, good_steps, where="loss"):
+        super().__init__(config)
+        self.good_steps, self.where, self.calls = good_steps, where, 0
+
+    def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
+        logits, loss, state = super().forward(idx, targets, state, trace, label_smoothing)
+        if self.training and targets is not None:
+            self.calls += 1
+            if self.calls > self.good_steps:
+                if self.where == "loss":
+                    loss = loss * math.nan
+                else:  # the value stays finite, d sqrt(|w - w|) / dw = inf and 0 * inf = nan
+                    w = self.head.weight
+                    loss = loss + 0.0 * torch.sqrt((w - w.detach()).abs()).sum()
+        return logits, loss, state
+
+
+class SpyLM(RecurrentLM):
+    """Records what every training forward received and returned."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.calls = []
+
+    def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
+        logits, loss, new_state = super().forward(idx, targets, state, trace, label_smoothing)
+        if self.training:
+            self.calls.append({"x": idx.clone(), "y": targets.clone(), "state": state, "new_state": new_state})
+        return logits, loss, new_state
+
+
+@pytest.fixture
+def no_jobs_left():
+    """Every job a test starts must be over when it ends (the cap is process-wide)."""
+    jobs = []
+    yield jobs
+    for job in jobs:
+        job.stop()
+        job.wait(30)
+    assert not lab.train._running_jobs
+
+
+# ---------------------------------------------------------------------------
+# the seeds' recipe
+
+
+def test_defaults_are_the_seeds_recipe():
+    config = TrainConfig()
+    assert config.weight_decay == 0.01 and config.grad_clip == 1.0
+    assert config.label_smoothing == 0.0 and config.min_lr == 0.0 and config.stateful is False
+
+
+def test_optimiser_is_adamw_with_decoupled_weight_decay(text):
+    # an embedding row of a token that never occurs gets a zero gradient; AdamW still shrinks it by
+    # exactly (1 - lr * weight_decay) in one step, while Adam's L2 (or no decay) would not
+    tokenizer = CharTokenizer("".join(sorted(set(text))) + "\x01\x02")
+    task = LMTask(text, tokenizer)
+    model = tiny_lm(task.vocab_size)
+    unused = model.embedding.weight[-2:].detach().clone()
+    used = model.embedding.weight[:-2].detach().clone()
+    config = tiny_config(max_steps=1, lr=0.1, weight_decay=0.5)
+    result, _ = run(model, task, config)
+    assert result.steps == 1
+    torch.testing.assert_close(model.embedding.weight[-2:].detach(), unused * (1 - 0.1 * 0.5), rtol=1e-6, atol=0)
+    assert not torch.allclose(model.embedding.weight[:-2].detach(), used * (1 - 0.1 * 0.5))  # real updates too
+
+
+def test_adamw_is_the_optimiser_built(char_task, monkeypatch):
+    built = []
+
+    class Recording(torch.optim.AdamW):
+        def __init__(self, params, **options):
+            super().__init__(params, **options)
+            built.append(options)
+
+    monkeypatch.setattr(torch.optim, "AdamW", Recording)
+    model = tiny_lm(char_task.vocab_size)
+    run(model, char_task, tiny_config(max_steps=1, weight_decay=0.03))
+    assert built == [{"lr": 1e-2, "weight_decay": 0.03}]
+
+
+def test_learning_rate_follows_the_cosine_curve(char_task):
+    config = tiny_config(max_steps=40, lr=1e-2, min_lr=1e-4, eval_interval=100)
+    _, events = run(tiny_lm(char_task.vocab_size), char_task, config)
+    lrs = [e["lr"] for e in of_type(events, "step")]
+    assert len(lrs) == 40 and lrs[0] == config.lr
+    assert all(b < a for a, b in zip(lrs, lrs[1:]))  # strictly decreasing
+    assert lrs[-1] < config.min_lr + 0.01 * (config.lr - config.min_lr)  # ~min_lr at the end of the budget
+    for i, lr in enumerate(lrs):
+        expected = config.min_lr + 0.5 * (config.lr - config.min_lr) * (1 + math.cos(math.pi * i / 40))
+        assert lr == pytest.approx(expected, rel=1e-9)
+    assert cosine_lr(config, 1.0) == config.min_lr and cosine_lr(config, 0.5) == pytest.approx(5.05e-3)
+
+
+# ---------------------------------------------------------------------------
+# reproducibility and events
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_same_seed_same_losses_different_seed_different(text, stateful):
+    task = LMTask.from_text(text, "char")  # one task reused by every run, as a UI would
+
+    def losses(seed):
+        _, events = run(tiny_lm(task.vocab_size), task, tiny_config(seed=seed, stateful=stateful, max_steps=5))
+        return [e["train_loss"] for e in of_type(events, "step")]
+
+    first = losses(1)
+    assert len(first) == 5
+    assert losses(1) == first
+    if stateful:  # consecutive windows do not depend on the seed; a different block size must be honoured
+        _, events = run(tiny_lm(task.vocab_size), task, tiny_config(stateful=True, block_size=8, max_steps=2))
+        assert [e["step"] for e in of_type(events, "step")] == [1, 2]
+        assert losses(1) == first
+    else:
+        assert losses(2) != first
+
+
+def test_step_eval_and_done_events(char_task, capsys):
+    config = tiny_config(max_steps=7, eval_interval=3)
+    result, events = run(tiny_lm(char_task.vocab_size), char_task, config)
+    steps, evals = of_type(events, "step"), of_type(events, "eval")
+    assert [e["step"] for e in steps] == list(range(1, 8))
+    for e in steps:
+        assert set(e) == STEP_KEYS
+        assert math.isfinite(e["train_loss"]) and e["grad_norm"] > 0 and e["tokens_per_s"] > 0
+        assert e["elapsed"] > 0 and e["eta"] >= 0 and 0 < e["progress"] <= 1
+        assert e["epoch"] == pytest.approx(e["step"] / char_task.items_per_epoch(config))
+    assert steps[-1]["progress"] == 1.0 and steps[-1]["eta"] == 0
+    # every eval_interval steps, and once more at the end
+    assert [e["step"] for e in evals] == [3, 6, 7]
+    for e in evals:
+        assert {"val_loss", "val_nats_per_char", "train_loss", "epoch", "elapsed"} <= set(e)
+        assert "val_accuracy" not in e and math.isfinite(e["val_loss"])
+    assert events[-1] == {"type": "done", "reason": "finished", "step": 7, "elapsed": events[-1]["elapsed"]}
+    assert result.reason == "finished" and result.steps == 7 and result.history == evals
+    assert result.last_train_loss == steps[-1]["train_loss"]
+    assert capsys.readouterr() == ("", "")  # train() never prints
+
+
+def test_classification_task_reports_accuracy(capsys):
+    torch.manual_seed(0)
+    x = torch.randn(40, 12, 1)
+    y = (x.sum((1, 2)) > 0).long()
+    dataset = torch.utils.data.TensorDataset(x, y)
+    # a TensorDataset for training, and any indexable dataset of (x, y) items for testing
+    task = ClassificationTask(torch.utils.data.TensorDataset(x[:30], y[:30]),
+                              torch.utils.data.Subset(dataset, range(30, 40)))
+    model = build_model(ClassifierConfig(hidden_size=8, num_classes=2))
+    result, events = run(model, task, tiny_config(batch_size=8, max_steps=4, eval_interval=2))
+    evals = of_type(events, "eval")
+    assert [e["step"] for e in evals] == [2, 4]
+    for e in evals:
+        assert 0 <= e["val_accuracy"] <= 1 and math.isfinite(e["val_loss"]) and "val_nats_per_char" not in e
+        assert e["val_accuracy"] * 10 == pytest.approx(round(e["val_accuracy"] * 10))  # 10 test items
+    assert of_type(events, "step")[0]["tokens_per_s"] > 0 and events[-1]["type"] == "done"
+    assert task.tokenizer is None and result.steps == 4
+    assert capsys.readouterr() == ("", "")
+
+
+def test_loss_falls_on_a_repetitive_text():
+    task = LMTask.from_text("the cat sat on the mat.\n" * 200, "char")
+    model = tiny_lm(task.vocab_size, hidden_size=32)
+    result, events = run(model, task, tiny_config(batch_size=8, max_steps=60, lr=2e-2, eval_interval=1000))
+    first_loss = of_type(events, "step")[0]["train_loss"]
+    assert first_loss > 2.0  # ~ln(13) at initialisation
+    assert result.history[-1]["val_loss"] < 0.5 * first_loss
+
+
+def test_time_and_epoch_budgets(char_task):
+    result, events = run(tiny_lm(char_task.vocab_size), char_task,
+                         tiny_config(max_steps=None, max_seconds=0.3, eval_interval=1000))
+    assert result.reason == "time budget" and result.steps > 0 and result.elapsed >= 0.3
+    config = tiny_config(max_steps=None, max_epochs=0.05, eval_interval=1000)
+    result, events = run(tiny_lm(char_task.vocab_size), char_task, config)
+    steps_needed = math.ceil(0.05 * char_task.items_per_epoch(config))
+    assert result.reason == "finished" and result.steps == steps_needed
+    assert of_type(events, "step")[-1]["epoch"] >= 0.05 > of_type(events, "step")[-2]["epoch"]
+
+
+def test_should_stop_is_checked_before_every_step(char_task):
+    counted = []
+
+    def emit(event):
+        if event["type"] == "step":
+            counted.append(event)
+
+    result = train(tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=50), emit,
+                   should_stop=lambda: len(counted) >= 3)
+    assert result.reason == "stopped" and result.steps == 3 and len(counted) == 3
+    assert result.history[-1]["step"] == 3  # a stopped run still gets its final evaluation
+
+
+# ---------------------------------------------------------------------------
+# label smoothing, stateful training, nats per character
+
+
+def test_label_smoothing_changes_the_loss(char_task):
+    def first_loss(smoothing):
+        _, events = run(tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=1, label_smoothing=smoothing))
+        return of_type(events, "step")[0]["train_loss"]
+
+    plain, smoothed = first_loss(0.0), first_loss(0.1)
+    assert smoothed != plain
+    # the first step's loss is exactly cross-entropy with smoothing on the first batch at initialisation
+    config = tiny_config(max_steps=1, label_smoothing=0.1)
+    x, y = random_windows(char_task.train_ids, config.batch_size, config.block_size,
+                          torch.Generator().manual_seed(config.seed))
+    logits, _, _ = tiny_lm(char_task.vocab_size)(x)
+    expected = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1),
+                                                 label_smoothing=0.1)
+    assert smoothed == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_stateful_training_carries_the_state_over_consecutive_windows(text):
+    task = LMTask.from_text(text[:2000], "char")  # 1800 train tokens: 4 streams of 450, 28 windows of 16
+    model = tiny_lm(task.vocab_size, cls=SpyLM)
+    windows_per_pass = (len(task.train_ids) // 4 - 1) // 16
+    run(model, task, tiny_config(stateful=True, max_steps=windows_per_pass + 2, eval_interval=1000))
+    calls = model.calls
+    assert len(calls) == windows_per_pass + 2
+    assert calls[0]["state"] is None
+    for previous, current in zip(calls[:windows_per_pass - 1], calls[1:windows_per_pass]):
+        assert torch.equal(current["x"][:, 1:], current["y"][:, :-1])
+        assert torch.equal(current["x"][:, 0], previous["y"][:, -1])  # each row continues its stream
+        assert current["state"] is not None
+        for received, returned in zip(tensors_of(current["state"]), tensors_of(previous["new_state"])):
+            assert torch.equal(received, returned) and not received.requires_grad  # carried, detached
+    assert calls[windows_per_pass]["state"] is None  # a new pass over the streams starts afresh
+    assert torch.equal(calls[windows_per_pass]["x"], calls[0]["x"])
+    assert calls[windows_per_pass + 1]["state"] is not None
+
+
+def test_stateless_training_never_passes_a_state(char_task):
+    model = tiny_lm(char_task.vocab_size, cls=SpyLM)
+    run(model, char_task, tiny_config(max_steps=3))
+    assert len(model.calls) == 3 and all(call["state"] is None for call in model.calls)
+
+
+def test_nats_per_char_for_sentencepiece_and_char(text):
+    sp_task = LMTask.from_text(text, "sentencepiece", vocab_size=120)
+    assert sp_task.vocab_size == 120 and sp_task.chars_per_token > 1.2
+    _, events = run(tiny_lm(120), sp_task, tiny_config(max_steps=2, eval_interval=1))
+    evals = of_type(events, "eval")
+    assert len(evals) == 2
+    for e in evals:
+        assert e["val_nats_per_char"] == pytest.approx(e["val_loss"] / sp_task.chars_per_token, rel=1e-12)
+        assert e["val_nats_per_char"] < e["val_loss"]
+    char_task = LMTask.from_text(text, "char")
+    assert char_task.chars_per_token == 1.0
+    _, events = run(tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=2))
+    assert all(e["val_nats_per_char"] == e["val_loss"] for e in of_type(events, "eval"))
+
+
+# ---------------------------------------------------------------------------
+# non-finite loss
+
+
+@pytest.mark.parametrize("where", ["loss", "gradient"])
+def test_non_finite_loss_stops_and_keeps_the_last_good_weights(char_task, where):
+    model = tiny_lm(char_task.vocab_size, cls=PoisonedLM, good_steps=4, where=where)
+    snapshots = []
+
+    def emit(event):
+        if event["type"] == "step":
+            snapshots.append(weights(model))
+
+    events = []
+    result = train(model, char_task, tiny_config(max_steps=50, eval_interval=2),
+                   lambda e: (events.append(e), emit(e)))
+    assert "non-finite" in result.reason and where in result.reason and "step 5" in result.reason
+    assert result.steps == 4 and len(snapshots) == 4
+    assert events[-1]["type"] == "done" and events[-1]["reason"] == result.reason
+    assert [e["step"] for e in of_type(events, "eval")] == [2, 4]  # no evaluation of the bad step
+    assert all(torch.isfinite(v).all() for v in model.state_dict().values())
+    assert_same_weights(weights(model), snapshots[-1])
+
+
+# ---------------------------------------------------------------------------
+# bad configuration and data
+
+
+@pytest.mark.parametrize("field, overrides", [
+    ("batch_size", {"batch_size": 0}),
+    ("block_size", {"block_size": -3}),
+    ("lr", {"lr": -1}),
+    ("lr", {"lr": math.nan}),
+    ("eval_interval", {"eval_interval": 0}),
+    ("max_steps", {"max_steps": None}),
+    ("max_steps", {"max_steps": 0}),
+    ("max_seconds", {"max_seconds": -1.0}),
+    ("min_lr", {"min_lr": 1.0}),
+    ("weight_decay", {"weight_decay": -0.1}),
+    ("grad_clip", {"grad_clip": 0.0}),
+    ("label_smoothing", {"label_smoothing": 1.0}),
+    ("device", {"device": "tpu"}),
+])
+def test_bad_config_raises_naming_the_field(field, overrides):
+    with pytest.raises(ValueError) as error:
+        TrainConfig(**overrides)
+    assert str(error.value).startswith(f"{field}:")
+    if overrides == {"max_steps": None}:
+        assert "budget" in str(error.value)
+
+
+def test_cuda_without_cuda_is_a_clear_error(char_task, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu")
+    with pytest.raises(ValueError, match="CUDA was asked for but no CUDA device is available"):
+        train(tiny_lm(char_task.vocab_size), char_task, tiny_config(device="cuda"))
+
+
+def test_text_shorter_than_one_window_fails_when_training_starts():
+    task = LMTask.from_text("To be, or not to be: that is the question.", "char")  # built without complaint
+    with pytest.raises(DataError, match="shorter than one training window"):
+        train(tiny_lm(task.vocab_size), task, tiny_config(block_size=64))
+
+
+def test_load_corpus(tmp_path):
+    with pytest.raises(DataError, match="file not found"):
+        load_corpus(tmp_path / "missing.txt")
+    (tmp_path / "mine.txt").write_text("hello there\n", encoding="utf-8")
+    assert load_corpus(str(tmp_path / "mine.txt")) == "hello there\n"
+    assert load_corpus("bundled").startswith(load_bundled_corpus()[:100])
+
+
+# ---------------------------------------------------------------------------
+# background jobs
+
+
+def wait_for(condition, timeout=30.0):
+    """Poll until `condition()` holds; fail (not sleep-assert) after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+def test_job_runs_in_the_background_and_stops_within_one_step(char_task, tmp_path, no_jobs_left):
+    job = TrainingJob("bg", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=10**9),
+                      checkpoint_dir=tmp_path)
+    no_jobs_left.append(job)
+    assert job.status == "ready" and not job.running
+    job.start()
+    wait_for(lambda: len(of_type(job.events(), "step")) >= 3)  # events accumulate while start() has returned
+    job.stop()
+    assert job.wait(30) == "stopped"
+    events = job.events()
+    steps = of_type(events, "step")
+    assert 3 <= job.result.steps < 10_000 and steps[-1]["step"] == job.result.steps
+    assert events[-1] == {"type": "done", "reason": "stopped", "step": job.result.steps,
+                          "elapsed": events[-1]["elapsed"]}
+    assert job.events(since=len(events) - 1) == [events[-1]]
+    assert job.checkpoint_path is not None and job.checkpoint_path.is_file()  # saved after a stop too
+    with pytest.raises(RuntimeError, match="already been started"):
+        job.start()
+
+
+def test_stop_is_honoured_before_the_next_step(char_task, no_jobs_left):
+    def sampler(model):  # runs in the training thread after every step event
+        if len(of_type(job.events(), "step")) == 4:
+            job.stop()
+        return ""
+
+    job = TrainingJob("stopper", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=10**9),
+                      sampler=sampler, sample_every_s=0)
+    no_jobs_left.append(job)
+    assert job.start().wait(30) == "stopped"
+    assert job.result.steps == 4 and job.message == "stopped" and job.checkpoint_path is None  # no folder given
+
+
+def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_jobs_left, monkeypatch):
+    gate = threading.Event()
+
+    def sampler(model):
+        gate.wait(30)
+        return "sampled text"
+
+    saved_while = []
+    real_save = lab.checkpoints.save_checkpoint
+
+    def recording_save(*args, **kwargs):
+        saved_while.append(job.status)
+        return real_save(*args, **kwargs)
+
+    monkeypatch.setattr(lab.checkpoints, "save_checkpoint", recording_save)
+    freed_while = []
+
+    class Slots(set):  # the process-wide set of running jobs, recording when a slot is given back
+        def discard(self, item):
+            freed_while.append(item.status)
+            super().discard(item)
+
+    monkeypatch.setattr(lab.train, "_running_jobs", Slots())
+    model = tiny_lm(char_task.vocab_size)
+    job = TrainingJob("astra", model, char_task, tiny_config(max_steps=5), checkpoint_dir=tmp_path,
+                      extra={"preset": "tiny"}, sampler=sampler, sample_every_s=0)
+    no_jobs_left.append(job)
+    assert job.status == "ready"
+    job.start()
+    assert job.status == "running" and job.running and job.wait(0.01) == "running"  # held at the sampler
+    gate.set()
+    assert job.wait(30) == "finished" and job.message == "finished" and not job.running
+    # the status turns final only once the checkpoint is on disk and the slot is free for another job
+    assert saved_while == ["running"] and freed_while == ["running"] and not lab.train._running_jobs
+    assert job.checkpoint_path == tmp_path / "astra_v1.safetensors"
+    assert (tmp_path / "astra_latest.safetensors").is_file()
+    checkpoint = load_checkpoint(job.checkpoint_path)
+    x = torch.randint(0, char_task.vocab_size, (2, 10))
+    torch.testing.assert_close(checkpoint.model(x)[0], model.eval()(x)[0], rtol=0, atol=0)
+    assert checkpoint.metrics["steps"] == 5 and checkpoint.metrics["reason"] == "finished"
+    assert checkpoint.metrics["train_config"]["max_steps"] == 5 and checkpoint.meta["extra"] == {"preset": "tiny"}
+    assert [e["step"] for e in checkpoint.metrics["history"]] == [3, 5]
+    assert checkpoint.tokenizer.to_state() == char_task.tokenizer.to_state()
+    samples = of_type(job.events(), "sample")
+    assert [e["step"] for e in samples] == [1, 2, 3, 4, 5] and {e["text"] for e in samples} == {"sampled text"}
+
+
+def test_sampler_hook_is_rate_limited_and_sees_the_model(char_task, no_jobs_left):
+    seen = []
+
+    def sampler(model):
+        seen.append(model)
+        return f"sample {len(seen)}"
+
+    model = tiny_lm(char_task.vocab_size)
+    job = TrainingJob("samples", model, char_task, tiny_config(max_steps=6), sampler=sampler, sample_every_s=3600)
+    no_jobs_left.append(job)
+    assert job.start().wait(30) == "finished"
+    samples = of_type(job.events(), "sample")
+    assert samples == [{"type": "sample", "step": 1, "text": "sample 1"}]  # the first step, then not for an hour
+    assert seen == [model]
+
+
+def test_process_wide_cap_on_concurrent_jobs(char_task, monkeypatch, no_jobs_left):
+    monkeypatch.setattr(lab.train, "MAX_CONCURRENT_JOBS", 1)
+    gate = threading.Event()
+    first = TrainingJob("first", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
+                        sampler=lambda model: gate.wait(30) and "", sample_every_s=0)
+    second = TrainingJob("second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3))
+    no_jobs_left.extend([first, second])
+    first.start()
+    with pytest.raises(JobLimitError) as error:
+        second.start()
+    message = str(error.value)
+    assert "1 training runs are already going" in message and "the limit is 1" in message
+    assert "stop one or wait" in message
+    assert second.status == "ready" and first.running
+    gate.set()
+    assert first.wait(30) == "finished"
+    assert second.start().wait(30) == "finished"  # the slot is free again, and a refused job may retry
+
+
+def test_job_with_bad_data_fails_with_a_message(no_jobs_left):
+    task = LMTask.from_text("too short", "char")
+    job = TrainingJob("short", tiny_lm(task.vocab_size), task, tiny_config(block_size=64))
+    no_jobs_left.append(job)
+    assert job.start().wait(30) == "failed"
+    assert job.message.startswith("DataError:") and "shorter than one training window" in job.message
+    assert job.events()[-1] == {"type": "error", "message": job.message}
+
+
+def test_job_after_non_finite_loss_saves_the_good_weights(char_task, tmp_path, no_jobs_left):
+    earlier = tiny_lm(char_task.vocab_size, seed=5)
+    save_checkpoint(tmp_path, "run", earlier, char_task.tokenizer, {"note": "earlier"})
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    model = tiny_lm(char_task.vocab_size, cls=PoisonedLM, good_steps=3)
+    snapshots = []
+
+    def sampler(m):
+        snapshots.append(weights(m))
+        return ""
+
+    job = TrainingJob("run", model, char_task, tiny_config(max_steps=50), checkpoint_dir=tmp_path,
+                      sampler=sampler, sample_every_s=0)
+    no_jobs_left.append(job)
+    assert job.start().wait(30) == "failed"
+    assert "non-finite" in job.message and job.result.steps == 3
+    assert job.checkpoint_path == tmp_path / "run_v2.safetensors"
+    assert (tmp_path / "run_v1.safetensors").read_bytes() == before["run_v1.safetensors"]  # untouched
+    saved = load_checkpoint(job.checkpoint_path)
+    assert_same_weights(weights(saved.model), snapshots[-1])
+    assert all(torch.isfinite(v).all() for v in saved.model.state_dict().values())
+    assert "non-finite" in saved.metrics["reason"]
+    assert (tmp_path / "run_latest.safetensors").read_bytes() == job.checkpoint_path.read_bytes()
+
+
+def test_job_on_a_missing_cuda_device_fails_cleanly(char_task, monkeypatch, no_jobs_left):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    job = TrainingJob("gpu", tiny_lm(char_task.vocab_size), char_task, tiny_config(device="cuda"))
+    no_jobs_left.append(job)
+    assert job.start().wait(30) == "failed"
+    assert job.message.startswith("ValueError: device:") and "CUDA" in job.message
