@@ -1,0 +1,155 @@
+"""Sample: greedy, temperature, top-k and top-p side by side, every token coloured by
+its probability; greedy's loops; stateful vs stateless generation (seeds 000, 001, 002, 004)."""
+import streamlit as st
+
+from lab.sampling import MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, encode_prompt, repetition_report
+from ui import inspect_views as views
+from ui.common import checkpoint_picker, setup_page, user_errors
+
+setup_page("Sample", "💬")
+st.title("💬 Sample")
+st.caption("One prompt, four ways to pick the next token. Every generated token sits on a background "
+           "coloured by how likely the model found it; same seed, same text.")
+views.page_anchors("uniform_char", "nanogpt_cpu", "leviathan")
+
+# Widget bounds; lab.sampling.SamplingConfig checks the same rules again for any other path in.
+BOUNDS = {"tokens": (1, min(2000, MAX_NEW_TOKENS)), "seed": (0, 2**31 - 1), "temperature": (0.05, 5.0),
+          "top_k": (1, 10_000), "top_p": (0.01, 1.0)}
+DEFAULTS = {"sample_prompt": "Romeo.\n", "sample_tokens": 300, "sample_seed": 0,
+            "sample_temperature_T": 0.8, "sample_top_k_k": 20, "sample_top_k_T": 0.8,
+            "sample_top_p_p": 0.9, "sample_top_p_T": 0.8, "sample_state_strategy": "top_k"}
+# ?prompt=...&temperature=...&top_k=...&top_p=...&seed=...&tokens=... seed the widgets once per session
+QUERY = {"prompt": (str, ["sample_prompt"]), "tokens": (int, ["sample_tokens"]), "seed": (int, ["sample_seed"]),
+         "temperature": (float, ["sample_temperature_T", "sample_top_k_T", "sample_top_p_T"]),
+         "top_k": (int, ["sample_top_k_k"]), "top_p": (float, ["sample_top_p_p"])}
+
+
+def apply_query_params():
+    """Validate the URL's settings and use them as the widgets' first values; errors name the parameter."""
+    given = {name: st.query_params[name] for name in QUERY if name in st.query_params}
+    values = {}
+    for name, raw in given.items():
+        cast, _ = QUERY[name]
+        try:
+            values[name] = cast(raw)
+        except ValueError:
+            st.error(f"Query parameter `{name}={raw}` is not a valid {cast.__name__}; using the default.")
+            continue
+        fields = {"tokens": "max_new_tokens"}
+        if name != "prompt":
+            try:
+                SamplingConfig(**{fields.get(name, name): values[name]})
+                low, high = BOUNDS[name]
+                if not low <= values[name] <= high:
+                    raise ValueError(f"{name}: must be in [{low}, {high}] on this page, got {values[name]!r}")
+            except ValueError as e:
+                st.error(f"Query parameter `{name}={raw}` is invalid ({e}); using the default.")
+                del values[name]
+    for name, value in values.items():
+        for key in QUERY[name][1]:
+            st.session_state[key] = value
+
+
+if "sample_defaults_set" not in st.session_state:
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)
+    st.session_state.sample_defaults_set = True
+    apply_query_params()
+
+top = st.columns([1.2, 2, 1, 1])
+with top[0]:
+    checkpoint = checkpoint_picker("sample_checkpoint", default_name="char-gru-torch_latest")
+with top[1]:
+    prompt = st.text_area("Prompt", key="sample_prompt", height=68,
+                          help="Any text made of characters the model knows; empty starts a new line.")
+with top[2]:
+    n_tokens = st.number_input("New tokens", *BOUNDS["tokens"], step=50, key="sample_tokens")
+with top[3]:
+    seed = st.number_input("Seed", *BOUNDS["seed"], step=1, key="sample_seed",
+                           help="Seeds the sampler's own generator: the same seed gives the same text.")
+if checkpoint is None:
+    st.stop()
+last_eval = views.latest_val_loss(checkpoint)
+st.caption(f"`{checkpoint.path.name}` · {views.cell_label(views.checkpoint_cell(checkpoint))} · "
+           f"vocabulary {checkpoint.tokenizer.vocab_size}"
+           + (f" · validation {last_eval['val_nats_per_char']:.3f} nats/char (see the anchors above)"
+              if last_eval and "val_nats_per_char" in last_eval else ""))
+
+st.html(views.prob_legend_html())
+columns = st.columns(4)
+with columns[0]:
+    st.subheader(views.STRATEGY_TITLES["greedy"])
+    st.caption("argmax at every step: deterministic, and prone to loops.")
+with columns[1]:
+    st.subheader(views.STRATEGY_TITLES["temperature"])
+    st.number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_temperature_T",
+                    help="softmax(logits / T): below 1 sharpens, above 1 flattens.")
+with columns[2]:
+    st.subheader(views.STRATEGY_TITLES["top_k"])
+    k_cols = st.columns(2)
+    k_cols[0].number_input("k", *BOUNDS["top_k"], step=1, key="sample_top_k_k")
+    k_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_k_T")
+with columns[3]:
+    st.subheader(views.STRATEGY_TITLES["top_p"])
+    p_cols = st.columns(2)
+    p_cols[0].number_input("p", *BOUNDS["top_p"], step=0.05, key="sample_top_p_p")
+    p_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_p_T")
+
+state = st.session_state
+settings = {
+    "greedy": {},
+    "temperature": {"temperature": state.sample_temperature_T},
+    "top_k": {"top_k": state.sample_top_k_k, "temperature": state.sample_top_k_T},
+    "top_p": {"top_p": state.sample_top_p_p, "temperature": state.sample_top_p_T},
+}
+
+st.divider()
+st.subheader("Stateful vs stateless")
+st.markdown("Stateless generation resets the hidden state before every token, so the model sees only the "
+            "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
+            "(seed 000; seed 001 A.2: resetting $h_{t-1}$ violates $h_t = f(x_t, h_{t-1})$).")
+strategy_for_state = st.selectbox("Strategy (settings and seed from its column above)", list(STRATEGIES),
+                                  format_func=views.STRATEGY_TITLES.get, key="sample_state_strategy")
+
+configs = None
+with user_errors("Sampling"):
+    encode_prompt(checkpoint.tokenizer, prompt)  # names unknown characters before anything runs
+    common = {"max_new_tokens": int(n_tokens), "seed": int(seed)}
+    configs = [SamplingConfig(strategy=s, **common, **settings[s]) for s in STRATEGIES]
+    configs.append(SamplingConfig(strategy=strategy_for_state, stateful=False, **common,
+                                  **settings[strategy_for_state]))
+generations = None
+if configs is not None:
+    with user_errors("Sampling"):
+        key = views.checkpoint_key(checkpoint)
+        generations = [views.cached_generation(*key, prompt, tuple(vars(c).items())) for c in configs]
+if generations is None:
+    st.stop()
+
+by_strategy = dict(zip(STRATEGIES, generations))
+for column, (strategy, generation) in zip(columns, by_strategy.items()):
+    with column:
+        st.html(views.prob_html(prompt, views.token_texts(checkpoint.tokenizer, generation.token_ids),
+                                generation.probs))
+        metric_cols = st.columns(2)
+        metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}",
+                              help="Entropy of the model's next-token distribution, averaged over the steps.")
+        metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
+        if strategy == "greedy":
+            report = repetition_report(generation.continuation)
+            st.markdown("**Repetition report** (seed 002's greedy “And then the sea…” loop)")
+            st.markdown(views.repetition_markdown(report))
+
+state_cols = st.columns(2)
+for column, generation, title in zip(state_cols, (by_strategy[strategy_for_state], generations[-1]),
+                                     ("Stateful: the state carries the whole prefix",
+                                      "Stateless: the state is reset before every token")):
+    with column:
+        st.markdown(f"**{title}** · {generation.strategy}")
+        st.html(views.prob_html(prompt, views.token_texts(checkpoint.tokenizer, generation.token_ids),
+                                generation.probs))
+        metric_cols = st.columns(2)
+        metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}",
+                              help="Mean entropy of the model's next-token distribution: higher when it "
+                                   "knows less about what comes next.")
+        metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")

@@ -1,0 +1,201 @@
+"""Memory: how long each cell remembers. Measured retention of the keep gates, the analytic
+g^k picture and bias half-lives, gradients through time, and the delayed-recall probe."""
+import pandas as pd
+import streamlit as st
+
+from lab.cells import CELLS
+from lab.memory import KEEP_GATE_LABELS, bias_time_constants, constant_gate_retention
+from lab.probe import ProbeConfig, run_memory_probe
+from ui import inspect_views as views
+from ui.common import checkpoint_infos, setup_page, user_errors
+
+setup_page("Memory", "🧠")
+st.title("🧠 Memory")
+st.caption("Two views of memory (seed 002): what the keep gates let survive, and how strongly the last "
+           "prediction still depends on a step long ago. Then a task that needs memory and nothing else.")
+
+TEXT = ("Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+        "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
+        "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
+        "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n")
+DECAY_DEFAULT = ["char-gru-seed_latest", "char-gru-torch_latest", "char-lstm_latest", "char-scan_latest"]
+GRADIENT_DEFAULT = ["char-rnn_latest", *DECAY_DEFAULT]
+G_VALUES = [0.5, 0.731, 0.9, 0.99, 0.999, 0.9999, 0.99999]
+BIAS_NOTES = {
+    0.0: "no bias: the gate starts half open",
+    1.0: "seed 003's init b_z = +1: σ(1) = 0.731 keeps ~73% per step",
+    6.2: "seed 003's chrono average: σ(6.2) ≈ 0.998, the GRU then ignores new input",
+}
+
+with st.expander("Anchors: what a constant keep gate does (seeds 002 and 003)", expanded=False):
+    anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])
+    st.table(pd.DataFrame([
+        {"reference": "Seed 002: a GRU update gate z = 0.00001 keeps 0.99999 per step",
+         "result": f"0.99999¹⁰⁰ = {anchor[0]:.5f}; after 1,000 steps {anchor[1]:.4f}; after 100,000 {anchor[2]:.3f}"},
+        {"reference": "Seed 002: an LSTM forget gate f = 1", "result": "1ᵏ = 1: the cell state can be held untouched"},
+        {"reference": "Seed 003: update-gate bias +1 at initialisation", "result": "σ(1) = 0.731: ~73% kept per step"},
+        {"reference": "Seed 003: chrono initialisation, biases averaging +6.2", "result": "σ(6.2) ≈ 0.998"},
+    ]))
+
+infos = checkpoint_infos(("lm", "scan_markov"))
+by_name = {info.name: info for info in infos}
+if not infos:
+    st.warning("No checkpoints: regenerate the bundled ones with `python scripts/build_checkpoints.py`.")
+
+
+def key_of(name):
+    info = by_name[name]
+    return str(info.path), info.path.stat().st_mtime
+
+
+for key, value in {"memory_text": TEXT, "memory_max_lag": 64, "memory_grad_steps": 100}.items():
+    st.session_state.setdefault(key, value)  # defaults that a test or a link may lower first
+text = st.text_area("Text the models read (for retention and gradients)", height=120, key="memory_text")
+
+# ---------------------------------------------------------------------------
+st.header("1 · Retention of the keep gates")
+st.markdown("Every gated cell multiplies its old memory by a keep factor $a_t$ per unit: "
+            "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
+            "$a_{t+1} \\cdots a_{t+k}$ (lab.memory.retention, averaged over start steps $t$; median over units). "
+            "Keep factors: " + ", ".join(f"{views.cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
+            + ". The vanilla RNN has no keep gate: its memory shows only in the gradients (section 3).")
+cols = st.columns([3, 1, 1])
+chosen = cols[0].multiselect("Checkpoints", list(by_name), default=[n for n in DECAY_DEFAULT if n in by_name],
+                             key="memory_checkpoints")
+max_lag = cols[1].slider("Longest lag", 8, 128, step=8, key="memory_max_lag")
+log_y = cols[2].toggle("Log scale", True, key="memory_decay_log",
+                       help="On a log axis a constant keep gate g is a straight line of slope log g.")
+curves = []
+for name in chosen:
+    if by_name[name].cell == "rnn":
+        st.info(f"**{name}** is a vanilla RNN: it has no keep gate, so there is no retention to measure. "
+                "Its memory shows in the gradients through time below.")
+        continue
+    with user_errors(f"Retention of {name}"):
+        for layer, r in enumerate(views.cached_retention(*key_of(name), text, max_lag)):
+            curves.append((f"{name.removesuffix('_latest')} · layer {layer} ({r.keep_gate})", r.cell, r.lags,
+                           r.median))
+if curves:
+    reference = ("a keep gate fixed at σ(1) = 0.731 (the +1 init)", curves[0][2],
+                 constant_gate_retention(0.731, curves[0][2]))
+    st.plotly_chart(views.decay_figure(curves, reference, log_y), key="memory_decay_chart")
+    st.caption("For the LSTM the factor is the forget gate f, so the curve is the retention of the cell "
+               "state c. A curve above the dotted line remembers longer than its initialisation did.")
+elif chosen:
+    st.warning("None of the chosen checkpoints has a keep gate.")
+
+# ---------------------------------------------------------------------------
+st.header("2 · The analytic picture: g to the power k")
+left, right = st.columns([2, 1])
+with left:
+    g = st.select_slider("Keep gate held constant at g", G_VALUES, value=0.99, key="memory_g")
+    st.plotly_chart(views.analytic_figure(g, [v for v in G_VALUES if v != g], 100_000), key="memory_gk_chart")
+with right:
+    kept = constant_gate_retention(g, [10, 100, 1000])
+    for k, value in zip((10, 100, 1000), kept):
+        st.metric(f"g^{k:,}", f"{value:.5f}")
+    st.markdown("Seed 002: even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
+                "$0.99999^{100} = 0.99900$: the memory leaks a little every step, and the leak compounds. "
+                "The LSTM's $f = 1$ keeps $c$ exactly.")
+
+st.subheader("Keep-gate bias → time constant and half-life")
+biases_text = st.text_input("Biases (comma separated)", "-1, 0, 1, 2, 4, 6.2", key="memory_biases",
+                            help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
+                                 "−b_z for the seed GRU (z overwrites there).")
+try:
+    biases = [float(b) for b in biases_text.replace(";", ",").split(",") if b.strip()]
+    if not biases:
+        raise ValueError("type at least one number")
+except ValueError as e:
+    st.error(f"Biases: could not read {biases_text!r} as numbers ({e}).")
+    biases = []
+if biases:
+    table = bias_time_constants(biases)
+    table["note"] = [BIAS_NOTES.get(b, "") for b in table["bias"]]
+    st.dataframe(table.style.format({"bias": "{:g}", "retention": "{:.4f}", "tau": "{:.1f}", "half_life": "{:.1f}"}),
+                 hide_index=True, width="stretch")
+    st.caption("retention σ(b) with inputs at zero; time constant τ = 1/(1 − σ(b)); half-life: the k with σ(b)^k = ½ "
+               "(lab.memory.bias_time_constants).")
+
+# ---------------------------------------------------------------------------
+st.header("3 · Gradients through time")
+st.markdown("$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
+            "depends on the hidden state $T - t$ steps earlier (seed 001 A.1 and A.4: the vanishing gradient). "
+            "Left the bundled, trained checkpoints; right fresh models of the same configuration "
+            "(lab.models.build_model, torch seed 0).")
+cols = st.columns([3, 1])
+grad_chosen = cols[0].multiselect("Checkpoints", list(by_name), default=[n for n in GRADIENT_DEFAULT if n in by_name],
+                                  key="memory_grad_checkpoints")
+steps = cols[1].slider("Steps T", 10, 400, step=10, key="memory_grad_steps")
+trained, fresh = [], []
+for name in grad_chosen:
+    cell = by_name[name].cell
+    label = name.removesuffix("_latest")
+    with user_errors(f"Gradients of {name}"):
+        trained.append((label, cell, views.cached_gradient(*key_of(name), text[: steps + 1])))
+        fresh.append((label, cell, views.cached_gradient(*key_of(name), text[: steps + 1], fresh_seed=0)))
+if trained:
+    y_range = views.log_range(*[c[2] for c in trained + fresh])
+    cols = st.columns(2)
+    cols[0].plotly_chart(views.gradient_figure(trained, "trained (bundled checkpoints)", y_range),
+                         key="memory_grad_trained")
+    cols[1].plotly_chart(views.gradient_figure(fresh, "at initialisation (same config, seed 0)", y_range),
+                         key="memory_grad_fresh")
+    if len(text) < steps + 1:
+        st.caption(f"The text has only {len(text)} characters, so T is shorter than the slider asks.")
+    st.caption("Distance 0 is the step whose output feeds the loss directly. A steep fall means a step far back "
+               "barely moves the last prediction; a flat curve means it still does. A curve that leaves the "
+               "bottom of the chart has underflowed to 0 in float32.")
+
+# ---------------------------------------------------------------------------
+st.header("4 · Memory probe: delayed recall")
+st.markdown("Random symbols in; at step $t$ output the symbol seen $k$ steps earlier. Nothing but memory helps, "
+            "so accuracy falls to chance ($1/S$) once $k$ exceeds what the cell can hold. One ~5,000-parameter "
+            "model per cell and lag, trained from scratch (lab.probe.run_memory_probe).")
+shipped = views.load_probe_results()
+live = st.session_state.get("memory_probe_live")
+if shipped is None:
+    st.info("No shipped probe results yet: run `python scripts/build_probe_results.py` (about 4 minutes).")
+else:
+    first = shipped.iloc[0]
+    st.caption(f"Shipped results (`checkpoints/memory_probe.csv`, by `scripts/build_probe_results.py`): alphabet "
+               f"S = {first['alphabet']}, {first['steps']} AdamW steps of {first['batch_size']} sequences of "
+               f"{first['seq_len']} symbols, ~{first['param_budget']:,} parameters per model.")
+if shipped is not None or live is not None:
+    st.plotly_chart(views.probe_figure(shipped, live), key="memory_probe_chart")
+    st.caption("Every model gets the same few hundred steps, so read a curve as what that cell learns to hold "
+               "at this size and budget, not as a hard capacity limit: more steps move the long lags.")
+if shipped is not None:
+    with st.expander("Shipped table"):
+        pivot = shipped.pivot(index="cell", columns="lag", values="accuracy").reindex(shipped["cell"].unique())
+        pivot.columns = [f"lag {k}" for k in pivot.columns]
+        pivot.insert(0, "params", shipped.groupby("cell")["params"].first())
+        pivot.insert(1, "hidden size", shipped.groupby("cell")["hidden_size"].first())
+        st.dataframe(pivot.style.format("{:.2f}", subset=list(pivot.columns[2:])), width="stretch")
+
+st.subheader("Run a small probe yourself")
+cols = st.columns([1, 2, 1])
+probe_cell = cols[0].selectbox("Cell", list(CELLS), format_func=views.cell_label, key="memory_probe_cell")
+probe_lags = cols[1].multiselect("Lags", [1, 2, 4, 8, 16, 32], default=[1, 4, 16], key="memory_probe_lags")
+probe_steps = cols[2].slider("Training steps per lag", 50, 300, 150, step=50, key="memory_probe_steps")
+if st.button("Run the probe", key="memory_probe_run", type="primary"):
+    with user_errors("The probe"):
+        config = ProbeConfig(cells=(probe_cell,), lags=tuple(sorted(probe_lags)), steps=probe_steps)
+        bar = st.progress(0.0, text=f"Training {views.cell_label(probe_cell)}…")
+        total = len(config.lags) * config.steps
+
+        def on_event(event):
+            if event["event"] == "probe_step":
+                done = config.lags.index(event["lag"]) * config.steps + event["step"]
+                bar.progress(min(done / total, 1.0), text=f"lag {event['lag']}: step {event['step']}/"
+                                                          f"{config.steps}, loss {event['loss']:.3f}")
+            elif event["event"] == "probe_model":
+                bar.progress(0.0, text=f"{views.cell_label(probe_cell)}: hidden size {event['hidden_size']}, "
+                                       f"{event['params']:,} parameters")
+
+        st.session_state.memory_probe_live = run_memory_probe(config, callback=on_event)
+        bar.progress(1.0, text="Done.")
+        st.rerun()
+if live is not None:
+    st.dataframe(live[["cell", "lag", "accuracy", "chance", "params", "hidden_size", "seconds"]].style.format(
+        {"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}), hide_index=True, width="stretch")

@@ -1,0 +1,438 @@
+"""Charts, colourings and cached `lab` calls for the Sample, Gates and Memory pages.
+
+Presentation only: the numbers come from `lab.sampling`, `lab.introspect`,
+`lab.memory` and `lab.probe`; this module turns them into Plotly figures and
+HTML spans, and caches the heavy calls with `st.cache_data` keyed on hashable
+values (checkpoint path, its mtime, the text, the settings). The loaded model
+itself comes from `ui.common.cached_checkpoint` (one shared copy per process).
+
+Glossary: T time (tokens), H hidden units, K lags.
+"""
+import copy
+import html
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from lab.checkpoints import BUNDLED_DIR
+from lab.introspect import GATE_KINDS, SATURATION, SIGMOID_GATES, trace_text
+from lab.memory import constant_gate_retention, gradient_through_time, retention
+from lab.models import build_model
+from lab.sampling import SamplingConfig, generate
+from ui.common import ANCHORS, cached_checkpoint, show_anchors
+
+PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
+
+# one colour per cell family, the same on every chart
+CELL_COLOURS = {"rnn": "#7f7f7f", "gru_seed": "#1f77b4", "gru_torch": "#17becf", "lstm": "#d62728",
+                "scan": "#2ca02c"}
+CELL_NAMES = {"rnn": "vanilla RNN", "gru_seed": "GRU (seed convention)", "gru_torch": "GRU (PyTorch convention)",
+              "lstm": "LSTM", "scan": "selective scan"}
+
+# The cell equations as each lab.cells layer implements them (its docstring, in LaTeX).
+CELL_EQUATIONS = {
+    "rnn": [r"h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b_h)"],
+    "gru_seed": [
+        r"r_t = \sigma(W_r x_t + U_r h_{t-1} + b_r)",
+        r"z_t = \sigma(W_z x_t + U_z h_{t-1} + b_z)",
+        r"n_t = \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)",
+        r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot n_t",
+    ],
+    "gru_torch": [
+        r"r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})",
+        r"z_t = \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})",
+        r"n_t = \tanh\big(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})\big)",
+        r"h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}",
+    ],
+    "lstm": [
+        r"i_t = \sigma(W_i x_t + U_i h_{t-1} + b_i)",
+        r"f_t = \sigma(W_f x_t + U_f h_{t-1} + b_f)",
+        r"g_t = \tanh(W_g x_t + U_g h_{t-1} + b_g)",
+        r"o_t = \sigma(W_o x_t + U_o h_{t-1} + b_o)",
+        r"c_t = f_t \odot c_{t-1} + i_t \odot g_t",
+        r"h_t = o_t \odot \tanh(c_t)",
+    ],
+    "scan": [
+        r"[A_t, B_t] = \sigma\big(\mathrm{gate}(e_t)\big)",
+        r"h_t = A_t \odot h_{t-1} + B_t \odot e_t",
+    ],
+}
+CELL_NOTES = {
+    "rnn": "No gate: every step squashes the whole state through tanh (seed 001 A.1).",
+    "gru_seed": "Seed convention (seeds 000, 001 A.2): **z overwrites**, z → 0 keeps the memory; "
+                "the reset gate acts before U_h.",
+    "gru_torch": "PyTorch convention (torch.nn.GRU, seed 003): **z keeps**, z → 1 keeps the memory; "
+                 "the reset gate multiplies W_hn h + b_hn.",
+    "lstm": "Seeds 001 A.3 and 002: **f keeps** the cell state c; f = 1 holds it untouched, which no GRU can.",
+    "scan": "Seed 004: the gates read the input only, never h, so the recurrence is an associative scan; "
+            "**A keeps**.",
+}
+
+
+STRATEGY_TITLES = {"greedy": "Greedy", "temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p (nucleus)"}
+
+
+def cell_label(cell):
+    return CELL_NAMES.get(cell, cell)
+
+
+def page_anchors(*keys):
+    """ui.common.show_anchors for the keys it knows (the table may grow or shrink)."""
+    known = [k for k in keys if k in ANCHORS]
+    if known:
+        show_anchors(*known)
+
+
+def checkpoint_key(checkpoint):
+    """(path, mtime): the hashable identity of a loaded checkpoint for st.cache_data."""
+    path = Path(checkpoint.path)
+    return str(path), path.stat().st_mtime
+
+
+def checkpoint_cell(checkpoint):
+    return getattr(checkpoint.config, "cell", "scan")
+
+
+def latest_val_loss(checkpoint):
+    """The last evaluation in the checkpoint's history, or None."""
+    evals = [e for e in checkpoint.metrics.get("history", []) if "val_loss" in e]
+    return evals[-1] if evals else None
+
+
+# ---------------------------------------------------------------------------
+# cached lab calls: hashable keys in, plain results out
+
+
+@st.cache_data(max_entries=128, show_spinner="Generating…")
+def cached_generation(path, mtime, prompt, config_items):
+    """lab.sampling.generate for one SamplingConfig given as a tuple of (field, value) pairs,
+    so that changing one strategy's settings regenerates that strategy only."""
+    checkpoint = cached_checkpoint(path, mtime)
+    return generate(checkpoint.model, checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
+
+
+@st.cache_data(max_entries=8, show_spinner="Tracing the gates…")  # up to ~50 MB each
+def cached_trace(path, mtime, text):
+    """lab.introspect.trace_text of a checkpoint over a text."""
+    checkpoint = cached_checkpoint(path, mtime)
+    return trace_text(checkpoint.model, checkpoint.tokenizer, text)
+
+
+@st.cache_data(max_entries=32, show_spinner="Measuring retention…")
+def cached_retention(path, mtime, text, max_lag):
+    """lab.memory.retention of every layer of a checkpoint -> list of Retention (one per layer)."""
+    checkpoint = cached_checkpoint(path, mtime)
+    trace = trace_text(checkpoint.model, checkpoint.tokenizer, text)
+    return [retention(trace, layer, max_lag=max_lag) for layer in range(len(trace.layers))]
+
+
+@st.cache_data(max_entries=32, show_spinner="Back-propagating through time…")
+def cached_gradient(path, mtime, text, fresh_seed=None):
+    """lab.memory.gradient_through_time of a checkpoint (fresh_seed None) or of a freshly
+    initialised model of the same config (torch seed `fresh_seed`) -> (T,) norms."""
+    checkpoint = cached_checkpoint(path, mtime)
+    if fresh_seed is None:
+        # a private copy: the gradient hooks the model, which other sessions share
+        model = copy.deepcopy(checkpoint.model)
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(fresh_seed)
+            model = build_model(checkpoint.config)
+    return gradient_through_time(model, text, checkpoint.tokenizer)
+
+
+def load_probe_results(path=PROBE_RESULTS):
+    """The shipped memory-probe table, or None when the file is missing."""
+    path = Path(path)
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def token_texts(tokenizer, token_ids):
+    """Each token's own text (" the" for the subword "▁the"), for colouring token by token."""
+    return [tokenizer.decode([i]) for i in token_ids]
+
+
+def mean(values):
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
+def repetition_markdown(report):
+    """lab.sampling.repetition_report as a few Markdown lines."""
+    def quoted(text, limit=60):
+        text = text if len(text) <= limit else text[:limit] + "…"
+        return "`" + text.replace("`", "'").replace("\n", "↵") + "`"
+
+    lines = []
+    if report["ends_in_cycle"]:
+        lines.append(f"- **ends in a loop**: a period of {report['cycle_period']} characters, repeated "
+                     f"{report['cycle_repeats']:.1f}× at the end: {quoted(report['cycle'])}")
+    else:
+        lines.append("- does not end in a loop")
+    if report["top_line_count"] > 1:
+        lines.append(f"- most repeated line ({report['top_line_count']}×): {quoted(report['top_line'])}")
+    lines.append(f"- longest repeated passage: {report['longest_repeat_chars']} characters")
+    lines.append(f"- {report['repeat_share']:.0%} of the words sit in a 4-word sequence that occurs twice or more")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# text coloured token by token (HTML spans, escaped)
+
+_BOX = ("font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9rem; "
+        "line-height: 1.7; white-space: pre-wrap; word-break: break-word; padding: 0.6rem 0.7rem; "
+        "border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #fff; color: #111")
+
+
+def _escape(text):
+    return html.escape(text, quote=True)
+
+
+def visible_piece(piece):
+    """A token as an axis label: newline, space and tab made visible."""
+    return piece.replace("\n", "↵").replace("\t", "⇥").replace(" ", "␣") or "∅"
+
+
+def _span(text, colour, tooltip):
+    shown = _escape(text)
+    if "\n" in text:  # keep the line break, and show that a newline token is there
+        shown = shown.replace("\n", '<span style="opacity:0.45">↵</span>\n')
+    return f'<span title="{_escape(tooltip)}" style="background-color:{colour}; border-radius:2px">{shown}</span>'
+
+
+def prob_colour(p):
+    """Background colour for a token probability: red (unlikely) -> yellow -> green (likely)."""
+    p = min(max(float(p), 0.0), 1.0)
+    return f"hsla({120 * p:.0f}, 75%, 62%, 0.55)"
+
+
+def prob_html(prompt, token_texts, probs):
+    """The prompt in grey, then every generated token on a background coloured by its probability."""
+    spans = [f'<span style="color:#888">{_escape(prompt)}</span>'] if prompt else []
+    spans += [_span(t, prob_colour(p), f"p = {p:.3f}") for t, p in zip(token_texts, probs)]
+    return f'<div style="{_BOX}">{"".join(spans)}</div>'
+
+
+def prob_legend_html():
+    cells = "".join(f'<span style="background-color:{prob_colour(p)}; padding:0 0.45rem; margin-right:2px">'
+                    f"{p:g}</span>" for p in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0))
+    return (f'<div style="font-size:0.8rem; color:#555">Background = the model\'s probability of the chosen '
+            f"token (untempered): {cells} · grey = your prompt · hover a token for its value</div>")
+
+
+def activation_colour(value, vmin, vmax, diverging):
+    """Blue (low/negative) -> white -> red (high/positive) for diverging ranges; white -> purple otherwise."""
+    if diverging:
+        bound = max(abs(vmin), abs(vmax), 1e-9)
+        x = max(-1.0, min(1.0, value / bound))
+        rgb = (214, 39, 40) if x > 0 else (31, 119, 180)
+        return f"rgba({rgb[0]}, {rgb[1]}, {rgb[2]}, {abs(x) * 0.8:.2f})"
+    x = 0.0 if vmax <= vmin else max(0.0, min(1.0, (value - vmin) / (vmax - vmin)))
+    return f"rgba(106, 27, 154, {x * 0.8:.2f})"
+
+
+def gate_range(gate, values):
+    """(vmin, vmax, diverging) for a gate: sigmoid gates on [0, 1], tanh on [-1, 1], c symmetric."""
+    if gate in SIGMOID_GATES:
+        return 0.0, 1.0, False
+    if gate in ("n", "g", "h") and np.abs(values).max() <= 1.0 + 1e-6:
+        return -1.0, 1.0, True
+    bound = float(np.abs(values).max()) or 1.0  # cell state c, a scan's h: unbounded
+    return -bound, bound, True
+
+
+def activation_html(token_texts, values, gate):
+    """Each token on a background coloured by one unit's value at that step."""
+    vmin, vmax, diverging = gate_range(gate, values)
+    spans = [_span(t, activation_colour(v, vmin, vmax, diverging), f"{gate} = {v:+.3f}")
+             for t, v in zip(token_texts, values)]
+    return f'<div style="{_BOX}">{"".join(spans)}</div>'
+
+
+def activation_legend_html(gate, values):
+    vmin, vmax, diverging = gate_range(gate, values)
+    stops = np.linspace(vmin, vmax, 5)
+    cells = "".join(f'<span style="background-color:{activation_colour(v, vmin, vmax, diverging)}; '
+                    f'padding:0 0.45rem; margin-right:2px">{v:+.2g}</span>' for v in stops)
+    return f'<div style="font-size:0.8rem; color:#555">{_escape(gate)} value: {cells}</div>'
+
+
+# ---------------------------------------------------------------------------
+# gate charts
+
+
+def _token_axis(pieces, max_labels=70, max_lines=14):
+    """Tick positions and labels for T tokens along a time axis.
+
+    Few tokens: every token, labelled with its piece. Many: one tick per line
+    of the text, labelled with the line's first characters, so the axis reads
+    like the text (evenly thinned when there are many lines).
+    """
+    if len(pieces) <= max_labels:
+        return list(range(len(pieces))), [visible_piece(p) for p in pieces]
+    starts = [0] + [t + 1 for t, p in enumerate(pieces[:-1]) if p.endswith("\n")]
+    min_gap = math.ceil(len(pieces) / max_lines)  # keep labels about one label-width apart
+    kept = []
+    for t in starts:
+        if not pieces[t].endswith("\n") and (not kept or t - kept[-1] >= min_gap):  # no blank lines
+            kept.append(t)
+    starts = kept or [0]
+    labels = []
+    for t in starts:
+        line = ""
+        for piece in pieces[t:]:
+            if piece.endswith("\n") or len(line) > 10:
+                break
+            line += piece.replace("▁", " ")
+        line = line.strip()
+        labels.append(line if len(line) <= 10 else line[:9] + "…")
+    return starts, labels
+
+
+def gate_heatmap(values, pieces, gate, n_units):
+    """Heatmap of one gate (T, H): tokens along x (labelled with pieces), the first n_units units along y."""
+    shown = values[:, :n_units].T  # (U, T)
+    vmin, vmax, diverging = gate_range(gate, values)
+    hover = np.array([visible_piece(p) for p in pieces])[None, :].repeat(shown.shape[0], 0)
+    fig = go.Figure(go.Heatmap(
+        z=shown, x=list(range(len(pieces))), y=list(range(shown.shape[0])), zmin=vmin, zmax=vmax,
+        colorscale="RdBu_r" if diverging else "Viridis", customdata=hover,
+        hovertemplate="token %{x} '%{customdata}'<br>unit %{y}<br>" + gate + " = %{z:.3f}<extra></extra>",
+        colorbar=dict(thickness=10, len=0.9)))
+    ticks, labels = _token_axis(pieces)
+    fig.update_layout(
+        title=dict(text=f"{gate} · {GATE_KINDS.get(gate, '')}", font=dict(size=14)), height=280,
+        margin=dict(l=40, r=10, t=36, b=60),
+        xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels, tickangle=-30 if len(ticks) > 12 else 0,
+                   tickfont=dict(size=11, family="monospace")),
+        yaxis=dict(title="unit", autorange="reversed"))
+    return fig
+
+
+def saturation_histogram(values, gate):
+    """Histogram of a sigmoid gate's values with the saturated regions (< 0.1, > 0.9) shaded."""
+    low, high = SATURATION
+    flat = values.ravel()
+    share_low, share_high = float((flat < low).mean()), float((flat > high).mean())
+    fig = go.Figure(go.Histogram(x=flat, xbins=dict(start=0, end=1, size=0.02), marker_color="#6a1b9a",
+                                 histnorm="percent", hovertemplate="%{x}: %{y:.1f}%<extra></extra>"))
+    fig.add_vrect(x0=0, x1=low, fillcolor="#1f77b4", opacity=0.12, line_width=0)
+    fig.add_vrect(x0=high, x1=1, fillcolor="#d62728", opacity=0.12, line_width=0)
+    fig.update_layout(
+        title=dict(text=f"{gate}: {share_low:.0%} shut (< {low}) · {share_high:.0%} open (> {high})",
+                   font=dict(size=13)),
+        height=230, margin=dict(l=40, r=10, t=40, b=30), xaxis=dict(range=[0, 1], title=f"{gate} value"),
+        yaxis=dict(title="% of values"), bargap=0.05)
+    return fig
+
+
+def unit_trace_figure(values, pieces, gate, unit):
+    """One unit's value over the text, as a line under the coloured text."""
+    fig = go.Figure(go.Scatter(y=values, mode="lines+markers", marker=dict(size=3), line=dict(color="#6a1b9a"),
+                               customdata=[visible_piece(p) for p in pieces],
+                               hovertemplate="token %{x} '%{customdata}': %{y:.3f}<extra></extra>"))
+    ticks, labels = _token_axis(pieces)
+    fig.update_layout(height=230, margin=dict(l=40, r=10, t=30, b=60),
+                      title=dict(text=f"unit {unit} of {gate}", font=dict(size=13)),
+                      xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels,
+                                 tickangle=-30 if len(ticks) > 12 else 0, tickfont=dict(size=11, family="monospace")))
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# memory charts
+
+
+def decay_figure(curves, reference=None, log_y=False):
+    """Retention vs lag. curves: list of (name, cell, lags, median); reference: (label, lags, values).
+    On a log axis a constant keep gate g is a straight line of slope log g."""
+    fig = go.Figure()
+    for n, (name, cell, lags, median) in enumerate(curves):
+        deeper = n > 0 and curves[n - 1][1] == cell  # a second layer of the same model: dashed
+        fig.add_trace(go.Scatter(x=lags, y=median, mode="lines", name=name,
+                                 line=dict(color=CELL_COLOURS.get(cell), width=2.5, dash="dash" if deeper else None)))
+    if reference is not None:
+        label, lags, values = reference
+        fig.add_trace(go.Scatter(x=lags, y=values, mode="lines", name=label,
+                                 line=dict(color="#999", dash="dot")))
+    yaxis = dict(type="log", range=[-6, 0.05], exponentformat="power") if log_y else dict(range=[0, 1.02])
+    fig.update_layout(height=400, margin=dict(l=60, r=10, t=30, b=40), xaxis_title="lag k (tokens)",
+                      yaxis=dict(title="retention (median over units)", **yaxis),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def analytic_figure(chosen, others, max_lag):
+    """g**k for a chosen constant keep gate (bold) and a few others (faint), log-scaled lags."""
+    lags = np.unique(np.logspace(0, math.log10(max_lag), 200).astype(int))
+    fig = go.Figure()
+    for g in others:
+        fig.add_trace(go.Scatter(x=lags, y=constant_gate_retention(g, lags), mode="lines", name=f"g = {g:g}",
+                                 line=dict(width=1, color="#bbb"), hovertemplate="k=%{x}: %{y:.4f}"))
+    fig.add_trace(go.Scatter(x=lags, y=constant_gate_retention(chosen, lags), mode="lines", name=f"g = {chosen:g}",
+                             line=dict(width=3, color="#d62728"), hovertemplate="k=%{x}: %{y:.5f}"))
+    if max_lag >= 100:
+        fig.add_trace(go.Scatter(x=[100], y=constant_gate_retention(0.99999, [100]), mode="markers+text",
+                                 text=["0.99999¹⁰⁰ = 0.99900"], textposition="bottom left",
+                                 name="seed 002", marker=dict(size=9, color="#1f77b4"), showlegend=False))
+    fig.update_layout(height=330, margin=dict(l=50, r=10, t=20, b=40),
+                      xaxis=dict(type="log", title="steps k"), yaxis=dict(title="retention g^k", range=[0, 1.05]),
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def gradient_figure(curves, title, y_range=None):
+    """||dL_T/dh_t|| vs distance T - t on a log y axis. curves: list of (name, cell, norms (T,))."""
+    fig = go.Figure()
+    for name, cell, norms in curves:
+        norms = np.asarray(norms, dtype=float)
+        distance = np.arange(len(norms))[::-1]  # index 0 is the step farthest from the loss
+        fig.add_trace(go.Scatter(x=distance, y=np.maximum(norms, 1e-30), mode="lines", name=name,
+                                 line=dict(color=CELL_COLOURS.get(cell), width=2)))
+    fig.update_layout(height=380, margin=dict(l=60, r=10, t=40, b=40), title=dict(text=title, font=dict(size=14)),
+                      xaxis_title="distance T − t (steps back from the loss)",
+                      yaxis=dict(type="log", title="‖∂L_T / ∂h_t‖", range=y_range, exponentformat="power"),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def log_range(*arrays):
+    """A shared [log10 min, log10 max] for several curves, so side-by-side charts compare."""
+    values = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays if len(a)])
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        return None
+    return [math.floor(np.log10(values.min())) - 0.2, math.ceil(np.log10(values.max())) + 0.2]
+
+
+def probe_figure(results, live=None):
+    """Accuracy vs lag, one line per cell, with chance; `live` (a DataFrame) dashed on top."""
+    fig = go.Figure()
+    frames = [f for f in (results, live) if f is not None and len(f)]
+    if results is not None:
+        for cell, rows in results.groupby("cell", sort=False):
+            rows = rows.sort_values("lag")
+            fig.add_trace(go.Scatter(
+                x=rows["lag"], y=rows["accuracy"], mode="lines+markers",
+                name=f"{cell} ({int(rows['params'].iloc[0]):,} params)", line=dict(color=CELL_COLOURS.get(cell),
+                                                                                  width=2.5)))
+    if live is not None:
+        for cell, rows in live.groupby("cell", sort=False):
+            rows = rows.sort_values("lag")
+            fig.add_trace(go.Scatter(x=rows["lag"], y=rows["accuracy"], mode="lines+markers",
+                                     name=f"{cell}: your live run", marker=dict(symbol="diamond", size=10),
+                                     line=dict(color=CELL_COLOURS.get(cell), dash="dash", width=2)))
+    if frames:
+        chance = float(frames[0]["chance"].iloc[0])
+        fig.add_hline(y=chance, line=dict(color="#999", dash="dot"), annotation_text=f"chance 1/S = {chance:.3f}",
+                      annotation_position="bottom right")
+    lags = sorted(set().union(*[set(int(k) for k in f["lag"]) for f in frames])) if frames else []
+    fig.update_layout(height=380, margin=dict(l=50, r=10, t=20, b=40),
+                      xaxis=dict(type="log", title="lag k (recall the symbol seen k steps back)", tickvals=lags),
+                      yaxis=dict(title="accuracy on fresh sequences", range=[0, 1.03]),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
