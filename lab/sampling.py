@@ -1,0 +1,306 @@
+"""One seeded sampler for every model, the strategy a parameter (seeds 002, 004, 000).
+
+Glossary: T time (tokens read so far), P prompt tokens, N new tokens, V vocabulary.
+
+    config = SamplingConfig(strategy="top_k", top_k=20, temperature=0.8)  # seed 002's favourite
+    out = generate(model, tokenizer, "ROMEO:", config)
+    out.text, out.pieces, out.probs, out.entropies
+
+Stateful generation (the default) reads the prompt once, then feeds one token
+per step and carries the recurrent state, so each new token costs O(1):
+
+    prompt  R O M E O :      -> state, logits -> pick t1
+    step             t1      -> state, logits -> pick t2        (state carried)
+
+Stateless generation (`stateful=False`) resets the state before every step,
+so each token is predicted from the previous token alone: the model collapses
+to P(s_t | s_{t-1}), as seed 000 and seed 001 A.2 warn. ScanMarkov's state
+includes its position, so stateless also puts it back at position 0.
+
+Strategies (registry `STRATEGIES`), each (logits (V,), config, generator) -> id:
+    greedy       argmax at every step; deterministic, loops (seed 002's "the sea")
+    temperature  sample from softmax(logits / T)
+    top_k        keep the k most likely tokens, then sample at temperature T (seed 002)
+    top_p        nucleus: the smallest set with mass >= p, at temperature T (seed 004)
+
+Randomness comes from one torch.Generator seeded with `config.seed`, never the
+global RNG, and sampling happens on the CPU: the same seed and prompt give the
+same text on every call.
+"""
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+import torch
+
+from lab.introspect import encode_text, evaluating
+
+MAX_NEW_TOKENS = 5000
+START_TEXT = "\n"  # an empty prompt starts here: in a play every speech starts after a newline
+
+
+# ---------------------------------------------------------------------------
+# strategies: logits (V,) float32 on the CPU -> one token id
+
+
+def _draw(weights, generator):
+    """Index of one draw from non-negative weights (K,), normalised or not."""
+    return int(torch.multinomial(weights, 1, generator=generator))
+
+
+def greedy(logits, config, generator):
+    """The most likely token; temperature does not change an argmax."""
+    return int(logits.argmax())
+
+
+def sample_temperature(logits, config, generator):
+    """Sample from softmax(logits / T): T < 1 sharpens, T > 1 flattens."""
+    return _draw(torch.softmax(logits / config.temperature, -1), generator)
+
+
+def sample_top_k(logits, config, generator):
+    """Keep the k largest logits, renormalise at temperature T, sample among them."""
+    values, indices = torch.topk(logits, min(config.top_k, logits.numel()))  # (k,), (k,)
+    return int(indices[_draw(torch.softmax(values / config.temperature, -1), generator)])
+
+
+def sample_top_p(logits, config, generator):
+    """Nucleus sampling (Holtzman et al. 2020): the smallest set of most likely tokens
+    whose probability at temperature T reaches p, renormalised."""
+    probs, indices = torch.softmax(logits / config.temperature, -1).sort(descending=True)  # (V,), (V,)
+    mass_before = probs.cumsum(0) - probs  # a token is in the nucleus if the mass above it is < p
+    nucleus = probs[mass_before < config.top_p]  # always holds the most likely token
+    return int(indices[_draw(nucleus, generator)])
+
+
+STRATEGIES = {"greedy": greedy, "temperature": sample_temperature, "top_k": sample_top_k, "top_p": sample_top_p}
+STRATEGY_LABELS = {  # for legends: str.format over the config's fields
+    "greedy": "greedy",
+    "temperature": "temperature T={temperature:g}",
+    "top_k": "top-k k={top_k}, T={temperature:g}",
+    "top_p": "top-p p={top_p:g}, T={temperature:g}",
+}
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass
+class SamplingConfig:
+    """How to pick each next token. Fields a strategy does not use are ignored."""
+
+    strategy: str = "top_k"  # key of STRATEGIES
+    temperature: float = 1.0  # divides the logits before sampling (not used by greedy)
+    top_k: int = 20  # top_k: candidates kept (clipped to V)
+    top_p: float = 0.9  # top_p: probability mass of the nucleus
+    max_new_tokens: int = 200  # tokens to generate, 1..MAX_NEW_TOKENS
+    seed: int = 0  # seeds the sampler's own torch.Generator
+    stateful: bool = True  # carry the state (True) or reset it before every step (False)
+
+    def __post_init__(self):
+        checks = [
+            ("strategy", self.strategy in STRATEGIES, f"must be one of {list(STRATEGIES)}"),
+            ("temperature", isinstance(self.temperature, (int, float)) and not isinstance(self.temperature, bool)
+             and math.isfinite(self.temperature) and self.temperature > 0, "must be a number > 0"),
+            ("top_k", _is_int(self.top_k) and self.top_k >= 1, "must be an integer >= 1"),
+            ("top_p", isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1, "must be in (0, 1]"),
+            ("max_new_tokens", _is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= MAX_NEW_TOKENS,
+             f"must be an integer in [1, {MAX_NEW_TOKENS}]"),
+            ("seed", _is_int(self.seed), "must be an integer"),
+            ("stateful", isinstance(self.stateful, bool), "must be True or False"),
+        ]
+        for field, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"{field}: {rule}, got {getattr(self, field)!r}")
+
+    @property
+    def label(self):
+        """A short legend, e.g. "top-k k=20, T=0.8" or "greedy (stateless)"."""
+        label = STRATEGY_LABELS[self.strategy].format(**asdict(self))
+        return label if self.stateful else label + " (stateless)"
+
+
+@dataclass
+class Generation:
+    """A prompt, its continuation, and what the model thought at every new token."""
+
+    text: str  # prompt + continuation
+    prompt: str
+    token_ids: list  # (N,) the new tokens
+    pieces: list  # (N,) the new tokens as tokenizer pieces, for display
+    probs: list  # (N,) probability of each chosen token under the model (untempered, unfiltered)
+    entropies: list  # (N,) entropy in nats of the model's distribution at each step (untempered)
+    strategy: str  # the config's label
+
+    @property
+    def continuation(self):
+        return self.text[len(self.prompt):]
+
+
+def encode_prompt(tokenizer, prompt):
+    """Prompt -> token ids, at least one.
+
+    An empty prompt starts from START_TEXT ("\\n") when the vocabulary has it,
+    else from token 0; the start token is not part of the returned text.
+    Characters the vocabulary lacks raise ValueError naming them.
+    """
+    if prompt:
+        return encode_text(tokenizer, prompt, "prompt")
+    return tokenizer.encode(START_TEXT) if not tokenizer.unknown(START_TEXT) else [0]
+
+
+# ---------------------------------------------------------------------------
+# feeds: how the model reads the tokens so far, context (1, T) -> (logits (V,), state)
+
+
+def _stateful(model, context, state):
+    """Read the prompt once (state None: nothing read yet), then only the newest token."""
+    logits, _, state = model(context if state is None else context[:, -1:], state=state)
+    return logits[0, -1], state
+
+
+def _stateless(model, context, state):
+    """Forget everything: the newest token alone, from the zero state (position 0)."""
+    logits, _, _ = model(context[:, -1:])
+    return logits[0, -1], None
+
+
+def _rerun_prefix(model, context, state):
+    """The slow reference: the whole prefix again from the zero state, O(T) per token."""
+    logits, _, _ = model(context)
+    return logits[0, -1], None
+
+
+def _generate(model, tokenizer, prompt, config, feed):
+    prompt_ids = encode_prompt(tokenizer, prompt)
+    pick = STRATEGIES[config.strategy]
+    generator = torch.Generator().manual_seed(config.seed)  # CPU generator: the same text on any device
+    P, N = len(prompt_ids), config.max_new_tokens
+    steps = []  # (V,) untempered logits of every step
+    with evaluating(model), torch.inference_mode():
+        tokens = torch.empty(1, P + N, dtype=torch.long, device=next(model.parameters()).device)  # (1, P+N)
+        tokens[0, :P] = torch.tensor(prompt_ids)
+        state = None
+        for t in range(P, P + N):
+            logits, state = feed(model, tokens[:, :t], state)  # a view: no copy of the prefix
+            logits = logits.to("cpu", torch.float32, copy=True)  # (V,), a copy, not a view that keeps (1, T, V) alive
+            steps.append(logits)
+            tokens[0, t] = pick(logits, config, generator)
+        new_ids = tokens[0, P:].tolist()
+        log_probs = torch.log_softmax(torch.stack(steps), -1)  # (N, V), the model's own distribution
+        chosen = log_probs.gather(1, torch.tensor(new_ids)[:, None]).exp()[:, 0]  # (N,)
+        entropies = torch.special.entr(log_probs.exp()).sum(-1)  # (N,) nats
+    return Generation(text=prompt + tokenizer.decode(new_ids), prompt=prompt, token_ids=new_ids,
+                      pieces=[tokenizer.id_to_piece(i) for i in new_ids], probs=chosen.tolist(),
+                      entropies=entropies.tolist(), strategy=config.label)
+
+
+def generate(model, tokenizer, prompt, config=None):
+    """Continue `prompt` with any lab model (character, subword or ScanMarkov).
+
+    model: logits, loss, state = model(idx (1, T), state=...); tokenizer: lab.data
+    tokenizer; prompt: str (may be empty, see encode_prompt); config: SamplingConfig.
+    Runs in eval mode without gradients and restores the model's training mode.
+    Returns a Generation with N = config.max_new_tokens new tokens.
+    """
+    config = config or SamplingConfig()
+    return _generate(model, tokenizer, prompt, config, _stateful if config.stateful else _stateless)
+
+
+def compare_strategies(model, tokenizer, prompt, configs):
+    """The same prompt under several configs, side by side: list[Generation]."""
+    return [generate(model, tokenizer, prompt, config) for config in configs]
+
+
+def generate_by_rerunning_prefix(model, tokenizer, prompt, config=None):
+    """The naive baseline, for the benchmark only: every step re-reads the whole
+    prefix from the zero state (O(T) per token, O(N^2) in all). It computes the
+    same distributions as stateful generation, so greedy gives the same tokens;
+    `benchmarks/sampling.py` measures what carrying the state saves."""
+    return _generate(model, tokenizer, prompt, config or SamplingConfig(), _rerun_prefix)
+
+
+# ---------------------------------------------------------------------------
+# loops in generated text
+
+
+def _longest_repeat(text):
+    """Longest substring that occurs at least twice (occurrences may overlap).
+
+    Binary search on the length: if a substring of length m repeats, so does
+    its prefix of length m - 1. O(N log N) substring hashes.
+    """
+    def repeat_of_length(m):
+        seen = set()
+        for i in range(len(text) - m + 1):
+            s = text[i:i + m]
+            if s in seen:
+                return s
+            seen.add(s)
+        return ""
+
+    lo, hi, best = 1, len(text) - 1, ""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        found = repeat_of_length(mid)
+        if found:
+            best, lo = found, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _tail_cycle(text, min_chars):
+    """Smallest period p such that the text ends in a run covering >= 2 periods and
+    >= min_chars characters. Returns (p, length of the periodic tail) or (None, 0)."""
+    n = len(text)
+    for p in range(1, n // 2 + 1):
+        run = 0  # trailing characters equal to the character p before them
+        while run < n - p and text[n - 1 - run] == text[n - 1 - run - p]:
+            run += 1
+        if run >= p and run + p >= min_chars:
+            return p, run + p
+    return None, 0
+
+
+def repetition_report(text, n=4, min_cycle_chars=20):
+    """How loopy a text is, e.g. greedy output that repeats a line (seed 002's
+    "And then the sea that the state of the season," three times).
+
+    text: str; n: words per n-gram; min_cycle_chars: the shortest tail that counts
+    as a cycle. Returns a dict of plain values:
+        longest_repeat, longest_repeat_chars   longest substring seen twice (may overlap)
+        top_line, top_line_count               most frequent non-empty line
+        top_ngram, top_ngram_count             most frequent n-word sequence
+        repeat_share                           share of words inside an n-gram that occurs >= 2 times
+        ends_in_cycle, cycle_period            whether the text ends by repeating a period of
+        cycle, cycle_start, cycle_repeats      cycle_period characters; the first period of that
+                                               periodic tail, where it starts, how many periods it spans
+    """
+    lines = Counter(line for line in text.split("\n") if line.strip())
+    top_line, top_line_count = lines.most_common(1)[0] if lines else ("", 0)
+    words = text.split()
+    grams = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+    counts = Counter(grams)
+    top_ngram, top_ngram_count = counts.most_common(1)[0] if counts else ("", 0)
+    covered = [False] * len(words)
+    for i, gram in enumerate(grams):
+        if counts[gram] >= 2:
+            covered[i:i + n] = [True] * n
+    period, tail = _tail_cycle(text, min_cycle_chars)
+    longest = _longest_repeat(text)
+    return {
+        "longest_repeat": longest,
+        "longest_repeat_chars": len(longest),
+        "top_line": top_line,
+        "top_line_count": top_line_count,
+        "top_ngram": top_ngram,
+        "top_ngram_count": top_ngram_count,
+        "repeat_share": sum(covered) / len(words) if words else 0.0,
+        "ends_in_cycle": period is not None,
+        "cycle_period": period,
+        "cycle": text[len(text) - tail:len(text) - tail + period] if period else "",
+        "cycle_start": len(text) - tail if period else None,
+        "cycle_repeats": tail / period if period else 0.0,
+    }

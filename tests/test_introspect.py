@@ -1,0 +1,129 @@
+"""Gate traces: shapes, ranges, errors, summaries and feature-tracking units."""
+import numpy as np
+import pytest
+import torch
+
+from lab.cells import CELLS, FUSED_MODULES
+from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
+from lab.introspect import (FEATURES, GATE_KINDS, SIGMOID_GATES, GateTrace, feature_values, gate_summary,
+                            top_units, trace_text)
+from lab.models import LMConfig, ScanMarkovConfig, build_model
+
+TEXT = load_bundled_corpus()[20000:26000]
+SAMPLE = "[Exit.]\n\n\nScene III. A room in Polonius's house.\n\n[Enter Laertes and Ophelia.]\n\nLaer.\nMy"
+RANGES = {"sigmoid gate": (0.0, 1.0), "tanh candidate": (-1.0, 1.0)}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return CharTokenizer.from_text(TEXT)
+
+
+def small_lm(vocab_size, cell, backend="scratch", layers=2):
+    torch.manual_seed(0)
+    return build_model(LMConfig(cell=cell, backend=backend, vocab_size=vocab_size, embed_dim=8, hidden_size=12,
+                                num_layers=layers))
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_trace_shapes_and_gate_ranges(tok, cell):
+    trace = trace_text(small_lm(tok.vocab_size, cell), tok, SAMPLE)
+    T = len(SAMPLE)
+    assert trace.text == SAMPLE and trace.pieces == list(SAMPLE) and len(trace.token_ids) == T
+    assert trace.cells == [cell, cell] and len(trace.layers) == 2 and len(trace.conventions) == 2
+    for gates, names in zip(trace.layers, trace.gate_names):
+        assert tuple(gates) == names == CELLS[cell].gate_names
+        for name, values in gates.items():
+            assert values.shape == (T, 12) and values.dtype == np.float32
+            low, high = RANGES.get(GATE_KINDS[name], (-np.inf, np.inf))
+            assert low <= values.min() and values.max() <= high, name
+
+
+@pytest.mark.parametrize("cell", sorted(FUSED_MODULES))
+def test_fused_models_are_traced_through_their_scratch_twin(tok, cell):
+    fused = small_lm(tok.vocab_size, cell, backend="fused")
+    trace = trace_text(fused, tok, SAMPLE)
+    with torch.no_grad():
+        out, _ = fused.rnn(fused.embedding(torch.tensor([tok.encode(SAMPLE)])))  # (1, T, H)
+    np.testing.assert_allclose(trace.layers[-1]["h"], out[0].numpy(), atol=1e-5)
+
+
+def test_scan_markov_trace(tok):
+    model = build_model(ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=8, gate_hidden=16, decoder_hidden=16))
+    trace = trace_text(model, tok, SAMPLE)
+    assert trace.cells == ["scan"] and set(trace.layers[0]) == {"A", "B", "h"}
+    assert trace.layers[0]["A"].shape == (len(SAMPLE), 8)
+
+
+def test_trace_errors_and_training_mode(tok):
+    model = small_lm(tok.vocab_size, "lstm").train()
+    with pytest.raises(ValueError, match="empty"):
+        trace_text(model, tok, "")
+    with pytest.raises(ValueError, match="'€'"):
+        trace_text(model, tok, "Laer. €")
+    with pytest.raises(ValueError, match="limit of 10"):
+        trace_text(model, tok, SAMPLE, max_tokens=10)
+    trace_text(model, tok, SAMPLE)
+    assert model.training
+    trace = trace_text(model, tok, SAMPLE)
+    with pytest.raises(ValueError, match="layers 0..1"):
+        trace.gate(2, "h")
+    with pytest.raises(ValueError, match="'f'"):
+        trace.gate(0, "z")
+
+
+def test_gate_summary_rows_and_saturation(tok):
+    trace = trace_text(small_lm(tok.vocab_size, "gru_seed"), tok, SAMPLE)
+    summary = gate_summary(trace)
+    assert list(summary.gate) == ["r", "z", "n", "h"] * 2 and list(summary.layer) == [0] * 4 + [1] * 4
+    sigmoid = summary.gate.isin(SIGMOID_GATES)
+    assert summary.saturation[sigmoid].between(0, 1).all() and summary.saturation[~sigmoid].isna().all()
+    z = trace.layers[0]["z"]
+    assert summary.iloc[1]["mean"] == pytest.approx(z.mean()) and summary.iloc[1]["std"] == pytest.approx(z.std())
+
+
+def test_features_on_a_character_trace(tok):
+    trace = trace_text(small_lm(tok.vocab_size, "rnn", layers=1), tok, "[Exit.]\nLaer.\nMy")
+    np.testing.assert_array_equal(feature_values(trace, "in_brackets"), [1, 1, 1, 1, 1, 1, 0] + [0] * 9)
+    np.testing.assert_array_equal(feature_values(trace, "line_position"),
+                                  [1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 0, 1, 2])
+    np.testing.assert_array_equal(feature_values(trace, "is_newline"), [c == "\n" for c in "[Exit.]\nLaer.\nMy"])
+    np.testing.assert_array_equal(feature_values(trace, "is_vowel"), [c in "aeiouAEIOU" for c in "[Exit.]\nLaer.\nMy"])
+    with pytest.raises(ValueError, match="in_brackets"):
+        feature_values(trace, "in_parentheses")
+
+
+def test_subword_features_use_the_first_or_last_character():
+    sp = SentencePieceTokenizer.train(TEXT, vocab_size=150)
+    model = small_lm(sp.vocab_size, "gru_torch", layers=1)
+    text = "Laer.\nMy father's spirit"
+    trace = trace_text(model, sp, text)
+    assert trace.text == text and len(trace.pieces) == len(trace.token_ids) < len(text)
+    starts_with_space = [t.startswith(" ") for t in trace.token_texts]
+    np.testing.assert_array_equal(feature_values(trace, "is_space"), starts_with_space)
+    ends = np.cumsum([len(t) for t in trace.token_texts])
+    np.testing.assert_array_equal(feature_values(trace, "line_position"), ends - len("Laer.\n") * (ends >= 6))
+
+
+def _synthetic_trace(tokens, units):
+    """A one-layer trace of the given token texts whose 'h' is the given (T, H) array."""
+    return GateTrace(token_ids=list(range(len(tokens))), pieces=list(tokens), token_texts=list(tokens),
+                     layers=[{"h": units}], cells=["rnn"], gate_names=[("h",)], conventions=["test"])
+
+
+def test_top_units_find_a_planted_unit():
+    text = "[Enter Ghost.]\nHam. Speak; I am bound to hear.\n[Exit Ghost.]"
+    inside = FEATURES["in_brackets"].per_char(text)
+    rng = np.random.default_rng(0)
+    units = rng.normal(size=(len(text), 6))
+    units[:, 4] = -inside + 0.01 * rng.normal(size=len(text))  # unit 4 is off inside brackets
+    top = top_units(_synthetic_trace(text, units), "in_brackets", k=3)
+    assert list(top.columns) == ["unit", "correlation", "abs_correlation"] and len(top) == 3
+    assert top.unit.iloc[0] == 4 and top.correlation.iloc[0] < -0.99
+    assert top.abs_correlation.is_monotonic_decreasing
+
+
+def test_top_units_refuse_a_constant_feature():
+    trace = _synthetic_trace("no quotes here", np.random.default_rng(0).normal(size=(14, 3)))
+    with pytest.raises(ValueError, match="constant"):
+        top_units(trace, "in_quotes")

@@ -1,0 +1,160 @@
+"""Memory: measured retention against g**k, time constants, gradients through time, the recall probe."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from lab.data import CharTokenizer, load_bundled_corpus
+from lab.memory import (KEEP_GATE_LABELS, KEEP_GATES, bias_time_constants, constant_gate_retention,
+                        gradient_through_time, retention)
+from lab.introspect import trace_text
+from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers, to_scratch
+from lab.probe import ProbeConfig, hidden_size_for_budget, recall_batch, run_memory_probe
+
+TEXT = load_bundled_corpus()[20000:26000]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run fastest, and steadiest on shared cores, on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return CharTokenizer.from_text(TEXT)
+
+
+def small_lm(vocab_size, cell, backend="scratch", layers=1, seed=0):
+    torch.manual_seed(seed)
+    return build_model(LMConfig(cell=cell, backend=backend, vocab_size=vocab_size, embed_dim=8, hidden_size=16,
+                                num_layers=layers))
+
+
+def _hold_keep_gate(layer, cell, bias):
+    """Zero every weight feeding the keep gate and set its bias, so the gate is constant."""
+    H = layer.hidden_size
+    with torch.no_grad():
+        if cell == "scan":
+            layer.gate[2].weight.zero_()
+            layer.gate[2].bias[:H] = bias  # A = sigmoid(bias)
+        else:
+            layer.weight_ih.zero_()
+            layer.weight_hh.zero_()
+            layer.bias[H:2 * H] = bias  # z (GRUs) or f (LSTM): the second gate block
+
+
+@pytest.mark.parametrize("cell", sorted(KEEP_GATES))
+def test_a_constant_keep_gate_retains_g_to_the_k(tok, cell):
+    model = small_lm(tok.vocab_size, cell)
+    # keep factor sigmoid(2) = 0.88 everywhere; the seeds' GRU keeps 1 - z = sigmoid(-b_z), so b_z = -2
+    _hold_keep_gate(recurrent_layers(model)[0], cell, -2.0 if cell == "gru_seed" else 2.0)
+    g = 1 / (1 + math.exp(-2.0))
+    r = retention(model, tokenizer=tok, text=TEXT[:80], max_lag=30)
+    expected = constant_gate_retention(g, np.arange(1, 31))  # (K,)
+    assert r.per_unit.shape == (30, 16) and r.cell == cell and r.keep_gate == KEEP_GATE_LABELS[cell]
+    np.testing.assert_allclose(r.per_unit, np.repeat(expected[:, None], 16, 1), rtol=1e-5)
+    np.testing.assert_allclose(r.median, expected, rtol=1e-5)
+
+
+def test_retention_of_a_trace_is_a_decaying_average(tok):
+    trace = trace_text(small_lm(tok.vocab_size, "lstm", layers=2), tok, TEXT[:200])
+    r = retention(trace, layer=1, max_lag=500)
+    assert len(r.lags) == 199 and r.per_unit.shape == (199, 16)  # lags stop at T - 1
+    assert (np.diff(r.per_unit, axis=0) <= 1e-12).all() and (r.per_unit > 0).all()
+
+
+def test_vanilla_rnn_has_no_keep_gate(tok):
+    with pytest.raises(ValueError, match="gradient"):
+        retention(small_lm(tok.vocab_size, "rnn"), tokenizer=tok, text=TEXT[:50])
+    assert set(KEEP_GATES) == set(KEEP_GATE_LABELS)
+
+
+def test_seed_002_example_and_bias_time_constants():
+    assert constant_gate_retention(0.99999, [100])[0] == pytest.approx(0.99900049, abs=1e-8)
+    table = bias_time_constants([0.0, 1.0])
+    assert isinstance(table, pd.DataFrame) and list(table.columns) == ["bias", "retention", "tau", "half_life"]
+    assert table.retention.tolist() == pytest.approx([0.5, 0.7310586])
+    assert table.tau.tolist() == pytest.approx([2.0, 1 + math.e])
+    assert table.half_life.tolist() == pytest.approx([1.0, math.log(0.5) / math.log(0.7310586)])
+
+
+def test_vanilla_rnn_gradients_vanish_with_distance(tok):
+    for seed in range(3):
+        model = small_lm(tok.vocab_size, "rnn", seed=seed)
+        norms = gradient_through_time(model, TEXT[:41], tok)  # T = 40 steps
+        assert norms.shape == (40,)
+        quarter = len(norms) // 4
+        assert norms[:quarter].mean() < 0.01 * norms[-quarter:].mean(), seed
+
+
+def _gradient_by_restarting(model, tokens, t):
+    """dL_T/dh_t another way: run up to step t, make the state a leaf, run the rest in one call."""
+    with torch.no_grad():
+        _, _, state = model(tokens[:, :t])
+    last = state[-1]
+    h = (last[0] if isinstance(last, tuple) else last).clone().requires_grad_()
+    state[-1] = (h, last[1]) if isinstance(last, tuple) else h
+    logits, _, _ = model(tokens[:, t:-1], state=state)
+    loss = torch.nn.functional.cross_entropy(logits[:, -1], tokens[:, -1])
+    return torch.autograd.grad(loss, h)[0].norm().item()
+
+
+@pytest.mark.parametrize("cell", ["gru_seed", "lstm", "scan"])
+def test_gradient_through_time_is_the_total_derivative(tok, cell):
+    model = small_lm(tok.vocab_size, cell, layers=2).eval()
+    tokens = torch.tensor([tok.encode(TEXT[:25])])  # T = 24
+    norms = gradient_through_time(model, tokens)
+    for t in (1, 12, 23):  # h_t is the state after reading t tokens: index t - 1
+        assert norms[t - 1] == pytest.approx(_gradient_by_restarting(model, tokens, t), rel=1e-4)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_gradient_through_time_for_every_family(tok):
+    fused = small_lm(tok.vocab_size, "lstm", backend="fused", layers=2)
+    np.testing.assert_allclose(gradient_through_time(fused, TEXT[:30], tok),
+                               gradient_through_time(to_scratch(fused), TEXT[:30], tok), rtol=1e-4, atol=1e-9)
+    torch.manual_seed(0)
+    markov = build_model(ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=8, gate_hidden=16,
+                                          decoder_hidden=16)).train()
+    norms = gradient_through_time(markov, TEXT[:30], tok)
+    assert norms.shape == (29,) and np.isfinite(norms).all() and markov.training
+    with pytest.raises(ValueError, match="tokenizer"):
+        gradient_through_time(markov, TEXT[:30])
+    with pytest.raises(ValueError, match="tokens"):
+        gradient_through_time(markov, torch.tensor([[1]]))
+
+
+def test_recall_batch_targets_are_the_input_k_steps_back():
+    config = ProbeConfig(seq_len=10, lags=(3,))
+    x, y = recall_batch(config, 3, 4, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 10) and (y[:, :3] == -100).all() and torch.equal(y[:, 3:], x[:, :7])
+
+
+def test_models_are_sized_to_the_budget():
+    config = ProbeConfig(param_budget=3000)
+    for cell in config.cells:
+        hidden, params = hidden_size_for_budget(config, cell)
+        assert abs(params - 3000) < 0.1 * 3000, cell
+
+
+@pytest.mark.parametrize("field, value", [("cells", ("transformer",)), ("lags", (0,)), ("lags", (20,)),
+                                          ("steps", 0), ("alphabet", 1)])
+def test_bad_probe_config_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        ProbeConfig(seq_len=20, **{field: value})
+
+
+def test_every_cell_solves_lag_one():
+    events = []
+    config = ProbeConfig(lags=(1,), alphabet=4, param_budget=2000, steps=150, seq_len=12, eval_sequences=128)
+    table = run_memory_probe(config, callback=events.append)
+    assert list(table.cell) == list(config.cells)
+    assert {"cell", "lag", "accuracy", "params"} <= set(table.columns)
+    assert (table.accuracy > 0.9).all(), table[["cell", "accuracy"]]
+    assert [e["event"] for e in events].count("probe_result") == len(config.cells)
