@@ -31,13 +31,6 @@ TINY = ["--hidden-size", "16", "--embed-dim", "8", "--steps", "5", "--block-size
         "--threads", "1"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread, and the CPU cores are shared with other work."""
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)  # `train --threads 1` changed it for the whole process
-
 
 def run(argv):
     """main(argv) in-process -> (exit code, stdout, stderr); argparse's exits give their code."""

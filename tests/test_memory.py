@@ -16,14 +16,6 @@ from lab.probe import ProbeConfig, hidden_size_for_budget, recall_batch, run_mem
 TEXT = load_bundled_corpus()[20000:26000]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest, and steadiest on shared cores, on one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def tok():

@@ -16,14 +16,6 @@ from lab.train import (ClassificationTask, JobLimitError, LMTask, TrainConfig, T
 STEP_KEYS = {"type", "step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "elapsed", "eta", "progress"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread, and the CPU cores are shared with other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def text():

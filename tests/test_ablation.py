@@ -1,0 +1,275 @@
+"""Seed 003's gate-bias ablation (lab.experiments.ablation): the model, the frozen biases through AdamW,
+a tiny study's results file, the CIFAR-10 code path on a fixture, the CLI and the page. CPU-only, small."""
+import hashlib
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lab.__main__ import main  # noqa: E402
+from lab.cells import chrono_bias  # noqa: E402
+from lab.checkpoints import load_checkpoint  # noqa: E402
+from lab.experiments.ablation import (ARMS, RESULTS_FILE, SHIPPED_DIR, AblationConfig, AblationJob,  # noqa: E402
+                                      FrozenBiasError, build_arm_model, check_frozen_biases, chrono_mean,
+                                      epoch_rows, freeze_gate_biases, gate_bias_pairs, load_results, load_study_data,
+                                      run_ablation, run_arm, summary_markdown, time_constant_table)
+from lab.models import count_parameters  # noqa: E402
+
+PAGE = ROOT / "pages" / "6_⚖️_Ablation.py"
+SEED_INFO = {"num_classes": 10, "sequence_length": 1024, "input_size": 1}  # seed 003's data
+H = 181
+
+
+def tiny_config(**overrides):
+    options = dict(dataset="digits", size=8, epochs=2, seeds=(0, 1), limit_train=40, limit_test=30, batch_size=16,
+                   gate_batch=4, device="cpu")
+    return AblationConfig(**{**options, **overrides})
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ablation")
+    events = []
+    results = run_ablation(tiny_config(), out, events.append, command="python -m lab ablation ...")
+    return out, results, events
+
+
+# ---------------------------------------------------------------------------
+# the model and its biases
+
+
+@pytest.mark.parametrize("backend", ["fused", "scratch"])
+@pytest.mark.parametrize("arm", list(ARMS))
+def test_seed_003_parameter_count(backend, arm):
+    model = build_arm_model(arm, 0, AblationConfig(backend=backend), SEED_INFO)
+    assert count_parameters(model) == 101_732
+
+
+@pytest.mark.parametrize("backend", ["fused", "scratch"])
+def test_initial_biases_of_each_arm(backend):
+    config = AblationConfig(backend=backend)
+    (b_ih, b_hh), = gate_bias_pairs(build_arm_model("baseline", 0, config, SEED_INFO))
+    assert torch.equal(b_ih[H:2 * H], torch.ones(H))  # b_iz = +1: keep more memory (PyTorch convention)
+    assert not b_ih[:H].any() and not b_ih[2 * H:].any() and not b_hh.any()  # +1 in b_ih only, not +2
+    (b_ih, b_hh), = gate_bias_pairs(build_arm_model("ablated", 0, config, SEED_INFO))
+    assert not b_ih.any() and not b_hh.any()
+    (b_ih, b_hh), = gate_bias_pairs(build_arm_model("chrono", 0, config, SEED_INFO))
+    b_z = b_ih[H:2 * H]
+    assert 0 <= b_z.min() and b_z.max() <= math.log(1023) and b_z.std() > 0.5
+
+
+def adamw_steps(model, steps=5, weight_decay=0.1):
+    """Several real AdamW steps, with weight decay and gradient clipping as lab.train does."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 12, 1), torch.randint(10, (8,))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=weight_decay)
+    for _ in range(steps):
+        _, loss, _ = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    return optimizer
+
+
+@pytest.mark.parametrize("backend", ["fused", "scratch"])
+def test_hooks_keep_frozen_biases_exactly_zero_through_adamw(backend):
+    config = AblationConfig(backend=backend, hidden_size=16)
+    info = {**SEED_INFO, "sequence_length": 12}
+    model = build_arm_model("ablated", 0, config, info)
+    (b_ih, b_hh), = gate_bias_pairs(model)
+    optimizer = adamw_steps(model)
+    h = 16
+    for bias in (b_ih, b_hh):
+        assert torch.equal(bias[: 2 * h], torch.zeros(2 * h))  # exactly 0, not merely small
+        assert bias[2 * h:].abs().min() > 0  # the candidate bias learned
+        assert not bias.grad[: 2 * h].any() and bias.grad[2 * h:].any()
+        state = optimizer.state[bias]  # Adam's moments never saw a gradient there
+        assert not state["exp_avg"][: 2 * h].any() and not state["exp_avg_sq"][: 2 * h].any()
+    assert check_frozen_biases(model).startswith("passed")
+    # the control: without the hooks the same steps move the r and z biases
+    control = build_arm_model("baseline", 0, AblationConfig(backend=backend, hidden_size=16), info)
+    (c_ih, _), = gate_bias_pairs(control)
+    with torch.no_grad():
+        c_ih[h:2 * h] = 0
+    adamw_steps(control)
+    assert c_ih[: 2 * h].abs().min() > 0
+
+
+def test_adamw_decoupled_decay_keeps_zero_at_zero():
+    """Why freezing at 0 works under AdamW: decay multiplies by (1 - lr*wd); 0 stays 0, others shrink."""
+    p = torch.nn.Parameter(torch.tensor([0.0, 1.0]))
+    optimizer = torch.optim.AdamW([p], lr=0.1, weight_decay=0.5)
+    for _ in range(3):
+        p.grad = torch.zeros(2)
+        optimizer.step()
+    assert p[0].item() == 0.0 and p[1].item() == pytest.approx(0.95 ** 3)
+
+
+def test_frozen_bias_check_raises_when_tampered():
+    model = build_arm_model("ablated", 0, AblationConfig(hidden_size=16), SEED_INFO)
+    (b_ih, b_hh), = gate_bias_pairs(model)
+    with torch.no_grad():
+        b_hh[16 + 3] = 1e-12
+    with pytest.raises(FrozenBiasError, match=r"b_hh\[0:2H\]: 1 of 32"):
+        check_frozen_biases(model)
+
+
+def test_a_run_whose_frozen_bias_moves_fails_loudly():
+    config = tiny_config(epochs=1, seeds=(0,), arms=("ablated",), hidden_size=16)
+    data = load_study_data(config)
+    model = build_arm_model("ablated", 0, config, data.info)
+    (b_ih, _), = gate_bias_pairs(model)
+
+    def tamper(event):  # something outside the hooks writes to a frozen bias mid-run
+        if event["type"] == "step":
+            with torch.no_grad():
+                b_ih[0] = 0.5
+
+    with pytest.raises(FrozenBiasError):
+        run_arm("ablated", 0, config, data, tamper, model=model)
+
+
+def test_freeze_handles_remove_and_config_validation():
+    model = build_arm_model("baseline", 0, AblationConfig(hidden_size=8), SEED_INFO)
+    handles = freeze_gate_biases(model)
+    assert len(handles) == 2 and check_frozen_biases(model).startswith("passed")
+    for bad, match in [(dict(arms=("baseline", "nope")), "valid arms are"), (dict(seeds=(1, 1)), "twice"),
+                       (dict(dataset="mnist"), "valid datasets"), (dict(epochs=0), "epochs"),
+                       (dict(backend="cuda"), "backend"), (dict(size=100), "size")]:
+        with pytest.raises(ValueError, match=match):
+            AblationConfig(**bad)
+
+
+def test_time_constants_and_chrono_mean():
+    rows = {r["b_z"]: r for r in time_constant_table(seq_len=1024)}
+    assert rows[1.0]["sigmoid(b)"] == pytest.approx(0.7311, abs=1e-4)
+    assert rows[1.0]["tau (steps)"] == pytest.approx(math.e + 1)
+    assert rows[0.0]["half-life (steps)"] == pytest.approx(1.0)
+    assert chrono_mean(1024) == pytest.approx(chrono_bias(200_000, 1024, torch.Generator().manual_seed(0)).mean().item(),
+                                              abs=0.01)
+
+
+# ---------------------------------------------------------------------------
+# a tiny study
+
+
+def test_tiny_study_writes_a_well_formed_results_file(tiny_study):
+    out, results, events = tiny_study
+    assert {p.name for p in out.iterdir()} == {"results.json", "results.csv", "digits-baseline-seed0.safetensors",
+                                               "digits-ablated-seed0.safetensors"}
+    saved = load_results(out)
+    assert saved == json.loads(json.dumps(results)) and saved["complete"]
+    assert saved["dataset"]["sequence_length"] == 64 and saved["dataset"]["n_train"] == 40
+    assert saved["model"]["parameters"] == 101_732
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("baseline", 0), ("ablated", 0), ("baseline", 1),
+                                                               ("ablated", 1)]
+    for run in saved["runs"]:
+        assert [e["epoch"] for e in run["epochs"]] == [1.0, 2.0] and len(run["steps"]) == 6  # 3 steps per epoch
+        for record in [run["initial"]] + run["epochs"]:
+            for gate in ("z", "r"):
+                stats = record["gates"][gate]
+                assert len(stats["quantiles"]) == 11 and stats["quantiles"] == sorted(stats["quantiles"])
+                assert sum(stats["histogram"]) == pytest.approx(1.0, abs=1e-4)
+                assert len(stats["time"]["mean"]) == 32 and stats["time"]["t_end"][-1] == 64
+        assert 0 <= run["final"]["val_accuracy"] <= 1 and run["final"]["train_loss"] > 0
+        frozen = run["epochs"][-1]["biases"]["rz_max_abs"]
+        if run["arm"] == "ablated":
+            assert frozen == 0 and run["frozen_bias_check"].startswith("passed")
+            assert abs(run["initial"]["gates"]["z"]["mean"] - 0.5) < 0.02  # sigmoid(0)
+        else:
+            assert frozen > 0 and run["frozen_bias_check"] is None
+            assert abs(run["initial"]["gates"]["z"]["mean"] - 0.731) < 0.02  # sigmoid(1): keeps ~73%
+    for arm in ("baseline", "ablated"):
+        s = saved["summary"][arm]
+        assert s["n_seeds"] == 2 and s["val_accuracy_std"] is not None and s["val_accuracy_mean"] is not None
+    assert "±" in summary_markdown(saved)
+    assert len(epoch_rows(saved)) == 4 * 3 and (out / "results.csv").read_text().count("\n") == 13
+    types = [e["type"] for e in events]
+    assert types[0] == "study_start" and types[-1] == "study_done" and types.count("epoch") == 8
+    checkpoint = load_checkpoint(out / "digits-ablated-seed0.safetensors")
+    assert checkpoint.meta["extra"]["arm"] == "ablated" and checkpoint.metrics["history"][-1]["val_accuracy"] >= 0
+    assert check_frozen_biases(checkpoint.model).startswith("passed")
+
+
+def test_cifar10_code_path_on_a_fixture(tmp_path, monkeypatch):
+    from test_data import _cifar_fixture
+    from torchvision.datasets import CIFAR10
+
+    md5, _ = _cifar_fixture(tmp_path)
+    monkeypatch.setattr(CIFAR10, "train_list", [[name, md5[name]] for name, _ in CIFAR10.train_list])
+    monkeypatch.setattr(CIFAR10, "test_list", [["test_batch", md5["test_batch"]]])
+    monkeypatch.setattr(CIFAR10, "meta", {**CIFAR10.meta, "md5": md5["batches.meta"]})
+    config = AblationConfig(dataset="cifar10", root=str(tmp_path), epochs=1, seeds=(0,), arms=("ablated",),
+                            batch_size=10, hidden_size=8, gate_batch=2, device="cpu")
+    results = run_ablation(config)
+    assert results["dataset"]["sequence_length"] == 1024 and results["dataset"]["n_train"] == 10
+    assert results["runs"][0]["frozen_bias_check"].startswith("passed") and results["complete"]
+
+
+# ---------------------------------------------------------------------------
+# the CLI
+
+
+def test_cli_help_and_bad_input(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["ablation", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for word in ("--limit-train", "--download", "--backend", "baseline", "ablated", "chrono", "z keeps"):
+        assert word in text
+    assert main(["ablation", "--size", "100", "--out", str(tmp_path)]) == 2
+    assert "size" in capsys.readouterr().err
+
+
+def test_cli_runs_a_tiny_study(capsys, tmp_path):
+    code = main(["ablation", "--size", "8", "--epochs", "1", "--seeds", "0", "--limit-train", "16", "--limit-test",
+                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "scratch", "--out", str(tmp_path)])
+    assert code == 0
+    results = load_results(tmp_path / RESULTS_FILE)
+    assert "--backend scratch" in results["command"] and results["model"]["backend"] == "scratch"
+    assert "| baseline |" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------
+# the page
+
+
+def page_test(**state):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(PAGE), default_timeout=60)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at
+
+
+@pytest.mark.skipif(not (SHIPPED_DIR / RESULTS_FILE).is_file(), reason="no shipped ablation results")
+def test_page_renders_the_shipped_results():
+    at = page_test().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert list(table["arm"]) == list(load_results(SHIPPED_DIR)["summary"]) and "test accuracy" in table.columns
+    assert any("python -m lab ablation" in c.value for c in at.code)
+
+
+def test_page_without_results_and_live_run(monkeypatch, tmp_path):
+    monkeypatch.setenv("RNNLAB_ABLATION_DIR", str(tmp_path))  # no results there
+    at = page_test(ablation_size=8, ablation_train=16, ablation_test=10, ablation_epochs=1, ablation_batch=8).run()
+    assert not at.exception and any("No shipped results" in i.value for i in at.info)
+    at.button[0].click().run()  # the form's submit button: train both arms
+    assert not at.exception, [e.value for e in at.exception]
+    job = at.session_state["ablation_job"]
+    assert isinstance(job, AblationJob) and job.wait(60) == "finished", job.message
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    live = [d.value for d in at.dataframe if "test accuracy" in d.value.columns]
+    assert len(live) == 1 and set(live[0]["arm"]) == {"baseline", "ablated"}
+    assert any("Frozen-bias check" in s.value for s in at.success)

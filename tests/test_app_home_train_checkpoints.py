@@ -1,0 +1,285 @@
+"""AppTest of the Home, Train and Checkpoints pages: they render, a tiny run trains live and
+stops, and bad input (uploads, settings, links) gives a message instead of a traceback."""
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import lab.train
+import ui.common
+from lab.checkpoints import checkpoint_bytes, list_checkpoints
+from lab.data import CharTokenizer
+from lab.models import LMConfig, build_model
+from lab.presets import PRESETS
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TRAIN = "pages/1_🏋️_Train.py"
+CHECKPOINTS = "pages/5_📦_Checkpoints.py"
+TIMEOUT = 30
+TINY = {"emb": 8, "hidden": 16, "batch": 8, "block": 16, "eval_every": 5, "seconds": 60}
+
+
+@pytest.fixture(autouse=True)
+def user_dir(tmp_path, monkeypatch):
+    """Each test saves and deletes in its own folder (pages read ui.common.USER_DIR when they run),
+    and starts with no jobs: every AppTest has the same session id, "test session id"."""
+    folder = tmp_path / "user_checkpoints"
+    monkeypatch.setattr(ui.common, "USER_DIR", folder)
+    registry = ui.common._job_registry()
+    yield folder
+    with registry["lock"]:
+        jobs = [job for session in registry["jobs"].values() for job in session]
+        registry["jobs"].clear()
+    for job in jobs:
+        job.stop()
+        job.wait(10)
+
+
+def open_page(page=None, query=None):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if query:
+        at.query_params.update(query)
+    if page:
+        at.switch_page(page)
+    return at.run()
+
+
+def texts(elements):
+    return " ".join(str(e.value) for e in elements)
+
+
+def assert_clean(at):
+    assert not at.exception, texts(at.exception)
+
+
+def session_logs(at):
+    return list(at.session_state["train_logs"].values()) if "train_logs" in at.session_state else []
+
+
+def stop_all(at):
+    for log in session_logs(at):
+        log.job.stop()
+        log.job.wait(10)
+
+
+# ---------------------------------------------------------------------------
+# Home
+
+
+def test_home_shows_families_links_and_presets():
+    at = open_page()
+    assert_clean(at)
+    equations = texts(at.latex)
+    assert r"(1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t" in equations  # seeds' GRU: z overwrites
+    assert r"(1 - z_t) \odot n_t + z_t \odot h_{t-1}" in equations  # PyTorch's GRU: z keeps
+    assert "c_t" in equations and "A_t" in equations
+    assert "z overwrites" in texts(at.subheader) and "z keeps" in texts(at.subheader)
+    table = at.dataframe[0].value
+    assert list(table["preset"]) == list(PRESETS)
+    assert table.set_index("preset").loc["scribe-alpha", "parameters"] == 1_075_688
+    links = [e.proto.page for e in at.get("page_link")]
+    assert "Train" in links and "Checkpoints" in links
+
+
+# ---------------------------------------------------------------------------
+# Train
+
+
+def test_train_renders_with_the_astra_alpha_defaults():
+    at = open_page(TRAIN)
+    assert_clean(at)
+    assert at.selectbox(key="train_preset").value == "astra-alpha"
+    assert at.selectbox(key="train_cell").value == "gru_torch"
+    assert at.number_input(key="train_seconds").value == 60
+    assert not at.error and not at.warning
+    assert dict(at.query_params) == {}  # defaults make a clean link
+
+
+def test_train_settings_come_from_and_go_to_the_url():
+    at = open_page(TRAIN, {"preset": "scribe-alpha", "hidden": "64", "seconds": "30", "stateful": "true"})
+    assert_clean(at)
+    assert not at.warning
+    assert at.selectbox(key="train_preset").value == "scribe-alpha"
+    assert at.radio(key="train_tokenizer").value == "sentencepiece"  # from the preset
+    assert at.number_input(key="train_hidden").value == 64
+    assert at.checkbox(key="train_stateful").value is True
+    at.number_input(key="train_layers").set_value(3).run()
+    assert at.query_params["layers"] == ["3"] or at.query_params["layers"] == "3"
+    assert "hidden" in at.query_params and "seconds" in at.query_params
+
+
+def test_bad_url_values_are_ignored_with_warnings():
+    at = open_page(TRAIN, {"hidden": "abc", "cell": "transformer", "seconds": "-5", "dropout": "nan",
+                           "bogus": "1", "layers": "2"})
+    assert_clean(at)
+    warnings = texts(at.warning)
+    for name in ("hidden=abc", "cell=transformer", "seconds=-5", "dropout=nan", "bogus=1"):
+        assert name in warnings
+    assert at.number_input(key="train_hidden").value == 256  # the default
+    assert at.number_input(key="train_layers").value == 2  # a good value in the same link still applies
+
+
+def test_tiny_run_draws_live_losses_and_stops(user_dir):
+    at = open_page(TRAIN)
+    for name, value in TINY.items():
+        at.number_input(key=f"train_{name}").set_value(value)
+    at.text_input(key="train_name").set_value("apptest-tiny")
+    at.run()
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    try:
+        (log,) = session_logs(at)
+        deadline = time.monotonic() + 30
+        while not (log.steps["loss"] and at.get("plotly_chart")) and time.monotonic() < deadline:
+            time.sleep(0.3)
+            at.run()
+        assert log.steps["loss"], "no step event arrived"
+        assert at.get("plotly_chart"), "no loss chart"
+        assert log.job.running
+        assert at.get("progress")  # progress bar with tokens/s and ETA
+        at.button(key="train_stop").click().run()
+        assert_clean(at)
+        assert log.job.status == "stopped"
+        assert log.job.checkpoint_path is not None and log.job.checkpoint_path.parent == user_dir
+        assert "apptest-tiny" in texts(at.success)
+    finally:
+        stop_all(at)
+
+
+def test_job_limit_is_an_error_not_a_traceback(monkeypatch):
+    monkeypatch.setattr(lab.train, "MAX_CONCURRENT_JOBS", 0)
+    at = open_page(TRAIN)
+    for name, value in TINY.items():
+        at.number_input(key=f"train_{name}").set_value(value)
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    assert "the limit is 0" in texts(at.error)
+    assert not session_logs(at)
+
+
+@pytest.mark.parametrize("content, message", [(b"", "empty"), (b"\x00\x01binary\xff", "not UTF-8")])
+def test_bad_corpus_uploads_are_refused(content, message):
+    at = open_page(TRAIN, {"corpus": "upload"})
+    at.file_uploader(key="train_upload").set_value(("corpus.txt", content, "text/plain")).run()
+    assert_clean(at)
+    assert message in texts(at.error)
+    assert at.button(key="train_start").disabled
+
+
+def test_a_corpus_shorter_than_one_window_is_an_error_on_start():
+    at = open_page(TRAIN, {"corpus": "upload", "block": "64"})
+    at.file_uploader(key="train_upload").set_value(("short.txt", b"To be, or not to be.", "text/plain")).run()
+    assert not at.error  # a valid text ...
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    assert "shorter than one training window" in texts(at.error)  # ... too short for the block size
+    assert not session_logs(at)
+
+
+def test_a_run_name_without_usable_characters_is_an_error():
+    at = open_page(TRAIN, {"name": "!!!", "emb": "8", "hidden": "16"})
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    assert "no usable characters" in texts(at.error)
+    assert not session_logs(at)
+
+
+def test_fused_backend_only_where_torch_has_the_cell():
+    at = open_page(TRAIN, {"cell": "gru_seed", "backend": "fused"})
+    assert_clean(at)
+    assert "fused backend exists only for" in texts(at.warning)
+    assert at.button(key="train_start").disabled
+    at.selectbox(key="train_cell").set_value("lstm").run()
+    assert not at.warning and not at.button(key="train_start").disabled
+
+
+def test_offline_download_shows_the_data_error(monkeypatch):
+    def offline():
+        raise lab.train.DataError("could not download Tiny Shakespeare: offline")
+
+    monkeypatch.setitem(lab.train.CORPORA, "tiny-shakespeare", offline)
+    at = open_page(TRAIN, {"corpus": "tiny-shakespeare", "hidden": "32"})
+    assert_clean(at)
+    assert "offline" in texts(at.error)
+    assert at.button(key="train_start").disabled
+    assert at.button(key="train_retry")
+    assert at.number_input(key="train_hidden").value == 32  # the settings are kept
+
+
+# ---------------------------------------------------------------------------
+# Checkpoints
+
+
+def tiny_checkpoint(name="tiny", hidden=8):
+    tokenizer = CharTokenizer("abcdefgh \n")
+    model = build_model(LMConfig(cell="lstm", vocab_size=tokenizer.vocab_size, embed_dim=4, hidden_size=hidden))
+    history = [{"step": 5, "train_loss": 2.3, "val_loss": 2.2, "val_nats_per_char": 2.2}]
+    return checkpoint_bytes(model, tokenizer, {"history": history, "steps": 5}, name, 1)
+
+
+def test_checkpoints_lists_the_bundled_ones_and_summarises_one():
+    bundled = [info.name for info in list_checkpoints(None)]
+    at = open_page(CHECKPOINTS)
+    assert_clean(at)
+    if not bundled:
+        pytest.skip("no bundled checkpoints (python scripts/build_checkpoints.py)")
+    table = at.dataframe[0].value
+    assert set(bundled) <= set(table["name"]) and set(table["where"]) == {"bundled"}
+    assert "MODEL SUMMARY" in texts(at.code) and "Cell convention" in texts(at.code)
+    assert at.get("plotly_chart")  # the validation history
+    assert at.get("download_button")
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("evil.safetensors", pickle.dumps({"weights": [1, 2, 3]}), "pickle"),
+    ("model.pt", b"PK\x03\x04 torch.save zip", "pickle"),
+    ("garbage.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!", "not an RNN Lab checkpoint"),
+])
+def test_bad_checkpoint_uploads_are_refused_and_nothing_is_written(user_dir, name, content, message):
+    at = open_page(CHECKPOINTS)
+    at.file_uploader(key="ckpt_upload_0").set_value((name, content, "application/octet-stream")).run()
+    assert_clean(at)
+    assert message in texts(at.error)
+    assert not user_dir.exists() or not any(user_dir.iterdir())
+
+
+def test_wrong_architecture_upload_is_refused(user_dir):
+    good = tiny_checkpoint()
+    tampered = good.replace(b'\\"hidden_size\\": 8', b'\\"hidden_size\\": 9')
+    assert tampered != good
+    at = open_page(CHECKPOINTS)
+    at.file_uploader(key="ckpt_upload_0").set_value(("tampered.safetensors", tampered, "")).run()
+    assert_clean(at)
+    assert "do not match the architecture" in texts(at.error)
+    assert not user_dir.exists() or not any(user_dir.iterdir())
+
+
+def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir):
+    at = open_page(CHECKPOINTS)
+    at.file_uploader(key="ckpt_upload_0").set_value(("my model!.safetensors", tiny_checkpoint("my model!"), "")).run()
+    assert_clean(at)
+    assert "valid RNN Lab checkpoint" in texts(at.success)
+    at.button(key="ckpt_save").click().run()
+    assert_clean(at)
+    saved = sorted(p.name for p in user_dir.iterdir())
+    assert saved == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name
+    assert "Saved as my-model_v1.safetensors" in texts(at.success)
+
+    at.selectbox(key="ckpt_choice").set_value(str(user_dir / "my-model_v1.safetensors")).run()
+    assert "user" in set(at.dataframe[0].value["where"])
+    assert at.button(key="ckpt_delete").disabled  # not without the confirmation
+    at.checkbox(key="ckpt_confirm_delete").check().run()
+    at.button(key="ckpt_delete").click().run()
+    assert_clean(at)
+    assert sorted(p.name for p in user_dir.iterdir()) == ["my-model_latest.safetensors"]
+    assert "Deleted my-model_v1.safetensors" in texts(at.success)
+
+
+def test_bundled_checkpoints_have_no_delete_button():
+    if not list_checkpoints(None):
+        pytest.skip("no bundled checkpoints")
+    at = open_page(CHECKPOINTS)
+    assert not [b for b in at.button if b.key == "ckpt_delete"]

@@ -1,0 +1,161 @@
+"""One real-browser journey through the app: `streamlit run app.py` driven by Debian's chromium.
+
+Every page (Home and whatever pages/ holds) renders without an exception; on
+Train a tiny model's loss chart gains points after Start, and bad corpus
+uploads give an error; on Checkpoints a pickle upload is refused; closing a tab
+stops that session's training. Screenshots go to test-artifacts/screenshots/.
+
+Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a
+missing browser is a failure.
+"""
+import os
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.app import (CHROMIUM, ROOT, SCRIPT_DONE, AppServer, app_pages, chart_points,
+                            click_start_and_time_first_point, launch_browser, open_page, stop_training)
+from lab.checkpoints import read_info
+
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+VIEWPORT = {"width": 1400, "height": 2200}  # tall: Streamlit scrolls inside the page, not the window
+# a model small enough to train at hundreds of steps a second on a shared CPU
+TINY = "emb=8&hidden=16&batch=16&block=32&eval_every=10"
+ERROR = '[data-testid="stAlertContentError"]'
+
+
+def _need(what):
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} (CI is set, so the browser test must run)")
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="module")
+def user_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("user_checkpoints")
+
+
+@pytest.fixture(scope="module")
+def server(user_dir):
+    if not Path(CHROMIUM).exists():
+        _need(f"{CHROMIUM} is not installed")
+    app = AppServer(user_dir)
+    try:
+        yield app.wait_healthy(timeout=60)
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need("playwright is not installed")
+    with sync_playwright() as p:
+        browser = launch_browser(p)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()
+
+
+def assert_no_exception(page, where):
+    assert page.locator('[data-testid="stException"]').count() == 0, f"exception box on {where}"
+    assert "Traceback" not in page.inner_text('[data-testid="stMain"]'), f"traceback on {where}"
+
+
+def screenshot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def test_every_page_renders_without_an_exception(server, page):
+    pages = app_pages()
+    assert {name for name, _ in pages} >= {"", "Train", "Checkpoints"}
+    for path, file_name in pages:
+        seconds = open_page(page, f"{server.url}/{path}")
+        page.wait_for_timeout(300)  # charts and fragments settle
+        assert_no_exception(page, file_name)
+        screenshot(page, path or "Home")
+        print(f"{file_name}: {seconds:.2f} s")
+
+
+def test_start_draws_loss_points_that_keep_coming(server, page):
+    open_page(page, f"{server.url}/Train?{TINY}&seconds=60&name=browser-tiny")
+    latency = click_start_and_time_first_point(page)
+    print(f"click Start -> first loss point: {latency:.2f} s")
+    assert latency < 15, f"first loss point after {latency:.1f} s"
+    first = chart_points(page)
+    page.wait_for_function(f"(() => {{ const c = document.querySelector('.js-plotly-plot'); "
+                           f"return c && c.data.reduce((n, t) => n + t.x.length, 0) > {first}; }})")
+    assert "tokens/s" in page.inner_text('[data-testid="stMain"]')
+    screenshot(page, "Train-running")
+    stop_training(page)
+    assert "browser-tiny" in page.inner_text('[data-testid="stAlertContentSuccess"] >> nth=0')
+    assert_no_exception(page, "Train after Stop")
+    screenshot(page, "Train-stopped")
+
+
+@pytest.mark.parametrize("name, content, message", [("empty.txt", b"", "empty"),
+                                                    ("binary.txt", b"\x00\x01\x02binary\xff\xfe", "not UTF-8")])
+def test_bad_corpus_uploads_show_an_error(server, page, name, content, message):
+    open_page(page, f"{server.url}/Train?corpus=upload")
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": name, "mimeType": "text/plain", "buffer": content}])
+    page.wait_for_selector(f"{ERROR}:has-text('{message}')")
+    page.wait_for_selector(SCRIPT_DONE)
+    assert page.locator(".st-key-train_start button").is_disabled()
+    assert_no_exception(page, f"Train with {name}")
+    screenshot(page, f"Train-upload-{name.split('.')[0]}")
+
+
+def test_pickle_checkpoint_upload_is_refused(server, page, user_dir):
+    before = sorted(user_dir.iterdir())
+    open_page(page, f"{server.url}/Checkpoints")
+    evil = pickle.dumps({"state_dict": [1, 2, 3]})
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": "evil.safetensors", "mimeType": "application/octet-stream", "buffer": evil}])
+    page.wait_for_selector(f"{ERROR}:has-text('pickle')")
+    assert_no_exception(page, "Checkpoints with a pickle upload")
+    assert sorted(user_dir.iterdir()) == before  # nothing written
+    screenshot(page, "Checkpoints-pickle")
+
+
+def running_in_app(page):
+    text = page.get_by_text("Training runs going in this app").inner_text()
+    return int(text.split(":")[1].split("of")[0])
+
+
+def test_closing_the_tab_stops_its_training(server, browser, user_dir):
+    trainer = browser.new_context(viewport=VIEWPORT).new_page()
+    watcher = browser.new_context(viewport=VIEWPORT).new_page()
+    try:
+        open_page(trainer, f"{server.url}/Train?{TINY}&seconds=600&name=orphan")
+        click_start_and_time_first_point(trainer)
+        open_page(watcher, f"{server.url}/Train")
+        assert running_in_app(watcher) == 1
+        trainer.context.close()  # the tab goes: its websocket closes
+        closed = time.monotonic()
+        deadline = closed + 45
+        while running_in_app(watcher) and time.monotonic() < deadline:
+            watcher.wait_for_timeout(1000)
+            open_page(watcher, f"{server.url}/Train")
+        print(f"training stopped {time.monotonic() - closed:.1f} s after the tab closed")
+        assert running_in_app(watcher) == 0, "the closed tab's training kept running"
+        # the job's own record: it saved its checkpoint with reason "stopped", long before its 600 s budget
+        saved = [read_info(p) for p in user_dir.glob("orphan_v*.safetensors")]
+        assert saved and saved[0].metrics["reason"] == "stopped"
+    finally:
+        watcher.context.close()
