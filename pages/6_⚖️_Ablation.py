@@ -1,0 +1,239 @@
+"""Ablation: seed 003's question, do the GRU's reset and update gate biases matter over 1024 steps?
+The shipped study (lab.experiments.ablation), what a bias means as a time constant, published
+anchors, and a short live run of both arms side by side."""
+import os
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, epoch_rows, load_results,
+                                      step_rows, time_constant_table)
+from lab.train import JobLimitError
+from ui.common import register_job, setup_page, show_anchors, user_errors
+
+setup_page("Ablation", "⚖️")
+RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
+COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}
+
+st.title("⚖️ GRU gate-bias ablation (seed 003)")
+st.markdown(
+    "Seed 003 trains a one-layer GRU (H = 181, **101,732 parameters**) on images read one grey pixel per step "
+    "and asks whether the reset and update gate biases matter. **baseline**: every bias learnable, update-gate "
+    "bias $b_z = +1$. **ablated**: the reset and update biases (the $r$ and $z$ chunks of both $b_{ih}$ and "
+    "$b_{hh}$) frozen at exactly 0 by gradient hooks; the candidate bias stays learnable.\n\n"
+    "PyTorch's convention: $h_t = (1 - z_t)\\,n_t + z_t\\,h_{t-1}$, so $z$ **keeps** memory and $b_z = +1$ "
+    "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only; seed 003's "
+    "code fills both bias vectors (effective +2) while its text reasons with $\\sigma(1)$.")
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def cached_results(path, mtime):
+    return load_results(path)
+
+
+def band(fig, x, low, high, color, name):
+    """A shaded q10-q90 (or mean ± std) band under a line."""
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=list(high) + list(low)[::-1], fill="toself",
+                             fillcolor=color, opacity=0.15, line=dict(width=0), hoverinfo="skip",
+                             showlegend=False, legendgroup=name))
+
+
+def accuracy_table(results):
+    rows = []
+    for arm, s in results["summary"].items():
+        mean, std = s["val_accuracy_mean"], s["val_accuracy_std"]
+        rows.append({
+            "arm": arm, "seeds": s["n_seeds"],
+            "test accuracy": "–" if mean is None else f"{100 * mean:.1f}%" + ("" if std is None else f" ± {100 * std:.1f}"),
+            "per seed": ", ".join(f"{100 * v:.1f}%" for v in s["val_accuracy_by_seed"].values() if v is not None),
+            "test loss": s["val_loss_mean"], "train loss (last epoch)": s["train_loss_mean"],
+            "mean z": s["z_mean_final"], "mean r": s["r_mean_final"], "b_z = b_iz + b_hz": s["b_z_mean_final"],
+            "what": ARMS[arm].description if arm in ARMS else ""})
+    return pd.DataFrame(rows)
+
+
+def show_results(results, key):
+    """Accuracy table, curves and gate statistics of one study (shipped or live)."""
+    d, cfg = results["dataset"], results["config"]
+    st.markdown(f"**{d['title']}**: {d['n_train']} training / {d['n_test']} test sequences of "
+                f"**{d['sequence_length']} steps**; {results['model']['parameters']:,} parameters "
+                f"({results['model']['backend']}); {cfg['epochs']} epochs of {results['training']['steps_per_epoch']} "
+                f"AdamW steps (batch {cfg['batch_size']}, lr {cfg['lr']:g} → {cfg['min_lr']:g}), seeds "
+                f"{', '.join(map(str, cfg['seeds']))}." + ("" if results["complete"] else " **Incomplete study.**"))
+    if results.get("command"):
+        st.code(results["command"], language="bash")
+    st.dataframe(accuracy_table(results), hide_index=True, key=f"ablation_{key}_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")})
+    epochs, steps = pd.DataFrame(epoch_rows(results)), pd.DataFrame(step_rows(results))
+    if steps.empty:
+        st.info("No training steps recorded yet.")
+        return
+    trained = epochs[epochs["step"] > 0]
+    left, right = st.columns(2)
+    loss = go.Figure()
+    for (arm, seed), g in steps.groupby(["arm", "seed"]):
+        loss.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines", name=f"{arm} seed {seed}",
+                                  line=dict(color=COLORS.get(arm), width=1.5), legendgroup=arm))
+    loss.update_layout(title="Training loss per step (one line per seed)", xaxis_title="step",
+                       yaxis_title="cross-entropy", height=340, margin=dict(t=40, b=10))
+    left.plotly_chart(loss, key=f"ablation_{key}_loss")
+    acc = go.Figure()
+    for arm, g in trained.groupby("arm", sort=False):
+        m = g.groupby("epoch")["val_accuracy"].agg(["mean", "std", "count"]).reset_index().fillna(0)
+        band(acc, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), COLORS.get(arm), arm)
+        acc.add_trace(go.Scatter(x=m["epoch"], y=100 * m["mean"], mode="lines+markers", name=f"{arm} (mean ± std)",
+                                 line=dict(color=COLORS.get(arm)), legendgroup=arm))
+    acc.update_layout(title="Test accuracy per epoch, mean ± std over seeds", xaxis_title="epoch",
+                      yaxis_title="accuracy (%)", height=340, margin=dict(t=40, b=10))
+    right.plotly_chart(acc, key=f"ablation_{key}_acc")
+
+    st.subheader("Gate statistics")
+    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the scratch twin of the "
+               "model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
+               "10th-90th percentile of all gate values (every unit, step and sequence).")
+    cols = st.columns(2)
+    for col, gate in zip(cols, ("z", "r")):
+        fig = go.Figure()
+        for arm, g in epochs.groupby("arm", sort=False):
+            m = g.groupby("epoch")[[f"{gate}_mean", f"{gate}_q10", f"{gate}_q90"]].mean().reset_index()
+            band(fig, m["epoch"], m[f"{gate}_q10"], m[f"{gate}_q90"], COLORS.get(arm), arm)
+            fig.add_trace(go.Scatter(x=m["epoch"], y=m[f"{gate}_mean"], mode="lines+markers", name=arm,
+                                     line=dict(color=COLORS.get(arm)), legendgroup=arm))
+        what = "update gate z (keeps memory)" if gate == "z" else "reset gate r"
+        fig.update_layout(title=f"Mean {what} per epoch", xaxis_title="epoch", yaxis_range=[0, 1], height=320,
+                          margin=dict(t=40, b=10))
+        col.plotly_chart(fig, key=f"ablation_{key}_gate_{gate}")
+    cols = st.columns(2)
+    profile, hist = go.Figure(), go.Figure()
+    for run in results["runs"]:
+        if not run["epochs"]:
+            continue
+        z = run["epochs"][-1]["gates"]["z"]
+        first = run["seed"] == results["summary"][run["arm"]]["seeds"][0]
+        profile.add_trace(go.Scatter(x=z["time"]["t_start"], y=z["time"]["mean"], mode="lines", line_shape="hv",
+                                     name=f"{run['arm']} seed {run['seed']}", line=dict(color=COLORS.get(run["arm"])),
+                                     legendgroup=run["arm"]))
+        if first:
+            edges = [i / len(z["histogram"]) for i in range(len(z["histogram"]))]
+            hist.add_trace(go.Bar(x=edges, y=z["histogram"], name=f"{run['arm']} seed {run['seed']}", offset=0,
+                                  width=1 / len(z["histogram"]), marker_color=COLORS.get(run["arm"]), opacity=0.6))
+    profile.update_layout(title="Mean z over the sequence, last epoch", xaxis_title="time step", yaxis_title="z",
+                          height=320, margin=dict(t=40, b=10))
+    hist.update_layout(title="Distribution of z, last epoch (first seed)", xaxis_title="z", yaxis_title="fraction",
+                       barmode="overlay", height=320, margin=dict(t=40, b=10))
+    cols[0].plotly_chart(profile, key=f"ablation_{key}_profile")
+    cols[1].plotly_chart(hist, key=f"ablation_{key}_hist")
+    checks = [f"{r['arm']} seed {r['seed']}: {r['frozen_bias_check']}" for r in results["runs"] if r["frozen_bias_check"]]
+    if checks:
+        st.success("Frozen-bias check (exact zeros after every epoch): " + "; ".join(checks))
+
+
+# ---------------------------------------------------------------------------
+st.header("1 · The shipped study")
+results = None
+with user_errors("Reading the shipped results"):
+    path = RESULTS_DIR / "results.json"
+    if not path.is_file():
+        st.info(f"No shipped results in {RESULTS_DIR}. Make them with "
+                "`python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2 --out checkpoints/ablation`.")
+    else:
+        results = cached_results(str(path), path.stat().st_mtime)
+if results is not None:
+    try:
+        show_results(results, "shipped")
+    except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
+        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {e}); rerun the study.")
+    st.caption("CIFAR-10 cannot be downloaded on every machine; online, the seed's own study is "
+               "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps).")
+
+# ---------------------------------------------------------------------------
+st.header("2 · What a bias means: time constants")
+seq_len = results["dataset"]["sequence_length"] if results is not None else 1024
+st.markdown("With inputs and state near zero, a keep gate sits at $g = \\sigma(b_z)$: the old state shrinks by "
+            "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps "
+            "(lab.cells.sigmoid_time_constant). The last column is $g^T$: what a constant gate keeps "
+            "over the whole sequence.")
+table = pd.DataFrame(time_constant_table(seq_len=seq_len))
+st.dataframe(table, hide_index=True, key="ablation_tau_table",
+             column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[2:]})
+
+st.header("3 · Published anchors")
+st.caption("Full training on real sequential CIFAR-10 / LRA Image (1024 steps); the shipped digits study is "
+           "far shorter and easier, so compare trends, not numbers.")
+show_anchors("scifar_lstm", "scifar_urgru", "lra_image_transformer", "lra_image_s4")
+
+# ---------------------------------------------------------------------------
+st.header("4 · Run it yourself (a short live version)")
+st.caption("Both arms train side by side in background threads on this server's CPU, on the offline digits "
+           "set, with a training subset and shorter sequences: **a demo of the method, not the study**. "
+           "Closing the tab stops it.")
+for k, v in {"ablation_size": 16, "ablation_train": 256, "ablation_test": 120, "ablation_epochs": 3,
+             "ablation_batch": 32, "ablation_seeds": 1}.items():
+    st.session_state.setdefault(k, v)  # defaults a test may lower before the first run
+job = st.session_state.get("ablation_job")
+running = job is not None and job.running
+with st.form("ablation_live_form"):
+    c = st.columns(6)
+    size = c[0].selectbox("Image side", [8, 16, 32], key="ablation_size",
+                          format_func=lambda s: f"{s} ({s * s} steps)")
+    n_train = c[1].number_input("Training sequences", 16, 1437, step=16, key="ablation_train")
+    n_test = c[2].number_input("Test sequences", 10, 360, step=10, key="ablation_test")
+    epochs = c[3].number_input("Epochs", 1, 20, key="ablation_epochs")
+    batch = c[4].number_input("Batch size", 4, 128, key="ablation_batch")
+    n_seeds = c[5].number_input("Seeds per arm", 1, 3, key="ablation_seeds")
+    start = st.form_submit_button("Train both arms", type="primary", disabled=running)
+if start and not running:
+    with user_errors("Starting the live ablation"):
+        config = AblationConfig(dataset="digits", size=int(size), epochs=int(epochs), seeds=tuple(range(int(n_seeds))),
+                                arms=("baseline", "ablated"), batch_size=int(batch), limit_train=int(n_train),
+                                limit_test=int(n_test), gate_batch=8, device="cpu")
+        try:
+            job = AblationJob(config).start()
+        except JobLimitError as e:
+            st.error(str(e))
+        else:
+            register_job(job)
+            st.session_state["ablation_job"] = job
+            running = True
+
+
+def live_view():
+    job = st.session_state.get("ablation_job")
+    if job is None:
+        return
+    if job.running and st.button("Stop", key="ablation_stop"):
+        job.stop()
+    events = job.events()
+    for e in events:
+        if e["type"] == "error":
+            st.error(f"The live run failed: {e['message']}")
+    steps = pd.DataFrame([{"arm": e["arm"], "seed": e["seed"], "step": e["step"], "train_loss": e["train_loss"]}
+                          for e in events if e["type"] == "step"])
+    done = [e for e in events if e["type"] == "epoch"]
+    st.write(f"Status: **{job.status}**" + (f" ({job.message})" if job.message else "") +
+             (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else ""))
+    if job.running:
+        if len(steps):
+            fig = go.Figure()
+            for (arm, seed), g in steps.groupby(["arm", "seed"]):
+                fig.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines", name=f"{arm} seed {seed}",
+                                         line=dict(color=COLORS.get(arm))))
+            fig.update_layout(title="Live training loss", xaxis_title="step", height=320, margin=dict(t=40, b=10))
+            st.plotly_chart(fig, key="ablation_live_loss")
+        if done:
+            st.dataframe(pd.DataFrame(done)[["arm", "seed", "epoch", "train_loss", "val_loss", "val_accuracy",
+                                             "z_mean", "r_mean", "b_z_mean"]], hide_index=True, key="ablation_live_epochs")
+    elif job.results is not None:
+        show_results(job.results, "live")
+        if st.session_state.get("ablation_shown") is not job:  # leave the polling fragment once
+            st.session_state["ablation_shown"] = job
+            st.rerun()
+
+
+if running:
+    st.fragment(run_every=1.0)(live_view)()
+else:
+    live_view()
