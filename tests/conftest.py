@@ -4,8 +4,12 @@ The tests train and sample tiny models, where a second OpenMP thread costs more
 in synchronisation than it saves, and where busy cores make spinning threads
 orders of magnitude slower. Speed is measured in benchmarks/, not here.
 """
-import pytest
-import torch
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP: see lab/__init__.py
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
