@@ -1,9 +1,109 @@
-"""RNN Lab home page (placeholder until the app issue lands): lists the model families."""
+"""RNN Lab home: what the lab teaches, the model families' equations, one click to every page,
+and the seeds' presets with their parameter counts."""
+import pandas as pd
 import streamlit as st
 
+from lab.models import config_to_dict
 from lab.presets import PRESETS
+from ui.common import page_link, parameter_count, setup_page, show_anchors
 
-st.set_page_config(page_title="RNN Lab", layout="wide")
-st.title("RNN Lab")
-st.write("Train small recurrent networks and watch them remember and forget.")
-st.table([{"preset": p.name, "seed": p.seed, "description": p.description} for p in PRESETS.values()])
+setup_page("Home", "🧠")
+st.title("🧠 RNN Lab")
+st.markdown(
+    "Recurrent networks read a sequence one step at a time and carry a **memory**, the hidden state, "
+    "from step to step. In this lab you train small RNNs, GRUs, LSTMs and a selective scan on Shakespeare, "
+    "then watch them think: the gates that decide what to keep and what to overwrite, how fast memories fade, "
+    "and how the sampling strategy turns the same model into a poet or a parrot.")
+
+PAGE_BLURBS = {
+    "Train": "Train a model on a corpus and race the families on one live loss chart.",
+    "Sample": "Generate text with greedy, temperature, top-k and top-p sampling, side by side.",
+    "Gates": "Heatmaps of every gate, character by character.",
+    "Memory": "How long a hidden state remembers: decay, gradients through time, a memory probe.",
+    "Checkpoints": "Bundled and your own models: summaries, downloads, uploads.",
+    "Ablation": "Seed 003's question: do the GRU's gate biases matter over 1024 steps?",
+}
+for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.items()):
+    with column, st.container(border=True, height="stretch"):
+        if page_link(page, label=f"**{page}**"):
+            st.caption(blurb)
+        else:  # a page still being written
+            st.markdown(f"**{page}**")
+            st.caption(f"{blurb} (coming soon)")
+
+st.header("The model families")
+st.caption("x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "
+           "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations.")
+left, right = st.columns(2, gap="large")
+with left:
+    st.subheader("Vanilla RNN")
+    st.caption("Seed 001 A.1: one matrix remembers, nothing protects the memory from being rewritten.")
+    st.latex(r"h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b_h)")
+
+    st.subheader("GRU, the seeds' convention: z overwrites")
+    st.caption("Seed 001 A.2 and seed 000 (`gru_seed`). The update gate z says how much to **overwrite**: "
+               "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product.")
+    st.latex(r"""\begin{aligned}
+r_t &= \sigma(W_r x_t + U_r h_{t-1} + b_r)\\
+z_t &= \sigma(W_z x_t + U_z h_{t-1} + b_z)\\
+\tilde h_t &= \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)\\
+h_t &= (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t
+\end{aligned}""")
+
+    st.subheader("GRU, PyTorch's convention: z keeps")
+    st.caption("`torch.nn.GRU` and seed 003 (`gru_torch`). Here z says how much to **keep**: z → 1 keeps the "
+               "memory, so seed 003's bias +1 means *remember more*. The reset gate multiplies "
+               "(W_hn h + b_hn) *after* the matrix product.")
+    st.latex(r"""\begin{aligned}
+r_t &= \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})\\
+z_t &= \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})\\
+n_t &= \tanh\big(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})\big)\\
+h_t &= (1 - z_t) \odot n_t + z_t \odot h_{t-1}
+\end{aligned}""")
+with right:
+    st.subheader("LSTM")
+    st.caption("Seed 001 A.3 and seed 002: a separate cell state c_t; the forget gate f **keeps** "
+               "(its bias starts at 1).")
+    st.latex(r"""\begin{aligned}
+i_t &= \sigma(W_i x_t + U_i h_{t-1} + b_i)\\
+f_t &= \sigma(W_f x_t + U_f h_{t-1} + b_f)\\
+o_t &= \sigma(W_o x_t + U_o h_{t-1} + b_o)\\
+g_t &= \tanh(W_g x_t + U_g h_{t-1} + b_g)\\
+c_t &= f_t \odot c_{t-1} + i_t \odot g_t\\
+h_t &= o_t \odot \tanh(c_t)
+\end{aligned}""")
+
+    st.subheader("Selective scan (seed 004)")
+    st.caption("Mamba-style: the gates depend on the input only, never on h, so the recurrence is linear and "
+               "runs as a parallel associative scan. A **keeps**, B writes; the gate is a small MLP "
+               "(H → 4H → 2H, GELU) of the input e_t.")
+    st.latex(r"""\begin{aligned}
+[A_t, B_t] &= \sigma\big(\mathrm{gate}(e_t)\big)\\
+h_t &= A_t \odot h_{t-1} + B_t \odot e_t
+\end{aligned}""")
+    st.info("Two GRU conventions, one name: the same trained weights mean different things under each. "
+            "`gru_seed` and `gru_torch` are separate cells here, and every checkpoint summary names its "
+            "convention.", icon="⚠️")
+
+
+@st.cache_data(show_spinner=False)
+def preset_table():
+    rows = []
+    for preset in PRESETS.values():
+        model = preset.model
+        rows.append({
+            "preset": preset.name, "seed": preset.seed, "family": model.family,
+            "cell": getattr(model, "cell", "scan"),
+            "parameters": parameter_count(config_to_dict(model)),
+            "seed's published count": f"{preset.expected_params:,}" if preset.expected_params else "",
+            "tokenizer": preset.tokenizer or "pixels", "description": preset.description})
+    return pd.DataFrame(rows)
+
+
+st.header("Presets")
+st.caption("The seeds' model families as named presets (`lab/presets.py`); the Train page starts from one. "
+           "Character models are counted at 65 characters, subword models at 1,000 pieces.")
+st.dataframe(preset_table(), hide_index=True, width="stretch",
+             column_config={"parameters": st.column_config.NumberColumn(format="localized"),
+                            "description": st.column_config.TextColumn(width="large")})
+show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")

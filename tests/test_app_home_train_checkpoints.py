@@ -5,7 +5,6 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import lab.train

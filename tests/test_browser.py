@@ -108,6 +108,19 @@ def test_start_draws_loss_points_that_keep_coming(server, page):
     screenshot(page, "Train-stopped")
 
 
+def test_settings_are_mirrored_in_the_url(server, page):
+    open_page(page, f"{server.url}/Train?hidden=32&bogus=1&layers=many")
+    warnings = page.locator('[data-testid="stAlertContentWarning"]').all_inner_texts()
+    assert any("bogus=1" in w for w in warnings) and any("layers=many" in w for w in warnings)
+    page.wait_for_url("**/Train?hidden=32")  # bad values dropped from the link, good ones kept
+    hidden = page.locator(".st-key-train_hidden input")
+    hidden.fill("48")
+    hidden.press("Enter")
+    page.wait_for_url("**/Train?hidden=48")
+    page.wait_for_selector(SCRIPT_DONE)
+    assert_no_exception(page, "Train with a bad link")
+
+
 @pytest.mark.parametrize("name, content, message", [("empty.txt", b"", "empty"),
                                                     ("binary.txt", b"\x00\x01\x02binary\xff\xfe", "not UTF-8")])
 def test_bad_corpus_uploads_show_an_error(server, page, name, content, message):

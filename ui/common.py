@@ -42,8 +42,27 @@ def setup_page(title, icon="🧠"):
 def _process_setup():
     """Once per server process: cap torch's threads and start the reaper of orphaned jobs."""
     threads = configure_threads()
-    threading.Thread(target=_reap_jobs_of_closed_sessions, name="rnnlab-reaper", daemon=True).start()
+    # the registry is made here, on the script thread, and handed over: the reaper thread has no
+    # script context in which to call a cached function
+    threading.Thread(target=_reap_jobs_of_closed_sessions, args=(_job_registry(),), name="rnnlab-reaper",
+                     daemon=True).start()
+    from streamlit.runtime import Runtime
+
+    if Runtime.exists():  # a real server, not AppTest (a process exiting mid-warm-up would abort in torch)
+        threading.Thread(target=_warm_up_training, name="rnnlab-warm-up", daemon=True).start()
     return threads
+
+
+def _warm_up_training():
+    """Two steps of a tiny model, in the background at server start: PyTorch initialises autograd,
+    the optimiser and its kernels lazily (about a second on a busy CPU), which the first Start
+    on the Train page would otherwise wait for before its first loss point."""
+    from lab.models import LMConfig, build_model
+    from lab.train import LMTask, TrainConfig, train
+
+    task = LMTask.from_text("to be or not to be " * 20, "char")
+    train(build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)), task,
+          TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_batches=1))
 
 
 def show_anchors(*keys):
@@ -61,6 +80,45 @@ def user_errors(what="That"):
         st.error(f"{what} did not work: {e}")
     except OSError as e:
         st.error(f"{what} did not work: a file problem: {e}")
+
+
+# ---------------------------------------------------------------------------
+# pages
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = {  # name -> (script path relative to app.py, icon); pages may land later, so links check first
+    "Train": ("pages/1_🏋️_Train.py", "🏋️"),
+    "Sample": ("pages/2_💬_Sample.py", "💬"),
+    "Gates": ("pages/3_🔬_Gates.py", "🔬"),
+    "Memory": ("pages/4_🧠_Memory.py", "🧠"),
+    "Checkpoints": ("pages/5_📦_Checkpoints.py", "📦"),
+    "Ablation": ("pages/6_⚖️_Ablation.py", "⚖️"),
+}
+
+
+def page_link(name, label=None, help=None):
+    """st.page_link to one of PAGES if its file exists; returns whether a link was drawn."""
+    from streamlit.errors import StreamlitAPIException
+
+    path, icon = PAGES[name]
+    if not (ROOT / path).is_file():
+        return False
+    try:
+        st.page_link(path, label=label or name, icon=icon, help=help)
+    except StreamlitAPIException:  # a page run on its own (not from app.py) knows no other pages
+        return False
+    return True
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def parameter_count(config_dict):
+    """Trainable parameters of the model a config describes (built on the meta device: no memory)."""
+    import torch
+
+    from lab.models import build_model, config_from_dict, count_parameters
+
+    with torch.device("meta"):
+        return count_parameters(build_model(config_from_dict(config_dict)))
 
 
 # ---------------------------------------------------------------------------
@@ -126,11 +184,32 @@ def register_job(job):
         registry["jobs"].setdefault(session_id(), []).append(job)
 
 
-def _reap_jobs_of_closed_sessions(interval=2.0, grace=10.0):
-    """Stop the training of sessions whose browser tab has gone (checked every `interval` s)."""
+def forget_jobs(predicate):
+    """Drop this session's jobs for which predicate(job) is true (e.g. finished ones) from its list."""
+    registry = _job_registry()
+    with registry["lock"]:
+        jobs = registry["jobs"].get(session_id(), [])
+        registry["jobs"][session_id()] = [job for job in jobs if not predicate(job)]
+
+
+def running_jobs_in_app(kind=object):
+    """How many jobs (of class `kind`) of any session are running in this server process."""
+    registry = _job_registry()
+    with registry["lock"]:
+        return sum(isinstance(job, kind) and job.running for jobs in registry["jobs"].values() for job in jobs)
+
+
+def _reap_jobs_of_closed_sessions(registry, interval=2.0, grace=10.0):
+    """Stop the training of sessions whose browser tab has gone (checked every `interval` s).
+
+    Closing a tab closes its websocket, and Streamlit then drops the session from
+    its active sessions (it may keep it aside for a reconnect), so
+    `Runtime.is_active_session` turns false; tests/test_browser.py checks this
+    end to end in a real browser.
+    """
     from streamlit.runtime import Runtime
 
-    registry, gone_since = _job_registry(), {}
+    gone_since = {}
     while True:
         time.sleep(interval)
         if not Runtime.exists():

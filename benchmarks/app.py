@@ -1,0 +1,177 @@
+"""The app in a real browser (issue 5): how fast the first loss point appears, how fast pages load,
+how much memory the server uses while training.
+
+    python -m benchmarks.app [--seconds 20] [--repeats 3]
+
+Starts `streamlit run app.py` on a free port (user checkpoints in a temporary
+folder), drives Debian's /usr/bin/chromium with Playwright, and prints:
+
+* click on Start -> first loss point in the plotly chart (target <= 2 s), for
+  the default model (preset astra-alpha: char GRU, PyTorch convention, E=64,
+  H=256, B=64, T=64) on the bundled corpus; the first click of a fresh server
+  and later clicks (task cached) are reported apart;
+* each page's warm load time: navigation -> script finished (target <= 3 s);
+* the server process's peak resident memory (VmHWM) after training.
+
+The same driver (server, browser, chart probe) serves tests/test_browser.py.
+"""
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCRIPT_DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+# number of (x, y) points in the first plotly chart of the page, -1 when there is none
+CHART_POINTS_JS = """() => {
+    const chart = document.querySelector('.js-plotly-plot');
+    if (!chart || !chart.data) return -1;
+    return chart.data.reduce((n, trace) => n + (trace.x ? trace.x.length : 0), 0);
+}"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    """`streamlit run app.py` as a subprocess on a free port; a context manager."""
+
+    def __init__(self, user_dir, port=None, extra_env=None):
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.TemporaryFile()
+        env = {**os.environ, "RNNLAB_USER_DIR": str(user_dir), **(extra_env or {})}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
+             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_healthy(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.process.returncode}:\n{self.output()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
+                    if response.read().strip() == b"ok":
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.25)
+        raise TimeoutError(f"streamlit was not healthy after {timeout} s:\n{self.output()}")
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-4000:]
+
+    def peak_rss_mb(self):
+        """VmHWM of the server process (peak resident set size), in MiB."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.log.close()
+
+    def __enter__(self):
+        return self.wait_healthy()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def launch_browser(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def app_pages():
+    """(url path, file name) of Home and every page in pages/, in the sidebar's order."""
+    from streamlit.source_util import page_icon_and_name, page_sort_key
+
+    files = sorted((ROOT / "pages").glob("*.py"), key=page_sort_key)
+    return [("", "app.py")] + [(page_icon_and_name(f)[1], f.name) for f in files]
+
+
+def open_page(page, url, timeout_ms=60_000):
+    """Navigate and wait until the page's script has run to the end; returns the seconds it took."""
+    start = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout_ms)
+    page.wait_for_selector(SCRIPT_DONE, timeout=timeout_ms)
+    return time.perf_counter() - start
+
+
+def chart_points(page):
+    return page.evaluate(CHART_POINTS_JS)
+
+
+def click_start_and_time_first_point(page, timeout_ms=60_000):
+    """Click Start, wait until the loss chart has a point: the seconds in between."""
+    button = page.locator(".st-key-train_start button")
+    button.wait_for()
+    start = time.perf_counter()
+    button.click()
+    page.wait_for_function(f"({CHART_POINTS_JS})() > 0", polling=25, timeout=timeout_ms)
+    return time.perf_counter() - start
+
+
+def stop_training(page, timeout_ms=30_000):
+    page.locator(".st-key-train_stop button").click()
+    page.wait_for_selector('[data-testid="stAlertContentSuccess"]', timeout=timeout_ms)
+    page.wait_for_selector(SCRIPT_DONE, timeout=timeout_ms)
+
+
+def main():
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=int, default=20, help="training budget of each benchmark run")
+    parser.add_argument("--repeats", type=int, default=3, help="Start clicks to time (and page loads per page)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
+        browser = launch_browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        train_url = f"{server.url}/Train?seconds={args.seconds}"
+        latencies = []
+        for i in range(args.repeats):
+            open_page(page, train_url)
+            latencies.append(click_start_and_time_first_point(page))
+            if i == 0:  # the first run trains to the end of its budget: memory peaks meanwhile
+                page.wait_for_selector('[data-testid="stAlertContentSuccess"]', timeout=(args.seconds + 120) * 1000)
+                rss = server.peak_rss_mb()
+            else:
+                stop_training(page)
+        print(f"click Start -> first loss point (default model astra-alpha, {args.seconds} s budget): "
+              f"first click of a fresh server {latencies[0]:.2f} s; later clicks "
+              + ", ".join(f"{t:.2f}" for t in latencies[1:]) + " s (target <= 2 s)")
+        print("warm page loads (navigation -> script done), median of", args.repeats, "(target <= 3 s):")
+        for path, name in app_pages():
+            open_page(page, f"{server.url}/{path}")  # cold: caches fill
+            times = [open_page(page, f"{server.url}/{path}") for _ in range(args.repeats)]
+            print(f"  {name:28s} {statistics.median(times):5.2f} s  (max {max(times):.2f} s)")
+        print(f"server peak RSS (VmHWM): {rss:.0f} MiB after training the default model for {args.seconds} s; "
+              f"{server.peak_rss_mb():.0f} MiB at the end (all pages visited)")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

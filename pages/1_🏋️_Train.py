@@ -1,0 +1,267 @@
+"""Train: pick a model family and a corpus, start a background run, watch the loss race live.
+
+Widgets -> ui.train_view settings -> lab configs -> lab.train.TrainingJob; a
+fragment polls the session's jobs once a second and draws their events.
+The settings are mirrored in the URL, so a link opens with the same settings.
+"""
+import copy
+import hashlib
+import time
+
+import streamlit as st
+
+from lab.cells import CELLS, ScanLayer
+from lab.checkpoints import sanitize_name
+from lab.data import read_text
+from lab.models import build_model, config_to_dict
+from lab.sampling import SamplingConfig, generate
+from lab.train import CORPORA, MAX_CONCURRENT_JOBS, JobLimitError, LMTask, TrainingJob
+from ui import train_view as tv
+from ui.common import (USER_DIR, forget_jobs, page_link, parameter_count, register_job, running_jobs_in_app,
+                       session_jobs, setup_page, show_anchors, user_errors)
+
+setup_page("Train", "🏋️")
+st.title("🏋️ Train")
+st.caption("Train a recurrent language model in the background and watch its loss fall. Start several runs "
+           "(a vanilla RNN, a GRU, an LSTM, a scan) and they race on one chart. "
+           "Closing this browser tab stops your runs.")
+show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
+
+# ---------------------------------------------------------------------------
+# settings: URL at page load, then the session's own values
+
+if "train_settings" not in st.session_state:
+    st.session_state.train_settings, warnings = tv.values_from_query(st.query_params.to_dict())
+    for warning in warnings:
+        st.warning(warning)
+saved = st.session_state.train_settings
+for name in tv.FIELDS:
+    if tv.key(name) not in st.session_state:  # first visit, or a widget hidden in the last run
+        st.session_state[tv.key(name)] = saved[name]
+
+
+def apply_preset():
+    """A new preset fills in its model, tokenizer and recipe; corpus and budget stay."""
+    for name, value in tv.preset_values(st.session_state[tv.key("preset")]).items():
+        st.session_state[tv.key(name)] = saved[name] = value
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def corpus_text(source):
+    return CORPORA[source]()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def lm_task(corpus_key, tokenizer, vocab_size, _text):
+    """One LMTask per (corpus, tokenizer), shared read-only by every session (each run gets a copy).
+    Few entries: a 20 MB upload makes 160 MB of token ids."""
+    options = {"vocab_size": vocab_size, "model_type": "bpe"} if tokenizer == "sentencepiece" else {}
+    return LMTask.from_text(_text, tokenizer, **options)
+
+
+F = tv.FIELDS
+model_col, data_col, train_col = st.columns(3, gap="large")
+with model_col:
+    st.subheader("Model")
+    st.selectbox(F["preset"].label, tv.TEXT_PRESETS, key=tv.key("preset"), on_change=apply_preset,
+                 help="A seed's model family and recipe; it fills in the fields below, which you can then change.")
+    fixed = tv.is_scan_markov({"preset": st.session_state[tv.key("preset")]})
+    st.selectbox(F["cell"].label, list(CELLS), key=tv.key("cell"), format_func=tv.CELL_LABELS.get, disabled=fixed)
+    st.radio(F["backend"].label, ["scratch", "fused"], key=tv.key("backend"), horizontal=True, disabled=fixed,
+             help="scratch: the lab's own cells from tensor ops (gates can be traced). "
+                  "fused: torch.nn.RNN/GRU/LSTM (cuDNN on a GPU), same function.")
+    c1, c2 = st.columns(2)
+    c1.number_input(F["emb"].label, F["emb"].low, F["emb"].high, step=8, key=tv.key("emb"))
+    c2.number_input(F["hidden"].label, F["hidden"].low, F["hidden"].high, step=16, key=tv.key("hidden"),
+                    disabled=fixed)
+    c1.number_input(F["layers"].label, F["layers"].low, F["layers"].high, key=tv.key("layers"), disabled=fixed)
+    c2.number_input(F["dropout"].label, F["dropout"].low, F["dropout"].high, step=0.05, format="%.2f",
+                    key=tv.key("dropout"))
+    if fixed:
+        st.caption("Seed 004's ScanMarkov has a fixed architecture; only its width E and dropout change.")
+
+with data_col:
+    st.subheader("Data")
+    st.radio(F["corpus"].label, list(tv.CORPUS_CHOICES), key=tv.key("corpus"), format_func=tv.CORPUS_CHOICES.get)
+    st.radio(F["tokenizer"].label, ["char", "sentencepiece"], key=tv.key("tokenizer"), horizontal=True,
+             help="char: one token per character. sentencepiece: BPE subwords trained on the corpus (~1 s).")
+    if st.session_state[tv.key("tokenizer")] == "sentencepiece":
+        st.number_input(F["vocab"].label, F["vocab"].low, F["vocab"].high, step=100, key=tv.key("vocab"))
+    upload = None
+    if st.session_state[tv.key("corpus")] == "upload":
+        upload = st.file_uploader("Your corpus (UTF-8 text, up to 20 MB)", type=["txt"], key="train_upload")
+
+with train_col:
+    st.subheader("Training")
+    c1, c2 = st.columns(2)
+    c1.number_input(F["lr"].label, F["lr"].low, F["lr"].high, step=1e-4, format="%g", key=tv.key("lr"))
+    c2.number_input(F["wd"].label, F["wd"].low, F["wd"].high, step=0.01, format="%g", key=tv.key("wd"))
+    c1.number_input(F["batch"].label, F["batch"].low, F["batch"].high, key=tv.key("batch"),
+                    help="Windows per batch.")
+    c2.number_input(F["block"].label, F["block"].low, F["block"].high, key=tv.key("block"),
+                    help="Time steps per window: how far back gradients flow (BPTT length).")
+    c1.number_input(F["smoothing"].label, F["smoothing"].low, F["smoothing"].high, step=0.05, format="%.2f",
+                    key=tv.key("smoothing"))
+    c2.number_input(F["clip"].label, F["clip"].low, F["clip"].high, step=0.1, format="%.2f", key=tv.key("clip"),
+                    help="Clip the global gradient norm to this value (seeds 002, 003).")
+    c1.number_input(F["seconds"].label, F["seconds"].low, F["seconds"].high, step=10, key=tv.key("seconds"),
+                    help="Wall-clock budget; the learning rate anneals over it (cosine).")
+    c2.number_input(F["eval_every"].label, F["eval_every"].low, F["eval_every"].high, step=10,
+                    key=tv.key("eval_every"), help="Training steps between validation passes.")
+    st.checkbox(F["stateful"].label, key=tv.key("stateful"),
+                help="Consecutive windows with the hidden state carried from batch to batch (detached), "
+                     "instead of random windows from a zero state.")
+    st.text_input(F["name"].label, key=tv.key("name"), max_chars=64,
+                  placeholder="automatic, e.g. gru_torch-e64-h256x1")
+
+values = {name: st.session_state.get(tv.key(name), saved[name]) for name in tv.FIELDS}
+saved.update(values)
+query = tv.query_from_values(values)
+if st.query_params.to_dict() != query:
+    st.query_params.from_dict(query)
+
+# ---------------------------------------------------------------------------
+# the corpus and its tokenized task (cached), then the model it makes
+
+task, corpus_label = None, values["corpus"]
+with data_col:
+    if values["corpus"] == "upload":
+        if upload is None:
+            st.info("Upload a .txt file to train on it.")
+        else:
+            with user_errors("Reading your corpus"):
+                data = upload.getvalue()
+                text = read_text(data)
+                corpus_label = f"upload:{upload.name}"
+                with st.spinner("Tokenizing…"):
+                    task = lm_task(f"upload:{hashlib.sha256(data).hexdigest()}", values["tokenizer"],
+                                   values["vocab"], text)
+    else:
+        failed = st.session_state.get("train_corpus_error")
+        if not (failed and failed[0] == values["corpus"]):
+            spinner = ("Downloading Tiny Shakespeare…" if values["corpus"] == "tiny-shakespeare"
+                       else "Loading the corpus…")
+            try:
+                with st.spinner(spinner):
+                    text = corpus_text(values["corpus"])
+            except (ValueError, OSError) as e:  # DataError: offline, or a corrupt download
+                # kept, so that a failed download is not tried again on every rerun
+                failed = st.session_state.train_corpus_error = (values["corpus"],
+                                                                f"Getting the corpus did not work: {e}")
+        if failed and failed[0] == values["corpus"]:
+            st.error(failed[1])
+            if st.button("Try the download again", key="train_retry"):
+                del st.session_state.train_corpus_error
+                st.rerun()
+        else:
+            with st.spinner("Tokenizing…"), user_errors("Tokenizing the corpus"):
+                task = lm_task(values["corpus"], values["tokenizer"], values["vocab"], text)
+    if task is not None:
+        st.caption(f"{len(task.train_ids) + len(task.val_ids):,} tokens ({values['tokenizer']}, vocabulary "
+                   f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
+                   f"{len(task.train_ids):,} to train on, the last 10% to validate.")
+
+model_config = None
+with model_col:
+    fused_problem = tv.fused_problem(values)
+    if fused_problem:
+        st.warning(fused_problem)
+    elif task is not None:
+        with user_errors("This model"):
+            model_config = tv.model_config(values, task.vocab_size)
+            convention = ScanLayer.convention if tv.is_scan_markov(values) else CELLS[values["cell"]].convention
+            fused = " [fused torch.nn]" if values["backend"] == "fused" and not fixed else ""
+            st.caption(f"**{parameter_count(config_to_dict(model_config)):,} parameters** · `{convention}{fused}`")
+
+# ---------------------------------------------------------------------------
+# start / stop
+
+
+def training_jobs():
+    """This session's language-model runs (other pages register jobs of their own, e.g. ablations)."""
+    return [job for job in session_jobs() if isinstance(job, TrainingJob)]
+
+
+def make_sampler(tokenizer):
+    """A short top-k sample, run by the training thread between steps (see TrainingJob)."""
+    config = SamplingConfig(strategy="top_k", top_k=20, temperature=0.8, max_new_tokens=120)
+    return lambda model: generate(model, tokenizer, "", config).text
+
+
+def start_run():
+    train_config = tv.train_config(values)
+    task.check(train_config)  # a corpus too short for one window is a DataError here, not in the thread
+    name = sanitize_name(values["name"].strip() or tv.default_run_name(values))  # the checkpoint's file name
+    model = build_model(model_config)
+    job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=USER_DIR,
+                      extra={"preset": values["preset"], "corpus": corpus_label},
+                      sampler=make_sampler(task.tokenizer))
+    try:
+        job.start()
+    except JobLimitError as e:
+        st.error(str(e))
+        return
+    register_job(job)
+    # the first step takes ~0.1-0.3 s: waiting for it (at most a second) lets the chart below
+    # show the first loss point in this very run instead of a second later
+    deadline = time.monotonic() + 1.0
+    while job.running and not job.events() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    n = len(training_jobs())
+    cell = "scan-markov" if tv.is_scan_markov(values) else f"{values['cell']}/{values['backend']}"
+    st.session_state.setdefault("train_logs", {})[id(job)] = tv.RunLog(
+        job, f"{name} #{n}", parameter_count(config_to_dict(model_config)), cell, values["tokenizer"],
+        task.vocab_size)
+
+
+buttons = st.container(horizontal=True)
+if buttons.button("▶ Start", key="train_start", type="primary", disabled=model_config is None):
+    with user_errors("Starting the run"):
+        start_run()
+jobs = training_jobs()  # drawn after Start was handled, so that Stop is enabled at once
+running = [job for job in jobs if job.running]
+if buttons.button("■ Stop", key="train_stop", disabled=not running):
+    for job in running:
+        job.stop()
+    for job in running:
+        job.wait(timeout=10)
+    st.rerun()  # redraw the buttons and the final chart
+if buttons.button("Clear finished runs", key="train_clear", disabled=not [j for j in jobs if not j.running]):
+    forget_jobs(lambda job: isinstance(job, TrainingJob) and not job.running)
+    st.rerun()
+st.radio(F["x"].label, ["elapsed", "step"], key=tv.key("x"), horizontal=True,
+         format_func={"elapsed": "seconds (a fair race)", "step": "training steps"}.get)
+
+# ---------------------------------------------------------------------------
+# live view: redrawn every second while a run of this session trains
+
+
+def live_view(auto, x_axis):
+    logs_by_id = st.session_state.setdefault("train_logs", {})
+    jobs = training_jobs()
+    for stale in set(logs_by_id) - {id(job) for job in jobs}:  # cleared runs
+        del logs_by_id[stale]
+    logs = []
+    for job in jobs:
+        if id(job) not in logs_by_id:  # a run started elsewhere in this session
+            logs_by_id[id(job)] = tv.RunLog(job, job.name, None, "", job.task.tokenizer.kind,
+                                            job.task.tokenizer.vocab_size)
+        logs.append(logs_by_id[id(job)].update())
+    st.caption(f"Training runs going in this app (all users): {running_jobs_in_app(TrainingJob)} "
+               f"of {MAX_CONCURRENT_JOBS}")
+    if not logs:
+        st.info("No runs yet: choose a model and press Start. Runs you start appear here, all on one chart.")
+    kinds = {(log.tokenizer, log.vocab) for log in logs} or {(values["tokenizer"], task and task.vocab_size)}
+    # drawn even before the first run, so the chart (and plotly.js) is ready when the first point comes
+    st.plotly_chart(tv.race_figure(logs, x_axis, tv.char_anchors(kinds)), key="train_chart", width="stretch")
+    tv.draw_progress_and_samples(logs)
+    if any(log.job.checkpoint_path for log in logs):
+        with st.container(horizontal=True):
+            for page in ("Sample", "Gates", "Checkpoints"):
+                page_link(page, label=f"Open the {page} page")
+    active = [log for log in logs if log.job.running]
+    if auto and not active:
+        st.rerun()  # the last run ended: redraw the page once, without the 1 s refresh
+
+
+st.fragment(run_every=1.0 if running else None)(live_view)(bool(running), values["x"])

@@ -1,0 +1,153 @@
+"""Checkpoints: the bundled models and your own, their summaries and histories; download,
+upload (validated, never executed) and delete (yours only)."""
+import math
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from lab.checkpoints import (CheckpointError, delete_checkpoint, list_checkpoints, load_checkpoint, sanitize_name,
+                             save_checkpoint)
+from lab.models import config_to_dict, model_summary
+from ui.common import USER_DIR, cached_checkpoint, page_link, parameter_count, setup_page, show_anchors, user_errors
+
+setup_page("Checkpoints", "📦")
+st.title("📦 Checkpoints")
+st.caption("Every model the lab can load: the bundled ones (trained on the bundled Shakespeare) and yours "
+           f"(saved by the Train page or uploaded, in `{USER_DIR}`). Files are safetensors: loading one never "
+           "runs code.")
+show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")
+
+if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, shown after the rerun
+    kind, message = st.session_state.pop("ckpt_flash")
+    getattr(st, kind)(message)
+
+
+def final_metrics(info):
+    history = info.metrics.get("history") or [{}]
+    last = history[-1]
+    return last.get("val_loss", math.nan), last.get("val_nats_per_char", last.get("val_accuracy", math.nan))
+
+
+def params_of(info):
+    try:
+        return parameter_count(info.config)
+    except (ValueError, TypeError):
+        return None
+
+
+def delete(path):
+    """Button callback (it runs before the page, so it may reset the widgets that showed the file)."""
+    try:
+        delete_checkpoint(path, USER_DIR)
+        st.session_state.ckpt_flash = ("success", f"Deleted {path.name}.")
+    except (CheckpointError, OSError) as e:
+        st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {e}")
+    st.session_state.ckpt_confirm_delete = False
+    st.session_state.pop("ckpt_choice", None)
+
+
+infos = list_checkpoints(USER_DIR)
+if not infos:
+    st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones with "
+               "`python scripts/build_checkpoints.py`.")
+else:
+    rows = [{"name": i.name, "where": "bundled" if i.bundled else "user", "family": i.family, "cell": i.cell,
+             "params": params_of(i), "final val loss": final_metrics(i)[0],
+             "val nats/char": final_metrics(i)[1], "saved": i.timestamp.replace("T", " ").replace("+00:00", " UTC")}
+            for i in infos]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                 column_config={"params": st.column_config.NumberColumn(format="localized"),
+                                "final val loss": st.column_config.NumberColumn(format="%.3f"),
+                                "val nats/char": st.column_config.NumberColumn(format="%.3f")})
+
+    by_path = {str(i.path): i for i in infos}
+    choice = st.selectbox("Inspect a checkpoint", list(by_path), key="ckpt_choice",
+                          format_func=lambda p: f"{by_path[p].name}  ({'bundled' if by_path[p].bundled else 'yours'})")
+    info = by_path[choice]
+    checkpoint = None
+    with user_errors(f"Loading {info.name}"):
+        checkpoint = cached_checkpoint(str(info.path), info.path.stat().st_mtime)
+    if checkpoint is not None:
+        details_col, history_col = st.columns([2, 3], gap="large")
+        with details_col:
+            st.subheader(info.name)
+            meta, tokenizer, metrics = checkpoint.meta, checkpoint.tokenizer, checkpoint.metrics
+            conventions = model_summary(checkpoint.model).conventions
+            lines = [f"**{'Convention' if len(conventions) == 1 else 'Conventions'}:** "
+                     + "; ".join(c.replace("_", r"\_").replace("*", r"\*") for c in conventions),
+                     f"**Saved:** {meta.get('timestamp', '?')} · lab {meta.get('lab_version', '?')} · "
+                     f"version {meta.get('version', '?')}"]
+            if tokenizer is not None:
+                lines.append(f"**Tokenizer:** {tokenizer.kind}, {tokenizer.vocab_size:,} tokens")
+            train_config = metrics.get("train_config")
+            if train_config:
+                lines.append("**Trained with:** " + ", ".join(
+                    f"{k} {train_config[k]}" for k in ("lr", "batch_size", "block_size", "label_smoothing",
+                                                       "stateful", "max_seconds", "max_steps")
+                    if train_config.get(k) is not None))
+            if metrics.get("reason"):
+                lines.append(f"**Ended:** {metrics['reason']} after {metrics.get('steps', '?')} steps, "
+                             f"{metrics.get('elapsed', 0):.0f} s")
+            st.markdown("  \n".join(lines))
+            with st.container(horizontal=True):
+                st.download_button("⬇ Download the file", data=lambda path=info.path: Path(path).read_bytes(),
+                                   file_name=info.path.name, mime="application/octet-stream", key="ckpt_download")
+                page_link("Sample", label="Sample from it")
+                page_link("Gates", label="See its gates")
+            if not info.bundled:
+                confirm = st.checkbox(f"Yes, delete {info.path.name}", key="ckpt_confirm_delete")
+                st.button("🗑 Delete", key="ckpt_delete", disabled=not confirm, on_click=delete, args=(info.path,))
+            else:
+                st.caption("Bundled checkpoints cannot be deleted from the app.")
+        with history_col:
+            history = metrics.get("history") or []
+            if not history:
+                st.info("This checkpoint has no metrics history.")
+            else:
+                df = pd.DataFrame(history)
+                fig = go.Figure()
+                for column, name, dash in (("val_loss", "val loss", "solid"), ("train_loss", "train loss", "dot"),
+                                           ("val_nats_per_char", "val nats/char", "dash")):
+                    if column in df and not (column == "val_nats_per_char" and df[column].equals(df["val_loss"])):
+                        fig.add_trace(go.Scatter(x=df["step"], y=df[column], mode="lines+markers", name=name,
+                                                 line=dict(dash=dash)))
+                fig.update_layout(height=340, margin=dict(l=10, r=10, t=50, b=10), xaxis_title="step",
+                                  yaxis_title="nats", template="plotly_white", title="Metrics history",
+                                  legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"))
+                st.plotly_chart(fig, key="ckpt_history", width="stretch")
+        with st.expander("Model summary (seed 002 style)", expanded=True):
+            st.code(model_summary(checkpoint.model, info.name).format(), language=None)
+
+# ---------------------------------------------------------------------------
+# upload
+
+st.header("Upload a checkpoint")
+st.caption("An RNN Lab `.safetensors` file. It is checked before anything is written: a pickle or `torch.save` "
+           "file (which could run code), a corrupt file, or weights that do not match their config are refused.")
+# a new key after each save empties the uploader
+upload = st.file_uploader("Checkpoint file", type=["safetensors", "pt", "pth", "pkl", "bin", "ckpt"],
+                          key=f"ckpt_upload_{st.session_state.setdefault('ckpt_uploads', 0)}")
+if upload is not None:
+    data = upload.getvalue()
+    checkpoint = None
+    with user_errors(f"Checking {upload.name}"):
+        checkpoint = load_checkpoint(data)  # bytes: parsed as safetensors, never unpickled
+    if checkpoint is not None:
+        params = parameter_count(config_to_dict(checkpoint.config))
+        st.success(f"{upload.name} is a valid RNN Lab checkpoint: {checkpoint.config.family}, "
+                   f"{params:,} parameters, {', '.join(model_summary(checkpoint.model).conventions)}.")
+        stem = upload.name.rsplit(".", 1)[0].removesuffix("_latest")
+        name = st.text_input("Save as", value=checkpoint.meta.get("name") or stem, key="ckpt_save_name",
+                             max_chars=64)
+        if st.button("Save to my checkpoints", key="ckpt_save", type="primary"):
+            with user_errors("Saving"):
+                extra = {**checkpoint.meta.get("extra", {}), "uploaded": upload.name}
+                path = save_checkpoint(USER_DIR, sanitize_name(name), checkpoint.model, checkpoint.tokenizer,
+                                       checkpoint.metrics, extra)
+                latest = f"{path.name.rsplit('_v', 1)[0]}_latest"
+                st.session_state.ckpt_flash = ("success", f"Saved as {path.name} (and {latest}): the Sample and "
+                                                          "Gates pages list it now.")
+                st.session_state.ckpt_uploads += 1
+                st.rerun()

@@ -1,0 +1,335 @@
+"""What the Train page needs besides widgets: its settings (with their URL form),
+the configs they make, run logs read from a job's events, and the race chart.
+
+Nothing here computes model math: settings become `lab` configs, and the
+events of `lab.train.TrainingJob` become plotly traces, progress bars and a table.
+
+Settings live in one flat dict of plain values, keyed by the short names used
+in the URL (`?preset=astra-beta&hidden=128&seconds=30`). Only values that
+differ from the chosen preset's defaults are written to the URL, so a link
+stays short and still opens with the same settings.
+"""
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from lab.cells import BACKENDS, CELLS, FUSED_MODULES
+from lab.data import TOKENIZERS, SentencePieceTokenizer
+from lab.presets import PRESETS
+from lab.train import TrainConfig
+
+DEFAULT_PRESET = "astra-alpha"
+CORPUS_CHOICES = {"bundled": "Bundled Shakespeare (~1 MB, offline)",
+                  "tiny-shakespeare": "Tiny Shakespeare (download, 1.1 MB)",
+                  "upload": "Upload a .txt file"}
+# presets that train on text (the sequence classifier has its own page)
+TEXT_PRESETS = [name for name, p in PRESETS.items() if p.model.family in ("lm", "scan_markov")]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One setting: its kind, bounds (or choices) and label; `key` is its widget key."""
+
+    kind: str  # "choice", "int", "float", "bool", "text"
+    label: str
+    low: float = None
+    high: float = None
+    choices: tuple = ()
+
+    def parse(self, raw):
+        """A URL value (str) -> a value of this field; ValueError saying what is allowed."""
+        if self.kind == "choice":
+            if raw not in self.choices:
+                raise ValueError(f"must be one of {', '.join(self.choices)}")
+            return raw
+        if self.kind == "bool":
+            if raw.lower() not in ("true", "false", "1", "0"):
+                raise ValueError("must be true or false")
+            return raw.lower() in ("true", "1")
+        if self.kind == "text":
+            if len(raw) > 64:
+                raise ValueError("must be at most 64 characters")
+            return raw
+        try:
+            value = int(raw) if self.kind == "int" else float(raw)
+        except ValueError:
+            raise ValueError(f"must be {'an integer' if self.kind == 'int' else 'a number'} "
+                             f"in [{self.low:g}, {self.high:g}]") from None
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            raise ValueError(f"must be in [{self.low:g}, {self.high:g}]")
+        return value
+
+    def format(self, value):
+        if self.kind == "bool":
+            return "true" if value else "false"
+        return f"{value:g}" if self.kind == "float" else str(value)
+
+
+FIELDS = {
+    "preset": Field("choice", "Preset (model family)", choices=tuple(TEXT_PRESETS)),
+    "cell": Field("choice", "Cell", choices=tuple(CELLS)),
+    "backend": Field("choice", "Backend", choices=BACKENDS),
+    "emb": Field("int", "Embedding width E", 1, 2048),  # not "embed": Streamlit reserves ?embed=
+    "hidden": Field("int", "Hidden units H", 1, 4096),
+    "layers": Field("int", "Layers", 1, 8),
+    "dropout": Field("float", "Dropout", 0.0, 0.9),
+    "corpus": Field("choice", "Corpus", choices=tuple(CORPUS_CHOICES)),
+    "tokenizer": Field("choice", "Tokenizer", choices=tuple(TOKENIZERS)),
+    "vocab": Field("int", "SentencePiece vocabulary size", SentencePieceTokenizer.MIN_VOCAB, 16000),
+    "lr": Field("float", "Learning rate", 1e-6, 1.0),
+    "wd": Field("float", "Weight decay", 0.0, 1.0),
+    "batch": Field("int", "Batch size B", 1, 1024),
+    "block": Field("int", "Block size T", 1, 2048),
+    "smoothing": Field("float", "Label smoothing", 0.0, 0.5),
+    "clip": Field("float", "Gradient clip", 0.01, 100.0),
+    "seconds": Field("int", "Time budget (s)", 1, 3600),
+    "stateful": Field("bool", "Stateful (truncated BPTT)"),
+    "eval_every": Field("int", "Validate every", 1, 100000),
+    "name": Field("text", "Run name (checkpoint name)"),
+    "x": Field("choice", "Chart x axis", choices=("elapsed", "step")),
+}
+CELL_LABELS = {"rnn": "rnn: vanilla RNN", "gru_seed": "gru_seed: GRU, seeds' convention (z overwrites)",
+               "gru_torch": "gru_torch: GRU, PyTorch convention (z keeps)", "lstm": "lstm: LSTM",
+               "scan": "scan: selective scan (seed 004)"}
+
+
+def key(name):
+    """The widget key of a setting (prefixed by page)."""
+    return f"train_{name}"
+
+
+def preset_values(name):
+    """The settings a preset stands for (model, tokenizer and training recipe)."""
+    preset = PRESETS[name]
+    model, recipe, base = preset.model, preset.train, TrainConfig()
+    return {
+        "preset": name,
+        "cell": getattr(model, "cell", "scan"),
+        "backend": getattr(model, "backend", "scratch"),
+        "emb": model.embed_dim,
+        "hidden": getattr(model, "hidden_size", model.embed_dim),
+        "layers": getattr(model, "num_layers", 1),
+        "dropout": float(model.dropout),
+        "tokenizer": preset.tokenizer or "char",
+        "vocab": preset.tokenizer_options.get("vocab_size", 1000),
+        "lr": recipe.get("lr", base.lr),
+        "wd": recipe.get("weight_decay", base.weight_decay),
+        "batch": recipe.get("batch_size", base.batch_size),
+        "block": recipe.get("block_size", base.block_size),
+        "smoothing": recipe.get("label_smoothing", base.label_smoothing),
+        "clip": recipe.get("grad_clip", base.grad_clip),
+    }
+
+
+def default_values(preset=DEFAULT_PRESET):
+    return {**preset_values(preset), "corpus": "bundled", "seconds": 60, "stateful": False,
+            "eval_every": TrainConfig().eval_interval, "name": "", "x": "elapsed"}
+
+
+def values_from_query(query):
+    """URL query -> (complete settings, warnings). Unknown keys and bad values are ignored with a
+    warning each; the preset is applied first, then the other values override it."""
+    parsed, warnings = {}, []
+    for name, raw in query.items():
+        raw = raw[-1] if isinstance(raw, list) else raw
+        if name not in FIELDS:
+            warnings.append(f"Ignored `{name}={raw}` in the link: there is no such setting.")
+            continue
+        try:
+            parsed[name] = FIELDS[name].parse(str(raw))
+        except ValueError as e:
+            warnings.append(f"Ignored `{name}={raw}` in the link: {FIELDS[name].label.lower()} {e}.")
+    values = default_values(parsed.get("preset", DEFAULT_PRESET))
+    values.update(parsed)
+    return values, warnings
+
+
+def query_from_values(values):
+    """Settings -> URL query: the preset, and every value that differs from the preset's defaults."""
+    defaults = default_values(values["preset"])
+    query = {"preset": values["preset"]} if values["preset"] != DEFAULT_PRESET else {}
+    for name, value in values.items():
+        if name != "preset" and value != defaults.get(name):
+            query[name] = FIELDS[name].format(value)
+    return query
+
+
+def is_scan_markov(values):
+    return PRESETS[values["preset"]].model.family == "scan_markov"
+
+
+def fused_problem(values):
+    """Why the fused backend cannot be used with these settings, or None."""
+    if values["backend"] != "fused" or is_scan_markov(values) or values["cell"] in FUSED_MODULES:
+        return None
+    why = {"gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not the seeds' (z overwrites)",
+           "scan": "torch.nn has no selective scan"}.get(values["cell"], "torch.nn has no such layer")
+    return (f"The fused backend exists only for {', '.join(sorted(FUSED_MODULES))}: {why}. "
+            "Choose the scratch backend for this cell.")
+
+
+def model_config(values, vocab_size):
+    """Settings -> the lab model config (ValueError names a bad field)."""
+    preset = PRESETS[values["preset"]]
+    if is_scan_markov(values):  # seed 004's architecture is fixed but for its width and dropout
+        return dataclasses.replace(preset.model, vocab_size=vocab_size, embed_dim=values["emb"],
+                                   dropout=values["dropout"])
+    return dataclasses.replace(preset.model, vocab_size=vocab_size, cell=values["cell"], backend=values["backend"],
+                               embed_dim=values["emb"], hidden_size=values["hidden"],
+                               num_layers=values["layers"], dropout=values["dropout"])
+
+
+def train_config(values):
+    """Settings -> lab.train.TrainConfig with a wall-clock budget (ValueError names a bad field)."""
+    return TrainConfig(lr=values["lr"], min_lr=min(PRESETS[values["preset"]].train.get("min_lr", 0.0), values["lr"]),
+                       weight_decay=values["wd"], batch_size=values["batch"], block_size=values["block"],
+                       max_steps=None, max_seconds=float(values["seconds"]), grad_clip=values["clip"],
+                       label_smoothing=values["smoothing"], stateful=values["stateful"],
+                       eval_interval=values["eval_every"])
+
+
+def default_run_name(values):
+    if is_scan_markov(values):
+        return f"scan-markov-e{values['emb']}"
+    return f"{values['cell']}-e{values['emb']}-h{values['hidden']}x{values['layers']}"
+
+
+# ---------------------------------------------------------------------------
+# run logs: a job's events, read incrementally
+
+
+class RunLog:
+    """What the page shows of one TrainingJob, updated from `job.events(since)`."""
+
+    def __init__(self, job, label, params, cell, tokenizer, vocab):
+        self.job, self.label, self.params, self.cell = job, label, params, cell
+        self.tokenizer, self.vocab = tokenizer, vocab  # tokenizer kind and vocabulary size
+        self.cursor = 0
+        self.steps = {"step": [], "elapsed": [], "loss": []}  # one entry per training step
+        self.evals = {"step": [], "elapsed": [], "loss": [], "nats_per_char": []}
+        self.last_step, self.sample, self.error, self.done = None, "", None, None
+
+    def update(self):
+        events = self.job.events(self.cursor)
+        self.cursor += len(events)
+        for e in events:
+            if e["type"] == "step":
+                self.last_step = e
+                for k, v in (("step", e["step"]), ("elapsed", e["elapsed"]), ("loss", e["train_loss"])):
+                    self.steps[k].append(v)
+            elif e["type"] == "eval":
+                for k, v in (("step", e["step"]), ("elapsed", e["elapsed"]), ("loss", e["val_loss"]),
+                             ("nats_per_char", e.get("val_nats_per_char", math.nan))):
+                    self.evals[k].append(v)
+            elif e["type"] == "sample":
+                self.sample = e["text"]
+            elif e["type"] == "error":
+                self.error = e["message"]
+            elif e["type"] == "done":
+                self.done = e
+        return self
+
+    def row(self):
+        """One line of the runs table."""
+        job, last = self.job, self.last_step or {}
+        return {"run": self.label, "cell": self.cell, "params": self.params, "status": job.status,
+                "steps": last.get("step", 0), "seconds": round(last.get("elapsed", 0.0), 1),
+                "train loss": last.get("train_loss"),
+                "val loss": self.evals["loss"][-1] if self.evals["loss"] else None,
+                "val nats/char": self.evals["nats_per_char"][-1] if self.evals["nats_per_char"] else None,
+                "checkpoint": str(job.checkpoint_path) if job.checkpoint_path else ""}
+
+
+def _thin(xs, ys, max_points=2000):
+    """Every k-th point, so a long run's chart stays light (the last point is kept)."""
+    k = max(1, math.ceil(len(xs) / max_points))
+    if k == 1:
+        return xs, ys
+    return xs[::k] + xs[-1:], ys[::k] + ys[-1:]
+
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+def race_figure(logs, x_axis="elapsed", anchors=()):
+    """All runs on one chart: train loss (line) and validation loss (dashed, markers) per run.
+
+    x_axis: "elapsed" (seconds, a fair race) or "step". anchors: (y, label) lines to draw.
+    """
+    fig = go.Figure()
+    for i, log in enumerate(logs):
+        color = COLORS[i % len(COLORS)]
+        x, y = _thin(log.steps[x_axis], log.steps["loss"])
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if len(x) > 20 else "lines+markers",  # a lone point shows
+                                 name=f"{log.label} · train", legendgroup=log.label,
+                                 line=dict(color=color, width=1.5), marker=dict(size=4), opacity=0.6))
+        fig.add_trace(go.Scatter(x=log.evals[x_axis], y=log.evals["loss"], mode="lines+markers",
+                                 name=f"{log.label} · val", legendgroup=log.label,
+                                 line=dict(color=color, width=2.5, dash="dash"), marker=dict(size=7)))
+    for y, label in anchors:
+        fig.add_hline(y=y, line=dict(color="grey", width=1, dash="dot"), annotation_text=label,
+                      annotation_position="bottom right", annotation_font_color="grey")
+    fig.update_layout(height=440, margin=dict(l=10, r=10, t=40, b=10), showlegend=bool(logs),
+                      legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+                      xaxis_title="seconds" if x_axis == "elapsed" else "step",
+                      yaxis_title="cross-entropy (nats/token)", hovermode="x unified", template="plotly_white")
+    return fig
+
+
+def char_anchors(kinds):
+    """Reference lines for losses in nats per character: the uniform guess ln V and nanoGPT's
+    published results. kinds: {(tokenizer kind, vocabulary size)} of the runs on the chart; the
+    lines apply only when every run is character-level with one vocabulary."""
+    if len(kinds) != 1:
+        return []
+    ((kind, vocab),) = kinds
+    if kind != "char" or not vocab:
+        return []
+    return [(math.log(vocab), f"uniform guess ln {vocab} = {math.log(vocab):.2f}"),
+            (1.88, "nanoGPT char, CPU 1.88"), (1.47, "nanoGPT char, GPU 1.47")]
+
+
+def draw_progress_and_samples(logs):
+    """Under the chart: a progress bar per running run, the latest samples, the runs table, and
+    where finished runs were saved."""
+    active = [log for log in logs if log.job.running]
+    for log in active:
+        last = log.last_step
+        if last is None:
+            st.progress(0.0, text=f"**{log.label}** · starting…")
+            continue
+        st.progress(min(1.0, last["progress"]),
+                    text=f"**{log.label}** · step {last['step']:,} · train loss {last['train_loss']:.3f} · "
+                         f"{last['tokens_per_s']:,.0f} tokens/s · ETA {format_eta(last['eta'])}")
+    shown = active or logs[-1:]
+    for column, log in zip(st.columns(len(shown)) if shown else [], shown):
+        with column:
+            st.markdown(f"**Latest sample** · {log.label}")
+            st.code(log.sample or "(the first sample comes after the first step)", language=None, wrap_lines=True)
+    if not logs:
+        return
+    st.dataframe(pd.DataFrame([log.row() for log in logs]), hide_index=True, width="stretch",
+                 column_config={"train loss": st.column_config.NumberColumn(format="%.3f"),
+                                "val loss": st.column_config.NumberColumn(format="%.3f"),
+                                "val nats/char": st.column_config.NumberColumn(format="%.3f"),
+                                "params": st.column_config.NumberColumn(format="%d")})
+    for log in logs:
+        job = log.job
+        if job.status == "failed":
+            st.error(f"{log.label} failed: {job.message}")
+        elif job.checkpoint_path is not None:
+            why = f" ({job.message})" if job.message != job.status else ""
+            st.success(f"{log.label} {job.status}{why} and was saved as `{job.checkpoint_path}`; "
+                       f"it is listed as **{job.checkpoint_path.name.rsplit('_v', 1)[0]}_latest (yours)** "
+                       "on the Sample and Gates pages.")
+
+
+def format_eta(seconds):
+    if seconds is None or not math.isfinite(seconds):
+        return "…"
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
