@@ -4,6 +4,7 @@
     python -m lab sample runs/astra_latest.safetensors --prompt "ROMEO:" --strategy top_p
     python -m lab summary runs/astra_latest.safetensors
     python -m lab list
+    python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
 """
 import argparse
 import dataclasses
