@@ -306,7 +306,32 @@ class JobLimitError(RuntimeError):
     """Too many training jobs are running in this process."""
 
 
-class TrainingJob:
+class BackgroundJob:
+    """What every background job shares: a status, a stop flag honoured between
+    steps, and a thread-safe event log that a UI polls with `events(since)`."""
+
+    def __init__(self):
+        self.status, self.message = "ready", ""
+        self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
+
+    def stop(self):
+        """Ask the loop to stop; it does so before its next step."""
+        self._stop.set()
+
+    @property
+    def running(self):
+        return self.status == "running"
+
+    def events(self, since=0):
+        with self._lock:
+            return self._events[since:]
+
+    def _log(self, event):
+        with self._lock:
+            self._events.append(event)
+
+
+class TrainingJob(BackgroundJob):
     """`train` on a background thread, with an event log a UI polls.
 
         job = TrainingJob("astra", model, task, config, checkpoint_dir="runs")
@@ -324,9 +349,9 @@ class TrainingJob:
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
         self.sampler, self.sample_every_s = sampler, sample_every_s
-        self.status, self.message, self.checkpoint_path, self.result = "ready", "", None, None
-        self._events, self._lock = [], threading.Lock()
-        self._stop, self._thread, self._last_sample = threading.Event(), None, -math.inf  # sample at step 1
+        super().__init__()
+        self.checkpoint_path, self.result = None, None
+        self._thread, self._last_sample = None, -math.inf  # sample at step 1
 
     def start(self):
         if self._thread is not None:
@@ -341,33 +366,19 @@ class TrainingJob:
         self._thread.start()
         return self
 
-    def stop(self):
-        """Ask the loop to stop; it does so before its next step."""
-        self._stop.set()
-
     def wait(self, timeout=None):
         if self._thread is not None:
             self._thread.join(timeout)
         return self.status
 
-    @property
-    def running(self):
-        return self.status == "running"
-
-    def events(self, since=0):
-        with self._lock:
-            return self._events[since:]
-
     def _emit(self, event):
-        with self._lock:
-            self._events.append(event)
+        self._log(event)
         now = time.perf_counter()
         if self.sampler is not None and event["type"] == "step" and now - self._last_sample >= self.sample_every_s:
             self._last_sample = now
             text = self.sampler(self.model)
             self.model.train()
-            with self._lock:
-                self._events.append({"type": "sample", "step": event["step"], "text": text})
+            self._log({"type": "sample", "step": event["step"], "text": text})
 
     def _run(self):
         from lab.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
@@ -386,8 +397,7 @@ class TrainingJob:
             status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
         except Exception as e:  # reported to the UI, which must never show a traceback
             self.message = f"{type(e).__name__}: {e}"
-            with self._lock:
-                self._events.append({"type": "error", "message": self.message})
+            self._log({"type": "error", "message": self.message})
         finally:
             with _jobs_lock:
                 _running_jobs.discard(self)

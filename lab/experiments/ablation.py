@@ -63,7 +63,7 @@ from lab.cells import FusedLayer, TorchGRULayer, check_cell, sigmoid_time_consta
 from lab.checkpoints import atomic_write_bytes, checkpoint_bytes
 from lab.data import SEQUENCE_DATASETS, DataError, load_sequence_dataset
 from lab.models import ClassifierConfig, build_model, conventions, count_parameters, recurrent_layers, to_scratch
-from lab.train import ClassificationTask, JobLimitError, TrainConfig, resolve_device, train
+from lab.train import BackgroundJob, ClassificationTask, JobLimitError, TrainConfig, resolve_device, train
 
 RESULTS_FORMAT = "rnnlab-ablation"
 RESULTS_FILE = "results.json"  # everything: config, per-epoch records, gate statistics, summary
@@ -615,7 +615,7 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
     return results
 
 
-class AblationJob:
+class AblationJob(BackgroundJob):
     """A study on background threads, one per arm, so the arms train side by side (the app's live
     run). Models are all initialised up front in the calling thread, so results do not depend on
     thread timing. At most MAX_LIVE_JOBS run per process.
@@ -629,9 +629,8 @@ class AblationJob:
     _live_lock = threading.Lock()
 
     def __init__(self, config, data=None):
-        self.config, self.data = config, data
-        self.status, self.message, self.results = "ready", "", None
-        self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
+        super().__init__()
+        self.config, self.data, self.results = config, data, None
         self._threads, self._runs = [], []
 
     def start(self):
@@ -660,8 +659,7 @@ class AblationJob:
         return self
 
     def _emit(self, event):
-        with self._lock:
-            self._events.append(event)
+        self._log(event)
 
     def _run_arm(self, arm, models):
         try:
@@ -697,21 +695,10 @@ class AblationJob:
         with AblationJob._live_lock:
             AblationJob._live.discard(self)
 
-    def stop(self):
-        self._stop.set()
-
     def wait(self, timeout=None):
         for thread in self._threads:
             thread.join(timeout)
         return self.status
-
-    @property
-    def running(self):
-        return self.status == "running"
-
-    def events(self, since=0):
-        with self._lock:
-            return self._events[since:]
 
 
 def cli_command(config, out_dir=None):
