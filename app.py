@@ -6,6 +6,7 @@ import streamlit as st
 from lab.models import config_to_dict
 from lab.presets import PRESETS
 from ui.common import page_link, parameter_count, setup_page, show_anchors
+from ui.inspect_views import equations_latex
 
 setup_page("Home", "🧠")
 st.title("🧠 RNN Lab")
@@ -38,49 +39,29 @@ left, right = st.columns(2, gap="large")
 with left:
     st.subheader("Vanilla RNN")
     st.caption("Seed 001 A.1: one matrix remembers, nothing protects the memory from being rewritten.")
-    st.latex(r"h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b_h)")
+    st.latex(equations_latex("rnn"))
 
     st.subheader("GRU, the seeds' convention: z overwrites")
     st.caption("Seed 001 A.2 and seed 000 (`gru_seed`). The update gate z says how much to **overwrite**: "
                "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product.")
-    st.latex(r"""\begin{aligned}
-r_t &= \sigma(W_r x_t + U_r h_{t-1} + b_r)\\
-z_t &= \sigma(W_z x_t + U_z h_{t-1} + b_z)\\
-\tilde h_t &= \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)\\
-h_t &= (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t
-\end{aligned}""")
+    st.latex(equations_latex("gru_seed"))
 
     st.subheader("GRU, PyTorch's convention: z keeps")
     st.caption("`torch.nn.GRU` and seed 003 (`gru_torch`). Here z says how much to **keep**: z → 1 keeps the "
                "memory, so seed 003's bias +1 means *remember more*. The reset gate multiplies "
                "(W_hn h + b_hn) *after* the matrix product.")
-    st.latex(r"""\begin{aligned}
-r_t &= \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})\\
-z_t &= \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})\\
-n_t &= \tanh\big(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})\big)\\
-h_t &= (1 - z_t) \odot n_t + z_t \odot h_{t-1}
-\end{aligned}""")
+    st.latex(equations_latex("gru_torch"))
 with right:
     st.subheader("LSTM")
     st.caption("Seed 001 A.3 and seed 002: a separate cell state c_t; the forget gate f **keeps** "
                "(its bias starts at 1).")
-    st.latex(r"""\begin{aligned}
-i_t &= \sigma(W_i x_t + U_i h_{t-1} + b_i)\\
-f_t &= \sigma(W_f x_t + U_f h_{t-1} + b_f)\\
-o_t &= \sigma(W_o x_t + U_o h_{t-1} + b_o)\\
-g_t &= \tanh(W_g x_t + U_g h_{t-1} + b_g)\\
-c_t &= f_t \odot c_{t-1} + i_t \odot g_t\\
-h_t &= o_t \odot \tanh(c_t)
-\end{aligned}""")
+    st.latex(equations_latex("lstm"))
 
     st.subheader("Selective scan (seed 004)")
     st.caption("Mamba-style: the gates depend on the input only, never on h, so the recurrence is linear and "
                "runs as a parallel associative scan. A **keeps**, B writes; the gate is a small MLP "
                "(H → 4H → 2H, GELU) of the input e_t.")
-    st.latex(r"""\begin{aligned}
-[A_t, B_t] &= \sigma\big(\mathrm{gate}(e_t)\big)\\
-h_t &= A_t \odot h_{t-1} + B_t \odot e_t
-\end{aligned}""")
+    st.latex(equations_latex("scan"))
     st.info("Two GRU conventions, one name: the same trained weights mean different things under each. "
             "`gru_seed` and `gru_torch` are separate cells here, and every checkpoint summary names its "
             "convention.", icon="⚠️")

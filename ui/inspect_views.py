@@ -40,8 +40,8 @@ CELL_EQUATIONS = {
     "gru_seed": [
         r"r_t = \sigma(W_r x_t + U_r h_{t-1} + b_r)",
         r"z_t = \sigma(W_z x_t + U_z h_{t-1} + b_z)",
-        r"n_t = \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)",
-        r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot n_t",
+        r"\tilde h_t = \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)",
+        r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t",
     ],
     "gru_torch": [
         r"r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})",
@@ -62,10 +62,17 @@ CELL_EQUATIONS = {
         r"h_t = A_t \odot h_{t-1} + B_t \odot e_t",
     ],
 }
+
+def equations_latex(cell):
+    """One aligned LaTeX block of a cell's equations (for st.latex)."""
+    lines = [equation.replace(" = ", " &= ", 1) for equation in CELL_EQUATIONS[cell]]
+    return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"
+
+
 CELL_NOTES = {
     "rnn": "No gate: every step squashes the whole state through tanh (seed 001 A.1).",
     "gru_seed": "Seed convention (seeds 000, 001 A.2): **z overwrites**, z → 0 keeps the memory; "
-                "the reset gate acts before U_h.",
+                "the reset gate acts before U_h. The candidate h̃ is the trace's gate n.",
     "gru_torch": "PyTorch convention (torch.nn.GRU, seed 003): **z keeps**, z → 1 keeps the memory; "
                  "the reset gate multiplies W_hn h + b_hn.",
     "lstm": "Seeds 001 A.3 and 002: **f keeps** the cell state c; f = 1 holds it untouched, which no GRU can.",
