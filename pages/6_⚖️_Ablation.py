@@ -138,7 +138,7 @@ with user_errors("Reading the shipped results"):
     path = RESULTS_DIR / "results.json"
     if not path.is_file():
         st.info(f"No shipped results in {RESULTS_DIR}. Make them with "
-                "`python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2 --out checkpoints/ablation`.")
+                "`python -m lab ablation --dataset digits --epochs 6 --seeds 0 1 2 --out checkpoints/ablation`.")
     else:
         results = cached_results(str(path), path.stat().st_mtime)
 if results is not None:
