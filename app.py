@@ -35,33 +35,30 @@ for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.item
 st.header("The model families")
 st.caption("x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "
            "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations.")
+FAMILIES = [  # (cell, title, what to notice), in reading order
+    ("rnn", "Vanilla RNN",
+     "Seed 001 A.1: one matrix remembers, nothing protects the memory from being rewritten."),
+    ("gru_seed", "GRU, the seeds' convention: z overwrites",
+     "Seed 001 A.2 and seed 000 (`gru_seed`). The update gate z says how much to **overwrite**: "
+     "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product."),
+    ("gru_torch", "GRU, PyTorch's convention: z keeps",
+     "`torch.nn.GRU` and seed 003 (`gru_torch`). Here z says how much to **keep**: z → 1 keeps the "
+     "memory, so seed 003's bias +1 means *remember more*. The reset gate multiplies "
+     "(W_hn h + b_hn) *after* the matrix product."),
+    ("lstm", "LSTM",
+     "Seed 001 A.3 and seed 002: a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1)."),
+    ("scan", "Selective scan (seed 004)",
+     "Mamba-style: the gates depend on the input only, never on h, so the recurrence is linear and "
+     "runs as a parallel associative scan. A **keeps**, B writes; the gate is a small MLP "
+     "(H → 4H → 2H, GELU) of the input e_t."),
+]
 left, right = st.columns(2, gap="large")
-with left:
-    st.subheader("Vanilla RNN")
-    st.caption("Seed 001 A.1: one matrix remembers, nothing protects the memory from being rewritten.")
-    st.latex(equations_latex("rnn"))
-
-    st.subheader("GRU, the seeds' convention: z overwrites")
-    st.caption("Seed 001 A.2 and seed 000 (`gru_seed`). The update gate z says how much to **overwrite**: "
-               "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product.")
-    st.latex(equations_latex("gru_seed"))
-
-    st.subheader("GRU, PyTorch's convention: z keeps")
-    st.caption("`torch.nn.GRU` and seed 003 (`gru_torch`). Here z says how much to **keep**: z → 1 keeps the "
-               "memory, so seed 003's bias +1 means *remember more*. The reset gate multiplies "
-               "(W_hn h + b_hn) *after* the matrix product.")
-    st.latex(equations_latex("gru_torch"))
+for n, (cell, title, caption) in enumerate(FAMILIES):
+    with left if n < 3 else right:
+        st.subheader(title)
+        st.caption(caption)
+        st.latex(equations_latex(cell))
 with right:
-    st.subheader("LSTM")
-    st.caption("Seed 001 A.3 and seed 002: a separate cell state c_t; the forget gate f **keeps** "
-               "(its bias starts at 1).")
-    st.latex(equations_latex("lstm"))
-
-    st.subheader("Selective scan (seed 004)")
-    st.caption("Mamba-style: the gates depend on the input only, never on h, so the recurrence is linear and "
-               "runs as a parallel associative scan. A **keeps**, B writes; the gate is a small MLP "
-               "(H → 4H → 2H, GELU) of the input e_t.")
-    st.latex(equations_latex("scan"))
     st.info("Two GRU conventions, one name: the same trained weights mean different things under each. "
             "`gru_seed` and `gru_torch` are separate cells here, and every checkpoint summary names its "
             "convention.", icon="⚠️")
