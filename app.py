@@ -26,11 +26,8 @@ PAGE_BLURBS = {
 }
 for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.items()):
     with column, st.container(border=True, height="stretch"):
-        if page_link(page, label=f"**{page}**"):
-            st.caption(blurb)
-        else:  # a page still being written
-            st.markdown(f"**{page}**")
-            st.caption(f"{blurb} (coming soon)")
+        page_link(page, label=f"**{page}**")
+        st.caption(blurb)
 
 st.header("The model families")
 st.caption("x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "

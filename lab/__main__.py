@@ -20,7 +20,7 @@ def _train(args):
 
     from lab.models import build_model, model_summary
     from lab.presets import get_preset
-    from lab.train import LMTask, TrainConfig, configure_threads, load_corpus, train
+    from lab.train import LMTask, configure_threads, load_corpus, train
     from lab.checkpoints import save_checkpoint
 
     configure_threads(args.threads)
@@ -42,17 +42,13 @@ def _train(args):
     if preset.model.family == "scan_markov":
         overrides = {k: v for k, v in overrides.items() if k in ("dropout",)}
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
-    train_options = {k: v for k, v in preset.train.items() if k in {f.name for f in dataclasses.fields(TrainConfig)}}
-    train_options.update({k: v for k, v in [("lr", args.lr), ("batch_size", args.batch_size),
-                                            ("block_size", args.block_size), ("seed", args.seed),
-                                            ("device", args.device), ("eval_interval", args.eval_interval)]
-                          if v is not None})
-    train_options.update(max_steps=args.steps, max_seconds=args.seconds, stateful=args.stateful,
-                         max_epochs=train_options.get("max_epochs") if args.steps is None and args.seconds is None
-                         else None)
-    if train_options["max_steps"] is None and train_options["max_seconds"] is None and not train_options["max_epochs"]:
-        train_options["max_steps"] = 1000
-    train_config = TrainConfig(**train_options)
+    train_options = {k: v for k, v in [("lr", args.lr), ("batch_size", args.batch_size),
+                                       ("block_size", args.block_size), ("seed", args.seed),
+                                       ("device", args.device), ("eval_interval", args.eval_interval)]
+                     if v is not None}
+    no_budget = args.steps is None and args.seconds is None
+    train_config = preset.train_config(max_steps=1000 if no_budget else args.steps, max_seconds=args.seconds,
+                                       stateful=args.stateful, **train_options)
     torch.manual_seed(train_config.seed)
     model = build_model(config)
     name = args.name or preset.name

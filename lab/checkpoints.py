@@ -191,12 +191,12 @@ def load_checkpoint(source, device="cpu"):
                            for what, keys in [("missing", missing), ("unexpected", unexpected),
                                               ("wrong shape", wrong)] if keys)
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
-    model = build_model(config)
-    model.load_state_dict(tensors)
-    model.to(device).eval()
     if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
         raise CheckpointError(f"{label}: tokenizer has {tokenizer.vocab_size} tokens but the model "
                               f"expects {config.vocab_size}")
+    model = build_model(config)
+    model.load_state_dict(tensors)
+    model.to(device).eval()
     meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
     meta["extra"] = _decode_json(metadata, "extra", label) if "extra" in metadata else {}
     return Checkpoint(model, config, tokenizer, _decode_json(metadata, "metrics", label), meta, path)

@@ -18,6 +18,7 @@ matches no equation in any seed (PyTorch's GRU has six bias vectors, not five).
 from dataclasses import dataclass, field
 
 from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig
+from lab.train import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,13 @@ class Preset:
     model: object  # LMConfig | ClassifierConfig | ScanMarkovConfig
     tokenizer: str = "char"  # "char" or "sentencepiece" (lab.data.TOKENIZERS); "" for pixels
     tokenizer_options: dict = field(default_factory=dict)
-    train: dict = field(default_factory=dict)  # training defaults (lab.train.TrainConfig fields)
+    train: dict = field(default_factory=dict)  # the recipe: lab.train.TrainConfig fields
+    seed_epochs: int = None  # epochs the seed reports (by its own epoch definition; shown, not a budget)
     expected_params: int = None  # the seed's published count, checked by tests
+
+    def train_config(self, **overrides):
+        """The preset's recipe as a TrainConfig, with `overrides` (e.g. a budget) on top."""
+        return TrainConfig(**{**self.train, **overrides})
 
 
 def _scribe(name, layers, hidden, embed, dropout, lr, epochs, params):
@@ -39,7 +45,7 @@ def _scribe(name, layers, hidden, embed, dropout, lr, epochs, params):
         model=LMConfig(cell="gru_seed", vocab_size=1000, embed_dim=embed, hidden_size=hidden,
                        num_layers=layers, dropout=dropout, norm="every"),
         tokenizer="sentencepiece", tokenizer_options={"vocab_size": 1000, "model_type": "bpe"},
-        train={"lr": lr, "epochs": epochs, "weight_decay": 0.01, "block_size": 64},
+        train={"lr": lr, "weight_decay": 0.01, "block_size": 64}, seed_epochs=epochs,
         expected_params=params)
 
 
@@ -62,19 +68,19 @@ PRESETS = {p.name: p for p in [
         name="leviathan-lstm", seed="002",
         description="Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (seed 002; GPU-sized)",
         model=LMConfig(cell="lstm", embed_dim=768, hidden_size=1024, num_layers=3, dropout=0.2, norm="last"),
-        train={"lr": 1e-3, "epochs": 6, "weight_decay": 0.01, "batch_size": 64, "block_size": 128}),
+        train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 64, "block_size": 128}, seed_epochs=6),
     Preset(
         name="seq-cifar-gru", seed="003",
         description="Seed 003's sequential-CIFAR GRU: 1 layer, H=181, 1 pixel per step, 10 classes",
         model=ClassifierConfig(), tokenizer="",
-        train={"lr": 5e-4, "min_lr": 1e-5, "epochs": 40, "weight_decay": 0.01, "batch_size": 128},
+        train={"lr": 5e-4, "min_lr": 1e-5, "weight_decay": 0.01, "batch_size": 128}, seed_epochs=40,
         expected_params=101_732),
     Preset(
         name="scan-markov", seed="004",
         description="Seed 004's ScanMarkov: gated linear recurrence over characters (~340K parameters)",
         model=ScanMarkovConfig(),
-        train={"lr": 1e-3, "epochs": 10, "weight_decay": 0.01, "batch_size": 256, "block_size": 16,
-               "label_smoothing": 0.1}),
+        train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 256, "block_size": 16,
+               "label_smoothing": 0.1}, seed_epochs=10),
 ]}
 
 

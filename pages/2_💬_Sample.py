@@ -4,13 +4,13 @@ import streamlit as st
 
 from lab.sampling import MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, encode_prompt, repetition_report
 from ui import inspect_views as views
-from ui.common import checkpoint_picker, setup_page, user_errors
+from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
 
 setup_page("Sample", "💬")
 st.title("💬 Sample")
 st.caption("One prompt, four ways to pick the next token. Every generated token sits on a background "
            "coloured by how likely the model found it; same seed, same text.")
-views.page_anchors("uniform_char", "nanogpt_cpu", "leviathan")
+show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
 
 # Widget bounds; lab.sampling.SamplingConfig checks the same rules again for any other path in.
 BOUNDS = {"tokens": (1, min(2000, MAX_NEW_TOKENS)), "seed": (0, 2**31 - 1), "temperature": (0.05, 5.0),

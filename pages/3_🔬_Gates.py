@@ -7,13 +7,13 @@ import streamlit as st
 from lab.cells import CELLS
 from lab.introspect import FEATURES, SIGMOID_GATES, gate_summary, top_units
 from ui import inspect_views as views
-from ui.common import checkpoint_picker, setup_page, user_errors
+from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
 
 setup_page("Gates", "🔬")
 st.title("🔬 Gates")
 st.caption("The model reads your text once, from the zero state. Each heatmap shows one gate: "
            "tokens left to right, units top to bottom.")
-views.page_anchors("uniform_char", "leviathan")
+show_anchors("uniform_char", "leviathan")
 
 TEXTS = {  # passages of the bundled corpus (lab/corpus/shakespeare.txt)
     "Hamlet meets the Ghost (a [stage direction])": (

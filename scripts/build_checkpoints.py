@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes  # noqa: E402
 from lab.models import build_model, count_parameters  # noqa: E402
 from lab.presets import get_preset  # noqa: E402
-from lab.train import LMTask, TrainConfig, configure_threads, load_bundled_corpus, train  # noqa: E402
+from lab.train import LMTask, configure_threads, load_bundled_corpus, train  # noqa: E402
 
 SMALL = dict(embed_dim=64, hidden_size=256, num_layers=1)  # astra-alpha's size, one per cell
 BUNDLE = {
@@ -41,11 +41,8 @@ def build(name, seconds, out_dir, text):
     preset = get_preset(preset_name)
     task = LMTask.from_text(text, preset.tokenizer, **preset.tokenizer_options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    options = {k: v for k, v in preset.train.items() if k in known and k != "max_epochs"}
-    options.update(train_overrides)
-    train_config = TrainConfig(**{**options, "max_steps": None, "max_seconds": seconds, "eval_interval": 100,
-                                  "eval_batches": 8})
+    train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=seconds, eval_interval=100,
+                                       eval_batches=8)
     torch.manual_seed(train_config.seed)
     model = build_model(config)
     result = train(model, task, train_config)

@@ -112,3 +112,10 @@ def test_summary_names_convention_size_and_every_parameter():
     assert "1,075,688" in text and "z overwrites" in text
     torch_summary = model_summary(build_model(dataclasses.replace(get_preset("scribe-alpha").model, cell="gru_torch")))
     assert any("PyTorch convention" in c for c in torch_summary.conventions)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_recipe_is_a_train_config(name):
+    preset = PRESETS[name]
+    config = preset.train_config(max_seconds=5.0)
+    assert config.lr == preset.train["lr"] and config.max_seconds == 5.0

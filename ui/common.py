@@ -17,7 +17,8 @@ from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
 from lab.data import DataError
 from lab.train import configure_threads
 
-USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", Path(__file__).resolve().parent.parent / "user_checkpoints"))
+ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
+USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))
 
 # Published numbers a student can hold a result against (cited where shown).
 ANCHORS = {
@@ -85,8 +86,7 @@ def user_errors(what="That"):
 # ---------------------------------------------------------------------------
 # pages
 
-ROOT = Path(__file__).resolve().parent.parent
-PAGES = {  # name -> (script path relative to app.py, icon); pages may land later, so links check first
+PAGES = {  # name -> (script path relative to app.py, icon)
     "Train": ("pages/1_🏋️_Train.py", "🏋️"),
     "Sample": ("pages/2_💬_Sample.py", "💬"),
     "Gates": ("pages/3_🔬_Gates.py", "🔬"),
@@ -97,17 +97,14 @@ PAGES = {  # name -> (script path relative to app.py, icon); pages may land late
 
 
 def page_link(name, label=None, help=None):
-    """st.page_link to one of PAGES if its file exists; returns whether a link was drawn."""
+    """st.page_link to one of PAGES (nothing when a page runs on its own, outside app.py)."""
     from streamlit.errors import StreamlitAPIException
 
     path, icon = PAGES[name]
-    if not (ROOT / path).is_file():
-        return False
     try:
         st.page_link(path, label=label or name, icon=icon, help=help)
     except StreamlitAPIException:  # a page run on its own (not from app.py) knows no other pages
-        return False
-    return True
+        pass
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

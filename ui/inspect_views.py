@@ -24,7 +24,7 @@ from lab.introspect import GATE_KINDS, SATURATION, SIGMOID_GATES, trace_text
 from lab.memory import constant_gate_retention, gradient_through_time, retention
 from lab.models import build_model
 from lab.sampling import SamplingConfig, generate
-from ui.common import ANCHORS, cached_checkpoint, show_anchors
+from ui.common import cached_checkpoint
 
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
 
@@ -86,13 +86,6 @@ STRATEGY_TITLES = {"greedy": "Greedy", "temperature": "Temperature", "top_k": "T
 
 def cell_label(cell):
     return CELL_NAMES.get(cell, cell)
-
-
-def page_anchors(*keys):
-    """ui.common.show_anchors for the keys it knows (the table may grow or shrink)."""
-    known = [k for k in keys if k in ANCHORS]
-    if known:
-        show_anchors(*known)
 
 
 def checkpoint_key(checkpoint):

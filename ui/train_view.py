@@ -105,7 +105,7 @@ def key(name):
 def preset_values(name):
     """The settings a preset stands for (model, tokenizer and training recipe)."""
     preset = PRESETS[name]
-    model, recipe, base = preset.model, preset.train, TrainConfig()
+    model, recipe = preset.model, preset.train_config()
     return {
         "preset": name,
         "cell": getattr(model, "cell", "scan"),
@@ -116,12 +116,12 @@ def preset_values(name):
         "dropout": float(model.dropout),
         "tokenizer": preset.tokenizer or "char",
         "vocab": preset.tokenizer_options.get("vocab_size", 1000),
-        "lr": recipe.get("lr", base.lr),
-        "wd": recipe.get("weight_decay", base.weight_decay),
-        "batch": recipe.get("batch_size", base.batch_size),
-        "block": recipe.get("block_size", base.block_size),
-        "smoothing": recipe.get("label_smoothing", base.label_smoothing),
-        "clip": recipe.get("grad_clip", base.grad_clip),
+        "lr": recipe.lr,
+        "wd": recipe.weight_decay,
+        "batch": recipe.batch_size,
+        "block": recipe.block_size,
+        "smoothing": recipe.label_smoothing,
+        "clip": recipe.grad_clip,
     }
 
 
