@@ -241,23 +241,91 @@ class LSTMLayer(RecurrentLayer):
         return zeros(batch_size, device, dtype), zeros(batch_size, device, dtype)
 
     def forward(self, x, state=None, trace=None):
-        xw, (h, c) = self._start(x, state)
-        H = self.hidden_size
-        w_hh = self.weight_hh.t()
-        outputs, steps = [], {"i": [], "f": [], "g": [], "o": [], "c": []}
-        for xw_t in xw:
-            gates = torch.addmm(xw_t, h, w_hh)  # (B, 4H)
-            # one sigmoid over all four blocks (g's sigmoid is unused) costs less than three calls
-            i, f, _, o = torch.sigmoid(gates).chunk(4, 1)
-            g = torch.tanh(gates[:, 2 * H : 3 * H])
-            c = torch.addcmul(f * c, i, g)
-            h = o * torch.tanh(c)
-            outputs.append(h)
-            if trace is not None:
-                for name, value in zip("ifgoc", (i, f, g, o, c)):
-                    steps[name].append(value)
-        steps["h"] = outputs
-        return self._finish(outputs, trace, steps), (h, c)
+        h0, c0 = self.init_state(x.size(0), x.device, x.dtype) if state is None else state
+        # time-major (T, B, 4H), so every step's slice is contiguous; a stack of
+        # LSTM layers hands the next one its output time-major at no cost
+        xw = F.linear(x.transpose(0, 1), self.weight_ih, self.bias)
+        out, c, acts, cs = _LSTMRecurrence.apply(xw, h0, c0, self.weight_hh)
+        if trace is not None:
+            for name, value in zip("ifgo", acts.chunk(4, 2)):
+                trace[name] = value.transpose(0, 1)  # (B, T, H)
+            trace["c"], trace["h"] = cs.transpose(0, 1), out.detach()
+        return out, (out[:, -1], c)
+
+
+class _LSTMRecurrence(torch.autograd.Function):
+    """The LSTM's time loop, with backpropagation through time written by hand.
+
+    Same equations as LSTMLayer, given xw_t = W x_t + b for every step, (T, B, 4H).
+    Autograd would record ~10 small ops per step and replay ~25 in the
+    backward pass, with a small (4H x B) @ (B x H) matmul per step for the
+    weight gradient. Here the forward loop writes into preallocated buffers,
+    and the backward loop keeps only what is truly recursive (a_t = the four
+    gates' pre-activations):
+
+        dh_t = dL/dout_t + dL/da_{t+1} @ W_hh
+        dc_t = dh_t * o_t * (1 - tanh(c_t)^2) + dc_{t+1} * f_{t+1}
+        dL/da_t = [dc_t * g_t i_t (1 - i_t),  dc_t * c_{t-1} f_t (1 - f_t),
+                   dc_t * i_t (1 - g_t^2),    dh_t * tanh(c_t) o_t (1 - o_t)]
+
+    The factors that do not depend on dh or dc are computed for all steps at
+    once before the loop, and dL/dW_hh = sum_t dL/da_t^T h_{t-1} is one matmul
+    after it (BENCHMARKS.md has the speed-up; tests/test_cells.py checks the
+    gradients against nn.LSTM and with gradcheck).
+    Returns out (B, T, H), c_T (B, H), and for tracing the activated gates
+    (T, B, 4H) and cell states (T, B, H), which carry no gradient.
+    """
+
+    @staticmethod
+    def forward(ctx, xw, h0, c0, weight_hh):
+        T, B, H = xw.size(0), xw.size(1), h0.size(1)
+        acts = xw.clone()  # becomes i, f, g, o after their nonlinearities
+        cs = xw.new_empty(T + 1, B, H)  # c_0 .. c_T
+        hs = xw.new_empty(T + 1, B, H)  # h_0 .. h_T
+        tanh_cs = xw.new_empty(T, B, H)  # tanh(c_1) .. tanh(c_T), reused by the backward pass
+        cs[0], hs[0] = c0, h0
+        w_hh = weight_hh.t()
+        for t in range(T):
+            a = acts[t].addmm_(hs[t], w_hh)  # (B, 4H)
+            # tanh(x) = 2 sigmoid(2x) - 1: PyTorch's CPU sigmoid is several times
+            # faster than its tanh, and one sigmoid covers all four gate blocks
+            i, f, g, o = a.chunk(4, 1)
+            g.mul_(2)
+            torch.sigmoid_(a)
+            g.mul_(2).sub_(1)
+            torch.mul(f, cs[t], out=cs[t + 1]).addcmul_(i, g)
+            tanh_c = torch.sigmoid_(torch.mul(cs[t + 1], 2, out=tanh_cs[t])).mul_(2).sub_(1)
+            torch.mul(o, tanh_c, out=hs[t + 1])
+        ctx.save_for_backward(acts, cs, hs, tanh_cs, weight_hh)
+        ctx.mark_non_differentiable(acts, cs)
+        ctx.set_materialize_grads(False)
+        return hs[1:].transpose(0, 1), cs[T], acts, cs[1:]
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out, grad_c, _grad_acts, _grad_cs):
+        acts, cs, hs, tanh_cs, weight_hh = ctx.saved_tensors
+        T, B, H = tanh_cs.shape
+        i, f, g, o = acts.chunk(4, 2)
+        dc_per_dh = torch.addcmul(o, hs[1:], tanh_cs, value=-1)  # o (1 - tanh(c)^2), as h = o tanh(c)
+        # grad_a starts as the factors that multiply dc (i, f, g) or dh (o) in the loop
+        grad_a = torch.empty_like(acts)
+        grad_i, grad_f, grad_g, grad_o = grad_a.chunk(4, 2)
+        torch.addcmul(i, i, i, value=-1, out=grad_i).mul_(g)  # g i (1 - i)
+        torch.addcmul(f, f, f, value=-1, out=grad_f).mul_(cs[:-1])  # c_{t-1} f (1 - f)
+        torch.addcmul(i, i * g, g, value=-1, out=grad_g)  # i (1 - g^2)
+        torch.addcmul(o, o, o, value=-1, out=grad_o).mul_(tanh_cs)  # tanh(c) o (1 - o)
+        zeros = hs.new_zeros(B, H)
+        grad_out = hs.new_zeros(T, B, H) if grad_out is None else grad_out.transpose(0, 1)  # (T, B, H)
+        dh, dc_carry = grad_out[T - 1], zeros if grad_c is None else grad_c
+        for t in range(T - 1, -1, -1):
+            dc = torch.addcmul(dc_carry, dh, dc_per_dh[t])
+            grad_a[t, :, : 3 * H].view(B, 3, H).mul_(dc.unsqueeze(1))
+            grad_a[t, :, 3 * H :].mul_(dh)
+            dc_carry = dc * f[t]
+            dh = torch.addmm(grad_out[t - 1] if t else zeros, grad_a[t], weight_hh)
+        grad_w = grad_a.view(T * B, 4 * H).t() @ hs[:-1].reshape(T * B, H)
+        return grad_a, dh, dc_carry, grad_w
 
 
 # ---------------------------------------------------------------------------

@@ -1,10 +1,8 @@
 """Seed 003's gate-bias ablation (lab.experiments.ablation): the model, the frozen biases through AdamW,
 a tiny study's results file, the CIFAR-10 code path on a fixture, the CLI and the page. CPU-only, small."""
-import hashlib
 import json
 import math
 import sys
-import time
 from pathlib import Path
 
 import pytest

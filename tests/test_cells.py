@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 from lab.cells import (CELLS, FusedLayer, LSTMLayer, RecurrentStack, RNNLayer, ScanLayer, SeedGRULayer,
-                       TorchGRULayer, make_layer, scan_parallel, scan_sequential, sigmoid_time_constant)
+                       TorchGRULayer, _LSTMRecurrence, make_layer, scan_parallel, scan_sequential, sigmoid_time_constant)
 
 TORCH_TWINS = {"rnn": (RNNLayer, nn.RNN), "gru_torch": (TorchGRULayer, nn.GRU), "lstm": (LSTMLayer, nn.LSTM)}
 
@@ -86,6 +86,23 @@ def test_gradcheck_every_cell(cell):
     h0 = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
     state = (h0, torch.randn(2, 4, dtype=torch.float64)) if cell == "lstm" else h0
     assert torch.autograd.gradcheck(lambda x, h0: layer(x, state if cell == "lstm" else h0)[0], (x, h0))
+
+
+def test_lstm_hand_written_bptt_passes_gradcheck_on_every_input():
+    """The LSTM's backward pass is written by hand: check it against finite
+    differences for the projected input, h0, c0 and W_hh, through both the
+    outputs and the final cell state."""
+    torch.manual_seed(0)
+    T, B, H = 6, 2, 4
+    xw = torch.randn(T, B, 4 * H, dtype=torch.float64, requires_grad=True)
+    h0, c0 = (torch.randn(B, H, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    weight_hh = torch.randn(4 * H, H, dtype=torch.float64, requires_grad=True)
+
+    def outputs_and_final_cell(xw, h0, c0, weight_hh):
+        out, c, _, _ = _LSTMRecurrence.apply(xw, h0, c0, weight_hh)
+        return out, c
+
+    assert torch.autograd.gradcheck(outputs_and_final_cell, (xw, h0, c0, weight_hh))
 
 
 @pytest.mark.parametrize("T", [1, 7, 128, 1024])
