@@ -242,10 +242,9 @@ class LSTMLayer(RecurrentLayer):
 
     def forward(self, x, state=None, trace=None):
         h0, c0 = self.init_state(x.size(0), x.device, x.dtype) if state is None else state
-        # time-major (T, B, 4H), so every step's slice is contiguous; a stack of
-        # LSTM layers hands the next one its output time-major at no cost
-        xw = F.linear(x.transpose(0, 1), self.weight_ih, self.bias)
-        out, c, acts, cs = _LSTMRecurrence.apply(xw, h0, c0, self.weight_hh)
+        # time-major (T, B, ·) inside, so every step's slice is contiguous; a
+        # stack of LSTM layers hands the next one its output time-major at no cost
+        out, c, acts, cs = _LSTMFunction.apply(x.transpose(0, 1), h0, c0, self.weight_ih, self.weight_hh, self.bias)
         if trace is not None:
             for name, value in zip("ifgo", acts.chunk(4, 2)):
                 trace[name] = value.transpose(0, 1)  # (B, T, H)
@@ -253,36 +252,38 @@ class LSTMLayer(RecurrentLayer):
         return out, (out[:, -1], c)
 
 
-class _LSTMRecurrence(torch.autograd.Function):
-    """The LSTM's time loop, with backpropagation through time written by hand.
+class _LSTMFunction(torch.autograd.Function):
+    """LSTMLayer's forward pass, with backpropagation through time written by hand.
 
-    Same equations as LSTMLayer, given xw_t = W x_t + b for every step, (T, B, 4H).
     Autograd would record ~10 small ops per step and replay ~25 in the
     backward pass, with a small (4H x B) @ (B x H) matmul per step for the
-    weight gradient. Here the forward loop writes into preallocated buffers,
-    and the backward loop keeps only what is truly recursive (a_t = the four
-    gates' pre-activations):
+    weight gradient. Here the input projection of all steps is one matmul
+    straight into the gate buffer, the forward loop writes into preallocated
+    buffers, and the backward loop keeps only what is truly recursive
+    (a_t = the four gates' pre-activations, W_ih x_t + W_hh h_{t-1} + b):
 
-        dh_t = dL/dout_t + dL/da_{t+1} @ W_hh
-        dc_t = dh_t * o_t * (1 - tanh(c_t)^2) + dc_{t+1} * f_{t+1}
+        dh_t    = dL/dout_t + dL/da_{t+1} @ W_hh
+        dc_t    = dh_t * o_t * (1 - tanh(c_t)^2) + dc_{t+1} * f_{t+1}
         dL/da_t = [dc_t * g_t i_t (1 - i_t),  dc_t * c_{t-1} f_t (1 - f_t),
                    dc_t * i_t (1 - g_t^2),    dh_t * tanh(c_t) o_t (1 - o_t)]
 
     The factors that do not depend on dh or dc are computed for all steps at
-    once before the loop, and dL/dW_hh = sum_t dL/da_t^T h_{t-1} is one matmul
-    after it (BENCHMARKS.md has the speed-up; tests/test_cells.py checks the
-    gradients against nn.LSTM and with gradcheck).
-    Returns out (B, T, H), c_T (B, H), and for tracing the activated gates
-    (T, B, 4H) and cell states (T, B, H), which carry no gradient.
+    once before the loop; the gradients of W_hh, W_ih, b and x are one matmul
+    (or sum) each over all steps after it. BENCHMARKS.md has the speed-up;
+    tests/test_cells.py checks the gradients against nn.LSTM and gradcheck.
+    x is time-major (T, B, I). Returns out (B, T, H), c_T (B, H), and for
+    tracing the activated gates (T, B, 4H) and cell states (T, B, H), which
+    carry no gradient.
     """
 
     @staticmethod
-    def forward(ctx, xw, h0, c0, weight_hh):
-        T, B, H = xw.size(0), xw.size(1), h0.size(1)
-        acts = xw.clone()  # becomes i, f, g, o after their nonlinearities
-        cs = xw.new_empty(T + 1, B, H)  # c_0 .. c_T
-        hs = xw.new_empty(T + 1, B, H)  # h_0 .. h_T
-        tanh_cs = xw.new_empty(T, B, H)  # tanh(c_1) .. tanh(c_T), reused by the backward pass
+    def forward(ctx, x, h0, c0, weight_ih, weight_hh, bias):
+        T, B, H = x.size(0), x.size(1), h0.size(1)
+        x = x.reshape(T * B, -1)
+        acts = torch.addmm(bias, x, weight_ih.t()).view(T, B, 4 * H)  # becomes i, f, g, o
+        cs = x.new_empty(T + 1, B, H)  # c_0 .. c_T
+        hs = x.new_empty(T + 1, B, H)  # h_0 .. h_T
+        tanh_cs = x.new_empty(T, B, H)  # tanh(c_1) .. tanh(c_T), reused by the backward pass
         cs[0], hs[0] = c0, h0
         w_hh = weight_hh.t()
         for t in range(T):
@@ -296,7 +297,7 @@ class _LSTMRecurrence(torch.autograd.Function):
             torch.mul(f, cs[t], out=cs[t + 1]).addcmul_(i, g)
             tanh_c = torch.sigmoid_(torch.mul(cs[t + 1], 2, out=tanh_cs[t])).mul_(2).sub_(1)
             torch.mul(o, tanh_c, out=hs[t + 1])
-        ctx.save_for_backward(acts, cs, hs, tanh_cs, weight_hh)
+        ctx.save_for_backward(x, acts, cs, hs, tanh_cs, weight_ih, weight_hh)
         ctx.mark_non_differentiable(acts, cs)
         ctx.set_materialize_grads(False)
         return hs[1:].transpose(0, 1), cs[T], acts, cs[1:]
@@ -304,7 +305,7 @@ class _LSTMRecurrence(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out, grad_c, _grad_acts, _grad_cs):
-        acts, cs, hs, tanh_cs, weight_hh = ctx.saved_tensors
+        x, acts, cs, hs, tanh_cs, weight_ih, weight_hh = ctx.saved_tensors
         T, B, H = tanh_cs.shape
         i, f, g, o = acts.chunk(4, 2)
         dc_per_dh = torch.addcmul(o, hs[1:], tanh_cs, value=-1)  # o (1 - tanh(c)^2), as h = o tanh(c)
@@ -324,8 +325,10 @@ class _LSTMRecurrence(torch.autograd.Function):
             grad_a[t, :, 3 * H :].mul_(dh)
             dc_carry = dc * f[t]
             dh = torch.addmm(grad_out[t - 1] if t else zeros, grad_a[t], weight_hh)
-        grad_w = grad_a.view(T * B, 4 * H).t() @ hs[:-1].reshape(T * B, H)
-        return grad_a, dh, dc_carry, grad_w
+        grad_a = grad_a.view(T * B, 4 * H)
+        grad_x = (grad_a @ weight_ih).view(T, B, -1) if ctx.needs_input_grad[0] else None
+        grad_w_hh = grad_a.t() @ hs[:-1].reshape(T * B, H)
+        return grad_x, dh, dc_carry, grad_a.t() @ x, grad_w_hh, grad_a.sum(0)
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 from lab.cells import (CELLS, FusedLayer, LSTMLayer, RecurrentStack, RNNLayer, ScanLayer, SeedGRULayer,
-                       TorchGRULayer, _LSTMRecurrence, make_layer, scan_parallel, scan_sequential, sigmoid_time_constant)
+                       TorchGRULayer, _LSTMFunction, make_layer, scan_parallel, scan_sequential, sigmoid_time_constant)
 
 TORCH_TWINS = {"rnn": (RNNLayer, nn.RNN), "gru_torch": (TorchGRULayer, nn.GRU), "lstm": (LSTMLayer, nn.LSTM)}
 
@@ -90,19 +90,18 @@ def test_gradcheck_every_cell(cell):
 
 def test_lstm_hand_written_bptt_passes_gradcheck_on_every_input():
     """The LSTM's backward pass is written by hand: check it against finite
-    differences for the projected input, h0, c0 and W_hh, through both the
-    outputs and the final cell state."""
+    differences for x, h0, c0, W_ih, W_hh and b, through both the outputs and
+    the final cell state."""
     torch.manual_seed(0)
-    T, B, H = 6, 2, 4
-    xw = torch.randn(T, B, 4 * H, dtype=torch.float64, requires_grad=True)
-    h0, c0 = (torch.randn(B, H, dtype=torch.float64, requires_grad=True) for _ in range(2))
-    weight_hh = torch.randn(4 * H, H, dtype=torch.float64, requires_grad=True)
+    T, B, I, H = 6, 2, 3, 4
+    inputs = [torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+              for shape in [(T, B, I), (B, H), (B, H), (4 * H, I), (4 * H, H), (4 * H,)]]
 
-    def outputs_and_final_cell(xw, h0, c0, weight_hh):
-        out, c, _, _ = _LSTMRecurrence.apply(xw, h0, c0, weight_hh)
+    def outputs_and_final_cell(*inputs):
+        out, c, _, _ = _LSTMFunction.apply(*inputs)
         return out, c
 
-    assert torch.autograd.gradcheck(outputs_and_final_cell, (xw, h0, c0, weight_hh))
+    assert torch.autograd.gradcheck(outputs_and_final_cell, inputs)
 
 
 @pytest.mark.parametrize("T", [1, 7, 128, 1024])
