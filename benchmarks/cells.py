@@ -86,22 +86,29 @@ class Scratch(nn.Module):
         return self.rnn(x)[0]
 
 
-def tokens_per_second(model, repeats):
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+def tokens_per_second(models, repeats):
+    """Median training tokens/s of each model. The models take turns, one step
+    each per round, so a slow spell on shared cores hits all of them alike and
+    the ratios between them stay fair."""
     x = torch.randn(B, T, E)
+    steps = []
+    for model in models:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(x).square().mean().backward()
-        opt.step()
+        def step(model=model, opt=opt):
+            opt.zero_grad(set_to_none=True)
+            model(x).square().mean().backward()
+            opt.step()
 
-    step()  # warm-up
-    times = []
+        step()  # warm-up
+        steps.append(step)
+    times = [[] for _ in models]
     for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return B * T / sorted(times)[len(times) // 2]
+        for step, model_times in zip(steps, times):
+            start = time.perf_counter()
+            step()
+            model_times.append(time.perf_counter() - start)
+    return [B * T / sorted(model_times)[len(model_times) // 2] for model_times in times]
 
 
 def time_scan(fn, T_len, repeats):
@@ -124,12 +131,12 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {args.threads} threads, B={B} T={T} E={E} H={H} layers={L}, "
-          f"median of {args.repeats} train steps")
+          f"median of {args.repeats} train steps, the variants taking turns")
     for name, scratch, fused, seed_style in [
         ("GRU", Scratch("gru_torch"), Fused(nn.GRU), SeedStyleStack(SeedStyleGRUCell, lstm=False)),
         ("LSTM", Scratch("lstm"), Fused(nn.LSTM), SeedStyleStack(SeedStyleLSTMCell, lstm=True)),
     ]:
-        s, f, k = (tokens_per_second(m, args.repeats) for m in (scratch, fused, seed_style))
+        s, f, k = tokens_per_second((scratch, fused, seed_style), args.repeats)
         print(f"{name:5s} scratch {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | seed-002 style {k:9,.0f} tok/s"
               f" | scratch time / fused time = {f / s:.2f}x | scratch speed-up over seed style = {s / k:.2f}x")
     for T_len in (128, 1024):

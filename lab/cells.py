@@ -189,21 +189,84 @@ class TorchGRULayer(RecurrentLayer):
                 self.bias[H : 2 * H] = self.keep_bias
 
     def forward(self, x, state=None, trace=None):
-        xw, h = self._start(x, state)
-        H = self.hidden_size
-        w_hh = self.weight_hh.t()
-        outputs, steps = [], {"r": [], "z": [], "n": []}
-        for xw_t in xw:
-            hw = torch.addmm(self.bias_hh, h, w_hh)  # (B, 3H)
-            rz = torch.sigmoid(xw_t[:, : 2 * H] + hw[:, : 2 * H])
-            r, z = rz.chunk(2, 1)
-            n = torch.tanh(torch.addcmul(xw_t[:, 2 * H :], r, hw[:, 2 * H :]))
-            h = torch.lerp(n, h, z)  # (1-z)*n + z*h
-            outputs.append(h)
-            if trace is not None:
-                steps["r"].append(r), steps["z"].append(z), steps["n"].append(n)
-        steps["h"] = outputs
-        return self._finish(outputs, trace, steps), h
+        h0 = self.init_state(x.size(0), x.device, x.dtype) if state is None else state
+        # time-major inside, as the LSTM (see there)
+        out, gates = _TorchGRUFunction.apply(x.transpose(0, 1), h0, self.weight_ih, self.weight_hh,
+                                             self.bias, self.bias_hh)
+        if trace is not None:
+            for name, value in zip("rzn", gates.chunk(3, 2)):
+                trace[name] = value.transpose(0, 1)  # (B, T, H)
+            trace["h"] = out.detach()
+        return out, out[:, -1]
+
+
+class _TorchGRUFunction(torch.autograd.Function):
+    """TorchGRULayer's forward pass, with backpropagation through time written
+    by hand, as _LSTMFunction does for the LSTM (see there for why).
+
+    The GRU has one recursive quantity, h, so every gradient at step t is dh_t
+    times a factor known after the forward pass (a = pre-activations,
+    u_t = W_hn h_{t-1} + b_hn):
+
+        dL/da_r = dh_t * (1-z)(1-n^2) u_t r(1-r)    (same for W_ir x and W_hr h)
+        dL/da_z = dh_t * (h_{t-1} - n) z(1-z)       (same for W_iz x and W_hz h)
+        dL/d(W_in x_t) = dh_t * (1-z)(1-n^2),  dL/du_t = dh_t * (1-z)(1-n^2) r
+        dh_{t-1} = dL/dout_{t-1} + z * dh_t + [dL/da_r, dL/da_z, dL/du_t] @ W_hh
+
+    The factors are computed for all steps before the loop; the loop keeps
+    the products with dh and the matmul with W_hh; weight, bias and input
+    gradients are one matmul (or sum) each after it. x is time-major (T, B, I).
+    Returns out (B, T, H) and, for tracing, the gates r, z, n (T, B, 3H),
+    which carry no gradient.
+    """
+
+    @staticmethod
+    def forward(ctx, x, h0, weight_ih, weight_hh, bias_ih, bias_hh):
+        T, B, H = x.size(0), x.size(1), h0.size(1)
+        x = x.reshape(T * B, -1)
+        gates = torch.addmm(bias_ih, x, weight_ih.t()).view(T, B, 3 * H)  # becomes r, z, n
+        hws = x.new_empty(T, B, 3 * H)  # W_hh h_{t-1} + b_hh
+        hs = x.new_empty(T + 1, B, H)  # h_0 .. h_T
+        hs[0] = h0
+        w_hh = weight_hh.t()
+        for t in range(T):
+            hw = torch.addmm(bias_hh, hs[t], w_hh, out=hws[t])
+            g = gates[t]
+            r, z = g[:, : 2 * H].add_(hw[:, : 2 * H]).sigmoid_().chunk(2, 1)
+            # tanh(x) = 2 sigmoid(2x) - 1: PyTorch's CPU sigmoid is several times faster than its tanh
+            n = g[:, 2 * H :].addcmul_(r, hw[:, 2 * H :]).mul_(2).sigmoid_().mul_(2).sub_(1)
+            torch.lerp(n, hs[t], z, out=hs[t + 1])  # (1-z)*n + z*h
+        ctx.save_for_backward(x, gates, hws, hs, weight_ih, weight_hh)
+        ctx.mark_non_differentiable(gates)
+        ctx.set_materialize_grads(False)
+        return hs[1:].transpose(0, 1), gates
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out, _grad_gates):
+        x, gates, hws, hs, weight_ih, weight_hh = ctx.saved_tensors
+        T, B, H = hs.size(0) - 1, hs.size(1), hs.size(2)
+        r, z, n = gates.chunk(3, 2)
+        dn_pre = (1 - z) * (1 - n * n)  # dL/d(n's pre-activation) per unit dh
+        # grad_x_side / grad_h_side start as the factors and are multiplied by dh in the loop
+        grad_x_side = torch.empty_like(gates)
+        grad_r, grad_z, grad_n = grad_x_side.chunk(3, 2)
+        torch.mul(r, 1 - r, out=grad_r).mul_(dn_pre).mul_(hws[..., 2 * H :])
+        torch.sub(hs[:-1], n, out=grad_z).mul_(z).mul_(1 - z)
+        grad_n.copy_(dn_pre)
+        grad_h_side = grad_x_side.clone()
+        grad_h_side[..., 2 * H :].mul_(r)
+        zeros = hs.new_zeros(B, H)
+        grad_out = hs.new_zeros(T, B, H) if grad_out is None else grad_out.transpose(0, 1)  # (T, B, H)
+        dh = grad_out[T - 1]
+        for t in range(T - 1, -1, -1):
+            grad_x_side[t].view(B, 3, H).mul_(dh.unsqueeze(1))
+            grad_h_side[t].view(B, 3, H).mul_(dh.unsqueeze(1))
+            dh = torch.addcmul(grad_out[t - 1] if t else zeros, z[t], dh).addmm_(grad_h_side[t], weight_hh)
+        grad_x_side, grad_h_side = grad_x_side.view(T * B, 3 * H), grad_h_side.view(T * B, 3 * H)
+        grad_x = (grad_x_side @ weight_ih).view(T, B, -1) if ctx.needs_input_grad[0] else None
+        return (grad_x, dh, grad_x_side.t() @ x, grad_h_side.t() @ hs[:-1].reshape(T * B, H),
+                grad_x_side.sum(0), grad_h_side.sum(0))
 
 
 class LSTMLayer(RecurrentLayer):

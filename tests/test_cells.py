@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 from lab.cells import (CELLS, FusedLayer, LSTMLayer, RecurrentStack, RNNLayer, ScanLayer, SeedGRULayer,
-                       TorchGRULayer, _LSTMFunction, make_layer, scan_parallel, scan_sequential, sigmoid_time_constant)
+                       TorchGRULayer, _LSTMFunction, _TorchGRUFunction, make_layer, scan_parallel, scan_sequential, sigmoid_time_constant)
 
 TORCH_TWINS = {"rnn": (RNNLayer, nn.RNN), "gru_torch": (TorchGRULayer, nn.GRU), "lstm": (LSTMLayer, nn.LSTM)}
 
@@ -88,20 +88,23 @@ def test_gradcheck_every_cell(cell):
     assert torch.autograd.gradcheck(lambda x, h0: layer(x, state if cell == "lstm" else h0)[0], (x, h0))
 
 
-def test_lstm_hand_written_bptt_passes_gradcheck_on_every_input():
-    """The LSTM's backward pass is written by hand: check it against finite
-    differences for x, h0, c0, W_ih, W_hh and b, through both the outputs and
-    the final cell state."""
+@pytest.mark.parametrize("cell", ["lstm", "gru_torch"])
+def test_hand_written_bptt_passes_gradcheck_on_every_input(cell):
+    """The LSTM's and PyTorch-convention GRU's backward passes are written by
+    hand: check them against finite differences for x, the initial state, both
+    weight matrices and the biases, through every output and the final cell state."""
     torch.manual_seed(0)
     T, B, I, H = 6, 2, 3, 4
-    inputs = [torch.randn(*shape, dtype=torch.float64, requires_grad=True)
-              for shape in [(T, B, I), (B, H), (B, H), (4 * H, I), (4 * H, H), (4 * H,)]]
+    if cell == "lstm":
+        function, shapes = _LSTMFunction, [(T, B, I), (B, H), (B, H), (4 * H, I), (4 * H, H), (4 * H,)]
+    else:
+        function, shapes = _TorchGRUFunction, [(T, B, I), (B, H), (3 * H, I), (3 * H, H), (3 * H,), (3 * H,)]
+    inputs = [torch.randn(*shape, dtype=torch.float64, requires_grad=True) for shape in shapes]
 
-    def outputs_and_final_cell(*inputs):
-        out, c, _, _ = _LSTMFunction.apply(*inputs)
-        return out, c
+    def differentiable_outputs(*inputs):
+        return function.apply(*inputs)[:2 if cell == "lstm" else 1]  # out (and the LSTM's c_T)
 
-    assert torch.autograd.gradcheck(outputs_and_final_cell, inputs)
+    assert torch.autograd.gradcheck(differentiable_outputs, inputs)
 
 
 @pytest.mark.parametrize("T", [1, 7, 128, 1024])
