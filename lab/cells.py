@@ -12,6 +12,10 @@ one introspection path serve them all:
 * The input projections of all T steps are one matmul outside the time loop;
   the loop walks `x.unbind(1)` because indexing `x[:, t]` inside the loop makes
   autograd accumulate a full-size gradient buffer per step (quadratic in T).
+  The LSTM and the PyTorch-convention GRU, the cells the speed benchmark
+  measures against torch.nn, go one step further: their loop runs inside an
+  autograd.Function with backpropagation through time written by hand
+  (_LSTMFunction, _TorchGRUFunction), checked by gradcheck and against torch.nn.
 * Pass a dict as `trace` and the layer fills it with every gate, (B, T, H) each,
   for the gate heatmaps and memory-decay measurements.
 
