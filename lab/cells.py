@@ -86,12 +86,13 @@ class RecurrentLayer(nn.Module):
     def init_state(self, batch_size, device=None, dtype=None):
         return torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype)
 
+    def _state_or_zeros(self, x, state):
+        return self.init_state(x.size(0), x.device, x.dtype) if state is None else state
+
     def _start(self, x, state):
         """Project every time step at once: (B, T, I) -> T tensors of (B, G*H)."""
-        if state is None:
-            state = self.init_state(x.size(0), x.device, x.dtype)
         xw = F.linear(x, self.weight_ih, self.bias)  # (B, T, G*H)
-        return xw.unbind(1), state
+        return xw.unbind(1), self._state_or_zeros(x, state)
 
     @staticmethod
     def _finish(outputs, trace, steps):
@@ -164,6 +165,32 @@ class SeedGRULayer(RecurrentLayer):
         return self._finish(outputs, trace, steps), h
 
 
+# ---------------------------------------------------------------------------
+# pieces shared by the hand-written BPTT Functions (_TorchGRUFunction, _LSTMFunction)
+
+
+def _tanh_by_sigmoid(x, out):
+    """tanh(x) = 2 sigmoid(2x) - 1, into `out` (may be x): PyTorch's CPU sigmoid
+    is several times faster than its tanh."""
+    return torch.mul(x, 2, out=out).sigmoid_().mul_(2).sub_(1)
+
+
+def _project_time_major(x, weight_ih, bias):
+    """Every step's input projection as one matmul: x (T, B, I) -> x (T*B, I), W x + b (T, B, G*H)."""
+    T, B = x.size(0), x.size(1)
+    x = x.reshape(T * B, -1)
+    return x, torch.addmm(bias, x, weight_ih.t()).view(T, B, -1)
+
+
+def _projection_grads(grad_pre, x, weight_ih, needs_grad_x):
+    """Gradients of _project_time_major's x, W and b, one matmul or sum each over all steps,
+    given grad_pre (T, B, G*H), the loss's gradient at W x + b."""
+    T, B = grad_pre.size(0), grad_pre.size(1)
+    grad_pre = grad_pre.view(T * B, -1)
+    grad_x = (grad_pre @ weight_ih).view(T, B, -1) if needs_grad_x else None
+    return grad_x, grad_pre.t() @ x, grad_pre.sum(0)
+
+
 class TorchGRULayer(RecurrentLayer):
     """GRU in PyTorch's convention (torch.nn.GRU, seed 003), two bias vectors:
 
@@ -193,7 +220,7 @@ class TorchGRULayer(RecurrentLayer):
                 self.bias[H : 2 * H] = self.keep_bias
 
     def forward(self, x, state=None, trace=None):
-        h0 = self.init_state(x.size(0), x.device, x.dtype) if state is None else state
+        h0 = self._state_or_zeros(x, state)
         # time-major inside, as the LSTM (see there)
         out, gates = _TorchGRUFunction.apply(x.transpose(0, 1), h0, self.weight_ih, self.weight_hh,
                                              self.bias, self.bias_hh)
@@ -227,8 +254,7 @@ class _TorchGRUFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, h0, weight_ih, weight_hh, bias_ih, bias_hh):
         T, B, H = x.size(0), x.size(1), h0.size(1)
-        x = x.reshape(T * B, -1)
-        gates = torch.addmm(bias_ih, x, weight_ih.t()).view(T, B, 3 * H)  # becomes r, z, n
+        x, gates = _project_time_major(x, weight_ih, bias_ih)  # gates become r, z, n
         hws = x.new_empty(T, B, 3 * H)  # W_hh h_{t-1} + b_hh
         hs = x.new_empty(T + 1, B, H)  # h_0 .. h_T
         hs[0] = h0
@@ -237,8 +263,8 @@ class _TorchGRUFunction(torch.autograd.Function):
             hw = torch.addmm(bias_hh, hs[t], w_hh, out=hws[t])
             g = gates[t]
             r, z = g[:, : 2 * H].add_(hw[:, : 2 * H]).sigmoid_().chunk(2, 1)
-            # tanh(x) = 2 sigmoid(2x) - 1: PyTorch's CPU sigmoid is several times faster than its tanh
-            n = g[:, 2 * H :].addcmul_(r, hw[:, 2 * H :]).mul_(2).sigmoid_().mul_(2).sub_(1)
+            n_pre = g[:, 2 * H :].addcmul_(r, hw[:, 2 * H :])
+            n = _tanh_by_sigmoid(n_pre, out=n_pre)
             torch.lerp(n, hs[t], z, out=hs[t + 1])  # (1-z)*n + z*h
         ctx.save_for_backward(x, gates, hws, hs, weight_ih, weight_hh)
         ctx.mark_non_differentiable(gates)
@@ -267,10 +293,9 @@ class _TorchGRUFunction(torch.autograd.Function):
             grad_x_side[t].view(B, 3, H).mul_(dh.unsqueeze(1))
             grad_h_side[t].view(B, 3, H).mul_(dh.unsqueeze(1))
             dh = torch.addcmul(grad_out[t - 1] if t else zeros, z[t], dh).addmm_(grad_h_side[t], weight_hh)
-        grad_x_side, grad_h_side = grad_x_side.view(T * B, 3 * H), grad_h_side.view(T * B, 3 * H)
-        grad_x = (grad_x_side @ weight_ih).view(T, B, -1) if ctx.needs_input_grad[0] else None
-        return (grad_x, dh, grad_x_side.t() @ x, grad_h_side.t() @ hs[:-1].reshape(T * B, H),
-                grad_x_side.sum(0), grad_h_side.sum(0))
+        grad_x, grad_w_ih, grad_b_ih = _projection_grads(grad_x_side, x, weight_ih, ctx.needs_input_grad[0])
+        grad_h_side = grad_h_side.view(T * B, 3 * H)
+        return grad_x, dh, grad_w_ih, grad_h_side.t() @ hs[:-1].reshape(T * B, H), grad_b_ih, grad_h_side.sum(0)
 
 
 class LSTMLayer(RecurrentLayer):
@@ -308,7 +333,7 @@ class LSTMLayer(RecurrentLayer):
         return zeros(batch_size, device, dtype), zeros(batch_size, device, dtype)
 
     def forward(self, x, state=None, trace=None):
-        h0, c0 = self.init_state(x.size(0), x.device, x.dtype) if state is None else state
+        h0, c0 = self._state_or_zeros(x, state)
         # time-major (T, B, ·) inside, so every step's slice is contiguous; a
         # stack of LSTM layers hands the next one its output time-major at no cost
         out, c, acts, cs = _LSTMFunction.apply(x.transpose(0, 1), h0, c0, self.weight_ih, self.weight_hh, self.bias)
@@ -346,8 +371,7 @@ class _LSTMFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, h0, c0, weight_ih, weight_hh, bias):
         T, B, H = x.size(0), x.size(1), h0.size(1)
-        x = x.reshape(T * B, -1)
-        acts = torch.addmm(bias, x, weight_ih.t()).view(T, B, 4 * H)  # becomes i, f, g, o
+        x, acts = _project_time_major(x, weight_ih, bias)  # acts become i, f, g, o
         cs = x.new_empty(T + 1, B, H)  # c_0 .. c_T
         hs = x.new_empty(T + 1, B, H)  # h_0 .. h_T
         tanh_cs = x.new_empty(T, B, H)  # tanh(c_1) .. tanh(c_T), reused by the backward pass
@@ -355,15 +379,13 @@ class _LSTMFunction(torch.autograd.Function):
         w_hh = weight_hh.t()
         for t in range(T):
             a = acts[t].addmm_(hs[t], w_hh)  # (B, 4H)
-            # tanh(x) = 2 sigmoid(2x) - 1: PyTorch's CPU sigmoid is several times
-            # faster than its tanh, and one sigmoid covers all four gate blocks
+            # g's tanh as in _tanh_by_sigmoid, so that one sigmoid covers all four gate blocks
             i, f, g, o = a.chunk(4, 1)
             g.mul_(2)
             torch.sigmoid_(a)
             g.mul_(2).sub_(1)
             torch.mul(f, cs[t], out=cs[t + 1]).addcmul_(i, g)
-            tanh_c = torch.sigmoid_(torch.mul(cs[t + 1], 2, out=tanh_cs[t])).mul_(2).sub_(1)
-            torch.mul(o, tanh_c, out=hs[t + 1])
+            torch.mul(o, _tanh_by_sigmoid(cs[t + 1], out=tanh_cs[t]), out=hs[t + 1])
         ctx.save_for_backward(x, acts, cs, hs, tanh_cs, weight_ih, weight_hh)
         ctx.mark_non_differentiable(acts, cs)
         ctx.set_materialize_grads(False)
@@ -392,10 +414,9 @@ class _LSTMFunction(torch.autograd.Function):
             grad_a[t, :, 3 * H :].mul_(dh)
             dc_carry = dc * f[t]
             dh = torch.addmm(grad_out[t - 1] if t else zeros, grad_a[t], weight_hh)
-        grad_a = grad_a.view(T * B, 4 * H)
-        grad_x = (grad_a @ weight_ih).view(T, B, -1) if ctx.needs_input_grad[0] else None
-        grad_w_hh = grad_a.t() @ hs[:-1].reshape(T * B, H)
-        return grad_x, dh, dc_carry, grad_a.t() @ x, grad_w_hh, grad_a.sum(0)
+        grad_x, grad_w_ih, grad_b = _projection_grads(grad_a, x, weight_ih, ctx.needs_input_grad[0])
+        grad_w_hh = grad_a.view(T * B, 4 * H).t() @ hs[:-1].reshape(T * B, H)
+        return grad_x, dh, dc_carry, grad_w_ih, grad_w_hh, grad_b
 
 
 # ---------------------------------------------------------------------------
