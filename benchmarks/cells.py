@@ -4,8 +4,11 @@
 
 Measures forward + backward + AdamW step tokens/s at B=64, T=128, E=128, H=256,
 2 layers for: the scratch GRU (PyTorch convention) and LSTM of lab.cells, the
-fused torch.nn.GRU / nn.LSTM at the same sizes, and a seed-002-style cell (one
-nn.Linear per gate, a loop indexing x[:, t]). Then times the selective scan's
+fused torch.nn.GRU / nn.LSTM at the same sizes, and seed 002's cell: its
+LSTMCell and LSTMLayer as published (two bias-free nn.Linear per gate plus a
+bias vector, a loop indexing x[:, t], the layers' states stacked every step;
+the GRU written the same way), and a tidied version of that pattern (biases
+folded into the nn.Linear, no per-step stacking). Then times the selective scan's
 loop against its parallel form at T=128 and T=1024.
 """
 import argparse
@@ -19,9 +22,90 @@ from lab.cells import RecurrentStack, make_layer, scan_parallel, scan_sequential
 B, T, E, H, L = 64, 128, 128, 256, 2
 
 
-class SeedStyleGRUCell(nn.Module):
-    """Seed 002's pattern: one nn.Linear per gate and per input, called every step."""
+class Seed002LSTMCell(nn.Module):
+    """Seed 002's LSTMCell as published: two bias-free nn.Linear per gate
+    (input and hidden) and a separate bias vector, forget bias 1."""
 
+    def __init__(self, in_features, hidden_dim):
+        super().__init__()
+        self.W_f_x, self.W_f_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.W_i_x, self.W_i_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.W_o_x, self.W_o_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.W_g_x, self.W_g_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.b_f = nn.Parameter(torch.ones(hidden_dim))
+        self.b_i, self.b_o, self.b_g = (nn.Parameter(torch.zeros(hidden_dim)) for _ in range(3))
+
+    def forward(self, x, h_prev, c_prev):
+        g_t = torch.tanh(self.W_g_x(x) + self.W_g_h(h_prev) + self.b_g)
+        i_t = torch.sigmoid(self.W_i_x(x) + self.W_i_h(h_prev) + self.b_i)
+        f_t = torch.sigmoid(self.W_f_x(x) + self.W_f_h(h_prev) + self.b_f)
+        c_t = f_t * c_prev + i_t * g_t
+        o_t = torch.sigmoid(self.W_o_x(x) + self.W_o_h(h_prev) + self.b_o)
+        h_t = o_t * torch.tanh(c_t)
+        return h_t, c_t
+
+
+class Seed002GRUCell(nn.Module):
+    """Seed 001's GRU equations written the way seed 002 writes its LSTMCell."""
+
+    def __init__(self, in_features, hidden_dim):
+        super().__init__()
+        self.W_r_x, self.W_r_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.W_z_x, self.W_z_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.W_h_x, self.W_h_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.b_r, self.b_z, self.b_h = (nn.Parameter(torch.zeros(hidden_dim)) for _ in range(3))
+
+    def forward(self, x, h_prev, c_prev):  # c_prev: unused, so that one layer loop serves both cells
+        r_t = torch.sigmoid(self.W_r_x(x) + self.W_r_h(h_prev) + self.b_r)
+        z_t = torch.sigmoid(self.W_z_x(x) + self.W_z_h(h_prev) + self.b_z)
+        n_t = torch.tanh(self.W_h_x(x) + self.W_h_h(r_t * h_prev) + self.b_h)
+        return (1 - z_t) * h_prev + z_t * n_t, c_prev
+
+
+class Seed002Layer(nn.Module):
+    """Seed 002's LSTMLayer loop as published: x[:, t] indexing, every layer
+    inside the time loop, the layers' states stacked into one tensor each step."""
+
+    def __init__(self, cell_cls, in_features=E, hidden_dim=H, n_layers=L):
+        super().__init__()
+        self.hidden_dim, self.n_layers = hidden_dim, n_layers
+        self.layers = nn.ModuleList(cell_cls(in_features if i == 0 else hidden_dim, hidden_dim) for i in range(n_layers))
+
+    def forward(self, x):
+        batch_dim, seq_length, _ = x.shape
+        h_prev = torch.zeros(self.n_layers, batch_dim, self.hidden_dim, device=x.device, dtype=x.dtype)
+        c_prev = torch.zeros(self.n_layers, batch_dim, self.hidden_dim, device=x.device, dtype=x.dtype)
+        outputs = []
+        for t in range(seq_length):
+            x_t = x[:, t, :]
+            new_h, new_c = [], []
+            for layer_idx, cell in enumerate(self.layers):
+                h, c = cell(x_t, h_prev[layer_idx], c_prev[layer_idx])
+                new_h.append(h)
+                new_c.append(c)
+                x_t = h
+            h_prev = torch.stack(new_h, dim=0)
+            c_prev = torch.stack(new_c, dim=0)
+            outputs.append(x_t)
+        return torch.stack(outputs, dim=1)
+
+
+class TidySeedLSTMCell(nn.Module):
+    """Seed 002's pattern tidied: the bias folded into the input-side nn.Linear."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.W = nn.ModuleList(nn.Linear(input_size, hidden_size) for _ in range(4))
+        self.U = nn.ModuleList(nn.Linear(hidden_size, hidden_size, bias=False) for _ in range(4))
+
+    def forward(self, x, state):
+        h, c = state
+        i, f, g, o = (W(x) + U(h) for W, U in zip(self.W, self.U))
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
+class TidySeedGRUCell(nn.Module):
     def __init__(self, input_size, hidden_size):
         super().__init__()
         self.W_r, self.U_r = nn.Linear(input_size, hidden_size), nn.Linear(hidden_size, hidden_size, bias=False)
@@ -35,21 +119,8 @@ class SeedStyleGRUCell(nn.Module):
         return (1 - z) * h + z * n
 
 
-class SeedStyleLSTMCell(nn.Module):
-    def __init__(self, input_size, hidden_size):
-        super().__init__()
-        self.W = nn.ModuleList(nn.Linear(input_size, hidden_size) for _ in range(4))
-        self.U = nn.ModuleList(nn.Linear(hidden_size, hidden_size, bias=False) for _ in range(4))
-
-    def forward(self, x, state):
-        h, c = state
-        i, f, g, o = (W(x) + U(h) for W, U in zip(self.W, self.U))
-        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-        return torch.sigmoid(o) * torch.tanh(c), c
-
-
-class SeedStyleStack(nn.Module):
-    """Seed 002's LSTMLayer loop: x[:, t] indexing, every layer inside the time loop."""
+class TidySeedStack(nn.Module):
+    """The same loop tidied: x[:, t] indexing, each layer's state kept as its own tensor."""
 
     def __init__(self, cell_cls, lstm):
         super().__init__()
@@ -57,7 +128,8 @@ class SeedStyleStack(nn.Module):
         self.lstm = lstm
 
     def forward(self, x):
-        state = [(torch.zeros(x.size(0), H),) * 2 if self.lstm else torch.zeros(x.size(0), H) for _ in range(L)]
+        zeros = x.new_zeros(x.size(0), H)
+        state = [(zeros, zeros) if self.lstm else zeros for _ in range(L)]
         outputs = []
         for t in range(x.size(1)):
             x_t = x[:, t, :]
@@ -132,13 +204,17 @@ def main():
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {args.threads} threads, B={B} T={T} E={E} H={H} layers={L}, "
           f"median of {args.repeats} train steps, the variants taking turns")
-    for name, scratch, fused, seed_style in [
-        ("GRU", Scratch("gru_torch"), Fused(nn.GRU), SeedStyleStack(SeedStyleGRUCell, lstm=False)),
-        ("LSTM", Scratch("lstm"), Fused(nn.LSTM), SeedStyleStack(SeedStyleLSTMCell, lstm=True)),
+    for name, variants in [
+        ("GRU", (Scratch("gru_torch"), Fused(nn.GRU), Seed002Layer(Seed002GRUCell),
+                 TidySeedStack(TidySeedGRUCell, lstm=False))),
+        ("LSTM", (Scratch("lstm"), Fused(nn.LSTM), Seed002Layer(Seed002LSTMCell),
+                  TidySeedStack(TidySeedLSTMCell, lstm=True))),
     ]:
-        s, f, k = tokens_per_second((scratch, fused, seed_style), args.repeats)
-        print(f"{name:5s} scratch {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | seed-002 style {k:9,.0f} tok/s"
-              f" | scratch time / fused time = {f / s:.2f}x | scratch speed-up over seed style = {s / k:.2f}x")
+        s, f, k, t = tokens_per_second(variants, args.repeats)
+        print(f"{name:5s} scratch {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | seed 002 as published"
+              f" {k:9,.0f} tok/s | seed 002 tidied {t:9,.0f} tok/s\n"
+              f"      scratch time / fused time = {f / s:.2f}x | scratch speed-up over seed 002 as published ="
+              f" {s / k:.2f}x, over seed 002 tidied = {s / t:.2f}x")
     for T_len in (128, 1024):
         loop, par = time_scan(scan_sequential, T_len, args.repeats), time_scan(scan_parallel, T_len, args.repeats)
         print(f"scan T={T_len:5d}: loop {loop:8.1f} ms | parallel {par:8.1f} ms (forward+backward, B={B}, H={H})"

@@ -135,11 +135,15 @@ def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=Non
     return path
 
 
+def _check_size(n_bytes, source):
+    if n_bytes > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"{source}: {n_bytes / 2**20:.0f} MB is larger than the "
+                              f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for a checkpoint")
+
+
 def _parse(data, source):
     """bytes -> (tensors, metadata), refusing anything that is not our format."""
-    if len(data) > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(f"{source}: {len(data) / 2**20:.0f} MB is larger than the "
-                              f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for a checkpoint")
+    _check_size(len(data), source)
     try:
         tensors = load_safetensors_bytes(data)
         header_len = int.from_bytes(data[:8], "little")
@@ -173,6 +177,7 @@ def load_checkpoint(source, device="cpu"):
         path = Path(source)
         if not path.is_file():
             raise CheckpointError(f"{path}: no such checkpoint file")
+        _check_size(path.stat().st_size, path.name)  # before reading it into memory
         data, label = path.read_bytes(), path.name
     tensors, metadata = _parse(data, label)
     try:

@@ -392,6 +392,16 @@ def test_a_missing_file_and_a_too_large_file_are_refused(valid, tmp_path, monkey
         load_checkpoint(data)
 
 
+def test_a_too_large_file_on_disk_is_refused_before_it_is_read(valid, tmp_path, monkeypatch):
+    _, data = valid
+    path = tmp_path / "big.safetensors"
+    path.write_bytes(data)
+    monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", len(data) - 1)
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("read a file over the size limit"))
+    with pytest.raises(CheckpointError, match="big.safetensors: 0 MB is larger than the 0 MB limit"):
+        load_checkpoint(path)
+
+
 # ---------------------------------------------------------------------------
 # names and paths
 
