@@ -303,7 +303,7 @@ _running_jobs = set()
 
 
 class JobLimitError(RuntimeError):
-    """Too many training jobs are running in this process."""
+    """Too many jobs (training runs, live ablations) are running in this process."""
 
 
 class BackgroundJob:
@@ -325,6 +325,19 @@ class BackgroundJob:
     def events(self, since=0):
         with self._lock:
             return self._events[since:]
+
+    def _claim_slot(self):
+        """Take one of the process-wide MAX_CONCURRENT_JOBS slots (every kind of job counts), or refuse."""
+        with _jobs_lock:
+            if len(_running_jobs) >= MAX_CONCURRENT_JOBS:
+                raise JobLimitError(f"{len(_running_jobs)} jobs (training runs or live ablations) are already "
+                                    f"running in this app (the limit is {MAX_CONCURRENT_JOBS}); stop one or wait "
+                                    "for it to finish")
+            _running_jobs.add(self)
+
+    def _free_slot(self):
+        with _jobs_lock:
+            _running_jobs.discard(self)
 
     def _log(self, event):
         with self._lock:
@@ -356,11 +369,7 @@ class TrainingJob(BackgroundJob):
     def start(self):
         if self._thread is not None:
             raise RuntimeError("this job has already been started")
-        with _jobs_lock:
-            if len(_running_jobs) >= MAX_CONCURRENT_JOBS:
-                raise JobLimitError(f"{len(_running_jobs)} training runs are already going in this app "
-                                    f"(the limit is {MAX_CONCURRENT_JOBS}); stop one or wait for it to finish")
-            _running_jobs.add(self)
+        self._claim_slot()
         self.status = "running"
         self._thread = threading.Thread(target=self._run, name=f"train-{self.name}", daemon=True)
         self._thread.start()
@@ -399,7 +408,6 @@ class TrainingJob(BackgroundJob):
             self.message = f"{type(e).__name__}: {e}"
             self._log({"type": "error", "message": self.message})
         finally:
-            with _jobs_lock:
-                _running_jobs.discard(self)
+            self._free_slot()
             # last: a UI that sees a final status finds the checkpoint saved and the slot free for a new job
             self.status = status

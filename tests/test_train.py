@@ -513,7 +513,7 @@ def test_process_wide_cap_on_concurrent_jobs(char_task, monkeypatch, no_jobs_lef
     with pytest.raises(JobLimitError) as error:
         second.start()
     message = str(error.value)
-    assert "1 training runs are already going" in message and "the limit is 1" in message
+    assert "1 jobs (training runs or live ablations) are already running" in message and "the limit is 1" in message
     assert "stop one or wait" in message
     assert second.status == "ready" and first.running
     gate.set()

@@ -63,7 +63,7 @@ from lab.cells import FusedLayer, TorchGRULayer, check_cell, sigmoid_time_consta
 from lab.checkpoints import atomic_write_bytes, checkpoint_bytes
 from lab.data import SEQUENCE_DATASETS, DataError, load_sequence_dataset
 from lab.models import ClassifierConfig, build_model, conventions, count_parameters, recurrent_layers, to_scratch
-from lab.train import BackgroundJob, ClassificationTask, JobLimitError, TrainConfig, resolve_device, train
+from lab.train import BackgroundJob, ClassificationTask, TrainConfig, resolve_device, train
 
 RESULTS_FORMAT = "rnnlab-ablation"
 RESULTS_FILE = "results.json"  # everything: config, per-epoch records, gate statistics, summary
@@ -618,15 +618,12 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
 class AblationJob(BackgroundJob):
     """A study on background threads, one per arm, so the arms train side by side (the app's live
     run). Models are all initialised up front in the calling thread, so results do not depend on
-    thread timing. At most MAX_LIVE_JOBS run per process.
+    thread timing. A live ablation takes one of the process-wide job slots that training runs
+    take (lab.train.MAX_CONCURRENT_JOBS).
 
         job = AblationJob(config).start(); job.events(since=n); job.stop(); job.wait(); job.results
 
     status: ready -> running -> finished | stopped | failed (message says why)."""
-
-    MAX_LIVE_JOBS = 1
-    _live = set()
-    _live_lock = threading.Lock()
 
     def __init__(self, config, data=None):
         super().__init__()
@@ -636,18 +633,14 @@ class AblationJob(BackgroundJob):
     def start(self):
         if self._threads:
             raise RuntimeError("this job has already been started")
-        with AblationJob._live_lock:
-            if len(AblationJob._live) >= self.MAX_LIVE_JOBS:
-                raise JobLimitError("a live ablation is already running in this app; stop it or wait for it")
-            AblationJob._live.add(self)
+        self._claim_slot()
         try:
             self.data = self.data or load_study_data(self.config)
             device = resolve_device(self.config.device)
             models = {(arm, seed): build_arm_model(arm, seed, self.config, self.data.info, device)
                       for arm in self.config.arms for seed in self.config.seeds}
         except BaseException:
-            with AblationJob._live_lock:
-                AblationJob._live.discard(self)
+            self._free_slot()
             raise
         self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.status = "running"
@@ -690,10 +683,10 @@ class AblationJob(BackgroundJob):
             self.results = assemble_results(self.config, self.data, runs, not (failed or stopped), self._started)
         except Exception as e:
             failed, self.message = True, f"{type(e).__name__}: {e}"
-        self.status = "failed" if failed else "stopped" if stopped else "finished"
-        self._emit({"type": "study_done", "complete": self.status == "finished"})
-        with AblationJob._live_lock:
-            AblationJob._live.discard(self)
+        status = "failed" if failed else "stopped" if stopped else "finished"
+        self._emit({"type": "study_done", "complete": status == "finished"})
+        self._free_slot()
+        self.status = status  # last: a UI that sees a final status finds the slot free for a new job
 
     def wait(self, timeout=None):
         for thread in self._threads:
