@@ -26,6 +26,7 @@ Public names, one line each:
     tokenizer_from_state       rebuild a tokenizer from its to_state() dict (checkpoints)
     nats_per_char              turn a per-token loss into a per-character loss
     chars_per_token            average characters per token of a tokenizer on a text
+    encode_to_tensor           a whole corpus as one LongTensor of token ids
     split_train_val            contiguous train / validation split of a token tensor
     random_windows             a batch of random (x, y) windows, nanoGPT style
     ConsecutiveWindows         consecutive (x, y) windows for truncated BPTT
@@ -378,6 +379,23 @@ def nats_per_char(loss_per_token: float, n_tokens: int, n_chars: int) -> float:
     if n_chars <= 0:
         raise ValueError("n_chars must be positive")
     return loss_per_token * n_tokens / n_chars
+
+
+def encode_to_tensor(tokenizer, text: str, chunk_chars: int = 2**20) -> torch.Tensor:
+    """tokenizer.encode(text) as a LongTensor (N,).
+
+    A character text is encoded a chunk at a time into one preallocated tensor
+    (one id per character), so a 20 MB upload costs its 8 bytes per id and not
+    also a 20-million-entry Python list. Subword texts are encoded whole: cutting
+    them would change the tokens at the cuts.
+    """
+    if tokenizer.kind != "char":
+        return torch.tensor(tokenizer.encode(text), dtype=torch.long)
+    ids = torch.empty(len(text), dtype=torch.long)
+    for start in range(0, len(text), chunk_chars):
+        chunk = tokenizer.encode(text[start : start + chunk_chars])
+        ids[start : start + len(chunk)] = torch.tensor(chunk, dtype=torch.long)
+    return ids
 
 
 def chars_per_token(tokenizer, text: str) -> float:

@@ -31,7 +31,8 @@ import torch
 
 from lab.cells import detach_state
 from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
-                      download_tiny_shakespeare, load_bundled_corpus, random_windows, read_text, split_train_val)
+                      download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, random_windows, read_text,
+                      split_train_val)
 
 CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
 
@@ -110,7 +111,7 @@ class LMTask:
 
     def __init__(self, text, tokenizer, val_fraction=0.1):
         self.tokenizer = tokenizer
-        ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)
+        ids = encode_to_tensor(tokenizer, text)
         self.train_ids, self.val_ids = split_train_val(ids, val_fraction)
         n_val_chars = int(len(text) * val_fraction)
         # characters per token on held-out text turns loss per token into nats per character

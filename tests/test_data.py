@@ -12,9 +12,9 @@ import torch
 
 from lab.data import (BUNDLED_CORPUS, MAX_CORPUS_BYTES, SEQUENCE_DATASETS, TOKENIZERS, CharTokenizer,
                       ConsecutiveWindows, DataError, FlattenSequence, SentencePieceTokenizer, build_tokenizer,
-                      chars_per_token, check_long_enough, download_tiny_shakespeare, load_bundled_corpus,
-                      load_cifar10, load_digits_sequences, load_sequence_dataset, nats_per_char, ngram_samples,
-                      random_windows, read_text, split_train_val, tokenizer_from_state)
+                      chars_per_token, check_long_enough, download_tiny_shakespeare, encode_to_tensor,
+                      load_bundled_corpus, load_cifar10, load_digits_sequences, load_sequence_dataset, nats_per_char,
+                      ngram_samples, random_windows, read_text, split_train_val, tokenizer_from_state)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +111,18 @@ def test_char_state_round_trips_through_json(sample):
     state = json.loads(json.dumps(tok.to_state()))
     assert state == {"kind": "char", "chars": tok.chars}
     assert tokenizer_from_state(state).encode(sample[:500]) == tok.encode(sample[:500])
+
+
+@pytest.mark.parametrize("chunk_chars", [1, 7, 2**20])
+def test_encode_to_tensor_gives_the_tokenizers_ids_whatever_the_chunk(sample, chunk_chars):
+    text = sample[:5000] + "é€\n"  # chunks also cut between multi-byte characters
+    char = build_tokenizer("char", text)
+    ids = encode_to_tensor(char, text, chunk_chars=chunk_chars)
+    assert ids.dtype == torch.long and ids.tolist() == char.encode(text)
+    with pytest.raises(DataError, match="unknown characters"):
+        encode_to_tensor(char, text + "Ω", chunk_chars=chunk_chars)
+    subword = build_tokenizer("sentencepiece", sample, vocab_size=200)
+    assert encode_to_tensor(subword, text, chunk_chars=chunk_chars).tolist() == subword.encode(text)
 
 
 def test_sentencepiece_vocab_size_is_validated(sample):
