@@ -104,11 +104,10 @@ def launch_browser(playwright):
 
 
 def app_pages():
-    """(url path, file name) of Home and every page in pages/, in the sidebar's order."""
-    from streamlit.source_util import page_icon_and_name, page_sort_key
+    """(url path, file name) of every page app.py serves, in the sidebar's order (Home at the root)."""
+    from ui.common import PAGES
 
-    files = sorted((ROOT / "pages").glob("*.py"), key=page_sort_key)
-    return [("", "app.py")] + [(page_icon_and_name(f)[1], f.name) for f in files]
+    return [("" if n == 0 else name, Path(path).name) for n, (name, (path, _)) in enumerate(PAGES.items())]
 
 
 def open_page(page, url, timeout_ms=60_000):

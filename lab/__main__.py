@@ -42,7 +42,8 @@ def _train(args):
     if preset.model.family == "scan_markov":
         overrides = {k: v for k, v in overrides.items() if k in ("dropout",)}
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
-    train_options = {k: v for k, v in [("lr", args.lr), ("batch_size", args.batch_size),
+    train_options = {k: v for k, v in [("lr", args.lr), ("weight_decay", args.weight_decay),
+                                       ("batch_size", args.batch_size),
                                        ("block_size", args.block_size), ("seed", args.seed),
                                        ("device", args.device), ("eval_interval", args.eval_interval)]
                      if v is not None}
@@ -86,6 +87,11 @@ def _train(args):
     print(f"{result.reason}: {result.steps} steps in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
           f"val loss {last.get('val_loss', float('nan')):.4f} "
           f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)")
+    if config.family == "lm":  # a recurrent LM's memory, beyond the cold-started validation windows
+        model.eval()
+        in_order = task.evaluate_in_order(model, "cpu")
+        print(f"validation split read in order, state carried: {in_order['val_loss_in_order']:.4f} "
+              f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)")
     print(f"saved {path}")
     return 0
 
@@ -166,6 +172,7 @@ def build_parser():
     t.add_argument("--steps", type=int, help="step budget (default 1000 when no budget is given)")
     t.add_argument("--seconds", type=float, help="wall-clock budget in seconds")
     t.add_argument("--lr", type=float, help="peak learning rate (cosine-annealed)")
+    t.add_argument("--weight-decay", type=float, help="AdamW weight decay (default: the preset's)")
     t.add_argument("--batch-size", type=int, help="windows per batch B")
     t.add_argument("--block-size", type=int, help="time steps per window T")
     t.add_argument("--eval-interval", type=int, help="steps between validation passes")

@@ -18,6 +18,7 @@ import pytest
 from benchmarks.app import (CHROMIUM, ROOT, SCRIPT_DONE, AppServer, app_pages, chart_points,
                             click_start_and_time_first_point, launch_browser, open_page, stop_training)
 from lab.checkpoints import read_info
+from ui.common import PAGES
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 2200}  # tall: Streamlit scrolls inside the page, not the window
@@ -90,6 +91,9 @@ def test_every_page_renders_without_an_exception(server, page):
         assert_no_exception(page, file_name)
         screenshot(page, path or "Home")
         print(f"{file_name}: {seconds:.2f} s")
+    sidebar = page.locator('[data-testid="stSidebarNav"] a')
+    assert [sidebar.nth(i).inner_text().strip() for i in range(sidebar.count())] == [
+        name for name in PAGES], "the sidebar lists the pages by name, Home first"
 
 
 def test_start_draws_loss_points_that_keep_coming(server, page):

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 OPTIONS = {
     "train": ["--preset", "--cell", "--backend", "--embed-dim", "--hidden-size", "--num-layers", "--dropout",
-              "--corpus", "--tokenizer", "--vocab-size", "--steps", "--seconds", "--lr", "--batch-size",
+              "--corpus", "--tokenizer", "--vocab-size", "--steps", "--seconds", "--lr", "--weight-decay", "--batch-size",
               "--block-size", "--eval-interval", "--stateful", "--seed", "--device", "--threads", "--name", "--out"],
     "sample": ["checkpoint", "--prompt", "--strategy", "--length", "--temperature", "--top-k", "--top-p", "--seed",
                "--stateless"],
@@ -114,6 +114,8 @@ def test_train_saves_a_checkpoint_and_prints_the_final_val_loss(trained):
     assert printed, out
     assert float(printed[1]) == pytest.approx(last["val_loss"], abs=1e-4) and math.isfinite(float(printed[1]))
     assert f"saved {folder / 'tiny_v1.safetensors'}" in out
+    in_order = re.search(r"^validation split read in order, state carried: (\S+) \((\S+) nats/char\)$", out, re.M)
+    assert in_order and math.isfinite(float(in_order[2])), out
     assert f"tiny: {count_parameters(checkpoint.model):,} parameters" in out
     assert "(char, vocab 62, 1.00 chars/token)" in out
 
@@ -195,6 +197,7 @@ def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
     (["--vocab-size", "100"], "vocab-size: only a sentencepiece tokenizer"),
     (["--steps", "0"], "max_steps: must be positive"),
     (["--lr", "-1"], "lr: must be positive"),
+    (["--weight-decay", "-0.1"], "weight_decay: must be >= 0"),
     (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
     (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
     (["--name", ".."], "name: '..' has no usable characters"),

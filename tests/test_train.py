@@ -326,6 +326,31 @@ def test_nats_per_char_for_sentencepiece_and_char(text):
 # non-finite loss
 
 
+def test_in_order_validation_equals_one_pass_over_each_stream(char_task):
+    """Chunks with the state carried are the same computation as one forward pass per stream, and
+    a split shorter than the default streams x chunk is read with fewer streams, then shorter chunks."""
+    model = tiny_lm(char_task.vocab_size)
+    train(model, char_task, tiny_config(max_steps=40))  # a model whose state carries something
+    streams, chunk = 3, 50
+    metrics = char_task.evaluate_in_order(model, "cpu", streams=streams, chunk=chunk)
+    val = char_task.val_ids
+    stream_len = len(val) // streams
+    rows = val[: streams * stream_len].view(streams, stream_len)
+    n_chunks = (stream_len - 1) // chunk
+    x, y = rows[:, : n_chunks * chunk], rows[:, 1 : n_chunks * chunk + 1]
+    with torch.no_grad():
+        expected = model(x, y)[1].item()  # one pass, state carried inside the layer
+        cold = sum(model(x[:, s : s + chunk], y[:, s : s + chunk])[1].item()
+                   for s in range(0, n_chunks * chunk, chunk)) / n_chunks  # every chunk from a zero state
+    assert metrics["val_loss_in_order"] == pytest.approx(expected, rel=1e-5)
+    # a carried state changes the score (a model trained on short windows may even do worse with it)
+    assert abs(metrics["val_loss_in_order"] - cold) > 1e-3
+    assert metrics["val_nats_per_char_in_order"] == pytest.approx(expected / char_task.chars_per_token)
+    short = LMTask(load_bundled_corpus()[:3000], char_task.tokenizer)  # 300 validation characters
+    assert len(short.val_ids) < 16 * 257
+    assert math.isfinite(short.evaluate_in_order(model, "cpu")["val_loss_in_order"])
+
+
 @pytest.mark.parametrize("where", ["loss", "gradient"])
 def test_non_finite_loss_stops_and_keeps_the_last_good_weights(char_task, where):
     model = tiny_lm(char_task.vocab_size, cls=PoisonedLM, good_steps=4, where=where)

@@ -86,7 +86,8 @@ def user_errors(what="That"):
 # ---------------------------------------------------------------------------
 # pages
 
-PAGES = {  # name -> (script path relative to app.py, icon)
+PAGES = {  # name -> (script path relative to app.py, icon), in the sidebar's order; app.py runs them
+    "Home": ("pages/0_🏠_Home.py", "🏠"),
     "Train": ("pages/1_🏋️_Train.py", "🏋️"),
     "Sample": ("pages/2_💬_Sample.py", "💬"),
     "Gates": ("pages/3_🔬_Gates.py", "🔬"),
