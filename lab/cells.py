@@ -258,14 +258,20 @@ class _TorchGRUFunction(torch.autograd.Function):
         hws = x.new_empty(T, B, 3 * H)  # W_hh h_{t-1} + b_hh
         hs = x.new_empty(T + 1, B, H)  # h_0 .. h_T
         hs[0] = h0
-        w_hh = weight_hh.t()
+        # n's tanh is 2 sigmoid(2x) - 1 (see _tanh_by_sigmoid), with the inner 2 folded into the
+        # n rows of both weights and biases, so the loop computes 2 (W_in x + b_in + r * u) directly
+        gates[..., 2 * H :].mul_(2)
+        w_hh, b_hh = weight_hh.clone(), bias_hh.clone()
+        w_hh[2 * H :].mul_(2)
+        b_hh[2 * H :].mul_(2)
+        w_hh = w_hh.t()
         for t in range(T):
-            hw = torch.addmm(bias_hh, hs[t], w_hh, out=hws[t])
+            hw = torch.addmm(b_hh, hs[t], w_hh, out=hws[t])
             g = gates[t]
             r, z = g[:, : 2 * H].add_(hw[:, : 2 * H]).sigmoid_().chunk(2, 1)
-            n_pre = g[:, 2 * H :].addcmul_(r, hw[:, 2 * H :])
-            n = _tanh_by_sigmoid(n_pre, out=n_pre)
+            n = g[:, 2 * H :].addcmul_(r, hw[:, 2 * H :]).sigmoid_().mul_(2).sub_(1)
             torch.lerp(n, hs[t], z, out=hs[t + 1])  # (1-z)*n + z*h
+        hws[..., 2 * H :].mul_(0.5)  # 2 u -> u
         ctx.save_for_backward(x, gates, hws, hs, weight_ih, weight_hh)
         ctx.mark_non_differentiable(gates)
         ctx.set_materialize_grads(False)

@@ -51,12 +51,12 @@ class TrainConfig:
     label_smoothing: float = 0.0  # seed 004 uses 0.1
     stateful: bool = False  # consecutive windows, hidden state carried across batches (truncated BPTT)
     eval_interval: int = 50  # steps between validation passes
-    eval_batches: int = 4  # batches per validation pass (the same fixed batches every time)
+    eval_windows: int = 256  # validation windows per pass: the same ones every time, whatever batch_size
     seed: int = 1337
     device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
 
     def __post_init__(self):
-        for name in ("lr", "batch_size", "block_size", "eval_interval", "eval_batches"):
+        for name in ("lr", "batch_size", "block_size", "eval_interval", "eval_windows"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}: must be positive, got {getattr(self, name)!r}")
         for name in ("max_steps", "max_seconds", "max_epochs"):
@@ -153,13 +153,12 @@ class LMTask:
     @torch.no_grad()
     def evaluate(self, model, config, device):
         generator = torch.Generator().manual_seed(config.seed + 1)  # the same windows every time
-        losses = []
-        for _ in range(config.eval_batches):
-            x, y = random_windows(self.val_ids, config.batch_size, config.block_size, generator)
-            losses.append(model(x.to(device), y.to(device))[1].item())
-        val_loss = sum(losses) / len(losses)
+        x, y = random_windows(self.val_ids, config.eval_windows, config.block_size, generator)
+        total = 0.0
+        for x_batch, y_batch in zip(x.split(config.batch_size), y.split(config.batch_size)):
+            total += model(x_batch.to(device), y_batch.to(device))[1].item() * y_batch.numel()
+        val_loss = total / y.numel()
         return {"val_loss": val_loss, "val_nats_per_char": val_loss / self.chars_per_token}
-
 
     @torch.no_grad()
     def evaluate_in_order(self, model, device, streams=16, chunk=256):

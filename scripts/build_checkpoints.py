@@ -42,7 +42,7 @@ def build(name, seconds, out_dir, text):
     task = LMTask.from_text(text, preset.tokenizer, **preset.tokenizer_options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
     train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=seconds, eval_interval=100,
-                                       eval_batches=8)
+                                       eval_windows=512)
     torch.manual_seed(train_config.seed)
     model = build_model(config)
     result = train(model, task, train_config)

@@ -33,7 +33,7 @@ def tiny_lm(vocab_size, seed=0, cls=RecurrentLM, hidden_size=16, **model_options
 
 
 def tiny_config(**overrides):
-    options = dict(batch_size=4, block_size=16, max_steps=6, eval_interval=3, eval_batches=2, lr=1e-2)
+    options = dict(batch_size=4, block_size=16, max_steps=6, eval_interval=3, eval_windows=8, lr=1e-2)
     return TrainConfig(**{**options, **overrides})
 
 
@@ -324,6 +324,14 @@ def test_nats_per_char_for_sentencepiece_and_char(text):
 
 # ---------------------------------------------------------------------------
 # non-finite loss
+
+
+def test_validation_scores_the_same_windows_whatever_the_batch_size(char_task):
+    model = tiny_lm(char_task.vocab_size).eval()
+    scores = [char_task.evaluate(model, tiny_config(batch_size=b, eval_windows=10), "cpu")["val_loss"] for b in (2, 3, 64)]
+    assert scores[1] == pytest.approx(scores[0], rel=1e-6) and scores[2] == pytest.approx(scores[0], rel=1e-6)
+    other = char_task.evaluate(model, tiny_config(eval_windows=11), "cpu")["val_loss"]
+    assert other != pytest.approx(scores[0], rel=1e-6)  # the windows are what the score is computed on
 
 
 def test_in_order_validation_equals_one_pass_over_each_stream(char_task):

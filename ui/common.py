@@ -63,7 +63,7 @@ def _warm_up_training():
 
     task = LMTask.from_text("to be or not to be " * 20, "char")
     train(build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)), task,
-          TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_batches=1))
+          TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2))
 
 
 def show_anchors(*keys):
