@@ -258,20 +258,14 @@ class _TorchGRUFunction(torch.autograd.Function):
         hws = x.new_empty(T, B, 3 * H)  # W_hh h_{t-1} + b_hh
         hs = x.new_empty(T + 1, B, H)  # h_0 .. h_T
         hs[0] = h0
-        # n's tanh is 2 sigmoid(2x) - 1 (see _tanh_by_sigmoid), with the inner 2 folded into the
-        # n rows of both weights and biases, so the loop computes 2 (W_in x + b_in + r * u) directly
-        gates[..., 2 * H :].mul_(2)
-        w_hh, b_hh = weight_hh.clone(), bias_hh.clone()
-        w_hh[2 * H :].mul_(2)
-        b_hh[2 * H :].mul_(2)
-        w_hh = w_hh.t()
+        w_hh = weight_hh.t()
         for t in range(T):
-            hw = torch.addmm(b_hh, hs[t], w_hh, out=hws[t])
+            hw = torch.addmm(bias_hh, hs[t], w_hh, out=hws[t])
             g = gates[t]
             r, z = g[:, : 2 * H].add_(hw[:, : 2 * H]).sigmoid_().chunk(2, 1)
-            n = g[:, 2 * H :].addcmul_(r, hw[:, 2 * H :]).sigmoid_().mul_(2).sub_(1)
+            n_pre = g[:, 2 * H :].addcmul_(r, hw[:, 2 * H :])
+            n = _tanh_by_sigmoid(n_pre, out=n_pre)
             torch.lerp(n, hs[t], z, out=hs[t + 1])  # (1-z)*n + z*h
-        hws[..., 2 * H :].mul_(0.5)  # 2 u -> u
         ctx.save_for_backward(x, gates, hws, hs, weight_ih, weight_hh)
         ctx.mark_non_differentiable(gates)
         ctx.set_materialize_grads(False)
@@ -378,26 +372,20 @@ class _LSTMFunction(torch.autograd.Function):
     def forward(ctx, x, h0, c0, weight_ih, weight_hh, bias):
         T, B, H = x.size(0), x.size(1), h0.size(1)
         x, acts = _project_time_major(x, weight_ih, bias)  # acts become i, f, g, o
-        cs = x.new_empty(T + 1, B, H)  # 2 c_0 .. 2 c_T in the loop, c_0 .. c_T after it
+        cs = x.new_empty(T + 1, B, H)  # c_0 .. c_T
         hs = x.new_empty(T + 1, B, H)  # h_0 .. h_T
         tanh_cs = x.new_empty(T, B, H)  # tanh(c_1) .. tanh(c_T), reused by the backward pass
-        torch.mul(c0, 2, out=cs[0])
-        hs[0] = h0
-        # Both tanh's are 2 sigmoid(2x) - 1 (see _tanh_by_sigmoid), with the factors 2 folded in where
-        # they cost nothing: g's rows of the weights and bias are doubled, so one sigmoid of the gate
-        # block gives i, f, o and s = sigmoid(2 a_g), g = 2s - 1; and the loop carries c' = 2c:
-        #     c'_t = f c'_{t-1} + 2 i g = f c'_{t-1} + 4 i s - 2 i,    tanh(c_t) = 2 sigmoid(c'_t) - 1
-        acts[..., 2 * H : 3 * H].mul_(2)
-        w_hh = weight_hh.clone()
-        w_hh[2 * H : 3 * H].mul_(2)
-        w_hh = w_hh.t()
+        cs[0], hs[0] = c0, h0
+        w_hh = weight_hh.t()
         for t in range(T):
-            a = torch.sigmoid_(acts[t].addmm_(hs[t], w_hh))  # (B, 4H)
-            i, f, s, o = a.chunk(4, 1)
-            torch.mul(f, cs[t], out=cs[t + 1]).addcmul_(i, s, value=4).sub_(i, alpha=2)
-            torch.mul(o, torch.sigmoid(cs[t + 1], out=tanh_cs[t]).mul_(2).sub_(1), out=hs[t + 1])
-        acts[..., 2 * H : 3 * H].mul_(2).sub_(1)  # s -> g
-        cs.mul_(0.5)  # c' -> c
+            a = acts[t].addmm_(hs[t], w_hh)  # (B, 4H)
+            # g's tanh as in _tanh_by_sigmoid, so that one sigmoid covers all four gate blocks
+            i, f, g, o = a.chunk(4, 1)
+            g.mul_(2)
+            torch.sigmoid_(a)
+            g.mul_(2).sub_(1)
+            torch.mul(f, cs[t], out=cs[t + 1]).addcmul_(i, g)
+            torch.mul(o, _tanh_by_sigmoid(cs[t + 1], out=tanh_cs[t]), out=hs[t + 1])
         ctx.save_for_backward(x, acts, cs, hs, tanh_cs, weight_ih, weight_hh)
         ctx.mark_non_differentiable(acts, cs)
         ctx.set_materialize_grads(False)
