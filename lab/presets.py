@@ -49,19 +49,22 @@ def _scribe(name, layers, hidden, embed, dropout, lr, epochs, params):
         expected_params=params)
 
 
-def _astra(name, layers, hidden, embed, lr, description):
+def _astra(name, layers, hidden, embed, lr, description, dropout=0.1, weight_decay=0.01, batch_size=64):
     return Preset(
         name=name, seed="000/002", description=description,
-        model=LMConfig(cell="gru_torch", embed_dim=embed, hidden_size=hidden, num_layers=layers,
-                       dropout=0.0 if layers == 1 else 0.1),
-        train={"lr": lr, "weight_decay": 0.01, "batch_size": 64, "block_size": 64})
+        model=LMConfig(cell="gru_torch", embed_dim=embed, hidden_size=hidden, num_layers=layers, dropout=dropout),
+        train={"lr": lr, "weight_decay": weight_decay, "batch_size": batch_size, "block_size": 64})
 
 
 PRESETS = {p.name: p for p in [
     _scribe("scribe-alpha", 2, 256, 128, 0.10, 2e-3, 10, 1_075_688),
     _scribe("scribe-beta", 3, 512, 256, 0.10, 1.5e-3, 15, 5_102_056),
     _scribe("scribe-gamma", 4, 768, 384, 0.15, 1e-3, 20, 14_439_400),
-    _astra("astra-alpha", 1, 256, 64, 3e-3, "Astra character GRU, small: trains usefully on 2 CPU cores in a minute"),
+    # alpha's weight decay and batch size come from a sweep of 5-minute runs (benchmarks/astra_sweep.py,
+    # BENCHMARKS.md): in 5 minutes it reads each character of 1 MB ~13 times and over-fits at weight decay
+    # 0.01; B=32 gives it twice the steps for ~15% fewer tokens/s; dropout 0.1-0.2 did not help further
+    _astra("astra-alpha", 1, 256, 64, 3e-3, "Astra character GRU, small: trains usefully on 2 CPU cores in a minute",
+           dropout=0.0, weight_decay=0.1, batch_size=32),
     _astra("astra-beta", 2, 384, 128, 2e-3, "Astra character GRU, medium: a few minutes on CPU"),
     _astra("astra-gamma", 3, 512, 192, 1.5e-3, "Astra character GRU, large: meant for a GPU"),
     Preset(
