@@ -8,8 +8,5 @@ import streamlit as st
 
 from ui.common import PAGES
 
-st.navigation([
-    st.Page(path, title=name, icon=icon, default=True) if n == 0 else st.Page(path, title=name, icon=icon,
-                                                                               url_path=name)
-    for n, (name, (path, icon)) in enumerate(PAGES.items())
-]).run()
+st.navigation([st.Page(path, title=name, icon=icon, default=n == 0)
+               for n, (name, (path, icon)) in enumerate(PAGES.items())]).run()

@@ -88,7 +88,6 @@ def _train(args):
           f"val loss {last.get('val_loss', float('nan')):.4f} "
           f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)")
     if config.family == "lm":  # a recurrent LM's memory, beyond the cold-started validation windows
-        model.eval()
         in_order = task.evaluate_in_order(model, "cpu")
         print(f"validation split read in order, state carried: {in_order['val_loss_in_order']:.4f} "
               f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)")

@@ -1,17 +1,19 @@
 """The speed benchmark's seed-002 baselines compute the same function as lab's
 cells (so benchmarks/cells.py compares like with like)."""
+import pytest
 import torch
 
 from benchmarks.cells import (E, Scratch, Seed002GRUCell, Seed002Layer, Seed002LSTMCell, TidySeedGRUCell,
                               TidySeedLSTMCell, TidySeedStack)
 
 
-def _copy_gates(layer, weights_x, weights_h, biases):
-    """Stack per-gate (x-side, h-side, bias) blocks into a lab layer's weight_ih, weight_hh, bias."""
+def _copy_gates(layer, cell, gates):
+    """Stack a seed-002 cell's per-gate W_<g>_x, W_<g>_h and b_<g> into a lab layer's weight_ih,
+    weight_hh and bias, in the lab layer's gate order `gates`."""
     with torch.no_grad():
-        layer.weight_ih.copy_(torch.cat([w.weight for w in weights_x]))
-        layer.weight_hh.copy_(torch.cat([w.weight for w in weights_h]))
-        layer.bias.copy_(torch.cat(list(biases)))
+        layer.weight_ih.copy_(torch.cat([getattr(cell, f"W_{g}_x").weight for g in gates]))
+        layer.weight_hh.copy_(torch.cat([getattr(cell, f"W_{g}_h").weight for g in gates]))
+        layer.bias.copy_(torch.cat([getattr(cell, f"b_{g}") for g in gates]))
 
 
 def _random_biases(module):
@@ -21,26 +23,17 @@ def _random_biases(module):
                 p.normal_()
 
 
-def test_seed002_lstm_as_published_matches_lab_lstm():
+@pytest.mark.parametrize("seed_cell, lab_cell, gates", [
+    (Seed002LSTMCell, "lstm", "ifgo"),  # nn.LSTM's order
+    (Seed002GRUCell, "gru_seed", "rzh"),  # seed 001's GRU, z overwrites
+])
+def test_seed002_cell_as_published_matches_lab(seed_cell, lab_cell, gates):
     torch.manual_seed(0)
-    seed = Seed002Layer(Seed002LSTMCell)
+    seed = Seed002Layer(seed_cell)
     _random_biases(seed)
-    lab = Scratch("lstm").double()
+    lab = Scratch(lab_cell).double()
     for cell, layer in zip(seed.layers, lab.rnn.layers):
-        _copy_gates(layer, [cell.W_i_x, cell.W_f_x, cell.W_g_x, cell.W_o_x],
-                    [cell.W_i_h, cell.W_f_h, cell.W_g_h, cell.W_o_h], [cell.b_i, cell.b_f, cell.b_g, cell.b_o])
-    x = torch.randn(3, 7, E, dtype=torch.double)
-    torch.testing.assert_close(seed.double()(x), lab(x), rtol=1e-10, atol=1e-10)
-
-
-def test_seed002_gru_as_published_matches_lab_seed_convention_gru():
-    torch.manual_seed(0)
-    seed = Seed002Layer(Seed002GRUCell)
-    _random_biases(seed)
-    lab = Scratch("gru_seed").double()
-    for cell, layer in zip(seed.layers, lab.rnn.layers):
-        _copy_gates(layer, [cell.W_r_x, cell.W_z_x, cell.W_h_x], [cell.W_r_h, cell.W_z_h, cell.W_h_h],
-                    [cell.b_r, cell.b_z, cell.b_h])
+        _copy_gates(layer, cell, gates)
     x = torch.randn(3, 7, E, dtype=torch.double)
     torch.testing.assert_close(seed.double()(x), lab(x), rtol=1e-10, atol=1e-10)
 
