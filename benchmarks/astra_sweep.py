@@ -19,7 +19,7 @@ import torch
 
 from lab.models import build_model, count_parameters
 from lab.presets import get_preset
-from lab.train import LMTask, configure_threads, load_bundled_corpus, train
+from lab.train import LMTask, configure_cpu, load_bundled_corpus, train
 
 BEFORE = ({"dropout": 0.0}, {"batch_size": 64, "weight_decay": 0.01, "lr": 3e-3, "block_size": 64})
 VARIANTS = {  # name: (model overrides, training overrides), on top of BEFORE
@@ -63,7 +63,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--only", nargs="+", choices=list(VARIANTS), metavar="NAME", help="run only these variants")
     args = parser.parse_args()
-    configure_threads(2)
+    configure_cpu(2)
     task = LMTask.from_text(load_bundled_corpus(), "char")
     print(f"{args.seconds:.0f} s each, 2 threads, torch {torch.__version__}")
     print("| variant | parameters | steps | tokens/s | last train loss | val, 256 random windows (nats/char) "

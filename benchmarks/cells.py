@@ -1,6 +1,6 @@
 """Training throughput of the recurrent cells on CPU (issue 2's speed benchmark).
 
-    python -m benchmarks.cells [--threads 2] [--repeats 5]
+    python -m benchmarks.cells [--threads 2] [--repeats 5] [--default-malloc]
 
 Measures forward + backward + AdamW step tokens/s at B=64, T=128, E=128, H=256,
 2 layers for: the scratch GRU (PyTorch convention) and LSTM of lab.cells, the
@@ -12,12 +12,14 @@ folded into the nn.Linear, no per-step stacking). Then times the selective scan'
 loop against its parallel form at T=128 and T=1024.
 """
 import argparse
+import resource
 import time
 
 import torch
 import torch.nn as nn
 
 from lab.cells import RecurrentStack, make_layer, scan_parallel, scan_sequential
+from lab.train import configure_cpu
 
 B, T, E, H, L = 64, 128, 128, 256, 2
 
@@ -159,9 +161,9 @@ class Scratch(nn.Module):
 
 
 def tokens_per_second(models, repeats):
-    """Median training tokens/s of each model. The models take turns, one step
-    each per round, so a slow spell on shared cores hits all of them alike and
-    the ratios between them stay fair."""
+    """Median training tokens/s and page faults per step of each model. The models take
+    turns, one step each per round, so a slow spell on shared cores hits all of them
+    alike and the ratios between them stay fair."""
     x = torch.randn(B, T, E)
     steps = []
     for model in models:
@@ -174,13 +176,15 @@ def tokens_per_second(models, repeats):
 
         step()  # warm-up
         steps.append(step)
-    times = [[] for _ in models]
+    times, faults = [[] for _ in models], [0 for _ in models]
     for _ in range(repeats):
-        for step, model_times in zip(steps, times):
-            start = time.perf_counter()
+        for i, step in enumerate(steps):
+            faults_before, start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
             step()
-            model_times.append(time.perf_counter() - start)
-    return [B * T / sorted(model_times)[len(model_times) // 2] for model_times in times]
+            times[i].append(time.perf_counter() - start)
+            faults[i] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
+    return [(B * T / sorted(model_times)[len(model_times) // 2], model_faults / repeats)
+            for model_times, model_faults in zip(times, faults)]
 
 
 def time_scan(fn, T_len, repeats):
@@ -199,20 +203,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="only cap the threads; leave glibc's malloc at its defaults (see lab.train.configure_cpu)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    if args.default_malloc:
+        torch.set_num_threads(args.threads)
+    else:
+        configure_cpu(args.threads)  # as the CLI and the app run: threads capped, freed buffers kept for reuse
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {args.threads} threads, B={B} T={T} E={E} H={H} layers={L}, "
-          f"median of {args.repeats} train steps, the variants taking turns")
+          f"median of {args.repeats} train steps, the variants taking turns, "
+          f"malloc {'defaults' if args.default_malloc else 'as configure_cpu sets it'}")
     for name, variants in [
         ("GRU", (Scratch("gru_torch"), Fused(nn.GRU), Seed002Layer(Seed002GRUCell),
                  TidySeedStack(TidySeedGRUCell, lstm=False))),
         ("LSTM", (Scratch("lstm"), Fused(nn.LSTM), Seed002Layer(Seed002LSTMCell),
                   TidySeedStack(TidySeedLSTMCell, lstm=True))),
     ]:
-        s, f, k, t = tokens_per_second(variants, args.repeats)
+        (s, s_pf), (f, f_pf), (k, k_pf), (t, t_pf) = tokens_per_second(variants, args.repeats)
         print(f"{name:5s} scratch {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | seed 002 as published"
               f" {k:9,.0f} tok/s | seed 002 tidied {t:9,.0f} tok/s\n"
+              f"      page faults per step: {s_pf:,.0f} | {f_pf:,.0f} | {k_pf:,.0f} | {t_pf:,.0f}\n"
               f"      scratch time / fused time = {f / s:.2f}x | scratch speed-up over seed 002 as published ="
               f" {s / k:.2f}x, over seed 002 tidied = {s / t:.2f}x")
     for T_len in (128, 1024):

@@ -20,10 +20,10 @@ def _train(args):
 
     from lab.models import build_model, model_summary
     from lab.presets import get_preset
-    from lab.train import LMTask, configure_threads, load_corpus, train
+    from lab.train import LMTask, configure_cpu, load_corpus, train
     from lab.checkpoints import save_checkpoint
 
-    configure_threads(args.threads)
+    configure_cpu(args.threads)
     preset = get_preset(args.preset)
     if preset.model.family == "classifier":
         raise ValueError("preset: use `python -m lab ablation` for the sequence-classification preset")
@@ -254,9 +254,9 @@ def _ablation(args):
     from tqdm import tqdm
 
     from lab.experiments.ablation import AblationConfig, cli_command, run_ablation, summary_markdown
-    from lab.train import configure_threads
+    from lab.train import configure_cpu
 
-    configure_threads(args.threads)
+    configure_cpu(args.threads)
     config = AblationConfig(dataset=args.dataset, size=args.size, root=args.root, download=args.download,
                             arms=args.arms, seeds=args.seeds, epochs=args.epochs, backend=args.backend,
                             hidden_size=args.hidden_size, lr=args.lr, min_lr=args.min_lr,

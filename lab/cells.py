@@ -277,13 +277,13 @@ class _TorchGRUFunction(torch.autograd.Function):
         x, gates, hws, hs, weight_ih, weight_hh = ctx.saved_tensors
         T, B, H = hs.size(0) - 1, hs.size(1), hs.size(2)
         r, z, n = gates.chunk(3, 2)
-        dn_pre = (1 - z) * (1 - n * n)  # dL/d(n's pre-activation) per unit dh
+        one_minus_z = 1 - z
         # grad_x_side / grad_h_side start as the factors and are multiplied by dh in the loop
         grad_x_side = torch.empty_like(gates)
         grad_r, grad_z, grad_n = grad_x_side.chunk(3, 2)
-        torch.mul(r, 1 - r, out=grad_r).mul_(dn_pre).mul_(hws[..., 2 * H :])
-        torch.sub(hs[:-1], n, out=grad_z).mul_(z).mul_(1 - z)
-        grad_n.copy_(dn_pre)
+        torch.addcmul(one_minus_z, one_minus_z, n * n, value=-1, out=grad_n)  # (1-z)(1-n^2): n's pre-activation
+        torch.addcmul(r, r, r, value=-1, out=grad_r).mul_(grad_n).mul_(hws[..., 2 * H :])
+        torch.sub(hs[:-1], n, out=grad_z).mul_(z).mul_(one_minus_z)
         grad_h_side = grad_x_side.clone()
         grad_h_side[..., 2 * H :].mul_(r)
         zeros = hs.new_zeros(B, H)

@@ -19,9 +19,11 @@ checkpoint. A process-wide cap limits how many jobs train at once.
 The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
 learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
 """
+import ctypes
 import dataclasses
 import math
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -84,14 +86,34 @@ def resolve_device(name="auto"):
                         "cpu" if name == "auto" else name)
 
 
-def configure_threads(max_threads=4):
-    """Cap PyTorch's CPU threads to the cores this process may use (containers report the host's)."""
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+
+
+def configure_cpu(max_threads=4):
+    """Set this process up to train on the CPU; returns the number of threads.
+
+    Threads: PyTorch's are capped to the cores this process may use (containers
+    report the host's). Memory, on Linux: a training step frees buffers of several
+    MB (a layer's saved gates and their gradients) and asks for the same sizes on
+    the next step. By default glibc's malloc hands much of that back to the OS, so
+    every step page-faults it in afresh (~20,000 faults, 80 MB, per step of
+    benchmarks/cells.py's GRU). Keeping blocks up to 64 MB on the heap and up to
+    256 MB of it free for reuse, as jemalloc or tcmalloc would, removes most of
+    that (BENCHMARKS.md). The cost: memory a job has freed stays with the process,
+    for the next step or job, instead of going back to the OS.
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 1
     threads = max(1, min(cores, max_threads))
     torch.set_num_threads(threads)
+    if sys.platform.startswith("linux"):
+        mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # absent under some libcs; musl's ignores it
+        if mallopt:
+            # 64 MB covers an LSTM's (T, B, 4H) gates at B=64, T=128, H=256; 32 MB where glibc refuses more
+            mallopt(_M_MMAP_THRESHOLD, 64 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+            mallopt(_M_TRIM_THRESHOLD, 256 << 20)
     return threads
 
 

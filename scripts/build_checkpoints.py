@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes  # noqa: E402
 from lab.models import build_model, count_parameters  # noqa: E402
 from lab.presets import get_preset  # noqa: E402
-from lab.train import LMTask, configure_threads, load_bundled_corpus, train  # noqa: E402
+from lab.train import LMTask, configure_cpu, load_bundled_corpus, train  # noqa: E402
 
 SMALL = dict(embed_dim=64, hidden_size=256, num_layers=1)  # astra-alpha's size, one per cell
 BUNDLE = {
@@ -63,7 +63,7 @@ def main():
     parser.add_argument("--only", nargs="*", choices=sorted(BUNDLE), help="rebuild only these")
     parser.add_argument("--out", default=str(ROOT / "checkpoints"))
     args = parser.parse_args()
-    configure_threads(2)
+    configure_cpu(2)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = load_bundled_corpus()

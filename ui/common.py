@@ -15,7 +15,7 @@ import streamlit as st
 
 from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
 from lab.data import DataError
-from lab.train import configure_threads
+from lab.train import configure_cpu
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
 USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))
@@ -42,7 +42,7 @@ def setup_page(title, icon="🧠"):
 @st.cache_resource
 def _process_setup():
     """Once per server process: cap torch's threads and start the reaper of orphaned jobs."""
-    threads = configure_threads()
+    threads = configure_cpu()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
     threading.Thread(target=_reap_jobs_of_closed_sessions, args=(_job_registry(),), name="rnnlab-reaper",
