@@ -8,7 +8,7 @@ folder), drives Debian's /usr/bin/chromium with Playwright, and prints:
 
 * click on Start -> first loss point in the plotly chart (target <= 2 s), for
   the default model (preset astra-alpha: char GRU, PyTorch convention, E=64,
-  H=256, B=64, T=64) on the bundled corpus; the first click of a fresh server
+  H=256, B=32, T=64) on the bundled corpus; the first click of a fresh server
   and later clicks (task cached) are reported apart;
 * each page's warm load time: navigation -> script finished (target <= 3 s);
 * the server process's peak resident memory (VmHWM) after training.

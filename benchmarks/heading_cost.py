@@ -30,7 +30,8 @@ def position_kinds(text):
         if 0 < i < len(lines) - 1 and SPEAKER.fullmatch(line) and not lines[i - 1] and lines[i + 1]:
             kinds[end - 1] = 1
         indent = len(line) - len(line.lstrip(" "))
-        kinds[max(start - 1, 0):start - 1 + indent] = 2
+        if indent:
+            kinds[max(start - 1, 0):start - 1 + indent] = 2
         start = end + 1
     return kinds
 
@@ -52,8 +53,8 @@ def main():
     print(f"held-out split read in one pass: {loss.mean():.4f} nats/char over {len(loss):,} characters")
     for kind, name in enumerate(["other characters", "newline after a bare heading", "indenting spaces"]):
         chosen = loss[kinds == kind]
-        print(f"{name:30s} {len(chosen):7,d} chars, mean {chosen.mean():.3f} nats, "
-              f"share {chosen.sum() / len(loss):.4f} nats/char")
+        mean = f"{chosen.mean():.3f} nats" if len(chosen) else "-"
+        print(f"{name:30s} {len(chosen):7,d} chars, mean {mean}, share {chosen.sum() / len(loss):.4f} nats/char")
 
 
 if __name__ == "__main__":
