@@ -11,28 +11,25 @@ one odd heading format was found (BENCHMARKS.md, issue 3); run it on the
 corpus as it was (scripts/build_corpus.py at commit c09efa2) to see the cost.
 """
 import argparse
-import re
 
 import torch
 import torch.nn.functional as F
 
 from lab.checkpoints import load_checkpoint
 from lab.train import configure_cpu, load_corpus
-
-SPEAKER = re.compile(r"[A-Z][A-Z '-]*[A-Z]")  # as scripts/build_corpus.py's
-
+from scripts.build_corpus import bare_headings
 
 def position_kinds(text):
     """For each character of text[1:] (the targets): 1 = newline after a bare heading, 2 = indent, 0 = other."""
-    kinds, start, lines = torch.zeros(len(text) - 1, dtype=torch.long), 0, text.split("\n")
-    for i, line in enumerate(lines):
-        end = start + len(line)  # the newline ending this line is text[end], target index end - 1
-        if 0 < i < len(lines) - 1 and SPEAKER.fullmatch(line) and not lines[i - 1] and lines[i + 1]:
-            kinds[end - 1] = 1
+    kinds, lines, starts = torch.zeros(len(text) - 1, dtype=torch.long), text.split("\n"), [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    for i in bare_headings(lines):
+        kinds[starts[i] + len(lines[i]) - 1] = 1  # the newline ending line i is a target at this index
+    for start, line in zip(starts, lines):
         indent = len(line) - len(line.lstrip(" "))
         if indent:
             kinds[max(start - 1, 0):start - 1 + indent] = 2
-        start = end + 1
     return kinds
 
 

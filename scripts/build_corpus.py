@@ -88,8 +88,14 @@ def strip_gutenberg(text: str) -> str:
     return text
 
 
-# A speaker heading: a line of capitals alone between a blank line and the speech.
-SPEAKER = re.compile(r"[A-Z][A-Z '-]*[A-Z]")
+# A speaker heading with no full stop: a line of capitals alone between a blank line and the speech.
+BARE_SPEAKER = re.compile(r"[A-Z][A-Z '-]*[A-Z]")
+
+
+def bare_headings(lines: list[str]) -> list[int]:
+    """Indices of the speaker headings in `lines` that lack the full stop."""
+    return [i for i in range(1, len(lines) - 1)
+            if BARE_SPEAKER.fullmatch(lines[i]) and not lines[i - 1] and lines[i + 1]]
 
 
 def normalise(text: str) -> str:
@@ -101,9 +107,8 @@ def normalise(text: str) -> str:
     # the other plays never learns it: 498 of the 500 such headings fall in the
     # held-out 10%, and astra-alpha paid ~5.7 nats at each one's newline
     # (0.028 nats/char of its validation loss, BENCHMARKS.md).
-    for i in range(1, len(lines) - 1):
-        if SPEAKER.fullmatch(lines[i]) and not lines[i - 1] and lines[i + 1]:
-            lines[i] += "."
+    for i in bare_headings(lines):
+        lines[i] += "."
     text = "\n".join(lines)
     # at most two blank lines in a row: the originals pad act breaks with more
     text = re.sub(r"\n{4,}", "\n\n\n", text)
