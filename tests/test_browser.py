@@ -112,6 +112,26 @@ def test_start_draws_loss_points_that_keep_coming(server, page):
     screenshot(page, "Train-stopped")
 
 
+def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(browser, tmp_path):
+    """Until a script calls st.navigation, Streamlit runs /Train from pages/ on its own, under an
+    automatic sidebar with an extra "app" entry; the page hands the session to app.py's router."""
+    fresh = AppServer(tmp_path).wait_healthy(timeout=60)  # the shared server has long seen "/"
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        open_page(page, f"{fresh.url}/Train?hidden=32")
+        # the hand-over reruns the page: wait for the second run to draw the link's settings
+        page.wait_for_function("() => document.querySelector('.st-key-train_hidden input')?.value === '32'")
+        page.wait_for_selector(SCRIPT_DONE)
+        sidebar = page.locator('[data-testid="stSidebarNav"] a')
+        assert [sidebar.nth(i).inner_text().split()[-1] for i in range(sidebar.count())] == list(PAGES)
+        assert page.locator('[data-testid="stMain"] h1').first.inner_text().endswith("Train")
+        assert_no_exception(page, "Train opened first on a fresh server")
+    finally:
+        context.close()
+        fresh.stop()
+
+
 def test_settings_are_mirrored_in_the_url(server, page):
     open_page(page, f"{server.url}/Train?hidden=32&bogus=1&layers=many")
     warnings = page.locator('[data-testid="stAlertContentWarning"]').all_inner_texts()

@@ -35,8 +35,27 @@ ANCHORS = {
 
 def setup_page(title, icon="🧠"):
     """Page config, a capped thread count, and the session's job reaper."""
+    _route_through_app()
     st.set_page_config(page_title=f"{title} · RNN Lab", page_icon=icon, layout="wide")
     _process_setup()
+
+
+def _route_through_app():
+    """Send a session through app.py's st.navigation when Streamlit's pages/ router ran the page.
+
+    Until a script calls st.navigation, Streamlit takes a pages/ folder beside the entry point for
+    its old multipage layout: on a fresh server a direct link (/Sample) runs the page on its own,
+    under an automatic sidebar with an extra "app" entry, and keeps doing so until someone opens
+    "/". st.navigation switches that router off for the whole server; doing it here, then
+    rerunning, runs app.py instead, which routes to the same page (its URL is the same). Only on a
+    session's first run, a page load, so that no widget event is lost to the rerun."""
+    from streamlit.runtime.pages_manager import PagesManager  # the flag st.navigation clears; no public API
+
+    first_run = "_rnnlab_routed" not in st.session_state
+    st.session_state["_rnnlab_routed"] = True
+    if first_run and getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 @st.cache_resource
