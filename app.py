@@ -1,12 +1,89 @@
-"""RNN Lab's entry point: `streamlit run app.py`.
+"""RNN Lab's entry point (`streamlit run app.py`) and its Home page: what the lab teaches,
+the model families' equations, one click to every page, and the seeds' presets with their
+parameter counts.
 
-It only names the pages, in the sidebar's order (ui.common.PAGES: Home first,
-the default at the site's root), and runs the one the URL asks for. Each page
-is a thin script in pages/ over the `lab` package.
+The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.common.setup_page
+draws the sidebar that names them (Home first).
 """
+import pandas as pd
 import streamlit as st
 
-from ui.common import PAGES
+from lab.models import config_to_dict
+from lab.presets import PRESETS
+from ui.common import page_link, parameter_count, setup_page, show_anchors
+from ui.inspect_views import equations_latex
 
-st.navigation([st.Page(path, title=name, icon=icon, default=n == 0)
-               for n, (name, (path, icon)) in enumerate(PAGES.items())]).run()
+setup_page("Home")
+st.title("🧠 RNN Lab")
+st.markdown(
+    "Recurrent networks read a sequence one step at a time and carry a **memory**, the hidden state, "
+    "from step to step. In this lab you train small RNNs, GRUs, LSTMs and a selective scan on Shakespeare, "
+    "then watch them think: the gates that decide what to keep and what to overwrite, how fast memories fade, "
+    "and how the sampling strategy turns the same model into a poet or a parrot.")
+
+PAGE_BLURBS = {
+    "Train": "Train a model on a corpus and race the families on one live loss chart.",
+    "Sample": "Generate text with greedy, temperature, top-k and top-p sampling, side by side.",
+    "Gates": "Heatmaps of every gate, character by character.",
+    "Memory": "How long a hidden state remembers: decay, gradients through time, a memory probe.",
+    "Checkpoints": "Bundled and your own models: summaries, downloads, uploads.",
+    "Ablation": "Seed 003's question: do the GRU's gate biases matter over 1024 steps?",
+}
+for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.items()):
+    with column, st.container(border=True, height="stretch"):
+        page_link(page, label=f"**{page}**")
+        st.caption(blurb)
+
+st.header("The model families")
+st.caption("x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "
+           "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations.")
+FAMILIES = [  # (cell, title, what to notice), in reading order
+    ("rnn", "Vanilla RNN",
+     "Seed 001 A.1: one matrix remembers, nothing protects the memory from being rewritten."),
+    ("gru_seed", "GRU, the seeds' convention: z overwrites",
+     "Seed 001 A.2 and seed 000 (`gru_seed`). The update gate z says how much to **overwrite**: "
+     "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product."),
+    ("gru_torch", "GRU, PyTorch's convention: z keeps",
+     "`torch.nn.GRU` and seed 003 (`gru_torch`). Here z says how much to **keep**: z → 1 keeps the "
+     "memory, so seed 003's bias +1 means *remember more*. The reset gate multiplies "
+     "(W_hn h + b_hn) *after* the matrix product."),
+    ("lstm", "LSTM",
+     "Seed 001 A.3 and seed 002: a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1)."),
+    ("scan", "Selective scan (seed 004)",
+     "Mamba-style: the gates depend on the input only, never on h, so the recurrence is linear and "
+     "runs as a parallel associative scan. A **keeps**, B writes; the gate is a small MLP "
+     "(H → 4H → 2H, GELU) of the input e_t."),
+]
+left, right = st.columns(2, gap="large")
+for n, (cell, title, caption) in enumerate(FAMILIES):
+    with left if n < 3 else right:
+        st.subheader(title)
+        st.caption(caption)
+        st.latex(equations_latex(cell))
+with right:
+    st.info("Two GRU conventions, one name: the same trained weights mean different things under each. "
+            "`gru_seed` and `gru_torch` are separate cells here, and every checkpoint summary names its "
+            "convention.", icon="⚠️")
+
+
+@st.cache_data(show_spinner=False)
+def preset_table():
+    rows = []
+    for preset in PRESETS.values():
+        model = preset.model
+        rows.append({
+            "preset": preset.name, "seed": preset.seed, "family": model.family,
+            "cell": getattr(model, "cell", "scan"),
+            "parameters": parameter_count(config_to_dict(model)),
+            "seed's published count": f"{preset.expected_params:,}" if preset.expected_params else "",
+            "tokenizer": preset.tokenizer or "pixels", "description": preset.description})
+    return pd.DataFrame(rows)
+
+
+st.header("Presets")
+st.caption("The seeds' model families as named presets (`lab/presets.py`); the Train page starts from one. "
+           "Character models are counted at 65 characters, subword models at 1,000 pieces.")
+st.dataframe(preset_table(), hide_index=True, width="stretch",
+             column_config={"parameters": st.column_config.NumberColumn(format="localized"),
+                            "description": st.column_config.TextColumn(width="large")})
+show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")

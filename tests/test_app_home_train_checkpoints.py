@@ -15,8 +15,8 @@ from lab.models import LMConfig, build_model
 from lab.presets import PRESETS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-TRAIN = "pages/1_🏋️_Train.py"
-CHECKPOINTS = "pages/5_📦_Checkpoints.py"
+TRAIN = "pages/1_Train.py"
+CHECKPOINTS = "pages/5_Checkpoints.py"
 TIMEOUT = 30
 TINY = {"emb": 8, "hidden": 16, "batch": 8, "block": 16, "eval_every": 5, "seconds": 60}
 
@@ -24,14 +24,14 @@ TINY = {"emb": 8, "hidden": 16, "batch": 8, "block": 16, "eval_every": 5, "secon
 @pytest.fixture(autouse=True)
 def user_dir(tmp_path, monkeypatch):
     """Each test saves and deletes in its own folder (pages read ui.common.USER_DIR when they run),
-    and starts with no jobs: every AppTest has the same session id, "test session id"."""
+    and ends with no jobs left running."""
     folder = tmp_path / "user_checkpoints"
     monkeypatch.setattr(ui.common, "USER_DIR", folder)
     registry = ui.common._job_registry()
     yield folder
     with registry["lock"]:
-        jobs = [job for session in registry["jobs"].values() for job in session]
-        registry["jobs"].clear()
+        jobs = [job for session in registry["sessions"].values() for job in session["jobs"]]
+        registry["sessions"].clear()
     for job in jobs:
         job.stop()
         job.wait(10)
@@ -223,8 +223,7 @@ def test_checkpoints_lists_the_bundled_ones_and_summarises_one():
     bundled = [info.name for info in list_checkpoints(None)]
     at = open_page(CHECKPOINTS)
     assert_clean(at)
-    if not bundled:
-        pytest.skip("no bundled checkpoints (python scripts/build_checkpoints.py)")
+    assert bundled, "no bundled checkpoints (python scripts/build_checkpoints.py)"
     table = at.dataframe[0].value
     assert set(bundled) <= set(table["name"]) and set(table["where"]) == {"bundled"}
     assert "MODEL SUMMARY" in texts(at.code) and "Cell convention" in texts(at.code)
@@ -278,7 +277,6 @@ def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir):
 
 
 def test_bundled_checkpoints_have_no_delete_button():
-    if not list_checkpoints(None):
-        pytest.skip("no bundled checkpoints")
+    assert list_checkpoints(None), "no bundled checkpoints (python scripts/build_checkpoints.py)"
     at = open_page(CHECKPOINTS)
     assert not [b for b in at.button if b.key == "ckpt_delete"]

@@ -25,6 +25,7 @@ VIEWPORT = {"width": 1400, "height": 2200}  # tall: Streamlit scrolls inside the
 # a model small enough to train at hundreds of steps a second on a shared CPU
 TINY = "emb=8&hidden=16&batch=16&block=32&eval_every=10"
 ERROR = '[data-testid="stAlertContentError"]'
+UNATTENDED = 6  # seconds without a heartbeat after which this test server stops a session's runs
 
 
 def _need(what):
@@ -42,7 +43,7 @@ def user_dir(tmp_path_factory):
 def server(user_dir):
     if not Path(CHROMIUM).exists():
         _need(f"{CHROMIUM} is not installed")
-    app = AppServer(user_dir)
+    app = AppServer(user_dir, extra_env={"RNNLAB_UNATTENDED_SECONDS": str(UNATTENDED)})
     try:
         yield app.wait_healthy(timeout=60)
     finally:
@@ -77,6 +78,11 @@ def assert_no_exception(page, where):
     assert "Traceback" not in page.inner_text('[data-testid="stMain"]'), f"traceback on {where}"
 
 
+def sidebar_names(page):
+    links = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')
+    return [links.nth(i).inner_text().split()[-1] for i in range(links.count())]
+
+
 def screenshot(page, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
@@ -91,9 +97,7 @@ def test_every_page_renders_without_an_exception(server, page):
         assert_no_exception(page, file_name)
         screenshot(page, path or "Home")
         print(f"{file_name}: {seconds:.2f} s")
-    sidebar = page.locator('[data-testid="stSidebarNav"] a')
-    assert [sidebar.nth(i).inner_text().split()[-1] for i in range(sidebar.count())] == [
-        name for name in PAGES], "the sidebar lists the pages by name, Home first"
+    assert sidebar_names(page) == list(PAGES), "the sidebar lists the pages by name, Home first"
 
 
 def test_start_draws_loss_points_that_keep_coming(server, page):
@@ -113,18 +117,16 @@ def test_start_draws_loss_points_that_keep_coming(server, page):
 
 
 def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(browser, tmp_path):
-    """Until a script calls st.navigation, Streamlit runs /Train from pages/ on its own, under an
-    automatic sidebar with an extra "app" entry; the page hands the session to app.py's router."""
+    """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first,
+    no automatic "app" entry) and the link's settings."""
     fresh = AppServer(tmp_path).wait_healthy(timeout=60)  # the shared server has long seen "/"
     context = browser.new_context(viewport=VIEWPORT)
     try:
         page = context.new_page()
         open_page(page, f"{fresh.url}/Train?hidden=32")
-        # the hand-over reruns the page: wait for the second run to draw the link's settings
         page.wait_for_function("() => document.querySelector('.st-key-train_hidden input')?.value === '32'")
         page.wait_for_selector(SCRIPT_DONE)
-        sidebar = page.locator('[data-testid="stSidebarNav"] a')
-        assert [sidebar.nth(i).inner_text().split()[-1] for i in range(sidebar.count())] == list(PAGES)
+        assert sidebar_names(page) == list(PAGES)
         assert page.locator('[data-testid="stMain"] h1').first.inner_text().endswith("Train")
         assert_no_exception(page, "Train opened first on a fresh server")
     finally:
@@ -183,9 +185,9 @@ def test_closing_the_tab_stops_its_training(server, browser, user_dir):
         click_start_and_time_first_point(trainer)
         open_page(watcher, f"{server.url}/Train")
         assert running_in_app(watcher) == 1
-        trainer.context.close()  # the tab goes: its websocket closes
+        trainer.context.close()  # the tab goes: its heartbeat stops
         closed = time.monotonic()
-        deadline = closed + 45
+        deadline = closed + UNATTENDED + 30
         while running_in_app(watcher) and time.monotonic() < deadline:
             watcher.wait_for_timeout(1000)
             open_page(watcher, f"{server.url}/Train")

@@ -7,6 +7,7 @@ when their browser tab closes), and the published anchors shown beside results.
 """
 import contextlib
 import os
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -33,43 +34,44 @@ ANCHORS = {
 }
 
 
-def setup_page(title, icon="🧠"):
-    """Page config, a capped thread count, and the session's job reaper."""
-    _route_through_app()
-    st.set_page_config(page_title=f"{title} · RNN Lab", page_icon=icon, layout="wide")
+PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the rest Streamlit's pages/ router serves
+    "Home": ("app.py", "🏠"),
+    "Train": ("pages/1_Train.py", "🏋️"),
+    "Sample": ("pages/2_Sample.py", "💬"),
+    "Gates": ("pages/3_Gates.py", "🔬"),
+    "Memory": ("pages/4_Memory.py", "🧠"),
+    "Checkpoints": ("pages/5_Checkpoints.py", "📦"),
+    "Ablation": ("pages/6_Ablation.py", "⚖️"),
+}
+
+
+def setup_page(name):
+    """Page config, the sidebar naming every page, and this session's heartbeat."""
+    icon = PAGES[name][1]
+    st.set_page_config(page_title=f"{name} · RNN Lab", page_icon=icon, layout="wide")
     _process_setup()
+    with st.sidebar:
+        for page in PAGES:
+            page_link(page)
+        _heartbeat()
 
 
-def _route_through_app():
-    """Send a session through app.py's st.navigation when Streamlit's pages/ router ran the page.
-
-    Until a script calls st.navigation, Streamlit takes a pages/ folder beside the entry point for
-    its old multipage layout: on a fresh server a direct link (/Sample) runs the page on its own,
-    under an automatic sidebar with an extra "app" entry, and keeps doing so until someone opens
-    "/". st.navigation switches that router off for the whole server; doing it here, then
-    rerunning, runs app.py instead, which routes to the same page (its URL is the same). Only on a
-    session's first run, a page load, so that no widget event is lost to the rerun."""
-    from streamlit.runtime.pages_manager import PagesManager  # the flag st.navigation clears; no public API
-
-    first_run = "_rnnlab_routed" not in st.session_state
-    st.session_state["_rnnlab_routed"] = True
-    if first_run and getattr(PagesManager, "uses_pages_directory", False):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+def page_link(name, label=None, help=None):
+    """st.page_link to one of PAGES."""
+    path, icon = PAGES[name]
+    st.page_link(path, label=label or name, icon=icon, help=help)
 
 
 @st.cache_resource
 def _process_setup():
-    """Once per server process: cap torch's threads and start the reaper of orphaned jobs."""
+    """Once per server process: cap torch's threads, start the reaper of unattended jobs, warm up."""
     threads = configure_cpu()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
-    threading.Thread(target=_reap_jobs_of_closed_sessions, args=(_job_registry(),), name="rnnlab-reaper",
+    threading.Thread(target=_reap_unattended_jobs, args=(_job_registry(),), name="rnnlab-reaper",
                      daemon=True).start()
-    from streamlit.runtime import Runtime
-
-    if Runtime.exists():  # a real server, not AppTest (a process exiting mid-warm-up would abort in torch)
-        threading.Thread(target=_warm_up_training, name="rnnlab-warm-up", daemon=True).start()
+    # not a daemon: the interpreter waits for its second or so at exit instead of killing it inside torch
+    threading.Thread(target=_warm_up_training, name="rnnlab-warm-up").start()
     return threads
 
 
@@ -100,31 +102,6 @@ def user_errors(what="That"):
         st.error(f"{what} did not work: {e}")
     except OSError as e:
         st.error(f"{what} did not work: a file problem: {e}")
-
-
-# ---------------------------------------------------------------------------
-# pages
-
-PAGES = {  # name -> (script path relative to app.py, icon), in the sidebar's order; app.py runs them
-    "Home": ("pages/0_🏠_Home.py", "🏠"),
-    "Train": ("pages/1_🏋️_Train.py", "🏋️"),
-    "Sample": ("pages/2_💬_Sample.py", "💬"),
-    "Gates": ("pages/3_🔬_Gates.py", "🔬"),
-    "Memory": ("pages/4_🧠_Memory.py", "🧠"),
-    "Checkpoints": ("pages/5_📦_Checkpoints.py", "📦"),
-    "Ablation": ("pages/6_⚖️_Ablation.py", "⚖️"),
-}
-
-
-def page_link(name, label=None, help=None):
-    """st.page_link to one of PAGES (nothing when a page runs on its own, outside app.py)."""
-    from streamlit.errors import StreamlitAPIException
-
-    path, icon = PAGES[name]
-    try:
-        st.page_link(path, label=label or name, icon=icon, help=help)
-    except StreamlitAPIException:  # a page run on its own (not from app.py) knows no other pages
-        pass
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -172,77 +149,90 @@ def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), d
 
 
 # ---------------------------------------------------------------------------
-# per-session training jobs
+# per-session training jobs, kept alive by the page's heartbeat
+
+HEARTBEAT_SECONDS = 5.0  # how often every open page tells the server it is still there
+# a job whose session sent no heartbeat for this long is stopped: a closed tab, a lost laptop. Generous,
+# because browsers slow the timers of hidden tabs (Chrome: to once a minute after five minutes hidden)
+UNATTENDED_SECONDS = float(os.environ.get("RNNLAB_UNATTENDED_SECONDS", "150"))
 
 
 @st.cache_resource
 def _job_registry():
-    """session id -> list of that session's TrainingJobs (process-wide, guarded by a lock)."""
-    return {"lock": threading.Lock(), "jobs": {}}
+    """session key -> {"jobs": [TrainingJob, ...], "seen": monotonic time of its last heartbeat}."""
+    return {"lock": threading.Lock(), "sessions": {}}
 
 
-def session_id():
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+def session_key():
+    """This browser session's random key (it names the session's jobs)."""
+    return st.session_state.setdefault("_rnnlab_session_key", secrets.token_urlsafe(16))
 
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else "no-session"
+
+def _session_entry(registry):
+    """This session's entry, created on first use; call with the registry's lock held."""
+    return registry["sessions"].setdefault(session_key(), {"jobs": [], "seen": time.monotonic()})
+
+
+def touch_session():
+    """Record that this session is still open (its jobs keep running)."""
+    registry = _job_registry()
+    with registry["lock"]:
+        _session_entry(registry)["seen"] = time.monotonic()
+
+
+@st.fragment(run_every=HEARTBEAT_SECONDS)
+def _heartbeat():
+    touch_session()
 
 
 def session_jobs():
     """This browser session's jobs (oldest first)."""
     registry = _job_registry()
     with registry["lock"]:
-        return list(registry["jobs"].get(session_id(), []))
+        return list(_session_entry(registry)["jobs"])
 
 
 def register_job(job):
     registry = _job_registry()
     with registry["lock"]:
-        registry["jobs"].setdefault(session_id(), []).append(job)
+        entry = _session_entry(registry)
+        entry["jobs"].append(job)
+        entry["seen"] = time.monotonic()
 
 
 def forget_jobs(predicate):
     """Drop this session's jobs for which predicate(job) is true (e.g. finished ones) from its list."""
     registry = _job_registry()
     with registry["lock"]:
-        jobs = registry["jobs"].get(session_id(), [])
-        registry["jobs"][session_id()] = [job for job in jobs if not predicate(job)]
+        entry = _session_entry(registry)
+        entry["jobs"] = [job for job in entry["jobs"] if not predicate(job)]
 
 
 def running_jobs_in_app(kind=object):
     """How many jobs (of class `kind`) of any session are running in this server process."""
     registry = _job_registry()
     with registry["lock"]:
-        return sum(isinstance(job, kind) and job.running for jobs in registry["jobs"].values() for job in jobs)
+        return sum(isinstance(job, kind) and job.running
+                   for entry in registry["sessions"].values() for job in entry["jobs"])
 
 
-def _reap_jobs_of_closed_sessions(registry, interval=2.0, grace=10.0):
-    """Stop the training of sessions whose browser tab has gone (checked every `interval` s).
+def stop_unattended_jobs(registry, now=None, unattended=None):
+    """Stop the jobs of sessions with no heartbeat for `unattended` seconds and forget those sessions.
 
-    Closing a tab closes its websocket, and Streamlit then drops the session from
-    its active sessions (it may keep it aside for a reconnect), so
-    `Runtime.is_active_session` turns false; tests/test_browser.py checks this
-    end to end in a real browser.
-    """
-    from streamlit.runtime import Runtime
+    Every open page sends a heartbeat (`_heartbeat`, a fragment rerun every HEARTBEAT_SECONDS), so
+    a session falls silent when its last tab closes; tests/test_browser.py checks this in a real
+    browser. Returns the stopped jobs."""
+    now = time.monotonic() if now is None else now
+    unattended = UNATTENDED_SECONDS if unattended is None else unattended
+    with registry["lock"]:
+        silent = [key for key, entry in registry["sessions"].items() if now - entry["seen"] > unattended]
+        stopped = [job for key in silent for job in registry["sessions"].pop(key)["jobs"]]
+    for job in stopped:
+        job.stop()
+    return stopped
 
-    gone_since = {}
+
+def _reap_unattended_jobs(registry, interval=2.0):
     while True:
         time.sleep(interval)
-        if not Runtime.exists():
-            continue
-        runtime = Runtime.instance()
-        with registry["lock"]:
-            sessions = list(registry["jobs"].items())
-        for sid, jobs in sessions:
-            if runtime.is_active_session(sid):
-                gone_since.pop(sid, None)
-                continue
-            # a reconnecting tab (page reload, flaky network) gets a grace period
-            if time.monotonic() - gone_since.setdefault(sid, time.monotonic()) < grace:
-                continue
-            for job in jobs:
-                job.stop()
-            with registry["lock"]:
-                registry["jobs"].pop(sid, None)
-            gone_since.pop(sid, None)
+        stop_unattended_jobs(registry)

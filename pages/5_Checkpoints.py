@@ -12,7 +12,7 @@ from lab.checkpoints import (CheckpointError, delete_checkpoint, list_checkpoint
 from lab.models import config_to_dict, model_summary
 from ui.common import USER_DIR, cached_checkpoint, page_link, parameter_count, setup_page, show_anchors, user_errors
 
-setup_page("Checkpoints", "📦")
+setup_page("Checkpoints")
 st.title("📦 Checkpoints")
 st.caption("Every model the lab can load: the bundled ones (trained on the bundled Shakespeare) and yours "
            f"(saved by the Train page or uploaded, in `{USER_DIR}`). Files are safetensors: loading one never "

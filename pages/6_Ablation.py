@@ -13,7 +13,7 @@ from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, Ablatio
 from lab.train import JobLimitError
 from ui.common import register_job, setup_page, show_anchors, user_errors
 
-setup_page("Ablation", "⚖️")
+setup_page("Ablation")
 RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
 COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}
 

@@ -6,7 +6,7 @@ from lab.sampling import MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, encode_prom
 from ui import inspect_views as views
 from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
 
-setup_page("Sample", "💬")
+setup_page("Sample")
 st.title("💬 Sample")
 st.caption("One prompt, four ways to pick the next token. Every generated token sits on a background "
            "coloured by how likely the model found it; same seed, same text.")

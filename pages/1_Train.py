@@ -20,7 +20,7 @@ from ui import train_view as tv
 from ui.common import (USER_DIR, forget_jobs, page_link, parameter_count, register_job, running_jobs_in_app,
                        session_jobs, setup_page, show_anchors, user_errors)
 
-setup_page("Train", "🏋️")
+setup_page("Train")
 st.title("🏋️ Train")
 st.caption("Train a recurrent language model in the background and watch its loss fall. Start several runs "
            "(a vanilla RNN, a GRU, an LSTM, a scan) and they race on one chart. "

@@ -9,7 +9,7 @@ from lab.introspect import FEATURES, SIGMOID_GATES, gate_summary, top_units
 from ui import inspect_views as views
 from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
 
-setup_page("Gates", "🔬")
+setup_page("Gates")
 st.title("🔬 Gates")
 st.caption("The model reads your text once, from the zero state. Each heatmap shows one gate: "
            "tokens left to right, units top to bottom.")

@@ -9,7 +9,7 @@ from lab.probe import ProbeConfig, run_memory_probe
 from ui import inspect_views as views
 from ui.common import checkpoint_infos, setup_page, user_errors
 
-setup_page("Memory", "🧠")
+setup_page("Memory")
 st.title("🧠 Memory")
 st.caption("Two views of memory (seed 002): what the keep gates let survive, and how strongly the last "
            "prediction still depends on a step long ago. Then a task that needs memory and nothing else.")
