@@ -31,6 +31,7 @@ from typing import Optional
 
 import torch
 
+from lab.capacity import SERVER_BUDGET
 from lab.cells import detach_state
 from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
                       download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, random_windows, read_text,
@@ -336,47 +337,52 @@ def train(model, task, config, emit=None, should_stop=None):
 # ---------------------------------------------------------------------------
 # background jobs
 
-MAX_CONCURRENT_JOBS = int(os.environ.get("RNNLAB_MAX_JOBS", "2"))
-_jobs_lock = threading.Lock()
-_running_jobs = set()
-
-
-class JobLimitError(RuntimeError):
-    """Too many jobs (training runs, live ablations) are running in this process."""
-
-
 class BackgroundJob:
     """What every background job shares: a status, a stop flag honoured between
-    steps, and a thread-safe event log that a UI polls with `events(since)`."""
+    steps, a place in the server's training budget (lab.capacity), and a
+    thread-safe event log that a UI polls with `events(since)`.
 
-    def __init__(self):
+    status: ready -> queued (waiting for the budget) -> running -> a final status.
+    """
+
+    def __init__(self, cost_mb=0.0, owner=None, budget=None):
         self.status, self.message = "ready", ""
+        self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
+        self._ticket = None
 
     def stop(self):
-        """Ask the loop to stop; it does so before its next step."""
+        """Ask the job to stop: it leaves the queue, or stops before its next step."""
         self._stop.set()
 
     @property
     def running(self):
-        return self.status == "running"
+        """Not ended yet: queued for the budget or training."""
+        return self.status in ("queued", "running")
+
+    @property
+    def queue_position(self):
+        """1 if this job starts next, 2 after that, ...; 0 when it is not waiting."""
+        return self._ticket.position if self._ticket is not None and self.status == "queued" else 0
 
     def events(self, since=0):
         with self._lock:
             return self._events[since:]
 
-    def _claim_slot(self):
-        """Take one of the process-wide MAX_CONCURRENT_JOBS slots (every kind of job counts), or refuse."""
-        with _jobs_lock:
-            if len(_running_jobs) >= MAX_CONCURRENT_JOBS:
-                raise JobLimitError(f"{len(_running_jobs)} jobs (training runs or live ablations) are already "
-                                    f"running in this app (the limit is {MAX_CONCURRENT_JOBS}); stop one or wait "
-                                    "for it to finish")
-            _running_jobs.add(self)
+    def _claim_slot(self, what):
+        """Queue for the budget (CapacityError at once if the job could never fit); call in start()."""
+        self._ticket = self.budget.request(self.cost_mb, self.owner, what)
+        self.status = "queued"
+
+    def _wait_for_slot(self):
+        """In the job's thread: block until the budget admits it; False if it was stopped first."""
+        if not self._ticket.wait(self._stop.is_set):
+            return False
+        self.status = "running"
+        return True
 
     def _free_slot(self):
-        with _jobs_lock:
-            _running_jobs.discard(self)
+        self._ticket.release()
 
     def _log(self, event):
         with self._lock:
@@ -397,19 +403,18 @@ class TrainingJob(BackgroundJob):
     """
 
     def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
-                 sample_every_s=3.0):
+                 sample_every_s=3.0, cost_mb=0.0, owner=None, budget=None):
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
         self.sampler, self.sample_every_s = sampler, sample_every_s
-        super().__init__()
+        super().__init__(cost_mb, owner, budget)
         self.checkpoint_path, self.result = None, None
         self._thread, self._last_sample = None, -math.inf  # sample at step 1
 
     def start(self):
         if self._thread is not None:
             raise RuntimeError("this job has already been started")
-        self._claim_slot()
-        self.status = "running"
+        self._claim_slot(f"The run {self.name}")
         self._thread = threading.Thread(target=self._run, name=f"train-{self.name}", daemon=True)
         self._thread.start()
         return self
@@ -433,6 +438,9 @@ class TrainingJob(BackgroundJob):
 
         status = "failed"
         try:
+            if not self._wait_for_slot():
+                status, self.message = "stopped", "stopped before it started"
+                return
             self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
             reason = self.result.reason
             if self.checkpoint_dir is not None and self.result.steps > 0:

@@ -15,10 +15,11 @@ from lab.checkpoints import sanitize_name
 from lab.data import read_text
 from lab.models import build_model, config_to_dict
 from lab.sampling import SamplingConfig, generate
-from lab.train import CORPORA, MAX_CONCURRENT_JOBS, JobLimitError, LMTask, TrainingJob
+from lab.capacity import SERVER_BUDGET
+from lab.train import CORPORA, LMTask, TrainingJob
 from ui import train_view as tv
-from ui.common import (USER_DIR, forget_jobs, page_link, parameter_count, register_job, running_jobs_in_app,
-                       session_jobs, setup_page, show_anchors, user_errors)
+from ui.common import (forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
+                       show_anchors, user_dir, user_errors)
 
 setup_page("Train")
 st.title("🏋️ Train")
@@ -112,9 +113,9 @@ with train_col:
                 help="Consecutive windows with the hidden state carried from batch to batch (detached), "
                      "instead of random windows from a zero state.")
     st.text_input(F["name"].label, key=tv.key("name"), max_chars=64,
-                  placeholder="automatic, e.g. gru_torch-e64-h256x1")
+                  placeholder=f"automatic: {tv.default_run_name(tv.widget_values(saved))}-1")
 
-values = {name: st.session_state.get(tv.key(name), saved[name]) for name in tv.FIELDS}
+values = tv.widget_values(saved)
 saved.update(values)
 query = tv.query_from_values(values)
 if st.query_params.to_dict() != query:
@@ -188,19 +189,22 @@ def make_sampler(tokenizer):
     return lambda model: generate(model, tokenizer, "", config).text
 
 
+def unused_run_name(base):
+    """base-1, base-2, ...: the first name that no run or checkpoint of this session has, so a new run
+    never takes over an older run's `_latest`."""
+    taken = {job.name for job in training_jobs()} | {p.name.rsplit("_", 1)[0] for p in user_dir().glob("*_*")}
+    return next(f"{base}-{n}" for n in range(1, len(taken) + 2) if f"{base}-{n}" not in taken)
+
+
 def start_run():
     train_config = tv.train_config(values)
     task.check(train_config)  # a corpus too short for one window is a DataError here, not in the thread
-    name = sanitize_name(values["name"].strip() or tv.default_run_name(values))  # the checkpoint's file name
+    name = sanitize_name(values["name"].strip() or unused_run_name(tv.default_run_name(values)))
     model = build_model(model_config)
-    job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=USER_DIR,
+    job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=user_dir(),
                       extra={"preset": values["preset"], "corpus": corpus_label},
-                      sampler=make_sampler(task.tokenizer))
-    try:
-        job.start()
-    except JobLimitError as e:
-        st.error(str(e))
-        return
+                      sampler=make_sampler(task.tokenizer), owner=session_key())
+    job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
     register_job(job)
     # the first step takes ~0.1-0.3 s: waiting for it (at most a second) lets the chart below
     # show the first loss point in this very run instead of a second later
@@ -247,8 +251,9 @@ def live_view(auto, x_axis):
             logs_by_id[id(job)] = tv.RunLog(job, job.name, None, "", job.task.tokenizer.kind,
                                             job.task.tokenizer.vocab_size)
         logs.append(logs_by_id[id(job)].update())
-    st.caption(f"Training runs going in this app (all users): {running_jobs_in_app(TrainingJob)} "
-               f"of {MAX_CONCURRENT_JOBS}")
+    used, capacity, n_running, n_queued = SERVER_BUDGET.snapshot()
+    st.caption(f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
+               f"{n_running} runs, {n_queued} waiting.")
     if not logs:
         st.info("No runs yet: choose a model and press Start. Runs you start appear here, all on one chart.")
     kinds = {(log.tokenizer, log.vocab) for log in logs} or {(values["tokenizer"], task and task.vocab_size)}

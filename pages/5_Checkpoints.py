@@ -10,13 +10,13 @@ import streamlit as st
 from lab.checkpoints import (CheckpointError, delete_checkpoint, list_checkpoints, load_checkpoint, sanitize_name,
                              save_checkpoint)
 from lab.models import config_to_dict, model_summary
-from ui.common import USER_DIR, cached_checkpoint, page_link, parameter_count, setup_page, show_anchors, user_errors
+from ui.common import cached_checkpoint, page_link, parameter_count, setup_page, show_anchors, user_dir, user_errors
 
 setup_page("Checkpoints")
 st.title("📦 Checkpoints")
 st.caption("Every model the lab can load: the bundled ones (trained on the bundled Shakespeare) and yours "
-           f"(saved by the Train page or uploaded, in `{USER_DIR}`). Files are safetensors: loading one never "
-           "runs code.")
+           "(saved by the Train page or uploaded in this browser; nobody else sees them, and they are kept "
+           "for a while after your last visit). Files are safetensors: loading one never runs code.")
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")
 
 if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, shown after the rerun
@@ -40,7 +40,7 @@ def params_of(info):
 def delete(path):
     """Button callback (it runs before the page, so it may reset the widgets that showed the file)."""
     try:
-        delete_checkpoint(path, USER_DIR)
+        delete_checkpoint(path, user_dir())
         st.session_state.ckpt_flash = ("success", f"Deleted {path.name}.")
     except (CheckpointError, OSError) as e:
         st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {e}")
@@ -48,7 +48,7 @@ def delete(path):
     st.session_state.pop("ckpt_choice", None)
 
 
-infos = list_checkpoints(USER_DIR)
+infos = list_checkpoints(user_dir())
 if not infos:
     st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones with "
                "`python scripts/build_checkpoints.py`.")
@@ -144,7 +144,7 @@ if upload is not None:
         if st.button("Save to my checkpoints", key="ckpt_save", type="primary"):
             with user_errors("Saving"):
                 extra = {**checkpoint.meta.get("extra", {}), "uploaded": upload.name}
-                path = save_checkpoint(USER_DIR, sanitize_name(name), checkpoint.model, checkpoint.tokenizer,
+                path = save_checkpoint(user_dir(), sanitize_name(name), checkpoint.model, checkpoint.tokenizer,
                                        checkpoint.metrics, extra)
                 latest = f"{path.name.rsplit('_v', 1)[0]}_latest"
                 st.session_state.ckpt_flash = ("success", f"Saved as {path.name} (and {latest}): the Sample and "

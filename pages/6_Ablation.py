@@ -10,8 +10,7 @@ import streamlit as st
 
 from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, epoch_rows, load_results,
                                       step_rows, time_constant_table)
-from lab.train import JobLimitError
-from ui.common import register_job, setup_page, show_anchors, user_errors
+from ui.common import register_job, session_key, setup_page, show_anchors, user_errors
 
 setup_page("Ablation")
 RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
@@ -190,14 +189,10 @@ if start and not running:
         config = AblationConfig(dataset="digits", size=int(size), epochs=int(epochs), seeds=tuple(range(int(n_seeds))),
                                 arms=("baseline", "ablated"), batch_size=int(batch), limit_train=int(n_train),
                                 limit_test=int(n_test), gate_batch=8, device="cpu")
-        try:
-            job = AblationJob(config).start()
-        except JobLimitError as e:
-            st.error(str(e))
-        else:
-            register_job(job)
-            st.session_state["ablation_job"] = job
-            running = True
+        job = AblationJob(config, owner=session_key()).start()  # a CapacityError is shown by user_errors
+        register_job(job)
+        st.session_state["ablation_job"] = job
+        running = True
 
 
 def live_view():
@@ -213,7 +208,8 @@ def live_view():
     steps = pd.DataFrame([{"arm": e["arm"], "seed": e["seed"], "step": e["step"], "train_loss": e["train_loss"]}
                           for e in events if e["type"] == "step"])
     done = [e for e in events if e["type"] == "epoch"]
-    st.write(f"Status: **{job.status}**" + (f" ({job.message})" if job.message else "") +
+    queued = f", number {job.queue_position} in the queue for this server's training budget" if job.queue_position else ""
+    st.write(f"Status: **{job.status}**{queued}" + (f" ({job.message})" if job.message else "") +
              (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else ""))
     if job.running:
         if len(steps):

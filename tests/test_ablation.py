@@ -3,6 +3,7 @@ a tiny study's results file, the CIFAR-10 code path on a fixture, the CLI and th
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -274,36 +275,37 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     assert any("Frozen-bias check" in s.value for s in at.success)
 
 
-def test_a_live_ablation_and_training_runs_share_the_process_wide_job_cap(monkeypatch):
+def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch):
     import threading
 
     import lab.experiments.ablation
-    import lab.train
+    from lab.capacity import Budget
     from lab.models import LMConfig, build_model
-    from lab.train import JobLimitError, LMTask, TrainConfig, TrainingJob
+    from lab.train import LMTask, TrainConfig, TrainingJob
 
     task = LMTask.from_text("abcdefgh" * 40, "char")
+    budget = Budget(capacity=1, owner_share=1.0)  # room for one job at a time
 
     def training_job(**options):
         return TrainingJob("run", build_model(LMConfig(vocab_size=task.vocab_size, hidden_size=8, embed_dim=4)),
-                           task, TrainConfig(max_steps=2, batch_size=2, block_size=8, device="cpu"), **options)
+                           task, TrainConfig(max_steps=2, batch_size=2, block_size=8, device="cpu"), cost_mb=1,
+                           budget=budget, **options)
 
-    monkeypatch.setattr(lab.train, "MAX_CONCURRENT_JOBS", 1)
     training_gate, ablation_gate = threading.Event(), threading.Event()
     training = training_job(sampler=lambda model: training_gate.wait(30) and "", sample_every_s=0).start()
-    ablation = AblationJob(tiny_config(epochs=1, seeds=(0,), arms=("baseline",)))
-    with pytest.raises(JobLimitError, match="live ablations.*the limit is 1"):
-        ablation.start()  # a training run holds the only slot
-    assert ablation.status == "ready"
-    training_gate.set()
-    assert training.wait(30) == "finished"
-
     real_run_arm = lab.experiments.ablation.run_arm
     monkeypatch.setattr(lab.experiments.ablation, "run_arm",
                         lambda *args, **kwargs: ablation_gate.wait(30) and real_run_arm(*args, **kwargs))
-    ablation.start()
-    with pytest.raises(JobLimitError):
-        training_job().start()  # now the live ablation holds it
+    ablation = AblationJob(tiny_config(epochs=1, seeds=(0,), arms=("baseline",)), cost_mb=1, budget=budget).start()
+    assert ablation.status == "queued" and ablation.queue_position == 1  # the training run holds the budget
+    training_gate.set()
+    assert training.wait(30) == "finished"
+    later = training_job().start()
+    deadline = time.monotonic() + 30
+    while ablation.status != "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ablation.status == "running" and later.status == "queued"  # now the live ablation holds it
     ablation_gate.set()
     assert ablation.wait(60) == "finished", ablation.message
-    assert not lab.train._running_jobs  # given back once the ablation is done
+    assert later.wait(30) == "finished"
+    assert budget.snapshot()[2:] == (0, 0)  # everything given back

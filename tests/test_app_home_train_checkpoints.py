@@ -23,7 +23,7 @@ TINY = {"emb": 8, "hidden": 16, "batch": 8, "block": 16, "eval_every": 5, "secon
 
 @pytest.fixture(autouse=True)
 def user_dir(tmp_path, monkeypatch):
-    """Each test saves and deletes in its own folder (pages read ui.common.USER_DIR when they run),
+    """Each test saves and deletes in its own user directory (pages read ui.common.USER_DIR when they run),
     and ends with no jobs left running."""
     folder = tmp_path / "user_checkpoints"
     monkeypatch.setattr(ui.common, "USER_DIR", folder)
@@ -35,6 +35,13 @@ def user_dir(tmp_path, monkeypatch):
     for job in jobs:
         job.stop()
         job.wait(10)
+
+
+def saved_files(root):
+    """Names of the files a session saved: all in its one folder inside the user directory."""
+    folders = list(root.iterdir()) if root.exists() else []
+    assert len(folders) <= 1 and all(f.is_dir() for f in folders), folders
+    return sorted(p.name for folder in folders for p in folder.iterdir())
 
 
 def open_page(page=None, query=None):
@@ -142,21 +149,10 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
         at.button(key="train_stop").click().run()
         assert_clean(at)
         assert log.job.status == "stopped"
-        assert log.job.checkpoint_path is not None and log.job.checkpoint_path.parent == user_dir
+        assert log.job.checkpoint_path is not None and log.job.checkpoint_path.parent.parent == user_dir
         assert "apptest-tiny" in texts(at.success)
     finally:
         stop_all(at)
-
-
-def test_job_limit_is_an_error_not_a_traceback(monkeypatch):
-    monkeypatch.setattr(lab.train, "MAX_CONCURRENT_JOBS", 0)
-    at = open_page(TRAIN)
-    for name, value in TINY.items():
-        at.number_input(key=f"train_{name}").set_value(value)
-    at.button(key="train_start").click().run()
-    assert_clean(at)
-    assert "the limit is 0" in texts(at.error)
-    assert not session_logs(at)
 
 
 @pytest.mark.parametrize("content, message", [(b"", "empty"), (b"\x00\x01binary\xff", "not UTF-8")])
@@ -241,7 +237,7 @@ def test_bad_checkpoint_uploads_are_refused_and_nothing_is_written(user_dir, nam
     at.file_uploader(key="ckpt_upload_0").set_value((name, content, "application/octet-stream")).run()
     assert_clean(at)
     assert message in texts(at.error)
-    assert not user_dir.exists() or not any(user_dir.iterdir())
+    assert saved_files(user_dir) == []
 
 
 def test_wrong_architecture_upload_is_refused(user_dir):
@@ -252,7 +248,7 @@ def test_wrong_architecture_upload_is_refused(user_dir):
     at.file_uploader(key="ckpt_upload_0").set_value(("tampered.safetensors", tampered, "")).run()
     assert_clean(at)
     assert "do not match the architecture" in texts(at.error)
-    assert not user_dir.exists() or not any(user_dir.iterdir())
+    assert saved_files(user_dir) == []
 
 
 def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir):
@@ -262,17 +258,17 @@ def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir):
     assert "valid RNN Lab checkpoint" in texts(at.success)
     at.button(key="ckpt_save").click().run()
     assert_clean(at)
-    saved = sorted(p.name for p in user_dir.iterdir())
-    assert saved == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name
+    assert saved_files(user_dir) == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name
+    (folder,) = user_dir.iterdir()
     assert "Saved as my-model_v1.safetensors" in texts(at.success)
 
-    at.selectbox(key="ckpt_choice").set_value(str(user_dir / "my-model_v1.safetensors")).run()
+    at.selectbox(key="ckpt_choice").set_value(str(folder / "my-model_v1.safetensors")).run()
     assert "user" in set(at.dataframe[0].value["where"])
     assert at.button(key="ckpt_delete").disabled  # not without the confirmation
     at.checkbox(key="ckpt_confirm_delete").check().run()
     at.button(key="ckpt_delete").click().run()
     assert_clean(at)
-    assert sorted(p.name for p in user_dir.iterdir()) == ["my-model_latest.safetensors"]
+    assert saved_files(user_dir) == ["my-model_latest.safetensors"]
     assert "Deleted my-model_v1.safetensors" in texts(at.success)
 
 
@@ -280,3 +276,31 @@ def test_bundled_checkpoints_have_no_delete_button():
     assert list_checkpoints(None), "no bundled checkpoints (python scripts/build_checkpoints.py)"
     at = open_page(CHECKPOINTS)
     assert not [b for b in at.button if b.key == "ckpt_delete"]
+
+
+def test_two_sessions_cannot_see_or_delete_each_others_checkpoints(user_dir):
+    alice = open_page(CHECKPOINTS)
+    alice.file_uploader(key="ckpt_upload_0").set_value(("alice.safetensors", tiny_checkpoint("alice"), "")).run()
+    alice.button(key="ckpt_save").click().run()
+    assert_clean(alice)
+    (alice_folder,) = user_dir.iterdir()
+
+    bob = open_page(CHECKPOINTS)
+    names = set(bob.dataframe[0].value["name"])
+    assert not {n for n in names if n.startswith("alice")}  # bob does not see alice's files
+    assert str(alice_folder / "alice_v1.safetensors") not in bob.selectbox(key="ckpt_choice").options
+    # a name bob types cannot reach alice's folder: it is sanitised into a file of bob's own
+    bob.file_uploader(key="ckpt_upload_0").set_value(("x.safetensors", tiny_checkpoint("x"), "")).run()
+    bob.text_input(key="ckpt_save_name").set_value(f"../{alice_folder.name}/alice_latest").run()
+    bob.button(key="ckpt_save").click().run()
+    assert_clean(bob)
+    assert sorted(p.name for p in alice_folder.iterdir()) == ["alice_latest.safetensors", "alice_v1.safetensors"]
+    bob_folder = next(f for f in user_dir.iterdir() if f != alice_folder)
+    assert len(list(bob_folder.iterdir())) == 2
+    bob.switch_page("pages/2_Sample.py").run()  # nor does the model picker of another page list them
+    assert_clean(bob)
+    options = bob.selectbox(key="sample_checkpoint").options
+    assert "alice_latest  (yours)" not in options
+    assert [o for o in options if o.endswith("(yours)")] == [f"{alice_folder.name}-alice_latest_latest  (yours)"]
+    alice.run()  # alice still sees hers
+    assert "alice_latest" in set(alice.dataframe[0].value["name"])

@@ -10,6 +10,7 @@ missing browser is a failure.
 """
 import os
 import pickle
+import re
 import time
 from pathlib import Path
 
@@ -161,20 +162,20 @@ def test_bad_corpus_uploads_show_an_error(server, page, name, content, message):
 
 
 def test_pickle_checkpoint_upload_is_refused(server, page, user_dir):
-    before = sorted(user_dir.iterdir())
+    before = sorted(user_dir.rglob("*"))
     open_page(page, f"{server.url}/Checkpoints")
     evil = pickle.dumps({"state_dict": [1, 2, 3]})
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         files=[{"name": "evil.safetensors", "mimeType": "application/octet-stream", "buffer": evil}])
     page.wait_for_selector(f"{ERROR}:has-text('pickle')")
     assert_no_exception(page, "Checkpoints with a pickle upload")
-    assert sorted(user_dir.iterdir()) == before  # nothing written
+    assert sorted(user_dir.rglob("*")) == before  # nothing written
     screenshot(page, "Checkpoints-pickle")
 
 
 def running_in_app(page):
-    text = page.get_by_text("Training runs going in this app").inner_text()
-    return int(text.split(":")[1].split("of")[0])
+    text = page.get_by_text("This server's training budget").inner_text()
+    return int(re.search(r"in use by (\d+) runs", text).group(1))
 
 
 def test_closing_the_tab_stops_its_training(server, browser, user_dir):
@@ -194,7 +195,7 @@ def test_closing_the_tab_stops_its_training(server, browser, user_dir):
         print(f"training stopped {time.monotonic() - closed:.1f} s after the tab closed")
         assert running_in_app(watcher) == 0, "the closed tab's training kept running"
         # the job's own record: it saved its checkpoint with reason "stopped", long before its 600 s budget
-        saved = [read_info(p) for p in user_dir.glob("orphan_v*.safetensors")]
+        saved = [read_info(p) for p in user_dir.glob("*/orphan_v*.safetensors")]
         assert saved and saved[0].metrics["reason"] == "stopped"
     finally:
         watcher.context.close()

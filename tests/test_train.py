@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
+import lab.capacity
 import lab.train
 from lab.checkpoints import load_checkpoint, save_checkpoint
 from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows
 from lab.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
-from lab.train import (ClassificationTask, JobLimitError, LMTask, TrainConfig, TrainingJob, cosine_lr, load_corpus,
+from lab.capacity import Budget, CapacityError
+from lab.train import (ClassificationTask, LMTask, TrainConfig, TrainingJob, cosine_lr, load_corpus,
                        resolve_device, train)
 
 STEP_KEYS = {"type", "step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "elapsed", "eta", "progress"}
@@ -106,13 +108,13 @@ class SpyLM(RecurrentLM):
 
 @pytest.fixture
 def no_jobs_left():
-    """Every job a test starts must be over when it ends (the cap is process-wide)."""
+    """Every job a test starts must be over when it ends, and its share of the server's budget given back."""
     jobs = []
     yield jobs
     for job in jobs:
         job.stop()
         job.wait(30)
-    assert not lab.train._running_jobs
+    assert lab.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
 
 
 # ---------------------------------------------------------------------------
@@ -522,24 +524,28 @@ def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_job
 
     monkeypatch.setattr(lab.checkpoints, "save_checkpoint", recording_save)
     freed_while = []
+    real_release = lab.capacity.Ticket.release
 
-    class Slots(set):  # the process-wide set of running jobs, recording when a slot is given back
-        def discard(self, item):
-            freed_while.append(item.status)
-            super().discard(item)
+    def recording_release(ticket):  # when the job gives its share of the budget back
+        freed_while.append(job.status)
+        real_release(ticket)
 
-    monkeypatch.setattr(lab.train, "_running_jobs", Slots())
+    monkeypatch.setattr(lab.capacity.Ticket, "release", recording_release)
     model = tiny_lm(char_task.vocab_size)
     job = TrainingJob("astra", model, char_task, tiny_config(max_steps=5), checkpoint_dir=tmp_path,
                       extra={"preset": "tiny"}, sampler=sampler, sample_every_s=0)
     no_jobs_left.append(job)
     assert job.status == "ready"
     job.start()
+    deadline = time.monotonic() + 30
+    while job.status == "queued" and time.monotonic() < deadline:  # admitted at once: the budget is empty
+        time.sleep(0.01)
     assert job.status == "running" and job.running and job.wait(0.01) == "running"  # held at the sampler
     gate.set()
     assert job.wait(30) == "finished" and job.message == "finished" and not job.running
     # the status turns final only once the checkpoint is on disk and the slot is free for another job
-    assert saved_while == ["running"] and freed_while == ["running"] and not lab.train._running_jobs
+    assert saved_while == ["running"] and freed_while == ["running"]
+    assert lab.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
     assert job.checkpoint_path == tmp_path / "astra_v1.safetensors"
     assert (tmp_path / "astra_latest.safetensors").is_file()
     checkpoint = load_checkpoint(job.checkpoint_path)
@@ -569,23 +575,39 @@ def test_sampler_hook_is_rate_limited_and_sees_the_model(char_task, no_jobs_left
     assert seen == [model]
 
 
-def test_process_wide_cap_on_concurrent_jobs(char_task, monkeypatch, no_jobs_left):
-    monkeypatch.setattr(lab.train, "MAX_CONCURRENT_JOBS", 1)
+def test_jobs_queue_for_the_budget_and_start_when_it_frees(char_task, no_jobs_left):
+    budget = Budget(capacity=10, owner_share=1.0)
     gate = threading.Event()
     first = TrainingJob("first", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
-                        sampler=lambda model: gate.wait(30) and "", sample_every_s=0)
-    second = TrainingJob("second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3))
+                        sampler=lambda model: gate.wait(30) and "", sample_every_s=0, cost_mb=8, budget=budget)
+    second = TrainingJob("second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
+                         cost_mb=5, budget=budget)
     no_jobs_left.extend([first, second])
     first.start()
-    with pytest.raises(JobLimitError) as error:
-        second.start()
-    message = str(error.value)
-    assert "1 jobs (training runs or live ablations) are already running" in message and "the limit is 1" in message
-    assert "stop one or wait" in message
-    assert second.status == "ready" and first.running
+    second.start()  # 8 + 5 > 10: it waits, first in the queue
+    assert second.status == "queued" and second.queue_position == 1 and second.running
     gate.set()
     assert first.wait(30) == "finished"
-    assert second.start().wait(30) == "finished"  # the slot is free again, and a refused job may retry
+    assert second.wait(30) == "finished" and second.queue_position == 0
+    with pytest.raises(CapacityError, match="more than one session may use"):
+        TrainingJob("huge", tiny_lm(char_task.vocab_size), char_task, tiny_config(), cost_mb=11,
+                    budget=budget).start()
+
+
+def test_a_queued_job_stopped_before_its_turn_never_trains(char_task, no_jobs_left):
+    budget = Budget(capacity=10, owner_share=1.0)
+    gate = threading.Event()
+    first = TrainingJob("first", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
+                        sampler=lambda model: gate.wait(30) and "", sample_every_s=0, cost_mb=8, budget=budget)
+    second = TrainingJob("second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
+                         cost_mb=5, budget=budget)
+    no_jobs_left.extend([first, second])
+    first.start(), second.start()
+    second.stop()
+    assert second.wait(30) == "stopped" and not of_type(second.events(), "step")
+    assert budget.snapshot()[3] == 0  # it left the queue
+    gate.set()
+    assert first.wait(30) == "finished"
 
 
 def test_job_with_bad_data_fails_with_a_message(no_jobs_left):

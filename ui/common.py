@@ -6,8 +6,8 @@ loader, clear errors instead of tracebacks, per-session training jobs (stopped
 when their browser tab closes), and the published anchors shown beside results.
 """
 import contextlib
+import math
 import os
-import secrets
 import threading
 import time
 from pathlib import Path
@@ -16,10 +16,14 @@ import streamlit as st
 
 from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
 from lab.data import DataError
+from lab.spaces import is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.train import configure_cpu
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
-USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))
+USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))  # one folder per session inside
+KEEP_SECONDS = 3600 * float(os.environ.get("RNNLAB_KEEP_HOURS", "48"))  # a session's files, after it was last seen
+USER_DIR_MAX_BYTES = 2**20 * float(os.environ.get("RNNLAB_USER_DIR_MAX_MB", "500"))  # oldest files go first
+SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
 
 # Published numbers a student can hold a result against (cited where shown).
 ANCHORS = {
@@ -54,6 +58,7 @@ def setup_page(name):
         for page in PAGES:
             page_link(page)
         _heartbeat()
+        _remember_space_in_a_cookie()
 
 
 def page_link(name, label=None, help=None):
@@ -126,7 +131,7 @@ def cached_checkpoint(path, mtime):
 
 
 def checkpoint_infos(families=None):
-    infos = list_checkpoints(USER_DIR, include_versions=False)
+    infos = list_checkpoints(user_dir(), include_versions=False)
     return [i for i in infos if families is None or i.family in families]
 
 
@@ -164,8 +169,27 @@ def _job_registry():
 
 
 def session_key():
-    """This browser session's random key (it names the session's jobs)."""
-    return st.session_state.setdefault("_rnnlab_session_key", secrets.token_urlsafe(16))
+    """This browser's random key: it names the session's folder of files (lab.spaces) and its jobs.
+
+    Kept in a cookie, so a reload or a reconnect finds the same files and running jobs; a
+    browser that refuses the cookie gets a fresh key per visit, and its old files expire."""
+    if "_rnnlab_session_key" not in st.session_state:
+        cookie = st.context.cookies.get(SPACE_COOKIE, "")
+        st.session_state._rnnlab_session_key = cookie if is_space_key(cookie) else new_space_key()
+    return st.session_state._rnnlab_session_key
+
+
+def _remember_space_in_a_cookie():
+    key = session_key()
+    if st.context.cookies.get(SPACE_COOKIE) != key and not st.session_state.get("_rnnlab_cookie_sent"):
+        st.session_state._rnnlab_cookie_sent = True  # once per session: the script is ours, the key is ours
+        st.html(f"<script>document.cookie = '{SPACE_COOKIE}={key}; path=/; max-age={int(KEEP_SECONDS)}; "
+                "SameSite=Lax';</script>", unsafe_allow_javascript=True)
+
+
+def user_dir():
+    """This session's folder of checkpoints (made by the first save)."""
+    return space_dir(USER_DIR, session_key(), create=False)
 
 
 def _session_entry(registry):
@@ -174,10 +198,11 @@ def _session_entry(registry):
 
 
 def touch_session():
-    """Record that this session is still open (its jobs keep running)."""
+    """Record that this session is still open: its jobs keep running, its files are kept."""
     registry = _job_registry()
     with registry["lock"]:
         _session_entry(registry)["seen"] = time.monotonic()
+    mark_seen(USER_DIR, session_key())
 
 
 @st.fragment(run_every=HEARTBEAT_SECONDS)
@@ -208,14 +233,6 @@ def forget_jobs(predicate):
         entry["jobs"] = [job for job in entry["jobs"] if not predicate(job)]
 
 
-def running_jobs_in_app(kind=object):
-    """How many jobs (of class `kind`) of any session are running in this server process."""
-    registry = _job_registry()
-    with registry["lock"]:
-        return sum(isinstance(job, kind) and job.running
-                   for entry in registry["sessions"].values() for job in entry["jobs"])
-
-
 def stop_unattended_jobs(registry, now=None, unattended=None):
     """Stop the jobs of sessions with no heartbeat for `unattended` seconds and forget those sessions.
 
@@ -232,7 +249,13 @@ def stop_unattended_jobs(registry, now=None, unattended=None):
     return stopped
 
 
-def _reap_unattended_jobs(registry, interval=2.0):
+def _reap_unattended_jobs(registry, interval=2.0, sweep_every=60.0):
+    """Stop unattended jobs every `interval` s; sweep old and excess files every `sweep_every` s."""
+    last_sweep = -math.inf
     while True:
         time.sleep(interval)
         stop_unattended_jobs(registry)
+        if time.monotonic() - last_sweep >= sweep_every:
+            last_sweep = time.monotonic()
+            with contextlib.suppress(OSError):  # a file vanishing mid-sweep is retried next time
+                sweep(USER_DIR, KEEP_SECONDS, USER_DIR_MAX_BYTES)

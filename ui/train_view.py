@@ -192,6 +192,11 @@ def train_config(values):
                        eval_interval=values["eval_every"])
 
 
+def widget_values(saved):
+    """The settings as the widgets hold them now (`saved` for a widget not drawn in this run)."""
+    return {name: st.session_state.get(key(name), saved[name]) for name in FIELDS}
+
+
 def default_run_name(values):
     if is_scan_markov(values):
         return f"scan-markov-e{values['emb']}"
@@ -299,6 +304,10 @@ def draw_progress_and_samples(logs):
     active = [log for log in logs if log.job.running]
     for log in active:
         last = log.last_step
+        if log.job.queue_position:
+            st.progress(0.0, text=f"**{log.label}** · waiting for this server's training budget: number "
+                                  f"{log.job.queue_position} in the queue")
+            continue
         if last is None:
             st.progress(0.0, text=f"**{log.label}** · starting…")
             continue

@@ -618,22 +618,22 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
 class AblationJob(BackgroundJob):
     """A study on background threads, one per arm, so the arms train side by side (the app's live
     run). Models are all initialised up front in the calling thread, so results do not depend on
-    thread timing. A live ablation takes one of the process-wide job slots that training runs
-    take (lab.train.MAX_CONCURRENT_JOBS).
+    thread timing. A live ablation draws on the server's training budget (lab.capacity) like
+    training runs do, and waits in the same queue.
 
         job = AblationJob(config).start(); job.events(since=n); job.stop(); job.wait(); job.results
 
-    status: ready -> running -> finished | stopped | failed (message says why)."""
+    status: ready -> queued -> running -> finished | stopped | failed (message says why)."""
 
-    def __init__(self, config, data=None):
-        super().__init__()
+    def __init__(self, config, data=None, cost_mb=0.0, owner=None, budget=None):
+        super().__init__(cost_mb, owner, budget)
         self.config, self.data, self.results = config, data, None
         self._threads, self._runs = [], []
 
     def start(self):
         if self._threads:
             raise RuntimeError("this job has already been started")
-        self._claim_slot()
+        self._claim_slot("The live ablation")
         try:
             self.data = self.data or load_study_data(self.config)
             device = resolve_device(self.config.device)
@@ -643,7 +643,6 @@ class AblationJob(BackgroundJob):
             self._free_slot()
             raise
         self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self.status = "running"
         self._threads = [threading.Thread(target=self._run_arm, args=(arm, models), name=f"ablation-{arm}",
                                           daemon=True) for arm in self.config.arms]
         self._pending = len(self._threads)
@@ -656,6 +655,8 @@ class AblationJob(BackgroundJob):
 
     def _run_arm(self, arm, models):
         try:
+            if not self._wait_for_slot():
+                return
             for seed in self.config.seeds:
                 if self._stop.is_set():
                     break

@@ -1,0 +1,71 @@
+"""lab.capacity: the server's training budget admits jobs by cost, queues the rest in order,
+caps each owner's share, and refuses a job that could never fit with a message."""
+import math
+import threading
+
+import pytest
+
+from lab.capacity import Budget, CapacityError
+
+
+def admitted(tickets):
+    return [t.admitted for t in tickets]
+
+
+def test_many_small_jobs_run_at_once_and_a_large_one_waits_its_turn():
+    budget = Budget(capacity=100, owner_share=1.0)
+    small = [budget.request(10, owner=f"student-{n}") for n in range(8)]
+    assert all(admitted(small))  # 80 of 100
+    large = budget.request(50, owner="teacher")
+    later = budget.request(5, owner="student-9")
+    assert not large.admitted and large.position == 1
+    assert not later.admitted and later.position == 2  # first come, first served: no overtaking
+    small[0].release()  # 70 used: the large job still does not fit, so nobody overtakes it
+    assert not large.admitted and not later.admitted
+    for ticket in small[1:4]:
+        ticket.release()  # 40 used: the large job fits now, and the small one after it
+    assert large.admitted and later.admitted
+    assert budget.snapshot() == (95, 100, 6, 0)
+
+
+def test_one_owner_may_hold_only_its_share_and_does_not_block_the_others():
+    budget = Budget(capacity=100, owner_share=0.3)
+    first, second = budget.request(20, "alice"), budget.request(20, "alice")
+    other = budget.request(20, "bob")
+    assert first.admitted and not second.admitted  # alice would hold 40 > 30
+    assert other.admitted  # bob is not held up behind alice's queued job
+    first.release()
+    assert second.admitted
+
+
+@pytest.mark.parametrize("cost", [31, math.nan, math.inf])
+def test_a_job_that_could_never_fit_is_refused_at_once(cost):
+    budget = Budget(capacity=100, owner_share=0.3)
+    with pytest.raises(CapacityError, match="more than one session may use on this server"):
+        budget.request(cost, "alice", what="This run")
+    assert budget.snapshot() == (0, 100, 0, 0)
+
+
+def test_wait_blocks_until_admitted_and_a_stop_leaves_the_queue():
+    budget = Budget(capacity=10, owner_share=1.0)
+    holder = budget.request(10, "a")
+    waiting, stopped = budget.request(4, "b"), budget.request(4, "c")
+    stop = threading.Event()
+    results = {}
+    threads = [threading.Thread(target=lambda: results.update(waiting=waiting.wait(poll_seconds=0.01))),
+               threading.Thread(target=lambda: results.update(stopped=stopped.wait(stop.is_set, 0.01)))]
+    for thread in threads:
+        thread.start()
+    stop.set()
+    threads[1].join(10)
+    assert results == {"stopped": False} and stopped.position == 0 and waiting.position == 1
+    holder.release()
+    threads[0].join(10)
+    assert results["waiting"] is True and budget.snapshot()[2:] == (1, 0)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError):
+        Budget(capacity=0)
+    with pytest.raises(ValueError):
+        Budget(capacity=10, owner_share=1.5)
