@@ -5,6 +5,7 @@ import streamlit as st
 from lab.sampling import MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, encode_prompt, repetition_report
 from ui import inspect_views as views
 from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
+from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Sample")
 st.title("💬 Sample")
@@ -15,50 +16,26 @@ show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
 # Widget bounds; lab.sampling.SamplingConfig checks the same rules again for any other path in.
 BOUNDS = {"tokens": (1, min(2000, MAX_NEW_TOKENS)), "seed": (0, 2**31 - 1), "temperature": (0.05, 5.0),
           "top_k": (1, 10_000), "top_p": (0.01, 1.0)}
-DEFAULTS = {"sample_prompt": "Romeo.\n", "sample_tokens": 300, "sample_seed": 0,
-            "sample_temperature_T": 0.8, "sample_top_k_k": 20, "sample_top_k_T": 0.8,
-            "sample_top_p_p": 0.9, "sample_top_p_T": 0.8, "sample_state_strategy": "top_k"}
-# ?prompt=...&temperature=...&top_k=...&top_p=...&seed=...&tokens=... seed the widgets once per session
-QUERY = {"prompt": (str, ["sample_prompt"]), "tokens": (int, ["sample_tokens"]), "seed": (int, ["sample_seed"]),
-         "temperature": (float, ["sample_temperature_T", "sample_top_k_T", "sample_top_p_T"]),
-         "top_k": (int, ["sample_top_k_k"]), "top_p": (float, ["sample_top_p_p"])}
-
-
-def apply_query_params():
-    """Validate the URL's settings and use them as the widgets' first values; errors name the parameter."""
-    given = {name: st.query_params[name] for name in QUERY if name in st.query_params}
-    values = {}
-    for name, raw in given.items():
-        cast, _ = QUERY[name]
-        try:
-            values[name] = cast(raw)
-        except ValueError:
-            st.error(f"Query parameter `{name}={raw}` is not a valid {cast.__name__}; using the default.")
-            continue
-        fields = {"tokens": "max_new_tokens"}
-        if name != "prompt":
-            try:
-                SamplingConfig(**{fields.get(name, name): values[name]})
-                low, high = BOUNDS[name]
-                if not low <= values[name] <= high:
-                    raise ValueError(f"{name}: must be in [{low}, {high}] on this page, got {values[name]!r}")
-            except ValueError as e:
-                st.error(f"Query parameter `{name}={raw}` is invalid ({e}); using the default.")
-                del values[name]
-    for name, value in values.items():
-        for key in QUERY[name][1]:
-            st.session_state[key] = value
-
-
-if "sample_defaults_set" not in st.session_state:
-    for key, value in DEFAULTS.items():
-        st.session_state.setdefault(key, value)
-    st.session_state.sample_defaults_set = True
-    apply_query_params()
+# the page's settings as they appear in a link: ?model=...&prompt=...&temperature=...
+SETTINGS = {
+    "model": (Field("text", "Model"), "sample_checkpoint"),
+    "prompt": (Field("text", "Prompt", high=1000), "sample_prompt"),
+    "tokens": (Field("int", "New tokens", *BOUNDS["tokens"]), "sample_tokens"),
+    "seed": (Field("int", "Random seed", *BOUNDS["seed"]), "sample_seed"),
+    "temperature": (Field("float", "Temperature", *BOUNDS["temperature"]), "sample_temperature_T"),
+    "top_k": (Field("int", "Top-k k", *BOUNDS["top_k"]), "sample_top_k_k"),
+    "top_k_temperature": (Field("float", "Top-k temperature", *BOUNDS["temperature"]), "sample_top_k_T"),
+    "top_p": (Field("float", "Top-p p", *BOUNDS["top_p"]), "sample_top_p_p"),
+    "top_p_temperature": (Field("float", "Top-p temperature", *BOUNDS["temperature"]), "sample_top_p_T"),
+    "stateless": (Field("choice", "Stateless strategy", choices=tuple(STRATEGIES)), "sample_state_strategy"),
+}
+DEFAULTS = {"model": "char-gru-torch_latest", "prompt": "ROMEO.\n", "tokens": 300, "seed": 0, "temperature": 0.8,
+            "top_k": 20, "top_k_temperature": 0.8, "top_p": 0.9, "top_p_temperature": 0.8, "stateless": "top_k"}
+restore_from_url(SETTINGS, DEFAULTS)
 
 top = st.columns([1.2, 2, 1, 1])
 with top[0]:
-    checkpoint = checkpoint_picker("sample_checkpoint", default_name="char-gru-torch_latest")
+    checkpoint = checkpoint_picker("sample_checkpoint", default_name=DEFAULTS["model"])
 with top[1]:
     prompt = st.text_area("Prompt", key="sample_prompt", height=68,
                           help="Any text made of characters the model knows; empty starts a new line.")
@@ -67,6 +44,7 @@ with top[2]:
 with top[3]:
     seed = st.number_input("Seed", *BOUNDS["seed"], step=1, key="sample_seed",
                            help="Seeds the sampler's own generator: the same seed gives the same text.")
+mirror_to_url(SETTINGS, DEFAULTS)
 if checkpoint is None:
     st.stop()
 last_eval = views.latest_val_loss(checkpoint)

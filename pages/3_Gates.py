@@ -8,6 +8,7 @@ from lab.cells import CELLS
 from lab.introspect import FEATURES, SIGMOID_GATES, gate_summary, top_units
 from ui import inspect_views as views
 from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
+from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Gates")
 st.title("🔬 Gates")
@@ -28,7 +29,20 @@ TEXTS = {  # passages of the bundled corpus (lab/corpus/shakespeare.txt)
         "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
         "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"),
 }
-st.session_state.setdefault("gates_text", next(iter(TEXTS.values())))
+# the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
+SETTINGS = {
+    "model": (Field("text", "Model"), "gates_checkpoint"),
+    "text": (Field("text", "Text", high=4000), "gates_text"),
+    "layer": (Field("int", "Layer", 0, 63), "gates_layer"),
+    "units": (Field("int", "Units shown", 1, 256), "gates_units"),
+    "feature": (Field("choice", "Feature", choices=tuple(FEATURES)), "gates_feature"),
+    "feature_gate": (Field("text", "Gate correlated with the feature", high=8), "gates_corr_gate"),
+    "gate": (Field("text", "Gate of the unit shown", high=8), "gates_unit_gate"),
+    "unit": (Field("int", "Unit", 0, 100_000), "gates_unit"),
+}
+DEFAULTS = {"model": "char-lstm_latest", "text": next(iter(TEXTS.values())), "layer": 0, "units": 64,
+            "feature": next(iter(FEATURES)), "feature_gate": "h", "gate": "h", "unit": None}
+restore_from_url(SETTINGS, DEFAULTS)
 
 
 def use_preset():
@@ -41,7 +55,7 @@ def show_unit(gate, unit):
 
 top = st.columns([1, 2])
 with top[0]:
-    checkpoint = checkpoint_picker("gates_checkpoint", default_name="char-lstm_latest")
+    checkpoint = checkpoint_picker("gates_checkpoint", default_name=DEFAULTS["model"])
     st.selectbox("Example text", list(TEXTS), key="gates_preset", on_change=use_preset)
 with top[1]:
     text = st.text_area("Text to read", key="gates_text", height=150, help="Up to 2,000 tokens.")
@@ -56,15 +70,19 @@ if trace is None:
 
 n_layers = len(trace.layers)
 controls = st.columns([1, 2])
+if st.session_state.gates_layer >= n_layers:  # a model with fewer layers than the last one, or a link's
+    st.session_state.gates_layer = 0
 layer = controls[0].selectbox("Layer", range(n_layers), key="gates_layer",
                               format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}")
-layer = min(layer, n_layers - 1)  # a model with fewer layers than the last one chosen
 cell, gate_names = trace.cells[layer], trace.gate_names[layer]
 gates = trace.gates(layer)
 H = next(iter(gates.values())).shape[1]
 max_units = min(H, 256)
-st.session_state.gates_units = min(st.session_state.get("gates_units", 64), max_units)
-n_units = controls[1].slider("Units shown (the first ones)", 1, max_units, key="gates_units")
+st.session_state.gates_units = min(st.session_state.gates_units, max_units)
+if max_units > 1:
+    n_units = controls[1].slider("Units shown (the first ones)", 1, max_units, key="gates_units")
+else:
+    n_units = controls[1].number_input("Units shown", 1, 1, key="gates_units", disabled=True)
 st.caption(f"`{trace.conventions[layer]}` · {len(trace.token_ids)} tokens · {H} units per layer")
 
 # ---- heatmaps, one per gate
@@ -135,6 +153,8 @@ else:
     st.info("The vanilla RNN has no sigmoid gates: only h = tanh(...), shown above.")
 st.dataframe(summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "max")}), hide_index=True,
              width="stretch")
+
+mirror_to_url(SETTINGS, DEFAULTS)
 
 # ---- the code itself
 if st.toggle("Show code", key="gates_show_code", help="The lab source of the cell being studied."):

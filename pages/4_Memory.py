@@ -8,6 +8,7 @@ from lab.memory import KEEP_GATE_LABELS, bias_time_constants, constant_gate_rete
 from lab.probe import ProbeConfig, run_memory_probe
 from ui import inspect_views as views
 from ui.common import checkpoint_infos, setup_page, user_errors
+from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Memory")
 st.title("🧠 Memory")
@@ -48,8 +49,22 @@ def key_of(name):
     return str(info.path), info.path.stat().st_mtime
 
 
-for key, value in {"memory_text": TEXT, "memory_max_lag": 64, "memory_grad_steps": 100}.items():
-    st.session_state.setdefault(key, value)  # defaults that a test or a link may lower first
+# the page's settings as they appear in a link: ?text=...&lag=...&g=...&biases=...
+SETTINGS = {
+    "text": (Field("text", "Text", high=4000), "memory_text"),
+    "lag": (Field("int", "Longest lag", 8, 128), "memory_max_lag"),
+    "g": (Field("float", "Keep gate g", 0.5, 0.99999), "memory_g"),
+    "biases": (Field("text", "Biases", high=200), "memory_biases"),
+    "steps": (Field("int", "Steps T", 10, 400), "memory_grad_steps"),
+    "probe_cell": (Field("choice", "Probe cell", choices=tuple(CELLS)), "memory_probe_cell"),
+}
+DEFAULTS = {"text": TEXT, "lag": 64, "g": 0.99, "biases": "-1, 0, 1, 2, 4, 6.2", "steps": 100, "probe_cell": "rnn"}
+restore_from_url(SETTINGS, DEFAULTS)
+if st.session_state.memory_g not in G_VALUES:  # the slider offers these values only
+    st.session_state.memory_g = min(G_VALUES, key=lambda g: abs(g - st.session_state.memory_g))
+st.session_state.memory_max_lag -= st.session_state.memory_max_lag % 8  # the slider's step
+st.session_state.memory_grad_steps -= st.session_state.memory_grad_steps % 10
+mirror_to_url(SETTINGS, DEFAULTS)
 text = st.text_area("Text the models read (for retention and gradients)", height=120, key="memory_text")
 
 # ---------------------------------------------------------------------------
@@ -88,7 +103,7 @@ elif chosen:
 st.header("2 · The analytic picture: g to the power k")
 left, right = st.columns([2, 1])
 with left:
-    g = st.select_slider("Keep gate held constant at g", G_VALUES, value=0.99, key="memory_g")
+    g = st.select_slider("Keep gate held constant at g", G_VALUES, key="memory_g")
     st.plotly_chart(views.analytic_figure(g, [v for v in G_VALUES if v != g], 100_000), key="memory_gk_chart")
 with right:
     kept = constant_gate_retention(g, [10, 100, 1000])
@@ -99,7 +114,7 @@ with right:
                 "The LSTM's $f = 1$ keeps $c$ exactly.")
 
 st.subheader("Keep-gate bias → time constant and half-life")
-biases_text = st.text_input("Biases (comma separated)", "-1, 0, 1, 2, 4, 6.2", key="memory_biases",
+biases_text = st.text_input("Biases (comma separated)", key="memory_biases",
                             help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
                                  "−b_z for the seed GRU (z overwrites there).")
 try:

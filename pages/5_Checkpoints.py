@@ -11,6 +11,7 @@ from lab.checkpoints import (CheckpointError, delete_checkpoint, list_checkpoint
                              save_checkpoint)
 from lab.models import config_to_dict, model_summary
 from ui.common import cached_checkpoint, page_link, parameter_count, setup_page, show_anchors, user_dir, user_errors
+from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Checkpoints")
 st.title("📦 Checkpoints")
@@ -18,6 +19,10 @@ st.caption("Every model the lab can load: the bundled ones (trained on the bundl
            "(saved by the Train page or uploaded in this browser; nobody else sees them, and they are kept "
            "for a while after your last visit). Files are safetensors: loading one never runs code.")
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")
+
+SETTINGS = {"model": (Field("text", "Checkpoint"), "ckpt_choice")}  # ?model=char-lstm_latest
+DEFAULTS = {"model": None}  # None: the newest bundled checkpoint
+restore_from_url(SETTINGS, DEFAULTS)
 
 if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, shown after the rerun
     kind, message = st.session_state.pop("ckpt_flash")
@@ -62,10 +67,17 @@ else:
                                 "final val loss": st.column_config.NumberColumn(format="%.3f"),
                                 "val nats/char": st.column_config.NumberColumn(format="%.3f")})
 
-    by_path = {str(i.path): i for i in infos}
-    choice = st.selectbox("Inspect a checkpoint", list(by_path), key="ckpt_choice",
-                          format_func=lambda p: f"{by_path[p].name}  ({'bundled' if by_path[p].bundled else 'yours'})")
-    info = by_path[choice]
+    by_name = {}
+    for i in infos:  # bundled first: a bundled name wins over a file of the same name
+        by_name.setdefault(i.name, i)
+    if st.session_state.get("ckpt_choice") not in by_name:
+        if st.session_state.get("ckpt_choice"):
+            st.warning(f"There is no checkpoint named {st.session_state.ckpt_choice!r} here; showing another one.")
+        st.session_state.ckpt_choice = next(iter(by_name))
+    choice = st.selectbox("Inspect a checkpoint", list(by_name), key="ckpt_choice",
+                          format_func=lambda n: f"{n}  ({'bundled' if by_name[n].bundled else 'yours'})")
+    mirror_to_url(SETTINGS, DEFAULTS)
+    info = by_name[choice]
     checkpoint = None
     with user_errors(f"Loading {info.name}"):
         checkpoint = cached_checkpoint(str(info.path), info.path.stat().st_mtime)

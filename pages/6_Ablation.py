@@ -11,6 +11,7 @@ import streamlit as st
 from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, epoch_rows, load_results,
                                       step_rows, time_constant_table)
 from ui.common import register_job, session_key, setup_page, show_anchors, user_errors
+from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Ablation")
 RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
@@ -169,9 +170,18 @@ st.header("4 · Run it yourself (a short live version)")
 st.caption("Both arms train side by side in background threads on this server's CPU, on the offline digits "
            "set, with a training subset and shorter sequences: **a demo of the method, not the study**. "
            "Closing the tab stops it.")
-for k, v in {"ablation_size": 16, "ablation_train": 256, "ablation_test": 120, "ablation_epochs": 3,
-             "ablation_batch": 32, "ablation_seeds": 1}.items():
-    st.session_state.setdefault(k, v)  # defaults a test may lower before the first run
+# the live run's settings as they appear in a link: ?size=16&epochs=3...
+SETTINGS = {"size": (Field("int", "Image side", 8, 32), "ablation_size"),
+            "train": (Field("int", "Training sequences", 16, 1437), "ablation_train"),
+            "test": (Field("int", "Test sequences", 10, 360), "ablation_test"),
+            "epochs": (Field("int", "Epochs", 1, 20), "ablation_epochs"),
+            "batch": (Field("int", "Batch size", 4, 128), "ablation_batch"),
+            "seeds": (Field("int", "Seeds per arm", 1, 3), "ablation_seeds")}
+DEFAULTS = {"size": 16, "train": 256, "test": 120, "epochs": 3, "batch": 32, "seeds": 1}
+restore_from_url(SETTINGS, DEFAULTS)
+if st.session_state.ablation_size not in (8, 16, 32):
+    st.session_state.ablation_size = 16
+mirror_to_url(SETTINGS, DEFAULTS)
 job = st.session_state.get("ablation_job")
 running = job is not None and job.running
 with st.form("ablation_live_form"):

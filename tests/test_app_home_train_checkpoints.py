@@ -259,10 +259,9 @@ def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir):
     at.button(key="ckpt_save").click().run()
     assert_clean(at)
     assert saved_files(user_dir) == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name
-    (folder,) = user_dir.iterdir()
     assert "Saved as my-model_v1.safetensors" in texts(at.success)
 
-    at.selectbox(key="ckpt_choice").set_value(str(folder / "my-model_v1.safetensors")).run()
+    at.selectbox(key="ckpt_choice").set_value("my-model_v1").run()
     assert "user" in set(at.dataframe[0].value["where"])
     assert at.button(key="ckpt_delete").disabled  # not without the confirmation
     at.checkbox(key="ckpt_confirm_delete").check().run()
@@ -288,7 +287,7 @@ def test_two_sessions_cannot_see_or_delete_each_others_checkpoints(user_dir):
     bob = open_page(CHECKPOINTS)
     names = set(bob.dataframe[0].value["name"])
     assert not {n for n in names if n.startswith("alice")}  # bob does not see alice's files
-    assert str(alice_folder / "alice_v1.safetensors") not in bob.selectbox(key="ckpt_choice").options
+    assert not [o for o in bob.selectbox(key="ckpt_choice").options if o.startswith("alice")]
     # a name bob types cannot reach alice's folder: it is sanitised into a file of bob's own
     bob.file_uploader(key="ckpt_upload_0").set_value(("x.safetensors", tiny_checkpoint("x"), "")).run()
     bob.text_input(key="ckpt_save_name").set_value(f"../{alice_folder.name}/alice_latest").run()

@@ -89,8 +89,10 @@ def test_sample_rejects_invalid_query_parameters():
     at.query_params["temperature"] = "hot"
     at.run()
     no_exception(at)
-    assert "top_k" in errors(at) and "temperature" in errors(at)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "top_k=0" in warnings and "temperature=hot" in warnings
     assert len(coloured_texts(at)) == 6  # the defaults were used instead
+    assert at.number_input(key="sample_top_k_k").value == 20
 
 
 def test_gates_draws_a_heatmap_per_gate_and_shows_a_unit_and_the_code():
@@ -142,3 +144,40 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     live = at.session_state["memory_probe_live"]
     assert list(live["lag"]) == [1] and 0 <= live["accuracy"].iloc[0] <= 1
     assert any(k.endswith("memory_probe_chart") for k in chart_keys(at))
+
+
+@pytest.mark.parametrize("page_path, query, expected", [
+    (SAMPLE, {"model": "char-lstm_latest", "prompt": "JULIET.\n", "tokens": "20", "top_p": "0.5"},
+     {"sample_checkpoint": "char-lstm_latest", "sample_prompt": "JULIET.\n", "sample_tokens": 20,
+      "sample_top_p_p": 0.5}),
+    (GATES, {"model": "char-gru-seed_latest", "text": "Ham.\nTo be, or not to be", "unit": "7", "gate": "z"},
+     {"gates_checkpoint": "char-gru-seed_latest", "gates_text": "Ham.\nTo be, or not to be", "gates_unit": 7,
+      "gates_unit_gate": "z"}),
+    (MEMORY, {"text": SHORT_TEXT, "lag": "16", "steps": "30", "g": "0.999"},
+     {"memory_text": SHORT_TEXT, "memory_max_lag": 16, "memory_grad_steps": 30, "memory_g": 0.999}),
+    ("pages/5_Checkpoints.py", {"model": "char-rnn_latest"}, {"ckpt_choice": "char-rnn_latest"}),
+    ("pages/6_Ablation.py", {"epochs": "2", "size": "8"}, {"ablation_epochs": 2, "ablation_size": 8}),
+])
+def test_every_page_restores_its_settings_from_a_link_and_keeps_them_in_the_url(page_path, query, expected):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page(page_path)
+    at.query_params.update(query)
+    at.run()
+    no_exception(at)
+    assert not at.warning, [w.value for w in at.warning]
+    for key, value in expected.items():
+        assert at.session_state[key] == value, key
+    assert {k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
+            for k in query} == query  # the URL still carries what the link asked for
+
+
+@pytest.mark.parametrize("page_path, query", [(SAMPLE, {"model": "someone-elses_latest", "tokens": "-3"}),
+                                              (GATES, {"layer": "9", "unit": "99999", "feature": "nope"}),
+                                              (MEMORY, {"lag": "1000", "g": "x"})])
+def test_a_bad_link_is_ignored_with_a_warning(page_path, query):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page(page_path)
+    at.query_params.update(query)
+    at.run()
+    no_exception(at)
+    assert at.warning

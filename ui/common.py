@@ -136,16 +136,22 @@ def checkpoint_infos(families=None):
 
 
 def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), default_name=None):
-    """A selectbox over bundled and user checkpoints -> the loaded Checkpoint, or None (with a message)."""
-    infos = checkpoint_infos(families)
-    if not infos:
+    """A selectbox over bundled and this session's checkpoints (its value is the name, so a link can
+    carry it) -> the loaded Checkpoint, or None (with a message)."""
+    by_name = {}
+    for info in checkpoint_infos(families):  # bundled first: a bundled name wins over a file of the same name
+        by_name.setdefault(info.name, info)
+    if not by_name:
         st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones "
                    "with `python scripts/build_checkpoints.py`.")
         return None
-    names = [f"{i.name}{'' if i.bundled else '  (yours)'}" for i in infos]
-    index = next((n for n, i in enumerate(infos) if i.name == default_name), 0)
-    choice = st.selectbox(label, range(len(infos)), index=index, format_func=names.__getitem__, key=key)
-    info = infos[choice]
+    if st.session_state.get(key) not in by_name:  # first visit, a deleted file, or a link to another's model
+        if st.session_state.get(key):
+            st.warning(f"There is no checkpoint named {st.session_state[key]!r} here; showing another one.")
+        st.session_state[key] = default_name if default_name in by_name else next(iter(by_name))
+    name = st.selectbox(label, list(by_name), key=key,
+                        format_func=lambda n: n if by_name[n].bundled else f"{n}  (yours)")
+    info = by_name[name]
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     except (CheckpointError, OSError) as e:

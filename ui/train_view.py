@@ -11,7 +11,6 @@ stays short and still opens with the same settings.
 """
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -21,6 +20,7 @@ from lab.cells import BACKENDS, CELLS, FUSED_MODULES
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
 from lab.train import TrainConfig
+from ui.links import Field
 
 DEFAULT_PRESET = "astra-alpha"
 CORPUS_CHOICES = {"bundled": "Bundled Shakespeare (~1 MB, offline)",
@@ -28,45 +28,6 @@ CORPUS_CHOICES = {"bundled": "Bundled Shakespeare (~1 MB, offline)",
                   "upload": "Upload a .txt file"}
 # presets that train on text (the sequence classifier has its own page)
 TEXT_PRESETS = [name for name, p in PRESETS.items() if p.model.family in ("lm", "scan_markov")]
-
-
-@dataclass(frozen=True)
-class Field:
-    """One setting: its kind, bounds (or choices) and label; `key` is its widget key."""
-
-    kind: str  # "choice", "int", "float", "bool", "text"
-    label: str
-    low: float = None
-    high: float = None
-    choices: tuple = ()
-
-    def parse(self, raw):
-        """A URL value (str) -> a value of this field; ValueError saying what is allowed."""
-        if self.kind == "choice":
-            if raw not in self.choices:
-                raise ValueError(f"must be one of {', '.join(self.choices)}")
-            return raw
-        if self.kind == "bool":
-            if raw.lower() not in ("true", "false", "1", "0"):
-                raise ValueError("must be true or false")
-            return raw.lower() in ("true", "1")
-        if self.kind == "text":
-            if len(raw) > 64:
-                raise ValueError("must be at most 64 characters")
-            return raw
-        try:
-            value = int(raw) if self.kind == "int" else float(raw)
-        except ValueError:
-            raise ValueError(f"must be {'an integer' if self.kind == 'int' else 'a number'} "
-                             f"in [{self.low:g}, {self.high:g}]") from None
-        if not (math.isfinite(value) and self.low <= value <= self.high):
-            raise ValueError(f"must be in [{self.low:g}, {self.high:g}]")
-        return value
-
-    def format(self, value):
-        if self.kind == "bool":
-            return "true" if value else "false"
-        return f"{value:g}" if self.kind == "float" else str(value)
 
 
 FIELDS = {

@@ -1,0 +1,99 @@
+"""Settings mirrored in the URL, so that a link opens a page exactly as it was shown.
+
+Every page names its linkable settings as `Field`s (kind, bounds or choices, label) keyed by
+a short URL name, each bound to a widget key:
+
+    SETTINGS = {"tokens": (Field("int", "New tokens", 1, 2000), "sample_tokens"), ...}
+    restore_from_url(SETTINGS, DEFAULTS)   # before the widgets: the URL's values, or the defaults
+    ...widgets with those keys...
+    mirror_to_url(SETTINGS, DEFAULTS)      # after them: the URL holds what differs from the defaults
+
+A bad value in a link is ignored with a warning that names it; the page opens with its default.
+"""
+import math
+from dataclasses import dataclass
+
+import streamlit as st
+
+
+@dataclass(frozen=True)
+class Field:
+    """One setting: its kind, bounds (or choices) and label; `key` is its widget key."""
+
+    kind: str  # "choice", "int", "float", "bool", "text"
+    label: str
+    low: float = None
+    high: float = None  # for "text": the longest value (64 characters if not given)
+    choices: tuple = ()
+
+    def parse(self, raw):
+        """A URL value (str) -> a value of this field; ValueError saying what is allowed."""
+        if self.kind == "choice":
+            if raw not in self.choices:
+                raise ValueError(f"must be one of {', '.join(self.choices)}")
+            return raw
+        if self.kind == "bool":
+            if raw.lower() not in ("true", "false", "1", "0"):
+                raise ValueError("must be true or false")
+            return raw.lower() in ("true", "1")
+        if self.kind == "text":
+            longest = int(self.high or 64)
+            if len(raw) > longest:
+                raise ValueError(f"must be at most {longest:,} characters")
+            return raw
+        try:
+            value = int(raw) if self.kind == "int" else float(raw)
+        except ValueError:
+            raise ValueError(f"must be {'an integer' if self.kind == 'int' else 'a number'} "
+                             f"in [{self.low:g}, {self.high:g}]") from None
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            raise ValueError(f"must be in [{self.low:g}, {self.high:g}]")
+        return value
+
+    def format(self, value):
+        if self.kind == "bool":
+            return "true" if value else "false"
+        return f"{value:g}" if self.kind == "float" else str(value)
+
+
+def _parse_query(settings):
+    """The URL's values for these settings -> ({widget key: value}, warnings)."""
+    values, warnings = {}, []
+    for name, raw in st.query_params.to_dict().items():
+        if name not in settings:
+            warnings.append(f"Ignored `{name}={raw}` in the link: there is no such setting on this page.")
+            continue
+        field, key = settings[name]
+        try:
+            values[key] = field.parse(raw)
+        except ValueError as e:
+            warnings.append(f"Ignored `{name}={raw}` in the link: {field.label.lower()} {e}.")
+    return values, warnings
+
+
+def restore_from_url(settings, defaults):
+    """On a session's first visit to the page, set each widget's first value from the URL, else keep
+    one set before (by a test, or a link to another page), else use its default (`defaults`: URL
+    name -> value). Later runs keep what the student chose."""
+    first_visit_flag = f"_links_restored_{'_'.join(sorted(key for _, key in settings.values()))}"
+    if first_visit_flag in st.session_state:
+        return
+    st.session_state[first_visit_flag] = True
+    values, warnings = _parse_query(settings)
+    for name, (_, key) in settings.items():
+        value = values.get(key, st.session_state.get(key, defaults[name]))
+        if value is not None:  # None: the page chooses the first value itself (e.g. the best unit)
+            st.session_state[key] = value
+    for warning in warnings:
+        st.warning(warning)
+
+
+def mirror_to_url(settings, defaults):
+    """Write the settings that differ from the defaults into the URL (the link stays short)."""
+    query = {}
+    for name, (field, key) in settings.items():
+        value = st.session_state.get(key, defaults[name])
+        if value != defaults[name]:
+            query[name] = field.format(value)
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
