@@ -19,7 +19,7 @@ from lab.capacity import SERVER_BUDGET
 from lab.train import CORPORA, LMTask, TrainingJob
 from ui import train_view as tv
 from ui.common import (forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
-                       show_anchors, user_dir, user_errors)
+                       plain, show_anchors, user_dir, user_errors)
 
 setup_page("Train")
 st.title("🏋️ Train")
@@ -148,7 +148,7 @@ with data_col:
             except (ValueError, OSError) as e:  # DataError: offline, or a corrupt download
                 # kept, so that a failed download is not tried again on every rerun
                 failed = st.session_state.train_corpus_error = (values["corpus"],
-                                                                f"Getting the corpus did not work: {e}")
+                                                                f"Getting the corpus did not work: {plain(e)}")
         if failed and failed[0] == values["corpus"]:
             st.error(failed[1])
             if st.button("Try the download again", key="train_retry"):
@@ -256,9 +256,12 @@ def live_view(auto, x_axis):
                f"{n_running} runs, {n_queued} waiting.")
     if not logs:
         st.info("No runs yet: choose a model and press Start. Runs you start appear here, all on one chart.")
-    kinds = {(log.tokenizer, log.vocab) for log in logs} or {(values["tokenizer"], task and task.vocab_size)}
+    kinds = ({(log.tokenizer, log.vocab, log.job.extra.get("corpus")) for log in logs}
+             or {(values["tokenizer"], task and task.vocab_size, corpus_label)})
     # drawn even before the first run, so the chart (and plotly.js) is ready when the first point comes
-    st.plotly_chart(tv.race_figure(logs, x_axis, tv.char_anchors(kinds)), key="train_chart", width="stretch")
+    x_span = values["seconds"] if x_axis == "elapsed" else 100
+    st.plotly_chart(tv.race_figure(logs, x_axis, tv.char_anchors(kinds), x_span), key="train_chart",
+                    width="stretch")
     tv.draw_progress_and_samples(logs)
     if any(log.job.checkpoint_path for log in logs):
         with st.container(horizontal=True):

@@ -7,7 +7,7 @@ from lab.cells import CELLS
 from lab.memory import KEEP_GATE_LABELS, bias_time_constants, constant_gate_retention
 from lab.probe import ProbeConfig, run_memory_probe
 from ui import inspect_views as views
-from ui.common import checkpoint_infos, setup_page, user_errors
+from ui.common import checkpoint_infos, plain, setup_page, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Memory")
@@ -122,7 +122,7 @@ try:
     if not biases:
         raise ValueError("type at least one number")
 except ValueError as e:
-    st.error(f"Biases: could not read {biases_text!r} as numbers ({e}).")
+    st.error(f"Biases: could not read {plain(biases_text)} as numbers ({plain(e)}).")
     biases = []
 if biases:
     table = bias_time_constants(biases)

@@ -10,7 +10,8 @@ import streamlit as st
 from lab.checkpoints import (CheckpointError, delete_checkpoint, list_checkpoints, load_checkpoint, sanitize_name,
                              save_checkpoint)
 from lab.models import config_to_dict, model_summary
-from ui.common import cached_checkpoint, page_link, parameter_count, setup_page, show_anchors, user_dir, user_errors
+from ui.common import (cached_checkpoint, page_link, parameter_count, plain, setup_page, show_anchors, user_dir,
+                       user_errors)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Checkpoints")
@@ -48,7 +49,7 @@ def delete(path):
         delete_checkpoint(path, user_dir())
         st.session_state.ckpt_flash = ("success", f"Deleted {path.name}.")
     except (CheckpointError, OSError) as e:
-        st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {e}")
+        st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {plain(e)}")
     st.session_state.ckpt_confirm_delete = False
     st.session_state.pop("ckpt_choice", None)
 
@@ -72,7 +73,7 @@ else:
         by_name.setdefault(i.name, i)
     if st.session_state.get("ckpt_choice") not in by_name:
         if st.session_state.get("ckpt_choice"):
-            st.warning(f"There is no checkpoint named {st.session_state.ckpt_choice!r} here; showing another one.")
+            st.warning(f"There is no checkpoint named {plain(st.session_state.ckpt_choice)} here; showing another one.")
         st.session_state.ckpt_choice = next(iter(by_name))
     choice = st.selectbox("Inspect a checkpoint", list(by_name), key="ckpt_choice",
                           format_func=lambda n: f"{n}  ({'bundled' if by_name[n].bundled else 'yours'})")
@@ -88,19 +89,19 @@ else:
             meta, tokenizer, metrics = checkpoint.meta, checkpoint.tokenizer, checkpoint.metrics
             conventions = model_summary(checkpoint.model).conventions
             lines = [f"**{'Convention' if len(conventions) == 1 else 'Conventions'}:** "
-                     + "; ".join(c.replace("_", r"\_").replace("*", r"\*") for c in conventions),
-                     f"**Saved:** {meta.get('timestamp', '?')} · lab {meta.get('lab_version', '?')} · "
-                     f"version {meta.get('version', '?')}"]
+                     + "; ".join(plain(c) for c in conventions),
+                     f"**Saved:** {plain(meta.get('timestamp', '?'))} · lab {plain(meta.get('lab_version', '?'))} · "
+                     f"version {plain(meta.get('version', '?'))}"]
             if tokenizer is not None:
-                lines.append(f"**Tokenizer:** {tokenizer.kind}, {tokenizer.vocab_size:,} tokens")
+                lines.append(f"**Tokenizer:** {plain(tokenizer.kind)}, {tokenizer.vocab_size:,} tokens")
             train_config = metrics.get("train_config")
             if train_config:
                 lines.append("**Trained with:** " + ", ".join(
-                    f"{k} {train_config[k]}" for k in ("lr", "batch_size", "block_size", "label_smoothing",
+                    f"{k} {plain(train_config[k])}" for k in ("lr", "batch_size", "block_size", "label_smoothing",
                                                        "stateful", "max_seconds", "max_steps")
                     if train_config.get(k) is not None))
             if metrics.get("reason"):
-                lines.append(f"**Ended:** {metrics['reason']} after {metrics.get('steps', '?')} steps, "
+                lines.append(f"**Ended:** {plain(metrics['reason'])} after {plain(metrics.get('steps', '?'))} steps, "
                              f"{metrics.get('elapsed', 0):.0f} s")
             st.markdown("  \n".join(lines))
             with st.container(horizontal=True):
@@ -148,7 +149,7 @@ if upload is not None:
         checkpoint = load_checkpoint(data)  # bytes: parsed as safetensors, never unpickled
     if checkpoint is not None:
         params = parameter_count(config_to_dict(checkpoint.config))
-        st.success(f"{upload.name} is a valid RNN Lab checkpoint: {checkpoint.config.family}, "
+        st.success(f"{plain(upload.name)} is a valid RNN Lab checkpoint: {checkpoint.config.family}, "
                    f"{params:,} parameters, {', '.join(model_summary(checkpoint.model).conventions)}.")
         stem = upload.name.rsplit(".", 1)[0].removesuffix("_latest")
         name = st.text_input("Save as", value=checkpoint.meta.get("name") or stem, key="ckpt_save_name",

@@ -10,7 +10,7 @@ import streamlit as st
 
 from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, epoch_rows, load_results,
                                       step_rows, time_constant_table)
-from ui.common import register_job, session_key, setup_page, show_anchors, user_errors
+from ui.common import plain, register_job, session_key, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Ablation")
@@ -145,7 +145,7 @@ if results is not None:
     try:
         show_results(results, "shipped")
     except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
-        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {e}); rerun the study.")
+        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
     st.caption("CIFAR-10 cannot be downloaded on every machine; online, the seed's own study is "
                "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps).")
 
@@ -214,12 +214,12 @@ def live_view():
     events = job.events()
     for e in events:
         if e["type"] == "error":
-            st.error(f"The live run failed: {e['message']}")
+            st.error(f"The live run failed: {plain(e['message'])}")
     steps = pd.DataFrame([{"arm": e["arm"], "seed": e["seed"], "step": e["step"], "train_loss": e["train_loss"]}
                           for e in events if e["type"] == "step"])
     done = [e for e in events if e["type"] == "epoch"]
     queued = f", number {job.queue_position} in the queue for this server's training budget" if job.queue_position else ""
-    st.write(f"Status: **{job.status}**{queued}" + (f" ({job.message})" if job.message else "") +
+    st.write(f"Status: **{job.status}**{queued}" + (f" ({plain(job.message)})" if job.message else "") +
              (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else ""))
     if job.running:
         if len(steps):

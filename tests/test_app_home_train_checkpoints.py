@@ -1,6 +1,7 @@
 """AppTest of the Home, Train and Checkpoints pages: they render, a tiny run trains live and
 stops, and bad input (uploads, settings, links) gives a message instead of a traceback."""
 import pickle
+import re
 import time
 from pathlib import Path
 
@@ -303,3 +304,20 @@ def test_two_sessions_cannot_see_or_delete_each_others_checkpoints(user_dir):
     assert [o for o in options if o.endswith("(yours)")] == [f"{alice_folder.name}-alice_latest_latest  (yours)"]
     alice.run()  # alice still sees hers
     assert "alice_latest" in set(alice.dataframe[0].value["name"])
+
+
+def test_strings_from_a_file_render_as_text_not_markdown(user_dir):
+    """A checkpoint's metadata is data: an image link in it must not make the browser fetch a URL."""
+    tokenizer = CharTokenizer("abcdefgh \n")
+    model = build_model(LMConfig(cell="lstm", vocab_size=tokenizer.vocab_size, embed_dim=4, hidden_size=8))
+    evil = "![p](http://127.0.0.1:9/pixel.png) :red[alarm] $x$ <img src=x>"
+    data = checkpoint_bytes(model, tokenizer, {"history": [], "steps": 5, "reason": evil}, "evil", 1)
+    at = open_page(CHECKPOINTS)
+    at.file_uploader(key="ckpt_upload_0").set_value(("![x](http://127.0.0.1:9/a.png).safetensors", data, "")).run()
+    at.button(key="ckpt_save").click().run()
+    at.selectbox(key="ckpt_choice").set_value("evil_latest").run()
+    assert_clean(at)
+    shown = " ".join(str(e.value) for e in [*at.markdown, *at.success, *at.error, *at.warning])
+    assert "alarm" in shown and "pixel" in shown  # the text is there...
+    for live in (r"!\[", r"\]\(", r":red\[", r"<img"):  # ...but no Markdown, directive or HTML can act
+        assert not re.search(r"(?<!\\)" + live, shown), live

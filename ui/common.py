@@ -8,6 +8,7 @@ when their browser tab closes), and the published anchors shown beside results.
 import contextlib
 import math
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -98,15 +99,27 @@ def show_anchors(*keys):
         st.table([{"reference": ANCHORS[k][0], "result": ANCHORS[k][1]} for k in keys])
 
 
+# what Markdown or Streamlit's extensions act on mid-line: links and images, HTML and autolinks,
+# emphasis, code, :colour[...] directives and :emoji:, $LaTeX$, and the escape character itself
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]<>!:$~|])")
+
+
+def plain(text):
+    """`text` (from a file, a link or a user) made inert inside Markdown: the characters that could
+    make it a link, an image, HTML, a directive or a formula are backslash-escaped, so it renders
+    as the characters it is."""
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", str(text)).replace("\n", "  \n")
+
+
 @contextlib.contextmanager
 def user_errors(what="That"):
     """Show bad input (ValueError and friends) as a clear st.error, never a traceback."""
     try:
         yield
     except (CheckpointError, DataError, ValueError) as e:
-        st.error(f"{what} did not work: {e}")
+        st.error(f"{what} did not work: {plain(e)}")
     except OSError as e:
-        st.error(f"{what} did not work: a file problem: {e}")
+        st.error(f"{what} did not work: a file problem: {plain(e)}")
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -147,7 +160,7 @@ def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), d
         return None
     if st.session_state.get(key) not in by_name:  # first visit, a deleted file, or a link to another's model
         if st.session_state.get(key):
-            st.warning(f"There is no checkpoint named {st.session_state[key]!r} here; showing another one.")
+            st.warning(f"There is no checkpoint named {plain(st.session_state[key])} here; showing another one.")
         st.session_state[key] = default_name if default_name in by_name else next(iter(by_name))
     name = st.selectbox(label, list(by_name), key=key,
                         format_func=lambda n: n if by_name[n].bundled else f"{n}  (yours)")
@@ -155,7 +168,7 @@ def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), d
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
-        st.error(f"Could not load {info.name}: {e}")
+        st.error(f"Could not load {plain(info.name)}: {plain(e)}")
         return None
 
 

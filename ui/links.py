@@ -56,18 +56,19 @@ class Field:
         return f"{value:g}" if self.kind == "float" else str(value)
 
 
-def _parse_query(settings):
-    """The URL's values for these settings -> ({widget key: value}, warnings)."""
+def parse_query(query, fields):
+    """A URL's query ({name: str}) -> ({name: value} for the valid ones, warnings for the rest).
+    `fields`: URL name -> Field. The warnings quote the link as code, so nothing in it renders."""
     values, warnings = {}, []
-    for name, raw in st.query_params.to_dict().items():
-        if name not in settings:
-            warnings.append(f"Ignored `{name}={raw}` in the link: there is no such setting on this page.")
+    for name, raw in query.items():
+        quoted = "`" + f"{name}={raw}".replace("`", "'") + "`"
+        if name not in fields:
+            warnings.append(f"Ignored {quoted} in the link: there is no such setting on this page.")
             continue
-        field, key = settings[name]
         try:
-            values[key] = field.parse(raw)
+            values[name] = fields[name].parse(str(raw))
         except ValueError as e:
-            warnings.append(f"Ignored `{name}={raw}` in the link: {field.label.lower()} {e}.")
+            warnings.append(f"Ignored {quoted} in the link: {fields[name].label.lower()} {e}.")
     return values, warnings
 
 
@@ -79,9 +80,9 @@ def restore_from_url(settings, defaults):
     if first_visit_flag in st.session_state:
         return
     st.session_state[first_visit_flag] = True
-    values, warnings = _parse_query(settings)
+    values, warnings = parse_query(st.query_params.to_dict(), {name: field for name, (field, _) in settings.items()})
     for name, (_, key) in settings.items():
-        value = values.get(key, st.session_state.get(key, defaults[name]))
+        value = values.get(name, st.session_state.get(key, defaults[name]))
         if value is not None:  # None: the page chooses the first value itself (e.g. the best unit)
             st.session_state[key] = value
     for warning in warnings:

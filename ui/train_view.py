@@ -20,7 +20,8 @@ from lab.cells import BACKENDS, CELLS, FUSED_MODULES
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
 from lab.train import TrainConfig
-from ui.links import Field
+from ui.common import plain
+from ui.links import Field, parse_query
 
 DEFAULT_PRESET = "astra-alpha"
 CORPUS_CHOICES = {"bundled": "Bundled Shakespeare (~1 MB, offline)",
@@ -94,16 +95,7 @@ def default_values(preset=DEFAULT_PRESET):
 def values_from_query(query):
     """URL query -> (complete settings, warnings). Unknown keys and bad values are ignored with a
     warning each; the preset is applied first, then the other values override it."""
-    parsed, warnings = {}, []
-    for name, raw in query.items():
-        raw = raw[-1] if isinstance(raw, list) else raw
-        if name not in FIELDS:
-            warnings.append(f"Ignored `{name}={raw}` in the link: there is no such setting.")
-            continue
-        try:
-            parsed[name] = FIELDS[name].parse(str(raw))
-        except ValueError as e:
-            warnings.append(f"Ignored `{name}={raw}` in the link: {FIELDS[name].label.lower()} {e}.")
+    parsed, warnings = parse_query(query, FIELDS)
     values = default_values(parsed.get("preset", DEFAULT_PRESET))
     values.update(parsed)
     return values, warnings
@@ -221,10 +213,11 @@ def _thin(xs, ys, max_points=2000):
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-def race_figure(logs, x_axis="elapsed", anchors=()):
+def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
     """All runs on one chart: train loss (line) and validation loss (dashed, markers) per run.
 
     x_axis: "elapsed" (seconds, a fair race) or "step". anchors: (y, label) lines to draw.
+    x_span: the axis' length before the first point arrives (it then follows the data from 0).
     """
     fig = go.Figure()
     for i, log in enumerate(logs):
@@ -243,20 +236,30 @@ def race_figure(logs, x_axis="elapsed", anchors=()):
                       legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
                       xaxis_title="seconds" if x_axis == "elapsed" else "step",
                       yaxis_title="cross-entropy (nats/token)", hovermode="x unified", template="plotly_white")
+    if any(log.steps[x_axis] for log in logs):
+        fig.update_xaxes(rangemode="tozero")
+    else:  # plotly would draw an empty axis from -1
+        fig.update_xaxes(range=[0, x_span])
     return fig
 
 
+SHAKESPEARE_CORPORA = ("bundled", "tiny-shakespeare")  # nanoGPT's figures are for Shakespeare only
+
+
 def char_anchors(kinds):
-    """Reference lines for losses in nats per character: the uniform guess ln V and nanoGPT's
-    published results. kinds: {(tokenizer kind, vocabulary size)} of the runs on the chart; the
-    lines apply only when every run is character-level with one vocabulary."""
+    """Reference lines for losses in nats per character: the uniform guess ln V and, on a
+    Shakespeare corpus, nanoGPT's published results. kinds: {(tokenizer kind, vocabulary size,
+    corpus)} of the runs on the chart; the lines apply only when every run is character-level
+    with one vocabulary on one corpus."""
     if len(kinds) != 1:
         return []
-    ((kind, vocab),) = kinds
+    ((kind, vocab, corpus),) = kinds
     if kind != "char" or not vocab:
         return []
-    return [(math.log(vocab), f"uniform guess ln {vocab} = {math.log(vocab):.2f}"),
-            (1.88, "nanoGPT char, CPU 1.88"), (1.47, "nanoGPT char, GPU 1.47")]
+    uniform = [(math.log(vocab), f"uniform guess ln {vocab} = {math.log(vocab):.2f}")]
+    if corpus not in SHAKESPEARE_CORPORA:
+        return uniform
+    return uniform + [(1.88, "nanoGPT char, CPU 1.88"), (1.47, "nanoGPT char, GPU 1.47")]
 
 
 def draw_progress_and_samples(logs):
@@ -290,7 +293,7 @@ def draw_progress_and_samples(logs):
     for log in logs:
         job = log.job
         if job.status == "failed":
-            st.error(f"{log.label} failed: {job.message}")
+            st.error(f"{log.label} failed: {plain(job.message)}")
         elif job.checkpoint_path is not None:
             why = f" ({job.message})" if job.message != job.status else ""
             st.success(f"{log.label} {job.status}{why} and was saved as `{job.checkpoint_path}`; "
