@@ -91,7 +91,7 @@ def show_results(results, key):
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
 
     st.subheader("Gate statistics")
-    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the scratch twin of the "
+    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the step-by-step twin of the "
                "model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
                "10th-90th percentile of all gate values (every unit, step and sequence).")
     cols = st.columns(2)
@@ -167,9 +167,9 @@ show_anchors("scifar_lstm", "scifar_urgru", "lra_image_transformer", "lra_image_
 
 # ---------------------------------------------------------------------------
 st.header("4 · Run it yourself (a short live version)")
-st.caption("Both arms train side by side in background threads on this server's CPU, on the offline digits "
-           "set, with a training subset and shorter sequences: **a demo of the method, not the study**. "
-           "Closing the tab stops it.")
+st.caption("Both arms train one run after another (seed by seed, as the command line does) on a background "
+           "thread of this server (its GPU when it has one, else its CPU), on the offline digits set, with a "
+           "training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab stops it.")
 for k, v in {"ablation_size": 16, "ablation_train": 256, "ablation_test": 120, "ablation_epochs": 3,
              "ablation_batch": 32, "ablation_seeds": 1}.items():
     st.session_state.setdefault(k, v)  # defaults a test may lower before the first run
@@ -189,7 +189,7 @@ if start and not running:
     with user_errors("Starting the live ablation"):
         config = AblationConfig(dataset="digits", size=int(size), epochs=int(epochs), seeds=tuple(range(int(n_seeds))),
                                 arms=("baseline", "ablated"), batch_size=int(batch), limit_train=int(n_train),
-                                limit_test=int(n_test), gate_batch=8, device="cpu")
+                                limit_test=int(n_test), gate_batch=8)
         try:
             job = AblationJob(config).start()
         except JobLimitError as e:
@@ -216,6 +216,7 @@ def live_view():
     st.write(f"Status: **{job.status}**" + (f" ({job.message})" if job.message else "") +
              (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else ""))
     if job.running:
+        st.code(job.command, language="bash")  # the finished study's results show it too
         if len(steps):
             fig = go.Figure()
             for (arm, seed), g in steps.groupby(["arm", "seed"]):
