@@ -21,6 +21,7 @@ from lab.experiments.ablation import (ARMS, OPTIONS, RESULTS_FILE, SHIPPED_DIR, 
                                       gate_bias_pairs, load_results, load_study_data, run_ablation, run_arm,
                                       summary_markdown, time_constant_table)
 from lab.models import count_parameters  # noqa: E402
+from lab.train import resolve_device  # noqa: E402
 
 PAGE = ROOT / "pages" / "6_Ablation.py"
 SEED_INFO = {"num_classes": 10, "sequence_length": 1024, "input_size": 1}  # seed 003's data
@@ -322,6 +323,10 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     assert not at.exception, [e.value for e in at.exception]
     job = at.session_state["ablation_job"]
     assert isinstance(job, AblationJob) and job.wait(60) == "finished", job.message
+    saved = load_results(job.out_dir)  # the live run saves as the command line does, in its own folder
+    assert saved == json.loads(json.dumps(job.results)) and saved["command"] == job.command
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("baseline", 0), ("ablated", 0)]
+    assert saved["training"]["device"] == str(resolve_device("auto"))  # the study's device policy
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     live = [d.value for d in at.dataframe if "test accuracy" in d.value.columns]

@@ -173,9 +173,9 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
 
 class AblationJob(BackgroundJob):
     """run_ablation on a background thread (the app's live run): the same run order, results files,
-    checkpoints and events as the CLI, into `out_dir` (a fresh temporary folder by default, so one
-    session's study is not visible to another). It takes one of the process-wide job slots that
-    training runs take (lab.train.MAX_CONCURRENT_JOBS).
+    checkpoints and events as the CLI, into `out_dir` (by default a fresh temporary folder that lives as
+    long as the job, so one session's study is not visible to another and none is left behind). It
+    takes one of the process-wide job slots that training runs take (lab.train.MAX_CONCURRENT_JOBS).
 
         job = AblationJob(config).start(); job.events(since=n); job.stop(); job.wait(); job.results
 
@@ -185,13 +185,15 @@ class AblationJob(BackgroundJob):
         super().__init__()
         self.config, self.out_dir, self.results = config, out_dir, None
         self.command = cli_command(config)  # what the page offers: run this study yourself
-        self._thread = None
+        self._thread, self._folder = None, None
 
     def start(self):
         if self._thread is not None:
             raise RuntimeError("this job has already been started")
         self._claim_slot()
-        self.out_dir = self.out_dir or tempfile.mkdtemp(prefix="rnnlab-ablation-")
+        if self.out_dir is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="rnnlab-ablation-")  # deleted with the job
+            self.out_dir = self._folder.name
         self.status = "running"
         self._thread = threading.Thread(target=self._run, name="ablation", daemon=True)
         self._thread.start()
