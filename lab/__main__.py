@@ -246,7 +246,8 @@ def _ablation(args):
             if event["resumed"]:
                 print(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done",
                       flush=True)
-            bar = tqdm(total=(event["runs"] - event["resumed"]) * event["steps_per_run"], unit="step", mininterval=5)
+            steps_left = (event["runs"] - event["resumed"]) * event["steps_per_run"]
+            bar = tqdm(total=steps_left, unit="step", mininterval=5)
         elif kind == "step":
             bar.update(1)
             bar.set_postfix_str(f"{event['arm']} seed {event['seed']} loss {event['train_loss']:.3f}", refresh=False)
@@ -268,7 +269,7 @@ def _ablation(args):
         if bar is not None:
             bar.close()
     print(summary_markdown(results))
-    print(f"wrote {Path(args.out) / 'results.json'} ({'complete' if results['complete'] else 'incomplete'})")
+    print(f"results in {Path(args.out) / 'results.json'} ({'complete' if results['complete'] else 'incomplete'})")
     return 0
 
 

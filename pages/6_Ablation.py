@@ -1,6 +1,6 @@
 """Ablation: seed 003's question, do the GRU's reset and update gate biases matter over 1024 steps?
 The shipped study (lab.experiments.ablation), what a bias means as a time constant, published
-anchors, and a short live run of both arms side by side."""
+anchors, and a short live run of both arms (the same runner as the command line)."""
 import os
 from pathlib import Path
 
@@ -91,8 +91,8 @@ def show_results(results, key):
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
 
     st.subheader("Gate statistics")
-    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the step-by-step twin of the "
-               "model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
+    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the step-by-step twin "
+               "of the model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
                "10th-90th percentile of all gate values (every unit, step and sequence).")
     cols = st.columns(2)
     for col, gate in zip(cols, ("z", "r")):
@@ -216,7 +216,8 @@ def live_view():
     st.write(f"Status: **{job.status}**" + (f" ({job.message})" if job.message else "") +
              (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else ""))
     if job.running:
-        st.code(job.command, language="bash")  # the finished study's results show it too
+        st.caption("Run this yourself (the finished study's results show it too):")
+        st.code(job.command, language="bash")
         if len(steps):
             fig = go.Figure()
             for (arm, seed), g in steps.groupby(["arm", "seed"]):

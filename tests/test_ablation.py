@@ -230,6 +230,10 @@ def test_a_stopped_study_resumes_where_it_stopped(tiny_study, tmp_path):
     assert resumed["summary"] == uninterrupted["summary"]
     assert {p.name for p in tmp_path.iterdir()} >= {"digits-baseline-seed0.safetensors",
                                                      "digits-ablated-seed0.safetensors"}
+    written = (tmp_path / RESULTS_FILE).read_bytes()
+    again = []
+    assert run_ablation(tiny_config(), tmp_path, again.append)["complete"]
+    assert not [e for e in again if e["type"] == "run_start"] and (tmp_path / RESULTS_FILE).read_bytes() == written
 
 
 def test_resuming_with_another_config_is_refused(tiny_study):

@@ -143,7 +143,7 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
     plan = [(arm, seed) for seed in config.seeds for arm in config.arms]
     emit({"type": "study_start", "runs": len(plan), "resumed": len(done), "dataset": data.info,
           "steps_per_run": config.epochs * data.steps_per_epoch})
-    path, runs = None, [done[key] for key in plan if key in done]
+    path, results, runs = None, None, [done[key] for key in plan if key in done]
     for index, (arm, seed) in enumerate(plan):
         if (arm, seed) in done:
             continue
@@ -156,17 +156,16 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
         runs.sort(key=lambda r: plan.index((r["arm"], r["seed"])))
         if record["reason"] != "stopped":
             done[(arm, seed)] = record
+        results = assemble_results(config, data, runs, len(done) == len(plan), created, device, command)
         if out_dir is not None:
-            path = write_results(out_dir, assemble_results(config, data, runs, len(done) == len(plan), created,
-                                                           device, command))
+            path = write_results(out_dir, results)
         emit({"type": "run_done", "index": index, "runs": len(plan), "arm": arm, "seed": seed,
               "final": record["final"], "reason": record["reason"], "elapsed": record["elapsed"],
               "frozen_bias_check": record["frozen_bias_check"]})
         if record["reason"] == "stopped":
             break
-    results = assemble_results(config, data, runs, len(done) == len(plan), created, device, command)
-    if out_dir is not None and path is None:  # nothing left to run: the finished study, marked so
-        path = write_results(out_dir, results)
+    if results is None:  # nothing ran (stopped at once, or every run was done before): nothing to rewrite
+        results = assemble_results(config, data, runs, len(done) == len(plan), created, device, command)
     emit({"type": "study_done", "path": None if path is None else str(path), "complete": results["complete"]})
     return results
 
