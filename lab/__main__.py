@@ -206,8 +206,7 @@ def build_parser():
     ls.add_argument("--dir", default=DEFAULT_RUNS_DIR, help=f"user checkpoint folder (default {DEFAULT_RUNS_DIR}/)")
     ls.set_defaults(func=_list)
 
-    from lab.data import SEQUENCE_DATASETS
-    from lab.experiments.ablation import ARMS
+    from lab.experiments.ablation import ARMS, add_arguments
 
     ab = commands.add_parser(
         "ablation", help="seed 003's GRU gate-bias ablation: baseline b_z=+1 vs r/z biases frozen at 0",
@@ -221,30 +220,7 @@ def build_parser():
                "  OMP_WAIT_POLICY=PASSIVE python -m lab ablation --dataset digits --epochs 5 --seeds 0 1 2 "
                "--out checkpoints/ablation\n"
                "On a busy CPU, OMP_WAIT_POLICY=PASSIVE stops idle OpenMP threads from spinning (10x faster here).")
-    ab.add_argument("--dataset", default="digits", choices=list(SEQUENCE_DATASETS),
-                    help="digits: scikit-learn's digits upsampled, offline (default); cifar10: grayscale CIFAR-10, "
-                         "1024 steps (needs --download the first time)")
-    ab.add_argument("--epochs", type=int, default=40, help="epochs per run (default 40, as seed 003)")
-    ab.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="random seeds, one run per arm and seed "
-                    "(default 0 1 2); results are mean ± std over seeds")
-    ab.add_argument("--arms", nargs="+", default=["baseline", "ablated"], choices=list(ARMS),
-                    help="arms to train (default baseline ablated)")
-    ab.add_argument("--out", default=f"{DEFAULT_RUNS_DIR}/ablation",
-                    help=f"folder for results and checkpoints (default {DEFAULT_RUNS_DIR}/ablation)")
-    ab.add_argument("--backend", default="fused", choices=BACKENDS,
-                    help="fused: torch.nn.GRU (default, as seed 003); scratch: lab's TorchGRULayer")
-    ab.add_argument("--download", action="store_true", help="cifar10: download the 170 MB archive if missing")
-    ab.add_argument("--root", help="cifar10: data folder (default <cache dir>/cifar10)")
-    ab.add_argument("--size", type=int, default=32, help="digits: image side, T = size**2 steps (default 32 -> 1024)")
-    ab.add_argument("--limit-train", type=int, help="use only the first N training sequences")
-    ab.add_argument("--limit-test", type=int, help="use only the first N test sequences")
-    ab.add_argument("--batch-size", type=int, default=128, help="sequences per batch (default 128)")
-    ab.add_argument("--lr", type=float, default=5e-4, help="peak learning rate (default 5e-4)")
-    ab.add_argument("--min-lr", type=float, default=1e-5, help="cosine floor (default 1e-5)")
-    ab.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default 0.01)")
-    ab.add_argument("--hidden-size", type=int, default=181, help="H (default 181 = seed 003's 101,732 parameters)")
-    ab.add_argument("--gate-batch", type=int, default=32, help="test sequences traced for gate statistics (default 32)")
-    ab.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="default auto: CUDA if available")
+    add_arguments(ab, out_default=f"{DEFAULT_RUNS_DIR}/ablation")
     ab.add_argument("--threads", type=int, default=2, help="cap on CPU threads (default 2)")
     ab.set_defaults(func=_ablation)
     return parser
@@ -253,16 +229,11 @@ def build_parser():
 def _ablation(args):
     from tqdm import tqdm
 
-    from lab.experiments.ablation import AblationConfig, cli_command, run_ablation, summary_markdown
+    from lab.experiments.ablation import cli_command, config_from_args, run_ablation, summary_markdown
     from lab.train import configure_cpu
 
     configure_cpu(args.threads)
-    config = AblationConfig(dataset=args.dataset, size=args.size, root=args.root, download=args.download,
-                            arms=args.arms, seeds=args.seeds, epochs=args.epochs, backend=args.backend,
-                            hidden_size=args.hidden_size, lr=args.lr, min_lr=args.min_lr,
-                            weight_decay=args.weight_decay, batch_size=args.batch_size,
-                            limit_train=args.limit_train, limit_test=args.limit_test, gate_batch=args.gate_batch,
-                            device=args.device)
+    config = config_from_args(args)
     bar = None
 
     def on_event(event):
@@ -272,7 +243,11 @@ def _ablation(args):
             d = event["dataset"]
             print(f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} steps; "
                   f"{event['runs']} runs x {event['steps_per_run']} steps", flush=True)
-            bar = tqdm(total=event["runs"] * event["steps_per_run"], unit="step", mininterval=5)
+            if event["resumed"]:
+                print(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done",
+                      flush=True)
+            steps_left = (event["runs"] - event["resumed"]) * event["steps_per_run"]
+            bar = tqdm(total=steps_left, unit="step", mininterval=5)
         elif kind == "step":
             bar.update(1)
             bar.set_postfix_str(f"{event['arm']} seed {event['seed']} loss {event['train_loss']:.3f}", refresh=False)
@@ -287,13 +262,14 @@ def _ablation(args):
     try:
         results = run_ablation(config, args.out, on_event, command=cli_command(config, args.out))
     except KeyboardInterrupt:
-        print(f"\ninterrupted; finished runs are in {args.out}/results.json", file=sys.stderr)
+        print(f"\ninterrupted; finished runs are in {args.out}/results.json, and the same command continues "
+              "the study", file=sys.stderr)
         return 1
     finally:
         if bar is not None:
             bar.close()
     print(summary_markdown(results))
-    print(f"wrote {Path(args.out) / 'results.json'} ({'complete' if results['complete'] else 'incomplete'})")
+    print(f"results in {Path(args.out) / 'results.json'} ({'complete' if results['complete'] else 'incomplete'})")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Ablation: seed 003's question, do the GRU's reset and update gate biases matter over 1024 steps?
 The shipped study (lab.experiments.ablation), what a bias means as a time constant, published
-anchors, and a short live run of both arms side by side."""
+anchors, and a short live run of both arms (the same runner as the command line)."""
 import os
 from pathlib import Path
 
@@ -91,8 +91,8 @@ def show_results(results, key):
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
 
     st.subheader("Gate statistics")
-    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the scratch twin of the "
-               "model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
+    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the step-by-step twin "
+               "of the model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
                "10th-90th percentile of all gate values (every unit, step and sequence).")
     cols = st.columns(2)
     for col, gate in zip(cols, ("z", "r")):
@@ -167,9 +167,9 @@ show_anchors("scifar_lstm", "scifar_urgru", "lra_image_transformer", "lra_image_
 
 # ---------------------------------------------------------------------------
 st.header("4 · Run it yourself (a short live version)")
-st.caption("Both arms train side by side in background threads on this server's CPU, on the offline digits "
-           "set, with a training subset and shorter sequences: **a demo of the method, not the study**. "
-           "Closing the tab stops it.")
+st.caption("Both arms train one run after another (seed by seed, as the command line does) on a background "
+           "thread of this server (its GPU when it has one, else its CPU), on the offline digits set, with a "
+           "training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab stops it.")
 # the live run's settings as they appear in a link: ?size=16&epochs=3...
 SETTINGS = {"size": (Field("int", "Image side", 8, 32), "ablation_size"),
             "train": (Field("int", "Training sequences", 16, 1437), "ablation_train"),
@@ -198,7 +198,7 @@ if start and not running:
     with user_errors("Starting the live ablation"):
         config = AblationConfig(dataset="digits", size=int(size), epochs=int(epochs), seeds=tuple(range(int(n_seeds))),
                                 arms=("baseline", "ablated"), batch_size=int(batch), limit_train=int(n_train),
-                                limit_test=int(n_test), gate_batch=8, device="cpu")
+                                limit_test=int(n_test), gate_batch=8)
         job = AblationJob(config, owner=session_key()).start()  # a CapacityError is shown by user_errors
         register_job(job)
         st.session_state["ablation_job"] = job
@@ -222,6 +222,8 @@ def live_view():
     st.write(f"Status: **{job.status}**{queued}" + (f" ({plain(job.message)})" if job.message else "") +
              (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else ""))
     if job.running:
+        st.caption("Run this yourself (the finished study's results show it too):")
+        st.code(job.command, language="bash")
         if len(steps):
             fig = go.Figure()
             for (arm, seed), g in steps.groupby(["arm", "seed"]):

@@ -12,14 +12,17 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.__main__ import main  # noqa: E402
+from lab.__main__ import build_parser, main  # noqa: E402
 from lab.cells import chrono_bias  # noqa: E402
 from lab.checkpoints import load_checkpoint  # noqa: E402
-from lab.experiments.ablation import (ARMS, RESULTS_FILE, SHIPPED_DIR, AblationConfig, AblationJob,  # noqa: E402
-                                      FrozenBiasError, build_arm_model, check_frozen_biases, chrono_mean,
-                                      epoch_rows, freeze_gate_biases, gate_bias_pairs, load_results, load_study_data,
-                                      run_ablation, run_arm, summary_markdown, time_constant_table)
+from lab.data import DataError  # noqa: E402
+from lab.experiments.ablation import (ARMS, OPTIONS, RESULTS_FILE, SHIPPED_DIR, AblationConfig,  # noqa: E402
+                                      AblationJob, FrozenBiasError, build_arm_model, check_frozen_biases,
+                                      chrono_mean, cli_command, config_from_args, epoch_rows, freeze_gate_biases,
+                                      gate_bias_pairs, load_results, load_study_data, run_ablation, run_arm,
+                                      summary_markdown, time_constant_table)
 from lab.models import count_parameters  # noqa: E402
+from lab.train import resolve_device  # noqa: E402
 
 PAGE = ROOT / "pages" / "6_Ablation.py"
 SEED_INFO = {"num_classes": 10, "sequence_length": 1024, "input_size": 1}  # seed 003's data
@@ -198,6 +201,48 @@ def test_tiny_study_writes_a_well_formed_results_file(tiny_study):
     assert check_frozen_biases(checkpoint.model).startswith("passed")
 
 
+TIMING = ("elapsed", "gate_stats_seconds", "seconds_per_epoch")
+
+
+def without_timing(run):
+    """A run record less its wall-clock fields, which differ between two runs of the same computation."""
+    return {**{k: v for k, v in run.items() if k not in TIMING},
+            "epochs": [{k: v for k, v in e.items() if k != "elapsed"} for e in run["epochs"]]}
+
+
+def test_a_stopped_study_resumes_where_it_stopped(tiny_study, tmp_path):
+    _, uninterrupted, _ = tiny_study
+    events = []
+    stop_after_first = lambda: any(e["type"] == "run_done" for e in events)  # noqa: E731
+    first = run_ablation(tiny_config(), tmp_path, events.append, stop_after_first)
+    saved = load_results(tmp_path)
+    assert not first["complete"] and not saved["complete"]
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("baseline", 0)]  # saved right after the run
+    assert without_timing(saved["runs"][0]) == without_timing(uninterrupted["runs"][0])
+
+    resumed_events = []
+    resumed = run_ablation(tiny_config(), tmp_path, resumed_events.append)
+    assert resumed_events[0]["type"] == "study_start" and resumed_events[0]["resumed"] == 1
+    ran = [(e["arm"], e["seed"]) for e in resumed_events if e["type"] == "run_start"]
+    assert ran == [("ablated", 0), ("baseline", 1), ("ablated", 1)]  # the finished run is not trained again
+    assert resumed["complete"] and load_results(tmp_path) == json.loads(json.dumps(resumed))
+    assert resumed["created"] == first["created"]
+    assert [without_timing(r) for r in resumed["runs"]] == [without_timing(r) for r in uninterrupted["runs"]]
+    assert resumed["summary"] == uninterrupted["summary"]
+    assert {p.name for p in tmp_path.iterdir()} >= {"digits-baseline-seed0.safetensors",
+                                                     "digits-ablated-seed0.safetensors"}
+    written = (tmp_path / RESULTS_FILE).read_bytes()
+    again = []
+    assert run_ablation(tiny_config(), tmp_path, again.append)["complete"]
+    assert not [e for e in again if e["type"] == "run_start"] and (tmp_path / RESULTS_FILE).read_bytes() == written
+
+
+def test_resuming_with_another_config_is_refused(tiny_study):
+    out, _, _ = tiny_study
+    with pytest.raises(DataError, match=r"another config \(epochs: 2 there, 3 here\).*another --out"):
+        run_ablation(tiny_config(epochs=3), out)
+
+
 def test_cifar10_code_path_on_a_fixture(tmp_path, monkeypatch):
     from test_data import _cifar_fixture
     from torchvision.datasets import CIFAR10
@@ -228,11 +273,26 @@ def test_cli_help_and_bad_input(capsys, tmp_path):
     assert "size" in capsys.readouterr().err
 
 
+def test_the_rerun_command_and_the_parser_come_from_one_table():
+    assert {o.field for o in OPTIONS} == set(AblationConfig.__dataclass_fields__)  # every field is an option
+    config = AblationConfig(dataset="cifar10", root="/data/c10", download=True, arms=("chrono", "ablated"),
+                            seeds=(3, 4), epochs=7, backend="scratch", hidden_size=12, lr=1e-3, min_lr=0.0,
+                            weight_decay=0.1, batch_size=5, grad_clip=0.5, limit_train=9, limit_test=8,
+                            gate_batch=3, checkpoint_seeds=(4,), device="cpu", size=16)
+    changed = [f for f in AblationConfig.__dataclass_fields__ if getattr(config, f) != getattr(AblationConfig(), f)]
+    assert len(changed) == len(OPTIONS)  # the round trip below covers every option
+    command = cli_command(config, "runs/x")
+    args = build_parser().parse_args(command.split()[3:])
+    assert config_from_args(args) == config and args.out == "runs/x"
+    assert cli_command(AblationConfig()) == "python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 " \
+                                            "--arms baseline ablated"
+
+
 def test_cli_runs_a_tiny_study(capsys, tmp_path):
     code = main(["ablation", "--size", "8", "--epochs", "1", "--seeds", "0", "--limit-train", "16", "--limit-test",
-                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "scratch", "--out", str(tmp_path)])
+                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "scratch", "--out", str(tmp_path / "new")])
     assert code == 0
-    results = load_results(tmp_path / RESULTS_FILE)
+    results = load_results(tmp_path / "new" / RESULTS_FILE)  # the folder is made
     assert "--backend scratch" in results["command"] and results["model"]["backend"] == "scratch"
     assert "| baseline |" in capsys.readouterr().out
 
@@ -268,6 +328,10 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     assert not at.exception, [e.value for e in at.exception]
     job = at.session_state["ablation_job"]
     assert isinstance(job, AblationJob) and job.wait(60) == "finished", job.message
+    saved = load_results(job.out_dir)  # the live run saves as the command line does, in its own folder
+    assert saved == json.loads(json.dumps(job.results)) and saved["command"] == job.command
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("baseline", 0), ("ablated", 0)]
+    assert saved["training"]["device"] == str(resolve_device("auto"))  # the study's device policy
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     live = [d.value for d in at.dataframe if "test accuracy" in d.value.columns]
@@ -278,7 +342,7 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
 def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch):
     import threading
 
-    import lab.experiments.ablation
+    import lab.experiments.ablation.runner
     from lab.capacity import Budget
     from lab.models import LMConfig, build_model
     from lab.train import LMTask, TrainConfig, TrainingJob
@@ -293,8 +357,8 @@ def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch)
 
     training_gate, ablation_gate = threading.Event(), threading.Event()
     training = training_job(sampler=lambda model: training_gate.wait(30) and "", sample_every_s=0).start()
-    real_run_arm = lab.experiments.ablation.run_arm
-    monkeypatch.setattr(lab.experiments.ablation, "run_arm",
+    real_run_arm = lab.experiments.ablation.runner.run_arm
+    monkeypatch.setattr(lab.experiments.ablation.runner, "run_arm",
                         lambda *args, **kwargs: ablation_gate.wait(30) and real_run_arm(*args, **kwargs))
     ablation = AblationJob(tiny_config(epochs=1, seeds=(0,), arms=("baseline",)), cost_mb=1, budget=budget).start()
     assert ablation.status == "queued" and ablation.queue_position == 1  # the training run holds the budget
