@@ -50,7 +50,7 @@ def chart_keys(at):
 
 def coloured_texts(at):
     """The token-coloured text boxes (st.html) as their HTML."""
-    return [h.proto.body for h in at.html if "white-space: pre-wrap" in h.proto.body]
+    return [h.proto.body for h in at.get("html") if "white-space: pre-wrap" in h.proto.body]
 
 
 def test_sample_fills_every_strategy_and_both_state_modes():
