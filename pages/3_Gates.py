@@ -138,6 +138,6 @@ st.dataframe(summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "
 
 # ---- the code itself
 if st.toggle("Show code", key="gates_show_code", help="The lab source of the cell being studied."):
-    layer_class = CELLS[cell]
+    layer_class = CELLS[cell]  # the reference implementation, whatever backend the checkpoint trained with
     st.caption(f"`lab/cells.py` · `{layer_class.__name__}`")
     st.code(inspect.getsource(layer_class), language="python")

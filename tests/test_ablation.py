@@ -43,14 +43,14 @@ def tiny_study(tmp_path_factory):
 # the model and its biases
 
 
-@pytest.mark.parametrize("backend", ["fused", "scratch"])
+@pytest.mark.parametrize("backend", ["fused", "fast"])
 @pytest.mark.parametrize("arm", list(ARMS))
 def test_seed_003_parameter_count(backend, arm):
     model = build_arm_model(arm, 0, AblationConfig(backend=backend), SEED_INFO)
     assert count_parameters(model) == 101_732
 
 
-@pytest.mark.parametrize("backend", ["fused", "scratch"])
+@pytest.mark.parametrize("backend", ["fused", "fast"])
 def test_initial_biases_of_each_arm(backend):
     config = AblationConfig(backend=backend)
     (b_ih, b_hh), = gate_bias_pairs(build_arm_model("baseline", 0, config, SEED_INFO))
@@ -77,7 +77,7 @@ def adamw_steps(model, steps=5, weight_decay=0.1):
     return optimizer
 
 
-@pytest.mark.parametrize("backend", ["fused", "scratch"])
+@pytest.mark.parametrize("backend", ["fused", "fast"])
 def test_hooks_keep_frozen_biases_exactly_zero_through_adamw(backend):
     config = AblationConfig(backend=backend, hidden_size=16)
     info = {**SEED_INFO, "sequence_length": 12}
@@ -229,10 +229,10 @@ def test_cli_help_and_bad_input(capsys, tmp_path):
 
 def test_cli_runs_a_tiny_study(capsys, tmp_path):
     code = main(["ablation", "--size", "8", "--epochs", "1", "--seeds", "0", "--limit-train", "16", "--limit-test",
-                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "scratch", "--out", str(tmp_path)])
+                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "fast", "--out", str(tmp_path)])
     assert code == 0
     results = load_results(tmp_path / RESULTS_FILE)
-    assert "--backend scratch" in results["command"] and results["model"]["backend"] == "scratch"
+    assert "--backend fast" in results["command"] and results["model"]["backend"] == "fast"
     assert "| baseline |" in capsys.readouterr().out
 
 

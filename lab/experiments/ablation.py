@@ -39,7 +39,7 @@ Training is lab.train.train with seed 003's recipe: AdamW, lr 5e-4 cosine-anneal
 batch 128, weight decay 0.01, gradient-norm clipping at 1.0 (lab's default). An epoch is
 ceil(N / B) steps; batches are drawn uniformly with replacement (lab.train.ClassificationTask);
 the test split is evaluated in full after every epoch. Gate statistics (z and r: mean,
-quantiles, histogram, time profile) come from the scratch twin (lab.models.to_scratch) reading
+quantiles, histogram, time profile) come from the reference twin (lab.models.to_reference) reading
 a fixed batch of test sequences, at initialisation and after every epoch.
 """
 import csv
@@ -59,10 +59,11 @@ from typing import Optional
 import torch
 
 import lab
-from lab.cells import FusedLayer, TorchGRULayer, check_cell, sigmoid_time_constant
+from lab.backends import FusedLayer, check_cell
+from lab.cells import TorchGRULayer, sigmoid_time_constant
 from lab.checkpoints import atomic_write_bytes, checkpoint_bytes
 from lab.data import SEQUENCE_DATASETS, DataError, load_sequence_dataset
-from lab.models import ClassifierConfig, build_model, conventions, count_parameters, recurrent_layers, to_scratch
+from lab.models import ClassifierConfig, build_model, conventions, count_parameters, recurrent_layers, to_reference
 from lab.train import BackgroundJob, ClassificationTask, TrainConfig, resolve_device, train
 
 RESULTS_FORMAT = "rnnlab-ablation"
@@ -121,7 +122,7 @@ class AblationConfig:
     arms: tuple = ("baseline", "ablated")  # keys of ARMS
     seeds: tuple = (0, 1, 2)  # one run per arm and seed; summaries are mean ± std over seeds
     epochs: int = 40  # seed 003 trains 40 epochs
-    backend: str = "fused"  # "fused" (torch.nn.GRU, as seed 003) or "scratch" (lab.cells.TorchGRULayer)
+    backend: str = "fused"  # "fused" (torch.nn.GRU, as seed 003) or "fast"/"reference" (lab.cells.TorchGRULayer)
     hidden_size: int = 181  # H; 181 gives seed 003's 101,732 parameters (change only for quick demos)
     lr: float = 5e-4  # seed 003: 1e-3 spiked, 5e-4 converged
     min_lr: float = 1e-5  # cosine floor (seed 003's CosineAnnealingLR eta_min)
@@ -342,9 +343,9 @@ def _distribution(v):
 
 @torch.no_grad()
 def gate_statistics(model, x, gates=GATES):
-    """Trace the gates of the first layer on x (G, T, 1) through the scratch twin (fused layers cannot
-    trace; lab.models.to_scratch computes the same function) -> {gate: distribution}."""
-    twin = to_scratch(model)
+    """Trace the gates of the first layer on x (G, T, 1) through the reference twin (fused layers cannot
+    trace; lab.models.to_reference computes the same function) -> {gate: distribution}."""
+    twin = to_reference(model)
     was_training = twin.training
     trace = [{} for _ in recurrent_layers(twin)]
     twin.eval()
