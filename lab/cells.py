@@ -257,8 +257,10 @@ class LSTMLayer(RecurrentLayer):
 
 # ---------------------------------------------------------------------------
 # selective linear recurrence (seed 004). Both scans stay here: the loop is the
-# recurrence as written, the parallel form is the idea seed 004 teaches, and the
-# layer uses the parallel one by default, so it is the reference and fast at once.
+# recurrence as written, the parallel form is the associative scan seed 004
+# teaches. The gates do not depend on h, so no recurrent matmul is left to
+# optimise and ScanLayer serves the reference and fast backends alike;
+# scan_mode picks the form (the loop is faster on a CPU, BENCHMARKS.md).
 
 
 def scan_sequential(a, b, h0=None):
