@@ -18,7 +18,7 @@ What makes them fast (BENCHMARKS.md has the measurements):
   run their loop inside an autograd.Function with backpropagation through time
   written by hand (_LSTMFunction, _TorchGRUFunction), time-major (T, B, ·) so
   every step's slice is contiguous.
-* scan needs nothing new: ScanLayer's parallel scan is already vectorised.
+* scan has no kernel of its own: ScanLayer serves every backend (see lab/cells.py).
 """
 import torch
 import torch.nn.functional as F
