@@ -73,7 +73,7 @@ def preset_table():
         model = preset.model
         rows.append({
             "preset": preset.name, "seed": preset.seed, "family": model.family,
-            "cell": getattr(model, "cell", "scan"),
+            "cell": model.cell,
             "parameters": parameter_count(config_to_dict(model)),
             "seed's published count": f"{preset.expected_params:,}" if preset.expected_params else "",
             "tokenizer": preset.tokenizer or "pixels", "description": preset.description})

@@ -3,8 +3,9 @@
     python -m benchmarks.cells [--threads 2] [--repeats 5] [--default-malloc]
 
 Measures forward + backward + AdamW step tokens/s at B=64, T=128, E=128, H=256,
-2 layers for: the scratch GRU (PyTorch convention) and LSTM of lab.cells, the
-fused torch.nn.GRU / nn.LSTM at the same sizes, and seed 002's cell: its
+2 layers for the GRU (PyTorch convention) and the LSTM in lab's three backends:
+fast (lab/kernels.py), fused (torch.nn.GRU / nn.LSTM) and reference
+(lab/cells.py, autograd over the equations); and for seed 002's cell: its
 LSTMCell and LSTMLayer as published (two bias-free nn.Linear per gate plus a
 bias vector, a loop indexing x[:, t], the layers' states stacked every step;
 the GRU written the same way), and a tidied version of that pattern (biases
@@ -18,7 +19,8 @@ import time
 import torch
 import torch.nn as nn
 
-from lab.cells import RecurrentStack, make_layer, scan_parallel, scan_sequential
+from lab.backends import make_layer
+from lab.cells import RecurrentStack, scan_parallel, scan_sequential
 from lab.train import configure_cpu
 
 B, T, E, H, L = 64, 128, 128, 256, 2
@@ -143,6 +145,8 @@ class TidySeedStack(nn.Module):
 
 
 class Fused(nn.Module):
+    """The fused backend as earlier runs measured it: one torch.nn module of L layers."""
+
     def __init__(self, module_cls):
         super().__init__()
         self.rnn = module_cls(E, H, num_layers=L, batch_first=True)
@@ -151,10 +155,12 @@ class Fused(nn.Module):
         return self.rnn(x)[0]
 
 
-class Scratch(nn.Module):
-    def __init__(self, cell):
+class Lab(nn.Module):
+    """L layers of one of lab's own backends ("fast" or "reference")."""
+
+    def __init__(self, cell, backend):
         super().__init__()
-        self.rnn = RecurrentStack([make_layer(cell, E if l == 0 else H, H) for l in range(L)])
+        self.rnn = RecurrentStack([make_layer(cell, E if l == 0 else H, H, backend) for l in range(L)])
 
     def forward(self, x):
         return self.rnn(x)[0]
@@ -214,18 +220,18 @@ def main():
     print(f"torch {torch.__version__}, {args.threads} threads, B={B} T={T} E={E} H={H} layers={L}, "
           f"median of {args.repeats} train steps, the variants taking turns, "
           f"malloc {'defaults' if args.default_malloc else 'as configure_cpu sets it'}")
-    for name, variants in [
-        ("GRU", (Scratch("gru_torch"), Fused(nn.GRU), Seed002Layer(Seed002GRUCell),
-                 TidySeedStack(TidySeedGRUCell, lstm=False))),
-        ("LSTM", (Scratch("lstm"), Fused(nn.LSTM), Seed002Layer(Seed002LSTMCell),
-                  TidySeedStack(TidySeedLSTMCell, lstm=True))),
+    for name, cell, fused, seed_cell, tidy_cell in [
+        ("GRU", "gru_torch", nn.GRU, Seed002GRUCell, TidySeedGRUCell),
+        ("LSTM", "lstm", nn.LSTM, Seed002LSTMCell, TidySeedLSTMCell),
     ]:
-        (s, s_pf), (f, f_pf), (k, k_pf), (t, t_pf) = tokens_per_second(variants, args.repeats)
-        print(f"{name:5s} scratch {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | seed 002 as published"
-              f" {k:9,.0f} tok/s | seed 002 tidied {t:9,.0f} tok/s\n"
-              f"      page faults per step: {s_pf:,.0f} | {f_pf:,.0f} | {k_pf:,.0f} | {t_pf:,.0f}\n"
-              f"      scratch time / fused time = {f / s:.2f}x | scratch speed-up over seed 002 as published ="
-              f" {s / k:.2f}x, over seed 002 tidied = {s / t:.2f}x")
+        variants = (Lab(cell, "fast"), Fused(fused), Lab(cell, "reference"), Seed002Layer(seed_cell),
+                    TidySeedStack(tidy_cell, lstm=cell == "lstm"))
+        (s, s_pf), (f, f_pf), (r, r_pf), (k, k_pf), (t, t_pf) = tokens_per_second(variants, args.repeats)
+        print(f"{name:5s} fast {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | reference {r:9,.0f} tok/s"
+              f" | seed 002 as published {k:9,.0f} tok/s | seed 002 tidied {t:9,.0f} tok/s\n"
+              f"      page faults per step: {s_pf:,.0f} | {f_pf:,.0f} | {r_pf:,.0f} | {k_pf:,.0f} | {t_pf:,.0f}\n"
+              f"      fast time / fused time = {f / s:.2f}x | fast speed-up over reference = {s / r:.2f}x,"
+              f" over seed 002 as published = {s / k:.2f}x, over seed 002 tidied = {s / t:.2f}x")
     for T_len in (128, 1024):
         loop, par = time_scan(scan_sequential, T_len, args.repeats), time_scan(scan_parallel, T_len, args.repeats)
         print(f"scan T={T_len:5d}: loop {loop:8.1f} ms | parallel {par:8.1f} ms (forward+backward, B={B}, H={H})"

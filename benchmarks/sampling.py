@@ -3,7 +3,7 @@
     python -m benchmarks.sampling [--threads 2 1] [--tokens 1000] [--repeats 3]
 
 The model is preset astra-alpha (character GRU, PyTorch convention, E=64,
-H=256, 1 layer, scratch backend) over the bundled corpus's characters. Its
+H=256, 1 layer, fast backend) over the bundled corpus's characters. Its
 weights are untrained: speed does not depend on them. Greedy decoding, so both
 paths must produce the same tokens (checked); top-k at seed 002's k=20, T=0.8
 shows the cost of sampling on top of the forward pass. Each thread count in

@@ -18,9 +18,10 @@ def _train(args):
     import torch
     from tqdm import tqdm
 
+    from lab.backends import default_backend
     from lab.models import build_model, model_summary
     from lab.presets import get_preset
-    from lab.train import LMTask, configure_cpu, load_corpus, train
+    from lab.train import LMTask, configure_cpu, load_corpus, resolve_device, train
     from lab.checkpoints import save_checkpoint
 
     configure_cpu(args.threads)
@@ -36,7 +37,9 @@ def _train(args):
                              "add --tokenizer sentencepiece")
         options["vocab_size"] = args.vocab_size
     task = LMTask.from_text(text, tokenizer_kind, **options)
-    overrides = {k: v for k, v in [("cell", args.cell), ("backend", args.backend), ("embed_dim", args.embed_dim),
+    cell = args.cell or preset.model.cell
+    backend = args.backend or default_backend(cell, resolve_device(args.device or "auto"))
+    overrides = {k: v for k, v in [("cell", args.cell), ("backend", backend), ("embed_dim", args.embed_dim),
                                    ("hidden_size", args.hidden_size), ("num_layers", args.num_layers),
                                    ("dropout", args.dropout)] if v is not None}
     if preset.model.family == "scan_markov":
@@ -99,7 +102,7 @@ def _sample(args):
     from lab.checkpoints import load_checkpoint
     from lab.sampling import SamplingConfig, generate, repetition_report
 
-    checkpoint = load_checkpoint(args.checkpoint)
+    checkpoint = load_checkpoint(args.checkpoint, args.device)
     if checkpoint.tokenizer is None:
         raise ValueError(f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; "
                          "only language models can generate")
@@ -147,7 +150,8 @@ def _list(args):
 
 
 def build_parser():
-    from lab.cells import BACKENDS, CELLS
+    from lab.backends import BACKENDS
+    from lab.cells import CELLS
     from lab.presets import PRESETS
 
     parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
@@ -159,7 +163,9 @@ def build_parser():
     t.add_argument("--preset", default="astra-alpha", choices=sorted(PRESETS),
                    help="model family and recipe to start from (default astra-alpha, the small char GRU)")
     t.add_argument("--cell", choices=sorted(CELLS), help="override the preset's cell")
-    t.add_argument("--backend", choices=BACKENDS, help="scratch (tensor ops) or fused (torch.nn, cuDNN)")
+    t.add_argument("--backend", choices=list(BACKENDS),
+                   help="reference (lab/cells.py), fast (lab/kernels.py) or fused (torch.nn, cuDNN); "
+                        "default: the fastest on the device (lab.backends.default_backend)")
     t.add_argument("--embed-dim", type=int, help="override the embedding width E")
     t.add_argument("--hidden-size", type=int, help="override the hidden units per layer H")
     t.add_argument("--num-layers", type=int, help="override the number of recurrent layers")
@@ -194,6 +200,7 @@ def build_parser():
     s.add_argument("--top-p", type=float, default=0.9, help="p for nucleus sampling (0 < p <= 1)")
     s.add_argument("--seed", type=int, default=0, help="sampling seed: same seed and prompt, same text")
     s.add_argument("--stateless", action="store_true", help="reset the hidden state every step (seed 001)")
+    s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available")
     s.set_defaults(func=_sample)
 
     m = commands.add_parser("summary", help="seed-002-style model summary of a checkpoint",

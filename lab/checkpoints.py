@@ -27,6 +27,7 @@ from safetensors.torch import save as save_safetensors_bytes
 import lab
 from lab.data import DataError, tokenizer_from_state
 from lab.models import build_model, config_from_dict, config_to_dict, conventions
+from lab.train import resolve_device
 
 FORMAT = "rnnlab-checkpoint"
 FORMAT_VERSION = "1"
@@ -165,8 +166,11 @@ def _decode_json(metadata, key, source):
         raise CheckpointError(f"{source}: checkpoint metadata {key!r} is missing or malformed ({e})") from None
 
 
-def load_checkpoint(source, device="cpu"):
+def load_checkpoint(source, device="auto"):
     """Load a checkpoint from a path or from bytes (an upload). Never executes code.
+
+    The model lands on `device` ("auto": CUDA when present, lab.train.resolve_device),
+    where sampling and introspection then run it.
 
     Raises CheckpointError with a clear message for a corrupt, truncated,
     foreign, malicious (pickle) or wrong-architecture file.
@@ -201,7 +205,7 @@ def load_checkpoint(source, device="cpu"):
                               f"expects {config.vocab_size}")
     model = build_model(config)
     model.load_state_dict(tensors)
-    model.to(device).eval()
+    model.to(resolve_device(device)).eval()
     meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
     meta["extra"] = _decode_json(metadata, "extra", label) if "extra" in metadata else {}
     return Checkpoint(model, config, tokenizer, _decode_json(metadata, "metrics", label), meta, path)

@@ -24,7 +24,6 @@ Public names, one line each:
     TOKENIZERS                 kind -> tokenizer class
     build_tokenizer            make a tokenizer of a given kind from a text
     tokenizer_from_state       rebuild a tokenizer from its to_state() dict (checkpoints)
-    nats_per_char              turn a per-token loss into a per-character loss
     chars_per_token            average characters per token of a tokenizer on a text
     encode_to_tensor           a whole corpus as one LongTensor of token ids
     split_train_val            contiguous train / validation split of a token tensor
@@ -33,7 +32,6 @@ Public names, one line each:
     ngram_samples              mixed 2..5-gram (context, target) samples for ScanMarkov
     FlattenSequence            transform: image (C, H, W) -> sequence (H*W, C)
     cifar10_transform          Grayscale -> ToTensor -> Normalize -> FlattenSequence
-    SEQ_IMAGE_TRANSFORM        an instance of cifar10_transform(), built on first use
     load_cifar10               CIFAR-10 as 1024-step grayscale pixel sequences
     load_digits_sequences      scikit-learn's digits as pixel sequences (offline)
     SequenceDatasetInfo        what the UI needs to know about a sequence dataset
@@ -369,18 +367,6 @@ def tokenizer_from_state(state: dict):
     return TOKENIZERS[state["kind"]].from_state(state)
 
 
-# -----------------------------------------------------------------------------
-# losses comparable across tokenizers: a subword model sees fewer, harder
-# tokens, so only the loss per character of text compares with a char model
-
-
-def nats_per_char(loss_per_token: float, n_tokens: int, n_chars: int) -> float:
-    """Mean cross-entropy per token (nats) -> total nats / characters of text."""
-    if n_chars <= 0:
-        raise ValueError("n_chars must be positive")
-    return loss_per_token * n_tokens / n_chars
-
-
 def encode_to_tensor(tokenizer, text: str, chunk_chars: int = 2**20) -> torch.Tensor:
     """tokenizer.encode(text) as a LongTensor (N,).
 
@@ -396,6 +382,11 @@ def encode_to_tensor(tokenizer, text: str, chunk_chars: int = 2**20) -> torch.Te
         chunk = tokenizer.encode(text[start : start + chunk_chars])
         ids[start : start + len(chunk)] = torch.tensor(chunk, dtype=torch.long)
     return ids
+
+
+# -----------------------------------------------------------------------------
+# losses comparable across tokenizers: a subword model sees fewer, harder
+# tokens, so only the loss per character of text compares with a char model
 
 
 def chars_per_token(tokenizer, text: str) -> float:
@@ -535,14 +526,6 @@ def cifar10_transform():
         transforms.Normalize((0.5,), (0.5,)),  # -> [-1, 1]
         FlattenSequence(),  # -> (1024, 1)
     ])
-
-
-def __getattr__(name: str):
-    # SEQ_IMAGE_TRANSFORM is built on first access so importing lab.data does not import torchvision
-    if name == "SEQ_IMAGE_TRANSFORM":
-        globals()[name] = cifar10_transform()
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_cifar10(root: str | os.PathLike, train: bool, download: bool = False) -> torch.utils.data.Dataset:

@@ -8,8 +8,8 @@ Glossary: T time (tokens of the text), H hidden units, L layers, N characters.
     top_units(trace, "in_brackets")   # the units that best track a feature of the text
 
 The model reads the text once, stateful from the zero state, in eval mode and
-without gradients; fused layers are swapped for their scratch twins
-(`lab.models.to_scratch`), which compute the same function and can trace.
+without gradients, through its reference cells (`lab.models.to_reference`: the
+same function as a fast or fused layer), so every gate comes from lab/cells.py.
 Every cell writes the gates its docstring names (lab.cells): rnn {h}; both GRUs
 {r, z, n, h}; lstm {i, f, g, o, c, h}; scan {A, B, h}.
 
@@ -29,12 +29,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lab.cells import CELLS
-from lab.models import recurrent_layers, to_scratch
+from lab.models import recurrent_layers, to_reference
 
 MAX_TRACE_TOKENS = 2000  # a (T, H) array per gate; 2000 x 1024 x 6 gates is ~50 MB of float32
-
-CELL_OF_LAYER = {layer_cls: cell for cell, layer_cls in CELLS.items()}
 
 # sigmoid gates live in (0, 1); saturation (< 0.1 or > 0.9) means a gate is nearly shut or open
 SIGMOID_GATES = frozenset({"r", "z", "i", "f", "o", "A", "B"})
@@ -111,7 +108,7 @@ def trace_text(model, tokenizer, text, max_tokens=MAX_TRACE_TOKENS):
     (1 <= T <= max_tokens). Returns a GateTrace whose gates are (T, H) arrays.
     """
     ids = encode_text(tokenizer, text, "text", max_tokens)
-    model = to_scratch(model)  # a traceable twin for fused layers, the model itself otherwise
+    model = to_reference(model)
     layers = recurrent_layers(model)
     trace = [{} for _ in layers]
     idx = torch.tensor([ids], device=next(model.parameters()).device)  # (1, T)
@@ -122,7 +119,7 @@ def trace_text(model, tokenizer, text, max_tokens=MAX_TRACE_TOKENS):
         pieces=[tokenizer.id_to_piece(i) for i in ids],
         token_texts=[tokenizer.decode([i]) for i in ids],
         layers=[{g: tr[g][0].float().cpu().numpy() for g in layer.gate_names} for tr, layer in zip(trace, layers)],
-        cells=[CELL_OF_LAYER[type(layer)] for layer in layers],
+        cells=[layer.cell for layer in layers],
         gate_names=[tuple(layer.gate_names) for layer in layers],
         conventions=[layer.convention for layer in layers],
     )

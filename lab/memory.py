@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from lab.cells import sigmoid_time_constant
 from lab.introspect import GateTrace, encode_text, evaluating, trace_text
-from lab.models import recurrent_layers
+from lab.models import recurrent_layers, to_reference
 
 MAX_GRADIENT_TOKENS = 1000  # one forward call per token, then one backward pass
 
@@ -135,8 +135,8 @@ def gradient_through_time(model, tokens, tokenizer=None, max_tokens=MAX_GRADIENT
     h_t, not the cell state), and the gradient is the total derivative through
     every path: into the next steps of that layer and, for t = T, into the head.
     Lower layers never depend on h_t, so they add no path. Parameter .grad is
-    left untouched (torch.autograd.grad). Works for every cell and backend, at
-    initialisation or after training. Returns an np.ndarray (T,), index 0 = the
+    left untouched (torch.autograd.grad). Works for every cell and backend (it runs
+    the reference cells, lab.models.to_reference), at initialisation or after training. Returns an np.ndarray (T,), index 0 = the
     step farthest from the loss.
     """
     if isinstance(tokens, str):
@@ -145,6 +145,7 @@ def gradient_through_time(model, tokens, tokenizer=None, max_tokens=MAX_GRADIENT
         tokens = torch.tensor([encode_text(tokenizer, tokens, "text", max_tokens + 1)])
     if tokens.dim() != 2 or tokens.size(0) != 1 or not 2 <= tokens.size(1) <= max_tokens + 1:
         raise ValueError(f"tokens: need shape (1, T+1) with 1 <= T <= {max_tokens}, got {tuple(tokens.shape)}")
+    model = to_reference(model)
     tokens = tokens.to(next(model.parameters()).device)
     hidden = []  # h_1 .. h_T, (1, H) each
     handle = recurrent_layers(model)[-1].register_forward_hook(_expose_hidden(hidden))

@@ -24,7 +24,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lab.cells import SCAN_MODES, FusedLayer, RecurrentStack, ScanLayer, check_cell, make_layer
+from lab.backends import check_cell, make_layer, to_reference_layer
+from lab.cells import CELLS, SCAN_MODES, RecurrentStack, ScanLayer
 
 NORMS = ("every", "last")
 
@@ -52,7 +53,7 @@ class LMConfig:
 
     family: ClassVar[str] = "lm"
     cell: str = "gru_torch"  # key of lab.cells.CELLS: rnn, gru_seed, gru_torch, lstm, scan
-    backend: str = "scratch"  # "scratch" (from tensor ops) or "fused" (torch.nn, cuDNN on GPU)
+    backend: str = "fast"  # key of lab.backends.BACKENDS: "reference", "fast" or "fused" (torch.nn)
     vocab_size: int = 65  # set from the tokenizer when training
     embed_dim: int = 64  # E: token embedding width
     hidden_size: int = 256  # H: recurrent units per layer
@@ -96,6 +97,7 @@ class ScanMarkovConfig:
     """Seed 004's ScanMarkov model: a character model over a selective scan."""
 
     family: ClassVar[str] = "scan_markov"
+    cell: ClassVar[str] = "scan"  # its one recurrent layer, so every config names its cell
     vocab_size: int = 65
     embed_dim: int = 128  # token and positional embedding width (= scan width)
     gate_hidden: int = 512  # gate MLP 128 -> 512 -> 256
@@ -135,9 +137,6 @@ class RecurrentLM(nn.Module):
         self.ln_f = nn.LayerNorm(c.hidden_size)
         self.head = nn.Linear(c.hidden_size, c.vocab_size)
 
-    def init_state(self, batch_size, device=None):
-        return self.rnn.init_state(batch_size, device, self.head.weight.dtype)
-
     def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
         x = self.embedding(idx)  # (B, T, E)
         x, state = self.rnn(x, state, trace)  # (B, T, H)
@@ -156,9 +155,6 @@ class SequenceClassifier(nn.Module):
                              c.keep_bias, c.chrono_tmax, c.scan_mode) for l in range(c.num_layers)]
         self.rnn = RecurrentStack(layers, c.dropout)
         self.head = nn.Linear(c.hidden_size, c.num_classes)
-
-    def init_state(self, batch_size, device=None):
-        return self.rnn.init_state(batch_size, device, self.head.weight.dtype)
 
     def forward(self, x, targets=None, state=None, trace=None, label_smoothing=0.0):
         out, state = self.rnn(x, state, trace)  # (B, T, H)
@@ -194,9 +190,6 @@ class ScanMarkov(nn.Module):
         self.dropout = nn.Dropout(c.dropout)
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
 
-    def init_state(self, batch_size, device=None):
-        return self.scan.init_state(batch_size, device, self.out_bias.dtype), 0
-
     def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
         h, start = state if state is not None else (None, 0)
         T = idx.size(1)
@@ -224,9 +217,14 @@ def config_to_dict(config):
     return {"family": config.family, **dataclasses.asdict(config)}
 
 
+LEGACY_BACKENDS = {"scratch": "fast"}  # checkpoints saved before the reference/fast split name the fast kernels "scratch"
+
+
 def config_from_dict(data):
     """Rebuild a config from `config_to_dict` output; unknown families or fields raise ValueError."""
     data = dict(data)
+    if data.get("backend") in LEGACY_BACKENDS:
+        data["backend"] = LEGACY_BACKENDS[data["backend"]]
     family = data.pop("family", None)
     if family not in MODEL_FAMILIES:
         raise ValueError(f"family: unknown model family {family!r}; valid families are {sorted(MODEL_FAMILIES)}")
@@ -248,15 +246,15 @@ def conventions(model):
     return sorted({layer.convention for layer in recurrent_layers(model)})
 
 
-def to_scratch(model):
-    """A copy of `model` whose fused layers are replaced by their scratch twins (same function),
-    so gates can be traced."""
-    if not any(isinstance(layer, FusedLayer) for layer in recurrent_layers(model)):
+def to_reference(model):
+    """`model` computed by the reference cells of lab/cells.py (same function, same weights):
+    the model itself when it already is, else a copy whose fast or fused layers are replaced.
+    Introspection runs this, so a trace is the readable code's own."""
+    if all(type(layer) is CELLS[layer.cell] for layer in recurrent_layers(model)):
         return model
     twin = copy.deepcopy(model)
     for l, layer in enumerate(twin.rnn.layers):
-        if isinstance(layer, FusedLayer):
-            twin.rnn.layers[l] = layer.to_scratch()
+        twin.rnn.layers[l] = to_reference_layer(layer)
     return twin
 
 

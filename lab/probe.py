@@ -30,6 +30,7 @@ import torch
 
 from lab.cells import CELLS
 from lab.models import LMConfig, build_model, count_parameters
+from lab.train import resolve_device
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: steps with no target
 MAX_HIDDEN = 1024  # upper end of the hidden-size search
@@ -50,6 +51,7 @@ class ProbeConfig:
     lr: float = 1e-2
     eval_sequences: int = 256  # fresh sequences for the accuracy
     seed: int = 0
+    device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda" (lab.train.resolve_device)
 
     def __post_init__(self):
         unknown = [c for c in self.cells if c not in CELLS]
@@ -103,17 +105,17 @@ def hidden_size_for_budget(config, cell):
     return H, _params(config, cell, H)
 
 
-def _train_and_score(config, cell, lag, hidden_size, callback):
+def _train_and_score(config, cell, lag, hidden_size, device, callback):
     """Train one model on lag `lag` and return (accuracy, final training loss)."""
     with torch.random.fork_rng(devices=[]):  # seeded initialisation without touching the caller's RNG
         torch.manual_seed(config.seed)
-        model = build_model(model_config(config, cell, hidden_size))
+        model = build_model(model_config(config, cell, hidden_size)).to(device)
     data = torch.Generator().manual_seed(config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
     model.train()
     for step in range(1, config.steps + 1):
-        x, y = recall_batch(config, lag, config.batch_size, data)
-        _, loss, _ = model(x, y)
+        x, y = recall_batch(config, lag, config.batch_size, data)  # drawn on the CPU: the same data on any device
+        _, loss, _ = model(x.to(device), y.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -123,7 +125,7 @@ def _train_and_score(config, cell, lag, hidden_size, callback):
     x, y = recall_batch(config, lag, config.eval_sequences, torch.Generator().manual_seed(config.seed + 1))
     model.eval()
     with torch.no_grad():
-        predictions = model(x)[0].argmax(-1)  # (B, T)
+        predictions = model(x.to(device))[0].argmax(-1).cpu()  # (B, T)
     scored = y != IGNORE
     return (predictions[scored] == y[scored]).float().mean().item(), loss.item()
 
@@ -136,6 +138,7 @@ def run_memory_probe(config=None, callback=None):
     (cell, lag): cell, lag, accuracy, chance, params, hidden_size, final_loss, seconds.
     """
     config = config or ProbeConfig()
+    device = resolve_device(config.device)
     rows = []
     for cell in config.cells:
         hidden_size, params = hidden_size_for_budget(config, cell)
@@ -143,7 +146,7 @@ def run_memory_probe(config=None, callback=None):
             callback({"event": "probe_model", "cell": cell, "hidden_size": hidden_size, "params": params})
         for lag in config.lags:
             start = time.perf_counter()
-            accuracy, final_loss = _train_and_score(config, cell, lag, hidden_size, callback)
+            accuracy, final_loss = _train_and_score(config, cell, lag, hidden_size, device, callback)
             row = {"cell": cell, "lag": lag, "accuracy": accuracy, "chance": 1 / config.alphabet, "params": params,
                    "hidden_size": hidden_size, "final_loss": final_loss, "seconds": time.perf_counter() - start}
             rows.append(row)

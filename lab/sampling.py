@@ -208,11 +208,6 @@ def generate(model, tokenizer, prompt, config=None):
     return _generate(model, tokenizer, prompt, config, _stateful if config.stateful else _stateless)
 
 
-def compare_strategies(model, tokenizer, prompt, configs):
-    """The same prompt under several configs, side by side: list[Generation]."""
-    return [generate(model, tokenizer, prompt, config) for config in configs]
-
-
 def generate_by_rerunning_prefix(model, tokenizer, prompt, config=None):
     """The naive baseline, for the benchmark only: every step re-reads the whole
     prefix from the zero state (O(T) per token, O(N^2) in all). It computes the

@@ -76,11 +76,17 @@ class TrainConfig:
             raise ValueError(f"grad_clip: must be positive, got {self.grad_clip!r}")
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(f"label_smoothing: must be in [0, 1), got {self.label_smoothing!r}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"device: must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+        if self.device not in DEVICES:
+            raise ValueError(f"device: must be one of {list(DEVICES)}, got {self.device!r}")
+
+
+DEVICES = ("auto", "cpu", "cuda")
 
 
 def resolve_device(name="auto"):
+    """The one device policy of the lab: "auto" is CUDA when present, else the CPU."""
+    if name not in DEVICES:
+        raise ValueError(f"device: must be one of {list(DEVICES)}, got {name!r}")
     if name == "cuda" and not torch.cuda.is_available():
         raise ValueError("device: CUDA was asked for but no CUDA device is available")
     return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else

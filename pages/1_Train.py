@@ -68,9 +68,9 @@ with model_col:
                  help="A seed's model family and recipe; it fills in the fields below, which you can then change.")
     fixed = tv.is_scan_markov({"preset": st.session_state[tv.key("preset")]})
     st.selectbox(F["cell"].label, list(CELLS), key=tv.key("cell"), format_func=tv.CELL_LABELS.get, disabled=fixed)
-    st.radio(F["backend"].label, ["scratch", "fused"], key=tv.key("backend"), horizontal=True, disabled=fixed,
-             help="scratch: the lab's own cells from tensor ops (gates can be traced). "
-                  "fused: torch.nn.RNN/GRU/LSTM (cuDNN on a GPU), same function.")
+    st.radio(F["backend"].label, F["backend"].choices, key=tv.key("backend"), horizontal=True, disabled=fixed,
+             help="reference: the equations line by line (lab/cells.py). fast: the same function with "
+                  "hand-optimised loops (lab/kernels.py). fused: torch.nn.RNN/GRU/LSTM (cuDNN on a GPU).")
     c1, c2 = st.columns(2)
     c1.number_input(F["emb"].label, F["emb"].low, F["emb"].high, step=8, key=tv.key("emb"))
     c2.number_input(F["hidden"].label, F["hidden"].low, F["hidden"].high, step=16, key=tv.key("hidden"),

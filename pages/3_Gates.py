@@ -158,6 +158,6 @@ mirror_to_url(SETTINGS, DEFAULTS)
 
 # ---- the code itself
 if st.toggle("Show code", key="gates_show_code", help="The lab source of the cell being studied."):
-    layer_class = CELLS[cell]
+    layer_class = CELLS[cell]  # the reference implementation, whatever backend the checkpoint trained with
     st.caption(f"`lab/cells.py` · `{layer_class.__name__}`")
     st.code(inspect.getsource(layer_class), language="python")

@@ -91,8 +91,8 @@ def show_results(results, key):
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
 
     st.subheader("Gate statistics")
-    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the step-by-step twin "
-               "of the model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
+    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the reference twin of the "
+               "model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
                "10th-90th percentile of all gate values (every unit, step and sequence).")
     cols = st.columns(2)
     for col, gate in zip(cols, ("z", "r")):

@@ -52,7 +52,7 @@ def build(name, seconds, out_dir, text):
     data = checkpoint_bytes(model.cpu(), task.tokenizer, metrics, name, 0, {"preset": preset_name, "bundled": True})
     path = out_dir / f"{name}_latest{SUFFIX}"
     atomic_write_bytes(path, data)
-    cell = getattr(config, "cell", "scan")
+    cell = config.cell
     return (f"| {name} | {cell} | {count_parameters(model):,} | {task.tokenizer.kind} | {result.steps} | "
             f"{seconds:.0f} | {last['val_loss']:.3f} | {last['val_nats_per_char']:.3f} |")
 

@@ -47,14 +47,14 @@ def tiny_study(tmp_path_factory):
 # the model and its biases
 
 
-@pytest.mark.parametrize("backend", ["fused", "scratch"])
+@pytest.mark.parametrize("backend", ["fused", "fast"])
 @pytest.mark.parametrize("arm", list(ARMS))
 def test_seed_003_parameter_count(backend, arm):
     model = build_arm_model(arm, 0, AblationConfig(backend=backend), SEED_INFO)
     assert count_parameters(model) == 101_732
 
 
-@pytest.mark.parametrize("backend", ["fused", "scratch"])
+@pytest.mark.parametrize("backend", ["fused", "fast"])
 def test_initial_biases_of_each_arm(backend):
     config = AblationConfig(backend=backend)
     (b_ih, b_hh), = gate_bias_pairs(build_arm_model("baseline", 0, config, SEED_INFO))
@@ -81,7 +81,7 @@ def adamw_steps(model, steps=5, weight_decay=0.1):
     return optimizer
 
 
-@pytest.mark.parametrize("backend", ["fused", "scratch"])
+@pytest.mark.parametrize("backend", ["fused", "fast"])
 def test_hooks_keep_frozen_biases_exactly_zero_through_adamw(backend):
     config = AblationConfig(backend=backend, hidden_size=16)
     info = {**SEED_INFO, "sequence_length": 12}
@@ -276,7 +276,7 @@ def test_cli_help_and_bad_input(capsys, tmp_path):
 def test_the_rerun_command_and_the_parser_come_from_one_table():
     assert {o.field for o in OPTIONS} == set(AblationConfig.__dataclass_fields__)  # every field is an option
     config = AblationConfig(dataset="cifar10", root="/data/c10", download=True, arms=("chrono", "ablated"),
-                            seeds=(3, 4), epochs=7, backend="scratch", hidden_size=12, lr=1e-3, min_lr=0.0,
+                            seeds=(3, 4), epochs=7, backend="fast", hidden_size=12, lr=1e-3, min_lr=0.0,
                             weight_decay=0.1, batch_size=5, grad_clip=0.5, limit_train=9, limit_test=8,
                             gate_batch=3, checkpoint_seeds=(4,), device="cpu", size=16)
     changed = [f for f in AblationConfig.__dataclass_fields__ if getattr(config, f) != getattr(AblationConfig(), f)]
@@ -290,10 +290,10 @@ def test_the_rerun_command_and_the_parser_come_from_one_table():
 
 def test_cli_runs_a_tiny_study(capsys, tmp_path):
     code = main(["ablation", "--size", "8", "--epochs", "1", "--seeds", "0", "--limit-train", "16", "--limit-test",
-                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "scratch", "--out", str(tmp_path / "new")])
+                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "fast", "--out", str(tmp_path / "new")])
     assert code == 0
     results = load_results(tmp_path / "new" / RESULTS_FILE)  # the folder is made
-    assert "--backend scratch" in results["command"] and results["model"]["backend"] == "scratch"
+    assert "--backend fast" in results["command"] and results["model"]["backend"] == "fast"
     assert "| baseline |" in capsys.readouterr().out
 
 

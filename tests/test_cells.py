@@ -1,12 +1,17 @@
-"""Numerical checks of the from-scratch cells against torch.nn and the seeds' equations."""
+"""Numerical checks of the cells: every backend against the others, against torch.nn and the seeds' equations."""
 import pytest
 import torch
 import torch.nn as nn
 
-from lab.cells import (CELLS, FusedLayer, LSTMLayer, RecurrentStack, RNNLayer, ScanLayer, SeedGRULayer,
-                       TorchGRULayer, _LSTMFunction, _TorchGRUFunction, make_layer, scan_parallel, scan_sequential, sigmoid_time_constant)
+from lab.backends import BACKENDS, FUSED_MODULES, FusedLayer, check_cell, default_backend, make_layer
+from lab.cells import (CELLS, LSTMLayer, RecurrentStack, RNNLayer, ScanLayer, SeedGRULayer, TorchGRULayer,
+                       scan_parallel, scan_sequential, sigmoid_time_constant)
+from lab.kernels import _LSTMFunction, _TorchGRUFunction
 
-TORCH_TWINS = {"rnn": (RNNLayer, nn.RNN), "gru_torch": (TorchGRULayer, nn.GRU), "lstm": (LSTMLayer, nn.LSTM)}
+TORCH_TWINS = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
+# every (cell, backend) whose code differs from the reference's
+OTHER_BACKENDS = [(cell, backend) for backend in ("fast", "fused") for cell in sorted(BACKENDS[backend])
+                  if cell != "scan"]  # the scan has one implementation (lab.cells.ScanLayer) in every backend
 
 
 def _perturb(module, generator):
@@ -16,15 +21,16 @@ def _perturb(module, generator):
             p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * 0.5)
 
 
+@pytest.mark.parametrize("backend", ["reference", "fast"])
 @pytest.mark.parametrize("cell", sorted(TORCH_TWINS))
-def test_scratch_matches_torch_nn_over_three_layers(cell):
+def test_lab_backends_match_torch_nn_over_three_layers(cell, backend):
     g = torch.Generator().manual_seed(0)
-    scratch_cls, torch_cls = TORCH_TWINS[cell]
+    torch_cls = TORCH_TWINS[cell]
     I, H, L, B, T = 5, 7, 3, 4, 9
-    ours = RecurrentStack([scratch_cls(I if l == 0 else H, H) for l in range(L)]).double()
+    ours = RecurrentStack([make_layer(cell, I if l == 0 else H, H, backend) for l in range(L)]).double()
     ref = torch_cls(I, H, num_layers=L, batch_first=True).double()
     _perturb(ours, g)
-    with torch.no_grad():  # copy our weights into torch.nn; one scratch bias -> b_ih, b_hh = 0
+    with torch.no_grad():  # copy our weights into torch.nn; one lab bias -> b_ih, b_hh = 0
         for l, layer in enumerate(ours.layers):
             getattr(ref, f"weight_ih_l{l}").copy_(layer.weight_ih)
             getattr(ref, f"weight_hh_l{l}").copy_(layer.weight_hh)
@@ -56,10 +62,11 @@ def test_scratch_matches_torch_nn_over_three_layers(cell):
             torch.testing.assert_close(layer.bias_hh.grad, getattr(ref, f"bias_hh_l{l}").grad, atol=1e-5, rtol=0)
 
 
-def test_seed_gru_matches_hand_computed_step_from_seed_001():
+@pytest.mark.parametrize("backend", ["reference", "fast"])
+def test_seed_gru_matches_hand_computed_step_from_seed_001(backend):
     g = torch.Generator().manual_seed(1)
     I, H = 3, 4
-    layer = SeedGRULayer(I, H).double()
+    layer = make_layer("gru_seed", I, H, backend).double()
     _perturb(layer, g)
     x = torch.randn(2, 1, I, generator=g, dtype=torch.float64)
     h_prev = torch.randn(2, H, generator=g, dtype=torch.float64)
@@ -71,6 +78,7 @@ def test_seed_gru_matches_hand_computed_step_from_seed_001():
     z = torch.sigmoid(xt @ W_z.T + h_prev @ U_z.T + b_z)
     h_tilde = torch.tanh(xt @ W_h.T + (r * h_prev) @ U_h.T + b_h)
     expected = (1 - z) * h_prev + z * h_tilde
+    torch.testing.assert_close(layer(x, h_prev)[1], expected, atol=1e-12, rtol=0)
     trace = {}
     out, h = layer(x, h_prev, trace)
     torch.testing.assert_close(h, expected, atol=1e-12, rtol=0)
@@ -78,10 +86,11 @@ def test_seed_gru_matches_hand_computed_step_from_seed_001():
     torch.testing.assert_close(trace["r"][:, 0], r, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("backend", ["reference", "fast"])
 @pytest.mark.parametrize("cell", sorted(CELLS))
-def test_gradcheck_every_cell(cell):
+def test_gradcheck_every_cell(cell, backend):
     torch.manual_seed(0)
-    layer = make_layer(cell, 3, 4).double()
+    layer = make_layer(cell, 3, 4, backend).double()
     x = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
     h0 = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
     state = (h0, torch.randn(2, 4, dtype=torch.float64)) if cell == "lstm" else h0
@@ -101,10 +110,7 @@ def test_hand_written_bptt_passes_gradcheck_on_every_input(cell):
         function, shapes = _TorchGRUFunction, [(T, B, I), (B, H), (3 * H, I), (3 * H, H), (3 * H,), (3 * H,)]
     inputs = [torch.randn(*shape, dtype=torch.float64, requires_grad=True) for shape in shapes]
 
-    def differentiable_outputs(*inputs):
-        return function.apply(*inputs)[:2 if cell == "lstm" else 1]  # out (and the LSTM's c_T)
-
-    assert torch.autograd.gradcheck(differentiable_outputs, inputs)
+    assert torch.autograd.gradcheck(function.apply, inputs)  # out (and the LSTM's c_T)
 
 
 @pytest.mark.parametrize("T", [1, 7, 128, 1024])
@@ -137,15 +143,107 @@ def test_scan_layer_modes_agree_and_h0_continues_a_sequence():
     torch.testing.assert_close(layer(x)[0], full, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("cell", ["rnn", "gru_torch", "lstm"])
-def test_fused_backend_computes_the_scratch_function(cell):
+@pytest.mark.parametrize("cell", sorted(FUSED_MODULES))
+def test_fused_layer_round_trips_the_reference_weights(cell):
     torch.manual_seed(0)
-    scratch = make_layer(cell, 3, 5)
+    reference = make_layer(cell, 3, 5, "reference")
+    _perturb(reference, torch.Generator().manual_seed(1))
     fused = FusedLayer(cell, 3, 5)
-    fused.load_scratch(scratch)
+    fused.load_reference(reference)
     x = torch.randn(2, 6, 3)
-    torch.testing.assert_close(fused(x)[0], scratch(x)[0], atol=1e-5, rtol=0)
-    torch.testing.assert_close(fused.to_scratch()(x)[0], scratch(x)[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(fused(x)[0], reference(x)[0], atol=1e-5, rtol=0)
+    twin = fused.to_reference()
+    assert type(twin) is CELLS[cell]
+    torch.testing.assert_close(twin(x)[0], reference(x)[0], atol=1e-5, rtol=0)
+
+
+def _stack(cell, backend, reference_stack):
+    """A stack of `backend` layers computing `reference_stack`'s function, weights copied."""
+    layers = []
+    for ref in reference_stack.layers:
+        layer = make_layer(cell, ref.input_size, ref.hidden_size, backend).double()
+        if backend == "fused":
+            layer.load_reference(ref)
+        else:
+            layer.load_state_dict(ref.state_dict())  # the fast layers keep the reference's parameters
+        layers.append(layer)
+    stack = RecurrentStack(layers, norm_between_layers=True).double()
+    stack.norms.load_state_dict(reference_stack.norms.state_dict())
+    return stack
+
+
+def _run(stack, x, state, out_weights, state_weights):
+    """out, final state (flattened), and the gradients of a loss reading both, for x and the initial state."""
+    x = x.clone().requires_grad_()
+    state = [tuple(s.clone().requires_grad_() for s in layer) for layer in state]
+    inputs = [x] + [s for layer in state for s in layer]
+    out, final = stack(x, [layer if len(layer) == 2 else layer[0] for layer in state])
+    final = [s for layer in final for s in (layer if isinstance(layer, tuple) else (layer,))]  # h (and c) per layer
+    loss = (out * out_weights).sum() + sum((s * w).sum() for s, w in zip(final, state_weights))
+    loss.backward()
+    return out, final, [t.grad for t in inputs]
+
+
+def _parameter_grads(stack, backend):
+    """Each layer's gradients in the reference's names: weight_ih, weight_hh, bias (and bias_hh)."""
+    grads = []
+    for layer in stack.layers:
+        if backend == "fused":
+            rnn = layer.rnn
+            named = {"weight_ih": rnn.weight_ih_l0, "weight_hh": rnn.weight_hh_l0, "bias": rnn.bias_ih_l0}
+            if layer.cell == "gru_torch":
+                named["bias_hh"] = rnn.bias_hh_l0
+            else:  # the reference's one bias b = b_ih + b_hh gets both of torch.nn's gradients, which are equal
+                torch.testing.assert_close(rnn.bias_hh_l0.grad, rnn.bias_ih_l0.grad, atol=1e-12, rtol=0)
+        else:
+            named = {name: p for name, p in layer.named_parameters() if "bias" in name or "weight" in name}
+        grads.append({name: p.grad for name, p in named.items()})
+    return grads
+
+
+@pytest.mark.parametrize("cell, backend", OTHER_BACKENDS)
+def test_backends_agree_with_the_reference_in_float64(cell, backend):
+    """Outputs, final states, and the gradients of every parameter, of the input and of the
+    initial state agree with the reference over three stacked layers (LayerNorm between them)
+    from a non-zero initial state."""
+    g = torch.Generator().manual_seed(2)
+    I, H, L, B, T = 4, 6, 3, 3, 11
+    reference = RecurrentStack([make_layer(cell, I if l == 0 else H, H, "reference") for l in range(L)],
+                               norm_between_layers=True).double()
+    _perturb(reference, g)
+    other = _stack(cell, backend, reference)
+    n_state = 2 if cell == "lstm" else 1
+    x = torch.randn(B, T, I, generator=g, dtype=torch.float64)
+    state = [tuple(torch.randn(B, H, generator=g, dtype=torch.float64) for _ in range(n_state)) for _ in range(L)]
+    out_weights = torch.randn(B, T, H, generator=g, dtype=torch.float64)
+    state_weights = [torch.randn(B, H, generator=g, dtype=torch.float64) for _ in range(L * n_state)]
+    expected = _run(reference, x, state, out_weights, state_weights)
+    got = _run(other, x, state, out_weights, state_weights)
+    for name, e, o in zip(("output", "final states", "input and initial-state gradients"), expected, got):
+        torch.testing.assert_close(o, e, atol=1e-10, rtol=1e-10, msg=lambda m: f"{name}: {m}")
+    for l, (e, o) in enumerate(zip(_parameter_grads(reference, "reference"), _parameter_grads(other, backend))):
+        assert set(e) == set(o)
+        for name in e:
+            torch.testing.assert_close(o[name], e[name], atol=1e-10, rtol=1e-10,
+                                       msg=lambda m: f"layer {l} {name}.grad: {m}")
+    for e_norm, o_norm in zip(reference.norms, other.norms):  # the LayerNorms between layers see the same gradient
+        torch.testing.assert_close(o_norm.weight.grad, e_norm.weight.grad, atol=1e-10, rtol=1e-10)
+
+
+def test_backend_registry_names_the_valid_choices():
+    assert list(BACKENDS) == ["reference", "fast", "fused"]
+    with pytest.raises(ValueError, match=r"valid backends are \['reference', 'fast', 'fused'\]"):
+        check_cell("lstm", "scratch")  # the legacy name is mapped where configs are read, not here
+    with pytest.raises(ValueError, match="'fused' exists only for cells"):
+        make_layer("gru_seed", 3, 4, "fused")
+    assert type(make_layer("lstm", 3, 4, "reference")) is LSTMLayer
+    assert type(make_layer("lstm", 3, 4, "fast")) is not LSTMLayer and isinstance(make_layer("lstm", 3, 4), LSTMLayer)
+
+
+def test_default_backend_is_cudnn_on_cuda_and_fast_on_cpu():
+    assert {cell: default_backend(cell, "cpu") for cell in CELLS} == dict.fromkeys(CELLS, "fast")
+    on_cuda = {cell: default_backend(cell, torch.device("cuda")) for cell in CELLS}
+    assert on_cuda == {"rnn": "fused", "gru_torch": "fused", "lstm": "fused", "gru_seed": "fast", "scan": "fast"}
 
 
 def test_initialisation_follows_seed_003():
@@ -170,12 +268,20 @@ def test_keep_gate_time_constant():
     assert abs(g ** half_life - 0.5) < 1e-9
 
 
+@pytest.mark.parametrize("backend", ["reference", "fast"])
 @pytest.mark.parametrize("cell", sorted(CELLS))
-def test_trace_has_documented_gates_and_shapes(cell):
-    layer = make_layer(cell, 3, 4)
+def test_trace_has_documented_gates_and_shapes(cell, backend):
+    layer = make_layer(cell, 3, 4, backend)
+    x = torch.randn(2, 5, 3)
     trace = {}
-    out, _ = layer(torch.randn(2, 5, 3), None, trace)
+    out, _ = layer(x, None, trace)
     assert set(trace) == set(layer.gate_names)
     for name, value in trace.items():
         assert value.shape == (2, 5, 4), name
     torch.testing.assert_close(trace["h"], out)
+    torch.testing.assert_close(layer(x)[0], out, atol=1e-6, rtol=0)  # tracing does not change the function
+
+
+def test_fused_layers_refuse_to_trace():
+    with pytest.raises(ValueError, match="to_reference"):
+        make_layer("gru_torch", 3, 4, "fused")(torch.randn(1, 2, 3), None, {})

@@ -13,7 +13,7 @@ import torch
 from lab.data import (BUNDLED_CORPUS, MAX_CORPUS_BYTES, SEQUENCE_DATASETS, TOKENIZERS, CharTokenizer,
                       ConsecutiveWindows, DataError, FlattenSequence, SentencePieceTokenizer, build_tokenizer,
                       chars_per_token, check_long_enough, download_tiny_shakespeare, encode_to_tensor,
-                      load_bundled_corpus, load_cifar10, load_digits_sequences, load_sequence_dataset, nats_per_char,
+                      load_bundled_corpus, load_cifar10, load_digits_sequences, load_sequence_dataset, 
                       ngram_samples, random_windows, read_text, split_train_val, tokenizer_from_state)
 
 
@@ -147,9 +147,7 @@ def test_registry_and_bad_states():
                               "vocab_size": 3})
 
 
-def test_loss_per_char():
-    # 100 tokens at 2 nats each cover 400 characters: 0.5 nats per character
-    assert nats_per_char(2.0, 100, 400) == pytest.approx(0.5)
+def test_chars_per_token():
     assert chars_per_token(CharTokenizer.from_text("abc"), "abcabc") == 1.0
 
 

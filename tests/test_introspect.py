@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from lab.cells import CELLS, FUSED_MODULES
+from lab.backends import FUSED_MODULES
+from lab.cells import CELLS
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
 from lab.introspect import (FEATURES, GATE_KINDS, SIGMOID_GATES, GateTrace, feature_values, gate_summary,
                             top_units, trace_text)
@@ -19,7 +20,7 @@ def tok():
     return CharTokenizer.from_text(TEXT)
 
 
-def small_lm(vocab_size, cell, backend="scratch", layers=2):
+def small_lm(vocab_size, cell, backend="fast", layers=2):
     torch.manual_seed(0)
     return build_model(LMConfig(cell=cell, backend=backend, vocab_size=vocab_size, embed_dim=8, hidden_size=12,
                                 num_layers=layers))
@@ -39,13 +40,15 @@ def test_trace_shapes_and_gate_ranges(tok, cell):
             assert low <= values.min() and values.max() <= high, name
 
 
-@pytest.mark.parametrize("cell", sorted(FUSED_MODULES))
-def test_fused_models_are_traced_through_their_scratch_twin(tok, cell):
-    fused = small_lm(tok.vocab_size, cell, backend="fused")
-    trace = trace_text(fused, tok, SAMPLE)
+@pytest.mark.parametrize("backend, cell", [("fused", cell) for cell in sorted(FUSED_MODULES)] +
+                         [("fast", cell) for cell in sorted(CELLS)])
+def test_fast_and_fused_models_are_traced_through_their_reference_twin(tok, backend, cell):
+    model = small_lm(tok.vocab_size, cell, backend=backend)
+    trace = trace_text(model, tok, SAMPLE)
     with torch.no_grad():
-        out, _ = fused.rnn(fused.embedding(torch.tensor([tok.encode(SAMPLE)])))  # (1, T, H)
+        out, _ = model.rnn(model.embedding(torch.tensor([tok.encode(SAMPLE)])))  # (1, T, H), the model's own backend
     np.testing.assert_allclose(trace.layers[-1]["h"], out[0].numpy(), atol=1e-5)
+    assert tuple(trace.layers[-1]) == CELLS[cell].gate_names
 
 
 def test_scan_markov_trace(tok):

@@ -4,9 +4,10 @@ import dataclasses
 import pytest
 import torch
 
-from lab.cells import CELLS, FUSED_MODULES, FusedLayer
+from lab.backends import BACKENDS, FUSED_MODULES
+from lab.cells import CELLS
 from lab.models import (ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, config_from_dict,
-                        config_to_dict, count_parameters, model_summary, to_scratch)
+                        config_to_dict, count_parameters, model_summary, recurrent_layers, to_reference)
 from lab.presets import PRESETS, get_preset
 
 
@@ -21,7 +22,7 @@ def test_scan_markov_is_about_340k_at_65_characters():
 
 
 def test_seed_003_count_is_the_same_for_both_backends():
-    for backend in ("fused", "scratch"):
+    for backend in BACKENDS:
         assert count_parameters(build_model(ClassifierConfig(backend=backend))) == 101_732
 
 
@@ -46,7 +47,23 @@ def test_scan_markov_contract_and_positions():
     first, _, mid = model(idx[:, :5])
     second, _, _ = model(idx[:, 5:], state=mid)
     torch.testing.assert_close(torch.cat([first, second], 1), logits, atol=1e-5, rtol=0)
-    assert model.embedding.weight.data_ptr() != model.out_bias.data_ptr()
+
+
+def test_scan_markov_decoder_is_tied_to_the_embedding():
+    """Seed 004 ties the output projection to the token embedding: one (V, E) tensor serves both."""
+    torch.manual_seed(0)
+    V, E = 20, 16
+    model = build_model(ScanMarkovConfig(vocab_size=V, embed_dim=E, gate_hidden=8, decoder_hidden=8))
+    assert [name for name, p in model.named_parameters() if p.shape == (V, E)] == ["embedding.weight"]
+    idx = torch.randint(0, V // 2, (4, 6))  # tokens V/2.. are never read: only the output projection uses their rows
+    _, loss, _ = model(idx, torch.randint(0, V, (4, 6)))
+    loss.backward()
+    grad = model.embedding.weight.grad
+    assert grad[V // 2:].abs().sum(1).min() > 0 and grad[:V // 2].abs().sum() > 0  # both uses reach one storage
+    before = model.embedding.weight.detach().clone()
+    torch.optim.SGD(model.parameters(), lr=0.1).step()
+    moved = (model.embedding.weight.detach() - before).abs().sum(1)
+    assert moved.min() > 0  # one step moved the rows read as inputs and the rows only the decoder uses
 
 
 def test_classifier_reads_the_final_state():
@@ -56,19 +73,34 @@ def test_classifier_reads_the_final_state():
     assert logits.shape == (4, 10) and loss.ndim == 0 and state[0].shape == (4, 9)
 
 
-@pytest.mark.parametrize("cell", sorted(FUSED_MODULES))
-def test_to_scratch_keeps_the_function_and_enables_tracing(cell):
+@pytest.mark.parametrize("backend, cell", [("fused", cell) for cell in sorted(FUSED_MODULES)] +
+                         [("fast", cell) for cell in ("gru_seed", "lstm")])
+def test_to_reference_keeps_the_function_and_traces(backend, cell):
     torch.manual_seed(0)
-    model = build_model(LMConfig(cell=cell, backend="fused", vocab_size=7, embed_dim=4, hidden_size=5,
+    model = build_model(LMConfig(cell=cell, backend=backend, vocab_size=7, embed_dim=4, hidden_size=5,
                                  num_layers=2, norm="every")).eval()
-    twin = to_scratch(model)
-    assert not any(isinstance(layer, FusedLayer) for layer in twin.rnn.layers)
+    twin = to_reference(model)
+    assert all(type(layer) is CELLS[cell] for layer in twin.rnn.layers)
+    assert not any(type(layer) is CELLS[cell] for layer in model.rnn.layers)  # the model itself is untouched
     idx = torch.randint(0, 7, (2, 9))
     trace = [{}, {}]
     torch.testing.assert_close(twin(idx, trace=trace)[0], model(idx)[0], atol=1e-5, rtol=0)
     assert trace[1]["h"].shape == (2, 9, 5)
-    with pytest.raises(ValueError, match="fused"):
-        model(idx, trace=[{}, {}])
+
+
+def test_to_reference_returns_a_reference_model_itself():
+    model = build_model(LMConfig(cell="lstm", backend="reference", vocab_size=7, embed_dim=4, hidden_size=5))
+    assert to_reference(model) is model
+    markov = build_model(ScanMarkovConfig(vocab_size=7, embed_dim=4, gate_hidden=8, decoder_hidden=8))
+    assert to_reference(markov) is markov and recurrent_layers(markov)[0].cell == markov.config.cell == "scan"
+
+
+def test_legacy_scratch_backend_loads_as_fast():
+    """Checkpoints saved before the reference/fast split (the bundled ones too) say "scratch"."""
+    stored = {**config_to_dict(LMConfig(cell="lstm")), "backend": "scratch"}
+    assert config_from_dict(stored) == LMConfig(cell="lstm", backend="fast")
+    with pytest.raises(ValueError, match="backend"):
+        LMConfig(backend="scratch")  # only the stored name is mapped, not new configs
 
 
 def test_config_round_trip_and_unknown_fields():

@@ -6,7 +6,7 @@ import torch
 
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
 from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, compare_strategies, generate,
+from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, generate,
                           generate_by_rerunning_prefix, repetition_report)
 
 TEXT = load_bundled_corpus()[20000:26000]  # Hamlet I.3: speeches, names, a stage direction
@@ -167,12 +167,6 @@ def test_unknown_strategy_lists_the_valid_ones():
     with pytest.raises(ValueError) as error:
         SamplingConfig(strategy="beam")
     assert all(name in str(error.value) for name in STRATEGIES)
-
-
-def test_compare_strategies_side_by_side(tok):
-    configs = [SamplingConfig(strategy=s, max_new_tokens=20) for s in STRATEGIES]
-    outs = compare_strategies(small_lm(tok.vocab_size), tok, PROMPT, configs)
-    assert [o.strategy for o in outs] == ["greedy", "temperature T=1", "top-k k=20, T=1", "top-p p=0.9, T=1"]
 
 
 @pytest.mark.parametrize("stateful", [True, False])

@@ -95,7 +95,7 @@ def checkpoint_key(checkpoint):
 
 
 def checkpoint_cell(checkpoint):
-    return getattr(checkpoint.config, "cell", "scan")
+    return checkpoint.config.cell
 
 
 def latest_val_loss(checkpoint):

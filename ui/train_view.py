@@ -16,10 +16,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.cells import BACKENDS, CELLS, FUSED_MODULES
+from lab.backends import BACKENDS, FUSED_MODULES, default_backend
+from lab.cells import CELLS
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
-from lab.train import TrainConfig
+from lab.train import TrainConfig, resolve_device
 from ui.common import plain
 from ui.links import Field, parse_query
 
@@ -34,7 +35,7 @@ TEXT_PRESETS = [name for name, p in PRESETS.items() if p.model.family in ("lm", 
 FIELDS = {
     "preset": Field("choice", "Preset (model family)", choices=tuple(TEXT_PRESETS)),
     "cell": Field("choice", "Cell", choices=tuple(CELLS)),
-    "backend": Field("choice", "Backend", choices=BACKENDS),
+    "backend": Field("choice", "Backend", choices=tuple(BACKENDS)),
     "emb": Field("int", "Embedding width E", 1, 2048),  # not "embed": Streamlit reserves ?embed=
     "hidden": Field("int", "Hidden units H", 1, 4096),
     "layers": Field("int", "Layers", 1, 8),
@@ -70,8 +71,8 @@ def preset_values(name):
     model, recipe = preset.model, preset.train_config()
     return {
         "preset": name,
-        "cell": getattr(model, "cell", "scan"),
-        "backend": getattr(model, "backend", "scratch"),
+        "cell": model.cell,
+        "backend": default_backend(model.cell, resolve_device()),
         "emb": model.embed_dim,
         "hidden": getattr(model, "hidden_size", model.embed_dim),
         "layers": getattr(model, "num_layers", 1),
@@ -122,7 +123,7 @@ def fused_problem(values):
     why = {"gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not the seeds' (z overwrites)",
            "scan": "torch.nn has no selective scan"}.get(values["cell"], "torch.nn has no such layer")
     return (f"The fused backend exists only for {', '.join(sorted(FUSED_MODULES))}: {why}. "
-            "Choose the scratch backend for this cell.")
+            "Choose the fast or reference backend for this cell.")
 
 
 def model_config(values, vocab_size):

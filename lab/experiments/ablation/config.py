@@ -4,7 +4,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional
 
-from lab.cells import BACKENDS, check_cell
+from lab.backends import BACKENDS, check_cell
 from lab.data import SEQUENCE_DATASETS
 
 from .model import ARMS, BACKEND_HELP, DEFAULT_BACKEND, get_arm
@@ -27,7 +27,7 @@ class AblationConfig:
     arms: tuple = ("baseline", "ablated")  # keys of ARMS
     seeds: tuple = (0, 1, 2)  # one run per arm and seed; summaries are mean ± std over seeds
     epochs: int = 40  # seed 003 trains 40 epochs
-    backend: str = DEFAULT_BACKEND  # lab.cells.BACKENDS; the default is torch.nn.GRU, as seed 003
+    backend: str = DEFAULT_BACKEND  # lab.backends.BACKENDS; the default is torch.nn.GRU, as seed 003
     hidden_size: int = 181  # H; 181 gives seed 003's 101,732 parameters (change only for quick demos)
     lr: float = 5e-4  # seed 003: 1e-3 spiked, 5e-4 converged
     min_lr: float = 1e-5  # cosine floor (seed 003's CosineAnnealingLR eta_min)

@@ -9,14 +9,16 @@ from dataclasses import dataclass
 
 import torch
 
-from lab.cells import FusedLayer, TorchGRULayer
+from lab.backends import FusedLayer
+from lab.cells import TorchGRULayer
 from lab.models import ClassifierConfig, build_model, recurrent_layers
-from lab.models import to_scratch as traceable_twin
+from lab.models import to_reference as traceable_twin
 
 # lab.cells' backend names appear in this package only here and in `traceable_twin` above, so a
 # rename there (issue 12) changes these lines alone.
-DEFAULT_BACKEND = "fused"  # torch.nn.GRU with cuDNN, as seed 003; the other backend is lab's TorchGRULayer
-BACKEND_HELP = f"{DEFAULT_BACKEND}: torch.nn.GRU (default, as seed 003); the other: lab's TorchGRULayer"
+DEFAULT_BACKEND = "fused"  # torch.nn.GRU with cuDNN, as seed 003; the others run lab's TorchGRULayer
+BACKEND_HELP = (f"{DEFAULT_BACKEND}: torch.nn.GRU (default, as seed 003); fast: lab's hand-written kernel; "
+                "reference: lab.cells.TorchGRULayer as written")
 GATES = ("z", "r")
 QUANTILES = tuple(i / 10 for i in range(11))  # min, deciles, max
 HIST_BINS = 20  # over [0, 1]
