@@ -575,14 +575,22 @@ def test_sampler_hook_is_rate_limited_and_sees_the_model(char_task, no_jobs_left
     assert seen == [model]
 
 
-def test_jobs_queue_for_the_budget_and_start_when_it_frees(char_task, no_jobs_left):
-    budget = Budget(capacity=10, owner_share=1.0)
-    gate = threading.Event()
+@pytest.fixture
+def two_jobs_on_a_small_budget(char_task, no_jobs_left):
+    """A budget of 10, a first job of cost 8 held at its first step until `gate` is set, and a second
+    job of cost 5 that cannot fit beside it."""
+    budget, gate = Budget(capacity=10, owner_share=1.0), threading.Event()
     first = TrainingJob("first", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
                         sampler=lambda model: gate.wait(30) and "", sample_every_s=0, cost_mb=8, budget=budget)
     second = TrainingJob("second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
                          cost_mb=5, budget=budget)
     no_jobs_left.extend([first, second])
+    yield budget, gate, first, second
+    gate.set()
+
+
+def test_jobs_queue_for_the_budget_and_start_when_it_frees(char_task, two_jobs_on_a_small_budget):
+    budget, gate, first, second = two_jobs_on_a_small_budget
     first.start()
     second.start()  # 8 + 5 > 10: it waits, first in the queue
     assert second.status == "queued" and second.queue_position == 1 and second.running
@@ -594,14 +602,8 @@ def test_jobs_queue_for_the_budget_and_start_when_it_frees(char_task, no_jobs_le
                     budget=budget).start()
 
 
-def test_a_queued_job_stopped_before_its_turn_never_trains(char_task, no_jobs_left):
-    budget = Budget(capacity=10, owner_share=1.0)
-    gate = threading.Event()
-    first = TrainingJob("first", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
-                        sampler=lambda model: gate.wait(30) and "", sample_every_s=0, cost_mb=8, budget=budget)
-    second = TrainingJob("second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
-                         cost_mb=5, budget=budget)
-    no_jobs_left.extend([first, second])
+def test_a_queued_job_stopped_before_its_turn_never_trains(two_jobs_on_a_small_budget):
+    budget, gate, first, second = two_jobs_on_a_small_budget
     first.start(), second.start()
     second.stop()
     assert second.wait(30) == "stopped" and not of_type(second.events(), "step")
