@@ -18,7 +18,9 @@ import pytest
 
 from benchmarks.app import (CHROMIUM, ROOT, SCRIPT_DONE, AppServer, app_pages, chart_points,
                             click_start_and_time_first_point, launch_browser, open_page, stop_training)
-from lab.checkpoints import read_info
+from lab.checkpoints import checkpoint_bytes, read_info
+from lab.data import CharTokenizer
+from lab.models import LMConfig, build_model
 from ui.common import PAGES
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -199,3 +201,40 @@ def test_closing_the_tab_stops_its_training(server, browser, user_dir):
         assert saved and saved[0].metrics["reason"] == "stopped"
     finally:
         watcher.context.close()
+
+
+def tiny_checkpoint(name):
+    tokenizer = CharTokenizer("abcdefgh \n")
+    model = build_model(LMConfig(cell="gru_torch", vocab_size=tokenizer.vocab_size, embed_dim=4, hidden_size=8))
+    return checkpoint_bytes(model, tokenizer, {"history": [], "steps": 1}, name, 1)
+
+
+def upload_and_save(page, file_name, data):
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": file_name, "mimeType": "application/octet-stream", "buffer": data}])
+    page.locator(".st-key-ckpt_save button").click()
+    page.wait_for_selector('[data-testid="stAlertContentSuccess"]:has-text("Saved as")')
+    page.wait_for_selector(SCRIPT_DONE)
+
+
+def test_two_students_at_once_keep_their_files_apart_and_a_reload_keeps_them(server, browser, user_dir):
+    alice = browser.new_context(viewport=VIEWPORT).new_page()
+    bob = browser.new_context(viewport=VIEWPORT).new_page()
+    try:
+        open_page(alice, f"{server.url}/Checkpoints")
+        open_page(bob, f"{server.url}/Checkpoints")
+        upload_and_save(alice, "alice-model.safetensors", tiny_checkpoint("alice-model"))
+        upload_and_save(bob, "bob-model.safetensors", tiny_checkpoint("bob-model"))
+        for page, mine, theirs in ((alice, "alice-model", "bob-model"), (bob, "bob-model", "alice-model")):
+            assert "rnnlab_space" in [c["name"] for c in page.context.cookies()]
+            open_page(page, f"{server.url}/Checkpoints")  # a reload: a new Streamlit session, the same browser
+            page.locator(".st-key-ckpt_choice").click()
+            menu = page.locator('[data-testid="stSelectboxVirtualDropdown"]').inner_text()
+            page.keyboard.press("Escape")
+            assert f"{mine}_latest" in menu and theirs not in menu, menu
+        folders = [f for f in user_dir.iterdir() if any(f.glob("*-model_v1.safetensors"))]
+        assert len(folders) == 2 and all(len(list(f.glob("*_v1.safetensors"))) == 1 for f in folders)
+        screenshot(bob, "Checkpoints-two-students")
+    finally:
+        alice.context.close()
+        bob.context.close()
