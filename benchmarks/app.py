@@ -113,7 +113,7 @@ def app_pages():
 def open_page(page, url, timeout_ms=60_000):
     """Navigate and wait until the page's script has run to the end; returns the seconds it took."""
     start = time.perf_counter()
-    page.goto(url)
+    page.goto(url, timeout=timeout_ms)
     page.wait_for_selector('[data-testid="stMain"] h1', timeout=timeout_ms)
     page.wait_for_selector(SCRIPT_DONE, timeout=timeout_ms)
     return time.perf_counter() - start

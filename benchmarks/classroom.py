@@ -1,0 +1,123 @@
+"""A class on one server: N students press Start at once, in N browser contexts of one chromium.
+
+    python -m benchmarks.classroom [--sessions 10] [--seconds 120] [--unattended 20]
+
+Starts `streamlit run app.py` on a free port of this machine (user files in a temporary folder,
+every request to 127.0.0.1 only), opens N contexts (each its own cookie, so its own session and
+folder) on /Train with the default model (preset astra-alpha) and a `--seconds` budget, clicks
+Start in each as fast as Playwright can, and prints:
+
+* what each student sees: the time from its click to its first loss point, or the queue message;
+* how many runs train at once, read from the server's budget line on a watcher's page;
+* a separate student's page load (/Sample, navigation -> script done) on an idle server and while
+  the runs train (target <= 2x idle);
+* the server's resident memory idle, at its peak while training, and after the runs end;
+* the seconds from closing every tab to the server counting no run (the server is started with
+  RNNLAB_UNATTENDED_SECONDS=--unattended; a run stops within that plus the reaper's 2 s).
+
+Bounded: N contexts, one Start each, every wait capped; the server and browser stop at the end.
+"""
+import argparse
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.app import (CHART_POINTS_JS, AppServer, launch_browser, open_page)
+
+BUDGET_LINE = "This server's training budget"
+
+
+def rss_mb(server):
+    status = Path(f"/proc/{server.process.pid}/status").read_text()
+    return {key: int(re.search(rf"{key}:\s+(\d+) kB", status).group(1)) / 1024 for key in ("VmRSS", "VmHWM")}
+
+
+def runs_on_server(page):
+    """(training, waiting) from the budget line of a Train page."""
+    text = page.get_by_text(BUDGET_LINE).inner_text()
+    match = re.search(r"in use by (\d+) runs, (\d+) waiting", text)
+    return int(match.group(1)), int(match.group(2))
+
+
+def page_load(page, url, repeats=3):
+    return statistics.median(open_page(page, url) for _ in range(repeats))
+
+
+def main():
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=10, help="students pressing Start at once (1-30)")
+    parser.add_argument("--seconds", type=int, default=120,
+                        help="each run's training budget (long enough to be running when the tabs close)")
+    parser.add_argument("--unattended", type=int, default=20, help="the server's RNNLAB_UNATTENDED_SECONDS")
+    args = parser.parse_args()
+    if not 1 <= args.sessions <= 30:
+        parser.error("--sessions must be in 1..30")
+    env = {"RNNLAB_UNATTENDED_SECONDS": str(args.unattended)}
+    with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir, extra_env=env) as server, \
+            sync_playwright() as p:
+        browser = launch_browser(p)
+        viewport = {"width": 1400, "height": 1000}
+        watcher = browser.new_context(viewport=viewport).new_page()
+        open_page(watcher, f"{server.url}/Sample")  # cold: caches fill
+        idle_load = page_load(watcher, f"{server.url}/Sample")
+        idle_rss = rss_mb(server)["VmRSS"]
+
+        students = [browser.new_context(viewport=viewport).new_page() for _ in range(args.sessions)]
+        for page in students:
+            open_page(page, f"{server.url}/Train?seconds={args.seconds}")
+        clicked = []
+        for page in students:  # as close to "at once" as one driver gets
+            page.locator(".st-key-train_start button").click(no_wait_after=True)
+            clicked.append(time.perf_counter())
+        first_point = [None] * args.sessions
+        deadline = time.perf_counter() + args.seconds + 120
+        while None in first_point and time.perf_counter() < deadline:
+            for n, page in enumerate(students):
+                if first_point[n] is None and page.evaluate(f"({CHART_POINTS_JS})()") > 0:
+                    first_point[n] = time.perf_counter() - clicked[n]
+            time.sleep(0.1)
+        seen = []
+        for page in students:
+            text = page.locator('[data-testid="stMain"]').inner_text()
+            queue = re.search(r"number \d+ in the queue", text)
+            error = page.locator('[data-testid="stAlertContentError"]')
+            seen.append(error.first.inner_text() if error.count() else queue.group(0) if queue else "training")
+
+        open_page(watcher, f"{server.url}/Train")
+        at_once = runs_on_server(watcher)
+        busy_load = page_load(watcher, f"{server.url}/Sample")
+        peak_rss = rss_mb(server)["VmHWM"]
+
+        for page in students:
+            page.context.close()
+        closed = time.perf_counter()
+        open_page(watcher, f"{server.url}/Train")
+        while runs_on_server(watcher) != (0, 0) and time.perf_counter() - closed < args.unattended + 60:
+            watcher.wait_for_timeout(1000)
+            open_page(watcher, f"{server.url}/Train")
+        stopped_after = time.perf_counter() - closed
+        after_rss = rss_mb(server)["VmRSS"]
+        browser.close()
+
+    times = [t for t in first_point if t is not None]
+    print(f"{args.sessions} students press Start at once (default model astra-alpha, {args.seconds} s budget):")
+    for n, (t, what) in enumerate(zip(first_point, seen)):
+        print(f"  student {n + 1:2d}: first loss point {'never' if t is None else f'{t:5.2f} s'} · sees: {what}")
+    if times:
+        print(f"  first loss point: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
+              f"({len(times)} of {args.sessions} started; target: every run within 10 s)")
+    print(f"  runs training at once right after: {at_once[0]} (waiting: {at_once[1]})")
+    print(f"another student's /Sample load: idle {idle_load:.2f} s, during the runs {busy_load:.2f} s "
+          f"({busy_load / idle_load:.1f}x; target <= 2x)")
+    print(f"server RSS: idle {idle_rss:.0f} MiB, peak while training {peak_rss:.0f} MiB, after the runs "
+          f"{after_rss:.0f} MiB")
+    print(f"closing every tab -> no run on the server: {stopped_after:.1f} s "
+          f"(RNNLAB_UNATTENDED_SECONDS={args.unattended})")
+
+
+if __name__ == "__main__":
+    main()
