@@ -24,6 +24,7 @@ and refreshes astra_latest. Several sessions may save under one name at once:
   (kill -9, power cut): the next save or listing removes it, and points a
   `_latest` that a dead save left behind its newest version at that version.
 """
+import errno
 import fcntl
 import json
 import os
@@ -219,6 +220,17 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
     return save_safetensors_bytes(tensors, metadata)
 
 
+def check_folder(folder):
+    """OSError naming the problem when checkpoints could not be saved in `folder` (created if
+    need be): a run is refused before it trains, not after. Creates nothing."""
+    folder = Path(folder)
+    existing = next(p for p in (folder, *folder.parents) if p.exists())  # the folder or the ancestor that mkdir extends
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(existing))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "cannot write checkpoints in this folder", str(existing))
+
+
 def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None):
     """Save name_vN (N one more than the newest) and point name_latest at it; returns the versioned path.
 
@@ -247,7 +259,11 @@ def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=Non
                     tmp.unlink(missing_ok=True)
                     raise
             with _naming_the_path(latest):
-                os.replace(tmp, latest)  # the same file as name_vN, under its second name
+                try:
+                    os.replace(tmp, latest)  # the same file as name_vN, under its second name
+                except BaseException:
+                    tmp.unlink(missing_ok=True)  # name_vN is saved; _tidy moves name_latest up to it later
+                    raise
             return path
 
 
@@ -400,12 +416,11 @@ def load_checkpoint(source, device="cpu"):
         expected = build_model(header.config).state_dict()
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
-    wrong = sorted(k for k in set(expected) & set(tensors)
-                   if expected[k].shape != tensors[k].shape or expected[k].dtype != tensors[k].dtype)
+    wrong = sorted(k for k in set(expected) & set(tensors) if expected[k].shape != tensors[k].shape)
     if missing or unexpected or wrong:
         detail = "; ".join(f"{what}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
                            for what, keys in [("missing", missing), ("unexpected", unexpected),
-                                              ("wrong shape or type", wrong)] if keys)
+                                              ("wrong shape", wrong)] if keys)
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
     not_finite = sorted(k for k, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all())
     if not_finite:  # a diverged run's NaN or inf weights can only produce NaN probabilities
@@ -456,7 +471,9 @@ def scan_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=Tr
                         _tidy(folder)
             except OSError:  # a read-only folder: nothing to tidy there
                 pass
-        paths = sorted(Path(folder).glob(f"*{SUFFIX}"), key=_modified, reverse=True)
+        # name_latest is a hard link to name_vN (one file, one mtime): the tie puts name_latest first
+        paths = sorted(Path(folder).glob(f"*{SUFFIX}"), key=lambda p: (_modified(p), p.stem.endswith("_latest")),
+                       reverse=True)
         for path in paths:
             if not include_versions and _VERSIONED.match(path.name[: -len(SUFFIX)]):
                 continue

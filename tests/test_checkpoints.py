@@ -1,6 +1,7 @@
 """lab.checkpoints: round trips, versions, atomic saves, and files that must be refused without running code."""
 import io
 import json
+import math
 import os
 import pickle
 import random
@@ -196,7 +197,7 @@ class HangingFile:
 
 def fdopen(fd, *args, **kwargs):
     opened.append(real_fdopen(fd, *args, **kwargs))
-    return HangingFile(opened[-1]) if len(opened) == 2 else opened[-1]  # write 2 of a save is name_latest
+    return HangingFile(opened[-1]) if len(opened) == 1 else opened[-1]  # the one write of save 2
 
 
 os.fdopen = fdopen
@@ -217,7 +218,7 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
         latest = folder / "run_latest.safetensors"
         before = latest.read_bytes()
         assert child.stdout.readline() == "HALFWAY\n", child.stderr.read()
-        partial = list(folder.glob(".run_latest.safetensors.*.tmp"))
+        partial = list(folder.glob(".run~*.tmp"))
         assert len(partial) == 1 and 0 < partial[0].stat().st_size < len(before)  # the new file, half written
         child.send_signal(signal.SIGKILL)
         child.wait(30)
@@ -230,13 +231,13 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
     assert child.returncode == -signal.SIGKILL
     assert latest.read_bytes() == before  # not replaced by a partial file
     assert load_checkpoint(latest).metrics == {"generation": 1}
-    assert load_checkpoint(folder / "run_v2.safetensors").metrics == {"generation": 2}  # finished before the kill
-    assert partial[0].exists()  # a leftover temporary file is allowed, but never listed
+    assert not (folder / "run_v2.safetensors").exists()  # a version is published only once complete
     names = sorted(info.name for info in list_checkpoints(folder, bundled_dir=None))
-    assert names == ["run_latest", "run_v1", "run_v2"]
+    assert names == ["run_latest", "run_v1"]
+    assert not partial[0].exists()  # the listing removed the dead save's temporary file
     # the next save carries on as usual
     path = save_checkpoint(folder, "run", load_checkpoint(latest).model, metrics={"generation": 3})
-    assert path.name == "run_v3.safetensors" and load_checkpoint(latest).metrics == {"generation": 3}
+    assert path.name == "run_v2.safetensors" and load_checkpoint(latest).metrics == {"generation": 3}
 
 
 def test_a_failed_write_removes_its_temporary_file_and_keeps_the_old_one(valid, tmp_path, monkeypatch):
@@ -350,16 +351,24 @@ BAD_FILES = {
     "other-hidden-size": (_with_config(hidden_size=24),
                           r"weights do not match the architecture in its config \(wrong shape: "),
     "other-cell": (_with_config(cell="lstm"), "weights do not match the architecture in its config"),
-    "huge-hidden-size": (_with_config(hidden_size=1_000_000), "weights do not match the architecture"),
+    "huge-hidden-size": (_with_config(hidden_size=1_000_000), "more than this server's limit"),
+    "absurd-hidden-size": (_with_config(hidden_size=10**12), "more than this server's limit"),
+    "100000-layers": (_with_config(num_layers=100_000), "num_layers: 100,000 layers is more than"),
+    "config-wrong-types": (_with_config(dropout="0.1"), "dropout: must be a finite number, got '0.1'"),
+    "config-list-cell": (_with_config(cell=["gru"]), "cell: must be a string"),
     "unknown-family": (_with_config(family="transformer"), "unknown model family 'transformer'"),
     "invalid-config-value": (_with_config(hidden_size=-4), "config or tokenizer is invalid: hidden_size"),
     "unknown-config-field": (_with_config(heads=4), "unknown fields"),
-    "config-not-a-dict": (_with_metadata(config="null"), "config or tokenizer is invalid"),
-    "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is missing or malformed"),
+    "config-not-a-dict": (_with_metadata(config="null"), "metadata 'config' must be an object, not null"),
+    "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is not valid JSON"),
     "tokenizer-too-small": (_with_metadata(tokenizer=json.dumps({"kind": "char", "chars": "abc"})),
                             "tokenizer has 3 tokens"),
     "unknown-tokenizer": (_with_metadata(tokenizer=json.dumps({"kind": "magic"})), "unknown tokenizer kind 'magic'"),
-    "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is missing or malformed"),
+    "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is not valid JSON"),
+    "deeply-nested-json": (_with_metadata(extra="[" * 100_000 + "]" * 100_000), "metadata 'extra' is not valid JSON"),
+    "not-finite-weights": (lambda data: rebuild(data, {k: v.fill_(math.nan) if k == "head.bias" else v
+                                                        for k, v in load_safetensors_bytes(data).items()}),
+                           r"weights are not finite \(NaN or infinite values in head\.bias\)"),
     "missing-weight": (_missing_weight, r"missing: head\.bias"),
 }
 
