@@ -59,9 +59,10 @@ def greedy(logits, config, generator):
 
 
 def _tempered_softmax(logits, temperature):
-    """softmax(logits / T), computed as softmax((logits - max) / T): the same distribution, but
-    a tiny T (1e-45) divides values <= 0 and gives -inf, never inf - inf = NaN; it tends to greedy."""
-    return torch.softmax((logits - logits.max()) / temperature, -1)
+    """softmax(logits / T), computed as softmax((logits - max) / T) in float64: the same
+    distribution, but a tiny T (1e-45, 5e-324) divides values <= 0 by a non-zero number and gives
+    -inf, never inf - inf or 0 / 0 = NaN (T in float32 would round to 0); it tends to greedy."""
+    return torch.softmax((logits.double() - logits.max()) / temperature, -1)
 
 
 def sample_temperature(logits, config, generator):
