@@ -329,7 +329,8 @@ _EVENT_RULES = {
 def _check_metrics(metrics, source):
     for key, (rule, ok) in _METRIC_RULES.items():
         if key in metrics and not ok(metrics[key]):
-            raise CheckpointError(f"{source}: checkpoint metrics {key!r} must be {rule}, not {_json_kind(metrics[key])}")
+            raise CheckpointError(f"{source}: checkpoint metrics {key!r} must be {rule}, "
+                                  f"not {_json_kind(metrics[key])}")
     for n, event in enumerate(metrics.get("history", [])):
         for key, value in event.items():
             rule, ok = _EVENT_RULES.get(key, ("a number", _is_number) if key.startswith("val_") else (None, None))

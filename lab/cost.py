@@ -141,7 +141,8 @@ def activation_floats_per_token(config):
 
 def training_memory_bytes(config, batch_size, block_size):
     """Bytes one AdamW training step needs: weights, gradients, AdamW's two moments and
-    lab.train's copy of the last finite weights (5 copies of every parameter) plus the activations saved for backpropagation
+    lab.train's copy of the last finite weights (5 copies of every parameter) plus the
+    activations saved for backpropagation
     through block_size steps of batch_size windows (for a classifier, block_size is
     the sequence length). An estimate, meant to err high, not a measurement."""
     weights = 5 * parameter_count(config)

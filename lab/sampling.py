@@ -120,7 +120,8 @@ class SamplingConfig:
              and 0 < self.top_p <= 1, "must be in (0, 1]"),
             ("max_new_tokens", _is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= MAX_NEW_TOKENS,
              f"must be an integer in [1, {MAX_NEW_TOKENS}]"),
-            ("seed", _is_int(self.seed) and 0 <= self.seed < 2**63, "must be an integer in [0, 2**63)"),  # torch's range
+            # torch.Generator's seed range
+            ("seed", _is_int(self.seed) and 0 <= self.seed < 2**63, "must be an integer in [0, 2**63)"),
             ("stateful", isinstance(self.stateful, bool), "must be True or False"),
         ]
         for field, ok, rule in checks:

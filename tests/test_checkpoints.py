@@ -208,19 +208,10 @@ print("SAVED", flush=True)
 '''
 
 
-def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
-    script, folder = tmp_path / "child.py", tmp_path / "runs"
-    script.write_text(CHILD)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=REPO, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def kill_after(child, wait_for):
+    """Run wait_for() (it reads the child's output), then kill -9 the child; it is reaped whatever happens."""
     try:
-        assert child.stdout.readline() == "READY\n", child.stderr.read()
-        latest = folder / "run_latest.safetensors"
-        before = latest.read_bytes()
-        assert child.stdout.readline() == "HALFWAY\n", child.stderr.read()
-        partial = list(folder.glob(".run~*.tmp"))
-        assert len(partial) == 1 and 0 < partial[0].stat().st_size < len(before)  # the new file, half written
+        wait_for()
         child.send_signal(signal.SIGKILL)
         child.wait(30)
     finally:
@@ -230,6 +221,27 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
         child.stdout.close()
         child.stderr.close()
     assert child.returncode == -signal.SIGKILL
+
+
+def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
+    script, folder = tmp_path / "child.py", tmp_path / "runs"
+    script.write_text(CHILD)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=REPO, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    latest = folder / "run_latest.safetensors"
+    seen = {}
+
+    def halfway():
+        assert child.stdout.readline() == "READY\n", child.stderr.read()
+        seen["before"] = latest.read_bytes()
+        assert child.stdout.readline() == "HALFWAY\n", child.stderr.read()
+        seen["partial"] = list(folder.glob(".run~*.tmp"))
+        assert len(seen["partial"]) == 1  # the new file, half written:
+        assert 0 < seen["partial"][0].stat().st_size < len(seen["before"])
+
+    kill_after(child, halfway)
+    before, partial = seen["before"], seen["partial"]
     assert latest.read_bytes() == before  # not replaced by a partial file
     assert load_checkpoint(latest).metrics == {"generation": 1}
     assert not (folder / "run_v2.safetensors").exists()  # a version is published only once complete
@@ -577,7 +589,8 @@ def test_cli_list_names_a_bad_file_and_lists_the_rest(valid, tmp_path, capsys):
     assert main(["list", "--dir", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert "good_latest" in out and "edited-by-hand" not in out
-    assert err.strip() == "skipped edited-by-hand.safetensors: checkpoint metrics 'history' must be a list of objects, not a string"
+    assert err.strip() == ("skipped edited-by-hand.safetensors: checkpoint metrics 'history' must be a list of "
+                           "objects, not a string")
 
 
 # ---------------------------------------------------------------------------
@@ -662,17 +675,12 @@ def test_saves_killed_at_random_points_leave_a_loadable_latest_and_no_orphan(tmp
     for trial in range(4):  # bounded: each trial is one process saving in a loop, killed at a random moment
         child = subprocess.Popen([sys.executable, str(script), str(folder), str(trial), "1000", "0"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
+
+        def one_save_then_a_random_moment():
             assert child.stdout.readline() == "SAVED\n", child.stderr.read()  # at least one save done
             time.sleep(rng.uniform(0, 0.3))
-            child.send_signal(signal.SIGKILL)
-            child.wait(30)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait(30)
-            child.stdout.close()
-            child.stderr.close()
+
+        kill_after(child, one_save_then_a_random_moment)
         latest = load_checkpoint(folder / "run_latest.safetensors")  # loadable right after the kill
         newest = max(versions_in(folder))
         assert int(latest.meta["version"]) in (newest, newest - 1)  # at most the save that was cut short

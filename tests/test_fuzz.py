@@ -214,7 +214,8 @@ def run_cli(argv):
 
 
 def assert_cli_outcome(code, err):
-    event(f"exit {code} {err.strip().splitlines()[-1][:60] if code else ''}")  # --hypothesis-show-statistics: how many got through
+    # --hypothesis-show-statistics lists these: how many examples got through, and what stopped the others
+    event(f"exit {code} {err.strip().splitlines()[-1][:60] if code else ''}")
     assert "Traceback" not in err, err
     if code != 0:
         assert code == 2, (code, err)
