@@ -237,7 +237,7 @@ def config_from_dict(data):
     """Rebuild a config from `config_to_dict` output; unknown families or fields raise ValueError."""
     data = dict(data)
     family = data.pop("family", None)
-    if family not in MODEL_FAMILIES:
+    if not isinstance(family, str) or family not in MODEL_FAMILIES:  # a list from JSON is not even hashable
         raise ValueError(f"family: unknown model family {family!r}; valid families are {sorted(MODEL_FAMILIES)}")
     cls = MODEL_FAMILIES[family][0]
     fields = {f.name: f.type for f in dataclasses.fields(cls)}

@@ -557,6 +557,7 @@ WRONG_SHAPES = [  # (metadata key, what goes in it): the hostile tester's fields
     ("conventions", {"a": 1}),
     ("config", {"family": "lm", "hidden_size": 16.5}),
     ("config", {"family": "lm", "keep_bias": None}),
+    ("config", {"family": [], "hidden_size": 8}),  # found by tests/test_fuzz.py: TypeError, unhashable list
 ]
 
 
