@@ -15,7 +15,7 @@ instead of after a minute of construction (or an allocator's RuntimeError).
 The limits are read from the environment on every call, so a server (or a
 test) can change them without re-importing. Defaults suit Streamlit Community
 Cloud's 1-2.7 GB: 50M parameters is 200 MB of float32 weights (the largest
-shipped preset, Leviathan-LSTM, has 25M), and 1 GB for one training run leaves
+shipped preset, Leviathan-LSTM, has 24M), and 1 GB for one training run leaves
 room for the app itself and a second job.
 """
 import os
