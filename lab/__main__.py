@@ -8,7 +8,9 @@
 """
 import argparse
 import dataclasses
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 DEFAULT_RUNS_DIR = "runs"
@@ -19,32 +21,35 @@ def _train(args):
     from tqdm import tqdm
 
     from lab.backends import default_backend
+    from lab.checkpoints import check_folder, sanitize_name
+    from lab.cost import check_training_memory
     from lab.models import build_model, model_summary
     from lab.presets import get_preset
-    from lab.train import LMTask, configure_cpu, load_corpus, resolve_device, train
-    from lab.checkpoints import save_checkpoint
+    from lab.train import LMTask, configure_cpu, load_corpus, resolve_device, run_metrics, train
 
     configure_cpu(args.threads)
     preset = get_preset(args.preset)
     if preset.model.family == "classifier":
         raise ValueError("preset: use `python -m lab ablation` for the sequence-classification preset")
-    text = load_corpus(args.corpus)
+    backend = args.backend
+    if backend is None and preset.model.family == "lm":  # the fastest measured on the device that trains
+        backend = default_backend(args.cell or preset.model.cell, resolve_device(args.device or "auto"))
+    overrides = {k: v for k, v in [("cell", args.cell), ("backend", backend), ("embed_dim", args.embed_dim),
+                                   ("hidden_size", args.hidden_size), ("num_layers", args.num_layers),
+                                   ("dropout", args.dropout)] if v is not None}
+    ignored = sorted(set(overrides) - {f.name for f in dataclasses.fields(preset.model)})
+    if ignored:  # ScanMarkov has no cell, hidden size or layers: say so rather than drop the option
+        raise ValueError(f"{ignored[0].replace('_', '-')}: the {preset.name} preset has no such setting")
     tokenizer_kind = args.tokenizer or preset.tokenizer
     options = dict(preset.tokenizer_options) if tokenizer_kind == preset.tokenizer else {}
-    if args.vocab_size:
+    if args.vocab_size is not None:
         if tokenizer_kind != "sentencepiece":  # a char vocabulary is the text's characters
             raise ValueError("vocab-size: only a sentencepiece tokenizer has a size to choose; "
                              "add --tokenizer sentencepiece")
         options["vocab_size"] = args.vocab_size
-    task = LMTask.from_text(text, tokenizer_kind, **options)
-    cell = args.cell or preset.model.cell
-    backend = args.backend or default_backend(cell, resolve_device(args.device or "auto"))
-    overrides = {k: v for k, v in [("cell", args.cell), ("backend", backend), ("embed_dim", args.embed_dim),
-                                   ("hidden_size", args.hidden_size), ("num_layers", args.num_layers),
-                                   ("dropout", args.dropout)] if v is not None}
-    if preset.model.family == "scan_markov":
-        overrides = {k: v for k, v in overrides.items() if k in ("dropout",)}
-    config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
+    # everything that can be refused is refused before the corpus is tokenized and the model trained
+    name = sanitize_name(args.name or preset.name)
+    check_folder(args.out)
     train_options = {k: v for k, v in [("lr", args.lr), ("weight_decay", args.weight_decay),
                                        ("batch_size", args.batch_size),
                                        ("block_size", args.block_size), ("seed", args.seed),
@@ -53,9 +58,15 @@ def _train(args):
     no_budget = args.steps is None and args.seconds is None
     train_config = preset.train_config(max_steps=1000 if no_budget else args.steps, max_seconds=args.seconds,
                                        stateful=args.stateful, **train_options)
+    # with the preset's vocabulary, so that a model too large is refused before the corpus is read;
+    # again below with the corpus's own
+    check_training_memory(dataclasses.replace(preset.model, **overrides), train_config.batch_size,
+                          train_config.block_size)
+    task = LMTask.from_text(load_corpus(args.corpus), tokenizer_kind, **options)
+    config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
+    check_training_memory(config, train_config.batch_size, train_config.block_size)
     torch.manual_seed(train_config.seed)
     model = build_model(config)
-    name = args.name or preset.name
     summary = model_summary(model, name)
     print(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
     print(f"corpus {args.corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
@@ -82,10 +93,8 @@ def _train(args):
         print("interrupted before a step was taken; nothing saved")
         return 1
     last = result.history[-1] if result.history else {}
-    metrics = {"history": result.history, "steps": result.steps, "elapsed": result.elapsed,
-               "reason": result.reason, "train_config": dataclasses.asdict(train_config),
-               "corpus": args.corpus}
-    path = save_checkpoint(args.out, name, model.cpu(), task.tokenizer, metrics, {"preset": preset.name})
+    path = _save_or_rescue(args.out, name, model.cpu(), task.tokenizer,
+                           run_metrics(result, train_config, corpus=args.corpus), {"preset": preset.name})
     tokens_per_s = result.steps * train_config.batch_size * train_config.block_size / result.elapsed
     print(f"{result.reason}: {result.steps} steps in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
           f"val loss {last.get('val_loss', float('nan')):.4f} "
@@ -96,6 +105,25 @@ def _train(args):
               f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)")
     print(f"saved {path}")
     return 0
+
+
+def rescue_dir():
+    """Where a trained model goes when its folder cannot take it: $RNNLAB_RESCUE_DIR or <tmp>/rnnlab-rescue."""
+    return Path(os.environ.get("RNNLAB_RESCUE_DIR") or Path(tempfile.gettempdir()) / "rnnlab-rescue")
+
+
+def _save_or_rescue(folder, name, model, tokenizer, metrics, extra):
+    """save_checkpoint into `folder`, or, when that fails (a full disk), into rescue_dir(): minutes
+    of training are not dropped because one folder filled up. Only both failing raises."""
+    from lab.checkpoints import save_checkpoint
+
+    try:
+        return save_checkpoint(folder, name, model, tokenizer, metrics, extra)
+    except OSError as e:
+        rescued = save_checkpoint(rescue_dir(), name, model, tokenizer, metrics, extra)
+        print(f"warning: could not save in {folder}: {e}; the trained model was saved to {rescued} instead "
+              f"(move it with: mv {rescued} {folder}/)", file=sys.stderr)
+        return rescued
 
 
 def _sample(args):
@@ -131,14 +159,16 @@ def _summary(args):
     if history:
         last = history[-1]
         shown = {k: round(v, 4) for k, v in last.items() if k.startswith("val_") or k == "train_loss"}
-        print(f"Final metrics    : step {last['step']}, {shown}")
+        print(f"Final metrics    : step {last.get('step', '?')}, {shown}")
     return 0
 
 
 def _list(args):
-    from lab.checkpoints import list_checkpoints
+    from lab.checkpoints import scan_checkpoints
 
-    infos = list_checkpoints(args.dir)
+    infos, problems = scan_checkpoints(args.dir)
+    for problem in problems:  # a bad file is named, not a reason to list nothing
+        print(f"skipped {problem}", file=sys.stderr)
     if not infos:
         print("no checkpoints found")
     for info in infos:
@@ -284,8 +314,10 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, OSError) as e:  # DataError, CheckpointError and config errors are ValueErrors
-        print(f"error: {e}", file=sys.stderr)
+    # DataError, CheckpointError, CostError, SamplingError and config errors are ValueErrors; OSError: a
+    # file problem; MemoryError: an allocation the cost limits did not foresee (one line, not a traceback)
+    except (ValueError, OSError, MemoryError) as e:
+        print(f"error: {' '.join(str(e).split()) or type(e).__name__}", file=sys.stderr)  # always one line
         return 2
 
 

@@ -392,8 +392,16 @@ def sigmoid_time_constant(bias):
 
     A keep gate held at g for k steps retains g**k of the old state (seed 002's
     0.99999**100); the half-life solves g**k = 1/2.
+
+    Computed from -log g = softplus(-b) and 1/(1-g) = 1 + e^b rather than from g, so that a
+    saturated bias gives limits instead of errors: b = 40 rounds g to 1.0 (1/(1-g) would divide
+    by zero), b = -1000 overflows exp(-b); here they give tau ~2e17 and half-life 0.0007.
     """
-    g = 1 / (1 + math.exp(-bias))
-    tau = 1 / (1 - g)
-    half_life = math.log(0.5) / math.log(g) if 0 < g < 1 else math.inf
+    decay = max(-bias, 0.0) + math.log1p(math.exp(-abs(bias)))  # -log g, never overflows
+    g = math.exp(-decay)
+    try:
+        tau = 1 + math.exp(bias)
+    except OverflowError:  # b > 709: the gate never forgets in float64
+        tau = math.inf
+    half_life = math.log(2) / decay if decay > 0 else math.inf
     return g, tau, half_life

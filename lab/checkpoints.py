@@ -6,15 +6,31 @@ metrics history, the lab version and a timestamp. safetensors is a header of
 JSON plus raw tensor bytes, so loading a file can never execute code: a pickle
 (what torch.save writes) is rejected as "not an RNN Lab checkpoint".
 
+Everything in the header is data from a file a user may have edited: it is
+validated whole against one schema (`read_header`) before anything is built,
+so a file either loads completely or is refused with one line naming the field.
+
 Versioning follows seed 002: saving "astra" writes astra_v1, astra_v2, ...
-and refreshes astra_latest. Every write goes to a temporary file in the same
-folder and is renamed into place, so a crash mid-save leaves the previous file
-intact.
+and refreshes astra_latest. Several sessions may save under one name at once:
+
+* Every write goes to a temporary file `.NAME~RANDOM.tmp` in the same folder,
+  flushed to disk, so a crash mid-save never leaves a partial checkpoint.
+* A save holds the folder's lock (flock on the directory) from its temporary
+  file to the last rename. Inside it the version is published with link(2),
+  which like O_EXCL fails when the name exists, so two savers can never both
+  become _v1 even where the lock does not work; `_latest` is then replaced
+  by a hard link to the same file, so it always names the newest version.
+* A temporary file found while holding the lock belongs to a save that died
+  (kill -9, power cut): the next save or listing removes it, and points a
+  `_latest` that a dead save left behind its newest version at that version.
 """
+import errno
+import fcntl
 import json
 import os
 import re
-import tempfile
+import secrets
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +41,8 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
 
 import lab
-from lab.data import DataError, tokenizer_from_state
+from lab.data import DataError, read_at_most, tokenizer_from_state
+from lab.cost import check_model_size
 from lab.models import build_model, config_from_dict, config_to_dict, conventions
 from lab.train import resolve_device
 
@@ -35,6 +52,7 @@ SUFFIX = ".safetensors"
 MAX_CHECKPOINT_BYTES = 200 * 2**20  # the biggest upload we parse (Scribe-gamma is 58 MB)
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 _VERSIONED = re.compile(r"^(?P<name>.+)_v(?P<version>\d+)$")
+TEMP_GLOB = ".*~*.tmp"  # "~" is never in a sanitized name, so these are only ever our temporary files
 
 
 class CheckpointError(ValueError):
@@ -82,26 +100,106 @@ def _inside(folder, filename):
     return path
 
 
-def atomic_write_bytes(path, data):
-    """Write to a temporary file beside `path`, flush to disk, then rename over it."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; a checkpoint is an ordinary shareable file
+# ---------------------------------------------------------------------------
+# writing: temporary file, folder lock, exclusive publication
+
+
+@contextmanager
+def _folder_lock(folder, blocking=True):
+    """Hold the folder's exclusive lock; yields False instead of waiting when not `blocking`
+    and another process or thread holds it. The kernel drops the lock of a killed process."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_temp(folder, stem, data):
+    """data -> a new `.STEM~RANDOM.tmp` in `folder`, on disk (fsync) before it is renamed anywhere."""
+    tmp = Path(folder) / f".{stem}~{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    return tmp
+
+
+@contextmanager
+def _naming_the_path(path):
+    """An OSError (a full disk, a read-only folder) re-raised with the path it was writing."""
+    try:
+        yield
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+
+
+def atomic_write_bytes(path, data):
+    """Write to a temporary file beside `path`, flush to disk, then rename over it (under the folder lock)."""
+    path = Path(path)
+    with _naming_the_path(path), _folder_lock(path.parent):
+        tmp = _write_temp(path.parent, path.name, data)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def next_version(folder, name):
     versions = [int(m["version"]) for p in Path(folder).glob(f"{name}_v*{SUFFIX}")
                 if (m := _VERSIONED.match(p.name[: -len(SUFFIX)])) and m["name"] == name]
     return max(versions, default=0) + 1
+
+
+def _newest_versions(folder):
+    """name -> (version, path) of the highest name_vN in `folder`."""
+    newest = {}
+    for path in Path(folder).glob(f"*_v*{SUFFIX}"):
+        if (m := _VERSIONED.match(path.name[: -len(SUFFIX)])) and int(m["version"]) > newest.get(m["name"], (0,))[0]:
+            newest[m["name"]] = (int(m["version"]), path)
+    return newest
+
+
+def _header_version(path):
+    """The version a checkpoint's header records, 0 when it has none or cannot be read."""
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            version = (f.metadata() or {}).get("version", "")
+    except (SafetensorError, OSError, ValueError):
+        return 0
+    return _version_number(version) or 0
+
+
+def _version_number(text):
+    """A header's version string as an int, None unless it is 1-9 ASCII digits."""
+    return int(text) if re.fullmatch(r"\d{1,9}", text, re.ASCII) else None
+
+
+def _tidy(folder):
+    """With the folder lock held: remove dead saves' temporary files, and point every existing
+    name_latest that lags behind name's newest version at that version (a save killed between
+    publishing name_vN and replacing name_latest). Returns the temporary files removed."""
+    orphans = list(Path(folder).glob(TEMP_GLOB))
+    for tmp in orphans:
+        tmp.unlink(missing_ok=True)
+    for name, (version, path) in _newest_versions(folder).items():
+        latest = Path(folder) / f"{name}_latest{SUFFIX}"
+        if latest.exists() and _header_version(latest) < version:
+            link = Path(folder) / f".{latest.name}~{secrets.token_hex(8)}.tmp"
+            os.link(path, link)
+            os.replace(link, latest)
+    return orphans
 
 
 def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, extra=None):
@@ -123,17 +221,155 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
     return save_safetensors_bytes(tensors, metadata)
 
 
+def check_folder(folder):
+    """OSError naming the problem when checkpoints could not be saved in `folder` (created if
+    need be): a run is refused before it trains, not after. Creates nothing."""
+    folder = Path(folder)
+    existing = next(p for p in (folder, *folder.parents) if p.exists())  # the folder or the ancestor that mkdir extends
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(existing))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "cannot write checkpoints in this folder", str(existing))
+
+
 def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None):
-    """Save name_vN (N one more than the last) and refresh name_latest; returns the versioned path."""
+    """Save name_vN (N one more than the newest) and point name_latest at it; returns the versioned path.
+
+    Safe to call from several threads or processes at once: each gets its own N. An OSError
+    (a full disk, a read-only folder) names the file it was writing; the model is untouched,
+    so the caller can save it elsewhere."""
     name = sanitize_name(name)
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    version = next_version(folder, name)
-    data = checkpoint_bytes(model, tokenizer, metrics, name, version, extra)
-    path = _inside(folder, f"{name}_v{version}{SUFFIX}")
-    atomic_write_bytes(path, data)
-    atomic_write_bytes(_inside(folder, f"{name}_latest{SUFFIX}"), data)
-    return path
+    latest = _inside(folder, f"{name}_latest{SUFFIX}")
+    with _naming_the_path(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(folder):
+        _tidy(folder)
+        version = next_version(folder, name)
+        while True:
+            path = _inside(folder, f"{name}_v{version}{SUFFIX}")
+            with _naming_the_path(path):
+                tmp = _write_temp(folder, name, checkpoint_bytes(model, tokenizer, metrics, name, version, extra))
+                try:
+                    os.link(tmp, path)  # fails if the name exists, as O_EXCL would: never two savers' vN
+                except FileExistsError:  # a saver that does not take the lock (another host) got there first
+                    tmp.unlink()
+                    version += 1
+                    continue
+                except BaseException:
+                    tmp.unlink(missing_ok=True)
+                    raise
+            with _naming_the_path(latest):
+                try:
+                    os.replace(tmp, latest)  # the same file as name_vN, under its second name
+                except BaseException:
+                    tmp.unlink(missing_ok=True)  # name_vN is saved; _tidy moves name_latest up to it later
+                    raise
+            return path
+
+
+# ---------------------------------------------------------------------------
+# reading: one schema for the whole header
+
+
+@dataclass
+class Header:
+    """A checkpoint's metadata, every field checked."""
+
+    config: object  # a config dataclass (LMConfig, ...), within this server's cost limits
+    config_dict: dict
+    tokenizer: object  # a lab.data tokenizer, or None
+    metrics: dict
+    meta: dict  # name, version, timestamp, lab_version, extra
+
+
+def _json_field(metadata, key, source, kind, default=None):
+    """A JSON-encoded header entry, decoded and of the expected kind (dict, list, or None allowed too)."""
+    if key not in metadata and default is not None:
+        return default
+    try:
+        value = json.loads(metadata[key])
+    except KeyError:
+        raise CheckpointError(f"{source}: checkpoint metadata {key!r} is missing") from None
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, an over-long integer, nesting too deep
+        raise CheckpointError(f"{source}: checkpoint metadata {key!r} is not valid JSON ({e})") from None
+    if not isinstance(value, kind):
+        raise CheckpointError(f"{source}: checkpoint metadata {key!r} must be "
+                              f"{_KIND_NAMES[kind]}, not {_json_kind(value)}")
+    return value
+
+
+_KIND_NAMES = {dict: "an object", list: "a list", (dict, type(None)): "an object or null"}
+
+
+def _json_kind(value):
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# metrics entries the CLI and the pages compute with: key -> (rule, test)
+_METRIC_RULES = {
+    "steps": ("a non-negative integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "elapsed": ("a number", _is_number),
+    "reason": ("a string", lambda v: isinstance(v, str)),
+    "corpus": ("a string", lambda v: isinstance(v, str)),
+    "train_config": ("an object", lambda v: isinstance(v, dict)),
+    "history": ("a list of objects", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v)),
+}
+_EVENT_RULES = {
+    "step": _METRIC_RULES["steps"],
+    "type": _METRIC_RULES["reason"],
+    **{key: ("a number", _is_number) for key in ("epoch", "elapsed", "train_loss", "lr", "grad_norm")},
+}
+
+
+def _check_metrics(metrics, source):
+    for key, (rule, ok) in _METRIC_RULES.items():
+        if key in metrics and not ok(metrics[key]):
+            raise CheckpointError(f"{source}: checkpoint metrics {key!r} must be {rule}, "
+                                  f"not {_json_kind(metrics[key])}")
+    for n, event in enumerate(metrics.get("history", [])):
+        for key, value in event.items():
+            rule, ok = _EVENT_RULES.get(key, ("a number", _is_number) if key.startswith("val_") else (None, None))
+            if ok is not None and not ok(value):
+                raise CheckpointError(f"{source}: checkpoint metrics history[{n}][{key!r}] must be {rule}, "
+                                      f"not {_json_kind(value)}")
+
+
+def read_header(metadata, source):
+    """Validate a checkpoint's whole metadata (a dict of strings) and decode it into a Header.
+
+    Raises CheckpointError with one line naming the first field that is missing or of the
+    wrong shape or type, or a config beyond this server's cost limits (lab.cost)."""
+    if metadata.get("format") != FORMAT:
+        raise CheckpointError(f"{source}: a safetensors file, but not an RNN Lab checkpoint (no {FORMAT!r} header)")
+    version = metadata.get("version") or "0"
+    if _version_number(version) is None:
+        raise CheckpointError(f"{source}: checkpoint metadata 'version' must be a whole number, not {version[:20]!r}")
+    config_dict = _json_field(metadata, "config", source, dict)
+    tokenizer_state = _json_field(metadata, "tokenizer", source, (dict, type(None)), default={})
+    metrics = _json_field(metadata, "metrics", source, dict, default={})
+    extra = _json_field(metadata, "extra", source, dict, default={})
+    names = _json_field(metadata, "conventions", source, list, default=[])
+    if not all(isinstance(n, str) for n in names):
+        raise CheckpointError(f"{source}: checkpoint metadata 'conventions' must be a list of strings")
+    _check_metrics(metrics, source)
+    try:
+        config = config_from_dict(config_dict)
+        check_model_size(config)
+        tokenizer = tokenizer_from_state(tokenizer_state) if tokenizer_state else None
+    except (ValueError, DataError) as e:  # CostError and DataError are ValueErrors
+        raise CheckpointError(f"{source}: checkpoint config or tokenizer is invalid: {e}") from None
+    if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
+        raise CheckpointError(f"{source}: tokenizer has {tokenizer.vocab_size} tokens but the model "
+                              f"expects {config.vocab_size}")
+    meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
+    meta["extra"] = extra
+    return Header(config, config_dict, tokenizer, metrics, meta)
 
 
 def _check_size(n_bytes, source):
@@ -149,21 +385,12 @@ def _parse(data, source):
         tensors = load_safetensors_bytes(data)
         header_len = int.from_bytes(data[:8], "little")
         metadata = json.loads(data[8 : 8 + header_len]).get("__metadata__") or {}
-    except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError) as e:
+    except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError, RecursionError, AttributeError) as e:
         if data[:1] == b"\x80" or data[:2] == b"PK":  # pickle protocol 2+ / torch.save's zip
             raise CheckpointError(f"{source}: not an RNN Lab checkpoint: it is a pickle or torch.save file, "
                                   "which could run code when loaded, so it was not opened") from None
         raise CheckpointError(f"{source}: not an RNN Lab checkpoint (corrupt or truncated file: {e})") from None
-    if metadata.get("format") != FORMAT:
-        raise CheckpointError(f"{source}: a safetensors file, but not an RNN Lab checkpoint (no {FORMAT!r} header)")
     return tensors, metadata
-
-
-def _decode_json(metadata, key, source):
-    try:
-        return json.loads(metadata[key])
-    except (KeyError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{source}: checkpoint metadata {key!r} is missing or malformed ({e})") from None
 
 
 def load_checkpoint(source, device="auto"):
@@ -173,7 +400,8 @@ def load_checkpoint(source, device="auto"):
     where sampling and introspection then run it.
 
     Raises CheckpointError with a clear message for a corrupt, truncated,
-    foreign, malicious (pickle) or wrong-architecture file.
+    foreign, malicious (pickle), malformed-metadata, too costly or
+    wrong-architecture file, or one whose weights are not finite.
     """
     if isinstance(source, (bytes, bytearray)):
         data, label, path = bytes(source), "uploaded file", None
@@ -181,17 +409,16 @@ def load_checkpoint(source, device="auto"):
         path = Path(source)
         if not path.is_file():
             raise CheckpointError(f"{path}: no such checkpoint file")
-        _check_size(path.stat().st_size, path.name)  # before reading it into memory
-        data, label = path.read_bytes(), path.name
+        _check_size(path.stat().st_size, path.name)  # before reading: a quick refusal of an honest big file
+        try:
+            data = read_at_most(path, MAX_CHECKPOINT_BYTES)  # st_size can lie (/proc, a growing file)
+        except OSError as e:
+            raise CheckpointError(f"{path}: could not be read ({e.strerror or e})") from None
+        label = path.name
     tensors, metadata = _parse(data, label)
-    try:
-        config = config_from_dict(_decode_json(metadata, "config", label))
-        tokenizer_state = _decode_json(metadata, "tokenizer", label)
-        tokenizer = tokenizer_from_state(tokenizer_state) if tokenizer_state else None
-    except (ValueError, TypeError, DataError) as e:  # TypeError: a config that is not a dict
-        raise CheckpointError(f"{label}: checkpoint config or tokenizer is invalid: {e}") from None
-    with torch.device("meta"):  # shapes only, no memory: an edited config cannot make us allocate a huge model
-        expected = build_model(config).state_dict()
+    header = read_header(metadata, label)
+    with torch.device("meta"):  # shapes only: the config passed lab.cost's limits, this allocates nothing
+        expected = build_model(header.config).state_dict()
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     wrong = sorted(k for k in set(expected) & set(tensors) if expected[k].shape != tensors[k].shape)
@@ -200,53 +427,72 @@ def load_checkpoint(source, device="auto"):
                            for what, keys in [("missing", missing), ("unexpected", unexpected),
                                               ("wrong shape", wrong)] if keys)
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
-    if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
-        raise CheckpointError(f"{label}: tokenizer has {tokenizer.vocab_size} tokens but the model "
-                              f"expects {config.vocab_size}")
-    model = build_model(config)
+    not_finite = sorted(k for k, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all())
+    if not_finite:  # a diverged run's NaN or inf weights can only produce NaN probabilities
+        raise CheckpointError(f"{label}: weights are not finite (NaN or infinite values in {', '.join(not_finite[:4])}"
+                              f"{' ...' if len(not_finite) > 4 else ''}); the run that saved them had diverged")
+    model = build_model(header.config)
     model.load_state_dict(tensors)
     model.to(resolve_device(device)).eval()
-    meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
-    meta["extra"] = _decode_json(metadata, "extra", label) if "extra" in metadata else {}
-    return Checkpoint(model, config, tokenizer, _decode_json(metadata, "metrics", label), meta, path)
+    return Checkpoint(model, header.config, header.tokenizer, header.metrics, header.meta, path)
 
 
 def read_info(path, bundled=False):
-    """Header-only description of a checkpoint file (fast: no weights are read)."""
+    """Header-only description of a checkpoint file (fast: no weights are read), after the same
+    schema check as load_checkpoint."""
     path = Path(path)
     try:
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{path.name}: not an RNN Lab checkpoint ({e})") from None
-    if metadata.get("format") != FORMAT:
-        raise CheckpointError(f"{path.name}: not an RNN Lab checkpoint")
-    config = _decode_json(metadata, "config", path.name)
-    metrics = _decode_json(metadata, "metrics", path.name)
-    version = metadata.get("version") or "0"
-    if not (isinstance(config, dict) and isinstance(metrics, dict) and version.isdecimal()):  # an edited header
-        raise CheckpointError(f"{path.name}: checkpoint metadata is malformed (config, metrics or version)")
+    header = read_header(metadata, path.name)
     stem = path.name[: -len(SUFFIX)]
-    return CheckpointInfo(name=stem, version=int(version), path=path,
-                          family=config.get("family", ""), cell=config.get("cell", "scan"),
-                          timestamp=metadata.get("timestamp", ""), bundled=bundled, metrics=metrics, config=config)
+    return CheckpointInfo(name=stem, version=int(header.meta["version"] or 0), path=path,
+                          family=header.config.family, cell=getattr(header.config, "cell", "scan"),
+                          timestamp=header.meta["timestamp"], bundled=bundled, metrics=header.metrics,
+                          config=header.config_dict)
 
 
-def list_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=True):
-    """Bundled then user checkpoints, newest first within each; unreadable files are skipped."""
-    found = []
+def _modified(path):
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed since the folder was read
+        return 0.0
+
+
+def scan_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=True):
+    """(infos, problems): the readable checkpoints, bundled then user, newest first within each,
+    and one line for every *.safetensors file skipped, saying why. Also tidies the user folder:
+    temporary files of saves that died are removed (unless a save is running right now)."""
+    found, problems = [], []
     for folder, bundled in ((bundled_dir, True), (user_dir, False)):
         if folder is None or not Path(folder).is_dir():
             continue
-        paths = sorted(Path(folder).glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if not bundled:
+            try:
+                with _folder_lock(folder, blocking=False) as locked:
+                    if locked:
+                        _tidy(folder)
+            except OSError:  # a read-only folder: nothing to tidy there
+                pass
+        # name_latest is a hard link to name_vN (one file, one mtime): the tie puts name_latest first
+        paths = sorted(Path(folder).glob(f"*{SUFFIX}"), key=lambda p: (_modified(p), p.stem.endswith("_latest")),
+                       reverse=True)
         for path in paths:
             if not include_versions and _VERSIONED.match(path.name[: -len(SUFFIX)]):
                 continue
             try:
                 found.append(read_info(path, bundled))
-            except CheckpointError:
-                continue
-    return found
+            except CheckpointError as e:
+                problems.append(str(e))
+    return found, problems
+
+
+def list_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=True):
+    """Bundled then user checkpoints, newest first within each; unreadable files are skipped
+    (scan_checkpoints also says why)."""
+    return scan_checkpoints(user_dir, bundled_dir, include_versions)[0]
 
 
 def delete_checkpoint(path, user_dir):

@@ -11,6 +11,7 @@ Dimensions used in shape comments:
 Public names, one line each:
     DataError                  bad user data: a ValueError whose message says what is wrong
     MAX_CORPUS_BYTES           the largest text read_text accepts (20 MB)
+    read_at_most               a file's bytes, never more than a limit + 1, whatever its size claims
     read_text                  validate and decode a user-supplied text file or upload
     check_long_enough          raise DataError when a corpus cannot fill one training window
     BUNDLED_CORPUS             path of the shipped ~1 MB Shakespeare corpus
@@ -44,6 +45,7 @@ so `import lab.data` stays light.
 
 import base64
 import binascii
+import codecs
 import hashlib
 import io
 import os
@@ -70,16 +72,58 @@ _MB = 2**20
 MAX_CORPUS_BYTES = 20 * _MB
 
 
+def read_at_most(path: str | os.PathLike, max_bytes: int) -> bytes:
+    """The first max_bytes + 1 bytes of a file at most: more than max_bytes means too big.
+
+    A file's st_size is only a hint: /proc files report 0 and a file can grow
+    while it is read, so the bound is on what is read, never on what stat says.
+    """
+    chunks, size = [], 0
+    with open(path, "rb", buffering=0) as f:
+        while size <= max_bytes and (chunk := f.read(max_bytes + 1 - size)):  # pipes and /proc give less per read
+            chunks.append(chunk)
+            size += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+# byte order marks of the encodings other than UTF-8 that editors save text in; UTF-32's
+# little-endian mark starts with UTF-16's, so it is tried first
+_BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]
+
+
+def _decode(raw: bytes, name: str) -> str:
+    """UTF-8 (a BOM dropped), or UTF-16/32 announced by a byte order mark; DataError otherwise."""
+    encoding = next((enc for bom, enc in _BOMS if raw.startswith(bom)), None)  # the codecs drop the BOM
+    if encoding is None:
+        # UTF-8 never contains a NUL byte except for the NUL character itself,
+        # which no real text has: it is the cheapest sign of a binary file
+        if b"\x00" in raw:
+            half = len(raw) // 2
+            if max(raw[0::2].count(0), raw[1::2].count(0)) > 0.4 * half:  # every other byte NUL: UTF-16
+                raise DataError(f"{name} looks like UTF-16 text without a byte order mark, not UTF-8; save it "
+                                "as UTF-8 (e.g. iconv -f UTF-16LE -t UTF-8) and try again")
+            raise DataError(f"{name} is not UTF-8 text (looks binary): it contains NUL bytes")
+        encoding = "utf-8-sig"
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        what = "not UTF-8 text (looks binary)" if encoding == "utf-8-sig" else f"not valid {encoding.upper()} text"
+        raise DataError(f"{name} is {what}: byte 0x{raw[e.start]:02x} at offset {e.start} "
+                        "is invalid; save the file as UTF-8 and try again") from None
+
+
 def read_text(source: str | os.PathLike | bytes, max_bytes: int = MAX_CORPUS_BYTES) -> str:
     """Read a user text: a path (str or PathLike) or the raw bytes of an upload.
 
     Pasted text should be passed as `text.encode()`, so it gets the same checks.
-    The text must be UTF-8, non-empty and at most `max_bytes` (default
-    MAX_CORPUS_BYTES = 20 * 2**20 bytes = 20 MB). A UTF-8 byte order mark is
-    dropped and line endings become "\\n". Raises DataError naming the problem.
+    The text must be non-empty, at most `max_bytes` (default MAX_CORPUS_BYTES =
+    20 * 2**20 bytes = 20 MB) and UTF-8, or UTF-16/UTF-32 with a byte order mark
+    (as Windows editors save "Unicode" text). A byte order mark is dropped and
+    line endings become "\\n". Raises DataError naming the problem.
     """
     if isinstance(source, bytes):
-        name, size = "the uploaded text", len(source)
+        name, raw = "the uploaded text", source
     else:
         path = Path(source)
         name = str(path)
@@ -87,25 +131,14 @@ def read_text(source: str | os.PathLike | bytes, max_bytes: int = MAX_CORPUS_BYT
             raise DataError(f"file not found: {name}")
         if not path.is_file():
             raise DataError(f"{name} is not a file")
-        size = path.stat().st_size
-    # check the size before reading, so a huge file is never loaded
-    if size > max_bytes:
+        try:
+            raw = read_at_most(path, max_bytes)  # never more than the limit + 1 byte in memory
+        except OSError as e:
+            raise DataError(f"could not read {name}: {e.strerror or e}") from None
+    if len(raw) > max_bytes:
+        size = len(raw) if isinstance(source, bytes) else max(len(raw), path.stat().st_size)
         raise DataError(f"{name} is {size / _MB:.1f} MB, larger than the {max_bytes / _MB:g} MB limit")
-    try:
-        raw = source if isinstance(source, bytes) else path.read_bytes()
-    except OSError as e:
-        raise DataError(f"could not read {name}: {e.strerror}") from e
-    # UTF-8 never contains a NUL byte except for the NUL character itself,
-    # which no real text has: it is the cheapest sign of a binary file
-    if b"\x00" in raw:
-        raise DataError(f"{name} is not UTF-8 text (looks binary): it contains NUL bytes")
-    try:
-        text = raw.decode("utf-8-sig")  # -sig drops a leading byte order mark
-    except UnicodeDecodeError as e:
-        raise DataError(
-            f"{name} is not UTF-8 text (looks binary): byte 0x{raw[e.start]:02x} at offset {e.start} "
-            "is invalid; save the file as UTF-8 and try again") from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _decode(raw, name).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise DataError(f"{name} is empty (or only whitespace)")
     return text
@@ -283,14 +316,15 @@ class SentencePieceTokenizer:
             raise DataError(
                 f"vocab_size={vocab_size} is too small: this text has {n_chars} distinct characters, each needs "
                 f"its own piece (plus <unk> and newline); use vocab_size >= {minimum}")
-        lines = [line[i:i + cls.MAX_LINE_CHARS]
-                 for line in text.split("\n") for i in range(0, len(line), cls.MAX_LINE_CHARS)]
-        if not lines:
+        if not text.strip("\n"):
             raise DataError("cannot train a sentencepiece tokenizer on an empty text")
+        # a generator, not a list: no second copy of a 20 MB corpus split into Python strings
+        lines = (line[i:i + cls.MAX_LINE_CHARS]
+                 for line in text.split("\n") for i in range(0, len(line), cls.MAX_LINE_CHARS))
         model = io.BytesIO()
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(lines), model_writer=model,
+                sentence_iterator=lines, model_writer=model,
                 vocab_size=vocab_size, model_type=model_type,
                 character_coverage=1.0, user_defined_symbols=["\n"],
                 normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=False,
@@ -367,20 +401,39 @@ def tokenizer_from_state(state: dict):
     return TOKENIZERS[state["kind"]].from_state(state)
 
 
-def encode_to_tensor(tokenizer, text: str, chunk_chars: int = 2**20) -> torch.Tensor:
-    """tokenizer.encode(text) as a LongTensor (N,).
+def _safe_cut(text: str, start: int, end: int, chunk_chars: int) -> int:
+    """Where a chunk of a subword text that should end near `end` may end without changing a token:
+    just after a newline (a piece of its own) or just before a space (no piece spans whitespace;
+    the space starts the next word's piece), looking back, then ahead. Only a run of 16 chunks
+    without either (no real text) is cut where it stands."""
+    cut = max(text.rfind("\n", start, end) + 1, text.rfind(" ", start + 1, end))
+    if cut > start:
+        return cut
+    limit = min(len(text), end + 16 * chunk_chars)
+    return min([i for i in (text.find("\n", end, limit) + 1, text.find(" ", end, limit)) if i > 0], default=limit)
 
-    A character text is encoded a chunk at a time into one preallocated tensor
-    (one id per character), so a 20 MB upload costs its 8 bytes per id and not
-    also a 20-million-entry Python list. Subword texts are encoded whole: cutting
-    them would change the tokens at the cuts.
+
+def encode_to_tensor(tokenizer, text: str, chunk_chars: int = 2**20) -> torch.Tensor:
+    """tokenizer.encode(text) as a LongTensor (N,), encoded a chunk of ~chunk_chars at a time.
+
+    Memory: encoding 20 MB whole costs a Python list of millions of ints and, for
+    sentencepiece, ~1 GB inside the library (BENCHMARKS.md). Chunks are kept as
+    int32 until one int64 tensor is filled, so the peak is about 1.5x the ids.
+    A character text may be cut anywhere; a subword text only where no token
+    crosses the cut (_safe_cut), so the ids equal those of encoding it whole.
     """
-    if tokenizer.kind != "char":
-        return torch.tensor(tokenizer.encode(text), dtype=torch.long)
-    ids = torch.empty(len(text), dtype=torch.long)
-    for start in range(0, len(text), chunk_chars):
-        chunk = tokenizer.encode(text[start : start + chunk_chars])
-        ids[start : start + len(chunk)] = torch.tensor(chunk, dtype=torch.long)
+    chunks, start = [], 0
+    while start < len(text):
+        end = start + chunk_chars
+        if tokenizer.kind != "char" and end < len(text):
+            end = _safe_cut(text, start, end, chunk_chars)
+        chunks.append(torch.tensor(tokenizer.encode(text[start:end]), dtype=torch.int32))
+        start = end
+    ids = torch.empty(sum(len(c) for c in chunks), dtype=torch.long)  # (N,)
+    offset = 0
+    for chunk in chunks:
+        ids[offset : offset + len(chunk)] = chunk
+        offset += len(chunk)
     return ids
 
 
@@ -390,7 +443,7 @@ def encode_to_tensor(tokenizer, text: str, chunk_chars: int = 2**20) -> torch.Te
 
 
 def chars_per_token(tokenizer, text: str) -> float:
-    n_tokens = len(tokenizer.encode(text))
+    n_tokens = len(encode_to_tensor(tokenizer, text))
     if n_tokens == 0:
         raise DataError("cannot measure characters per token on an empty text")
     return len(text) / n_tokens

@@ -17,6 +17,9 @@ Families (registry `MODEL_FAMILIES`, keyed by the config's `family`):
 """
 import copy
 import dataclasses
+import math
+import reprlib
+import typing
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
@@ -26,6 +29,7 @@ import torch.nn.functional as F
 
 from lab.backends import check_cell, make_layer, to_reference_layer
 from lab.cells import CELLS, SCAN_MODES, RecurrentStack, ScanLayer
+from lab.cost import check_model_size
 
 NORMS = ("every", "last")
 
@@ -42,6 +46,9 @@ def _check_common(cfg, *positive_fields):
                  f"must be a positive integer, got {value!r}")
     if hasattr(cfg, "dropout"):
         _require(0.0 <= cfg.dropout < 1.0, "dropout", f"must be in [0, 1), got {cfg.dropout!r}")
+    if hasattr(cfg, "keep_bias"):  # inf or NaN would make every keep gate shut or undefined from step 1
+        _require(isinstance(cfg.keep_bias, (int, float)) and math.isfinite(cfg.keep_bias), "keep_bias",
+                 f"must be a finite number, got {cfg.keep_bias!r}")
     if getattr(cfg, "chrono_tmax", None) is not None:
         _require(isinstance(cfg.chrono_tmax, int) and cfg.chrono_tmax >= 3, "chrono_tmax",
                  f"must be an integer >= 3 or None, got {cfg.chrono_tmax!r}")
@@ -209,7 +216,9 @@ MODEL_FAMILIES = {
 
 
 def build_model(config):
-    """Instantiate the model for a config dataclass."""
+    """Instantiate the model for a config dataclass; CostError (a ValueError) first when it
+    has more parameters than this server allows (lab.cost), so nothing huge is ever allocated."""
+    check_model_size(config)
     return MODEL_FAMILIES[config.family][1](config)
 
 
@@ -226,14 +235,27 @@ def config_from_dict(data):
     if data.get("backend") in LEGACY_BACKENDS:
         data["backend"] = LEGACY_BACKENDS[data["backend"]]
     family = data.pop("family", None)
-    if family not in MODEL_FAMILIES:
+    if not isinstance(family, str) or family not in MODEL_FAMILIES:  # a list from JSON is not even hashable
         raise ValueError(f"family: unknown model family {family!r}; valid families are {sorted(MODEL_FAMILIES)}")
     cls = MODEL_FAMILIES[family][0]
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
+    fields = {f.name: f.type for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"config: unknown fields {unknown} for family {family!r}")
+    for name, value in data.items():  # JSON can hold anything; the dataclass checks assume these types
+        kinds = typing.get_args(fields[name]) or (fields[name],)  # Optional[int] -> (int, NoneType)
+        _require(any(_JSON_KINDS[kind][1](value) for kind in kinds), name,
+                 f"must be {' or '.join(_JSON_KINDS[kind][0] for kind in kinds)}, got {reprlib.repr(value)}")
     return cls(**data)
+
+
+# a config field's annotation -> (what to call it, whether a decoded JSON value fits it)
+_JSON_KINDS = {
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a finite number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)),
+    str: ("a string", lambda v: isinstance(v, str)),
+    type(None): ("null", lambda v: v is None),
+}
 
 
 def recurrent_layers(model):

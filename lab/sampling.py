@@ -36,6 +36,11 @@ import torch
 from lab.introspect import encode_text, evaluating
 
 MAX_NEW_TOKENS = 5000
+
+
+class SamplingError(ValueError):
+    """A model that cannot be sampled from; the message says why."""
+
 START_TEXT = "\n"  # an empty prompt starts here: in a play every speech starts after a newline
 
 
@@ -53,21 +58,28 @@ def greedy(logits, config, generator):
     return int(logits.argmax())
 
 
+def _tempered_softmax(logits, temperature):
+    """softmax(logits / T), computed as softmax((logits - max) / T) in float64: the same
+    distribution, but a tiny T (1e-45, 5e-324) divides values <= 0 by a non-zero number and gives
+    -inf, never inf - inf or 0 / 0 = NaN (T in float32 would round to 0); it tends to greedy."""
+    return torch.softmax((logits.double() - logits.max()) / temperature, -1)
+
+
 def sample_temperature(logits, config, generator):
     """Sample from softmax(logits / T): T < 1 sharpens, T > 1 flattens."""
-    return _draw(torch.softmax(logits / config.temperature, -1), generator)
+    return _draw(_tempered_softmax(logits, config.temperature), generator)
 
 
 def sample_top_k(logits, config, generator):
     """Keep the k largest logits, renormalise at temperature T, sample among them."""
     values, indices = torch.topk(logits, min(config.top_k, logits.numel()))  # (k,), (k,)
-    return int(indices[_draw(torch.softmax(values / config.temperature, -1), generator)])
+    return int(indices[_draw(_tempered_softmax(values, config.temperature), generator)])
 
 
 def sample_top_p(logits, config, generator):
     """Nucleus sampling (Holtzman et al. 2020): the smallest set of most likely tokens
     whose probability at temperature T reaches p, renormalised."""
-    probs, indices = torch.softmax(logits / config.temperature, -1).sort(descending=True)  # (V,), (V,)
+    probs, indices = _tempered_softmax(logits, config.temperature).sort(descending=True)  # (V,), (V,)
     mass_before = probs.cumsum(0) - probs  # a token is in the nucleus if the mass above it is < p
     nucleus = probs[mass_before < config.top_p]  # always holds the most likely token
     return int(indices[_draw(nucleus, generator)])
@@ -104,10 +116,12 @@ class SamplingConfig:
             ("temperature", isinstance(self.temperature, (int, float)) and not isinstance(self.temperature, bool)
              and math.isfinite(self.temperature) and self.temperature > 0, "must be a number > 0"),
             ("top_k", _is_int(self.top_k) and self.top_k >= 1, "must be an integer >= 1"),
-            ("top_p", isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1, "must be in (0, 1]"),
+            ("top_p", isinstance(self.top_p, (int, float)) and not isinstance(self.top_p, bool)
+             and 0 < self.top_p <= 1, "must be in (0, 1]"),
             ("max_new_tokens", _is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= MAX_NEW_TOKENS,
              f"must be an integer in [1, {MAX_NEW_TOKENS}]"),
-            ("seed", _is_int(self.seed), "must be an integer"),
+            # torch.Generator's seed range
+            ("seed", _is_int(self.seed) and 0 <= self.seed < 2**63, "must be an integer in [0, 2**63)"),
             ("stateful", isinstance(self.stateful, bool), "must be True or False"),
         ]
         for field, ok, rule in checks:
@@ -185,6 +199,10 @@ def _generate(model, tokenizer, prompt, config, feed):
         for t in range(P, P + N):
             logits, state = feed(model, tokens[:, :t], state)  # a view: no copy of the prefix
             logits = logits.to("cpu", torch.float32, copy=True)  # (V,), a copy, not a view that keeps (1, T, V) alive
+            if not torch.isfinite(logits).all():  # NaN or inf weights, or activations that overflow float32
+                raise SamplingError(f"the model's probabilities are not finite at token {t - P + 1} (its weights "
+                                    "have diverged or overflow); it cannot generate text: retrain it with a "
+                                    "smaller learning rate")
             steps.append(logits)
             tokens[0, t] = pick(logits, config, generator)
         new_ids = tokens[0, P:].tolist()

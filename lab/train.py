@@ -33,11 +33,16 @@ import torch
 
 from lab.capacity import SERVER_BUDGET
 from lab.cells import detach_state
+from lab.cost import check_training_memory
 from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
                       download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, random_windows, read_text,
                       split_train_val)
 
 CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
+MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
+MAX_BATCH_SIZE = MAX_BLOCK_SIZE = 4096  # each also bounded by lab.cost's training memory limit
+MAX_STEPS = 10**9
+MAX_EVAL_WINDOWS = 2048  # the validation windows are built at once: 2048 x 4096 ids is 64 MB
 
 
 @dataclass
@@ -59,28 +64,46 @@ class TrainConfig:
     device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
 
     def __post_init__(self):
-        for name in ("lr", "batch_size", "block_size", "eval_interval", "eval_windows"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name}: must be positive, got {getattr(self, name)!r}")
-        for name in ("max_steps", "max_seconds", "max_epochs"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name}: must be positive or None, got {value!r}")
+        # the fields come from a CLI, a form or a file: every one is checked, finite, and within what a
+        # run on a shared server can mean (lr 1e6 or inf only ever produced NaN weights)
+        for field, ok, rule in [
+            ("lr", _number(self.lr) and 0 < self.lr <= MAX_LR, f"must be a number in (0, {MAX_LR:g}]"),
+            ("min_lr", _number(self.min_lr) and 0 <= self.min_lr <= self.lr, "must be a number in [0, lr]"),
+            ("weight_decay", _number(self.weight_decay) and 0 <= self.weight_decay <= 1, "must be in [0, 1]"),
+            ("batch_size", _integer(self.batch_size, 1, MAX_BATCH_SIZE),
+             f"must be an integer in [1, {MAX_BATCH_SIZE}]"),
+            ("block_size", _integer(self.block_size, 1, MAX_BLOCK_SIZE),
+             f"must be an integer in [1, {MAX_BLOCK_SIZE}]"),
+            ("max_steps", self.max_steps is None or _integer(self.max_steps, 1, MAX_STEPS),
+             f"must be None or an integer in [1, {MAX_STEPS:,}]"),
+            ("max_seconds", self.max_seconds is None or _number(self.max_seconds) and 0 < self.max_seconds,
+             "must be None or a finite number of seconds > 0"),
+            ("max_epochs", self.max_epochs is None or _number(self.max_epochs) and 0 < self.max_epochs,
+             "must be None or a finite number > 0"),
+            ("grad_clip", _number(self.grad_clip) and self.grad_clip > 0, "must be a finite number > 0"),
+            ("label_smoothing", _number(self.label_smoothing) and 0 <= self.label_smoothing < 1, "must be in [0, 1)"),
+            ("stateful", isinstance(self.stateful, bool), "must be True or False"),
+            ("eval_interval", _integer(self.eval_interval, 1, MAX_STEPS), "must be a positive integer"),
+            ("eval_windows", _integer(self.eval_windows, 1, MAX_EVAL_WINDOWS),
+             f"must be an integer in [1, {MAX_EVAL_WINDOWS}]"),
+            ("seed", _integer(self.seed, 0, 2**63 - 1), "must be an integer in [0, 2**63)"),  # torch's seed range
+            ("device", self.device in DEVICES, f"must be one of {list(DEVICES)}"),
+        ]:
+            if not ok:
+                raise ValueError(f"{field}: {rule}, got {getattr(self, field)!r}")
         if self.max_steps is None and self.max_seconds is None and self.max_epochs is None:
             raise ValueError("max_steps: give at least one budget (max_steps, max_seconds or max_epochs)")
-        if not 0 <= self.min_lr <= self.lr:
-            raise ValueError(f"min_lr: must be in [0, lr], got {self.min_lr!r}")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay: must be >= 0, got {self.weight_decay!r}")
-        if not self.grad_clip > 0:
-            raise ValueError(f"grad_clip: must be positive, got {self.grad_clip!r}")
-        if not 0 <= self.label_smoothing < 1:
-            raise ValueError(f"label_smoothing: must be in [0, 1), got {self.label_smoothing!r}")
-        if self.device not in DEVICES:
-            raise ValueError(f"device: must be one of {list(DEVICES)}, got {self.device!r}")
 
 
 DEVICES = ("auto", "cpu", "cuda")
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(value, low, high):
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def resolve_device(name="auto"):
@@ -155,6 +178,10 @@ class LMTask:
     def vocab_size(self):
         return self.tokenizer.vocab_size
 
+    def sequence_length(self, config):
+        """Time steps backpropagated through per item: the window."""
+        return config.block_size
+
     def check(self, config):
         check_long_enough(len(self.train_ids), config.block_size, "training split")
         check_long_enough(len(self.val_ids), config.block_size, "validation split")
@@ -214,6 +241,10 @@ class ClassificationTask:
         self.x_test, self.y_test = _as_tensors(test_set)
         self.tokenizer = None
 
+    def sequence_length(self, config):
+        """Time steps backpropagated through per item: the whole sequence."""
+        return self.x_train.shape[1]
+
     def check(self, config):
         if len(self.x_train) == 0 or len(self.x_test) == 0:
             raise DataError("the sequence dataset is empty")
@@ -264,6 +295,12 @@ def _progress(config, step, elapsed, epoch):
     return max(parts)
 
 
+def run_metrics(result, config, **more):
+    """What a checkpoint records about the run that made it (its `metrics`)."""
+    return {"history": result.history, "steps": result.steps, "elapsed": result.elapsed, "reason": result.reason,
+            "train_config": dataclasses.asdict(config), **more}
+
+
 @dataclass
 class TrainResult:
     reason: str  # why training ended
@@ -274,16 +311,23 @@ class TrainResult:
 
 
 def train(model, task, config, emit=None, should_stop=None):
-    """Train `model` on `task` until a budget is spent, `should_stop()` is true, or the loss
-    stops being finite (then the last good weights are kept: the bad step is never applied)."""
+    """Train `model` on `task` until a budget is spent, `should_stop()` is true, or the loss,
+    the gradients or the weights stop being finite: then the run stops with the weights of
+    the last step that left them finite (a copy is kept before every step for this).
+
+    Raises lab.cost.CostError (a ValueError) before allocating anything when one step would
+    need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
     emit = emit or (lambda event: None)
     should_stop = should_stop or (lambda: False)
     task.check(config)
+    check_training_memory(model.config, config.batch_size, task.sequence_length(config))
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     generator = torch.Generator().manual_seed(config.seed)
     model.to(device).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    params = list(model.parameters())
+    last_good = [p.detach().clone() for p in params]  # the weights before the step being taken
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = task.items_per_epoch(config)
     history, state, step, loss_value, reason = [], None, 0, math.nan, "finished"
     start = time.perf_counter()
@@ -312,16 +356,25 @@ def train(model, task, config, emit=None, should_stop=None):
         x, y, restart = task.train_batch(config, generator)
         x, y = x.to(device), y.to(device)
         _, loss, new_state = model(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        kept = f"stopped and kept the weights from step {step}"
         if not torch.isfinite(loss):
-            reason = f"non-finite loss ({loss.item()}) at step {step + 1}; kept the weights from step {step}"
+            reason = f"non-finite loss ({loss.item()}) at step {step + 1}; {kept}"
             break
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip).item()
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, config.grad_clip).item()
         if not math.isfinite(grad_norm):
-            reason = f"non-finite gradient at step {step + 1}; kept the weights from step {step}"
+            reason = f"non-finite gradient at step {step + 1}; {kept}"
             break
         optimizer.step()
+        with torch.no_grad():
+            if not torch.isfinite(torch.stack([p.abs().amax() for p in params])).all():
+                for p, good in zip(params, last_good):
+                    p.copy_(good)
+                reason = f"non-finite weights after step {step + 1} (diverged); {kept}"
+                break
+            for p, good in zip(params, last_good):
+                good.copy_(p)
         state = detach_state(new_state) if config.stateful else None
         step, loss_value = step + 1, loss.item()
         elapsed = time.perf_counter() - start
@@ -439,9 +492,18 @@ class TrainingJob(BackgroundJob):
             self.model.train()
             self._log({"type": "sample", "step": event["step"], "text": text})
 
-    def _run(self):
+    def save(self, folder=None):
+        """Save the trained weights as name_vN in `folder` (default: checkpoint_dir) and return the
+        path. After a failed save (a full disk) the weights are still here, so this retries, elsewhere
+        if need be."""
         from lab.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
 
+        self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
+                                               self.task.tokenizer, run_metrics(self.result, self.config),
+                                               self.extra)
+        return self.checkpoint_path
+
+    def _run(self):
         status = "failed"
         try:
             if not self._wait_for_slot():
@@ -449,16 +511,16 @@ class TrainingJob(BackgroundJob):
                 return
             self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
             reason = self.result.reason
-            if self.checkpoint_dir is not None and self.result.steps > 0:
-                metrics = {"history": self.result.history, "steps": self.result.steps,
-                           "elapsed": self.result.elapsed, "reason": reason,
-                           "train_config": dataclasses.asdict(self.config)}
-                self.checkpoint_path = save_checkpoint(self.checkpoint_dir, self.name, self.model.cpu(),
-                                                       self.task.tokenizer, metrics, self.extra)
-            self.message = reason
             status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
+            if self.checkpoint_dir is not None and self.result.steps > 0:
+                try:
+                    self.save()
+                except OSError as e:  # the run is not lost: its weights stay in this job
+                    reason, status = (f"{reason}; saving failed: {e}; the trained weights are kept in memory, "
+                                      "job.save(folder) retries"), "failed"
+            self.message = reason
         except Exception as e:  # reported to the UI, which must never show a traceback
-            self.message = f"{type(e).__name__}: {e}"
+            status, self.message = "failed", f"{type(e).__name__}: {e}"
             self._log({"type": "error", "message": self.message})
         finally:
             self._free_slot()

@@ -1,4 +1,6 @@
 """Numerical checks of the cells: every backend against the others, against torch.nn and the seeds' equations."""
+import math
+
 import pytest
 import torch
 import torch.nn as nn
@@ -266,6 +268,18 @@ def test_keep_gate_time_constant():
     assert abs(g - 0.7310585786) < 1e-9
     assert abs(tau - 1 / (1 - g)) < 1e-12
     assert abs(g ** half_life - 0.5) < 1e-9
+
+
+@pytest.mark.parametrize("bias", [40.0, 700.0, 1000.0, 1e308, math.inf, -40.0, -1000.0, -1e308, -math.inf])
+def test_keep_gate_time_constant_of_a_saturated_bias_is_its_limit(bias):
+    """Issue 14: a bias of 40 raised ZeroDivisionError (sigmoid rounds to 1.0), -1000 OverflowError."""
+    g, tau, half_life = sigmoid_time_constant(bias)
+    if bias > 0:  # the gate (nearly) never forgets
+        assert g == 1.0 and tau >= 2e17 and half_life >= 1.6e17
+        assert (tau, half_life) == ((math.inf, math.inf) if bias > 710 else (1 + math.exp(bias), half_life))
+    else:  # the gate forgets at once
+        assert g == pytest.approx(math.exp(bias), abs=1e-300) and tau == pytest.approx(1.0)
+        assert half_life == pytest.approx(math.log(2) / -bias) if math.isfinite(bias) else half_life == 0
 
 
 @pytest.mark.parametrize("backend", ["reference", "fast"])

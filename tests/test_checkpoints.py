@@ -1,6 +1,8 @@
 """lab.checkpoints: round trips, versions, atomic saves, and files that must be refused without running code."""
+import errno
 import io
 import json
+import math
 import os
 import pickle
 import random
@@ -196,7 +198,7 @@ class HangingFile:
 
 def fdopen(fd, *args, **kwargs):
     opened.append(real_fdopen(fd, *args, **kwargs))
-    return HangingFile(opened[-1]) if len(opened) == 2 else opened[-1]  # write 2 of a save is name_latest
+    return HangingFile(opened[-1]) if len(opened) == 1 else opened[-1]  # the one write of save 2
 
 
 os.fdopen = fdopen
@@ -206,19 +208,10 @@ print("SAVED", flush=True)
 '''
 
 
-def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
-    script, folder = tmp_path / "child.py", tmp_path / "runs"
-    script.write_text(CHILD)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=REPO, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def kill_after(child, wait_for):
+    """Run wait_for() (it reads the child's output), then kill -9 the child; it is reaped whatever happens."""
     try:
-        assert child.stdout.readline() == "READY\n", child.stderr.read()
-        latest = folder / "run_latest.safetensors"
-        before = latest.read_bytes()
-        assert child.stdout.readline() == "HALFWAY\n", child.stderr.read()
-        partial = list(folder.glob(".run_latest.safetensors.*.tmp"))
-        assert len(partial) == 1 and 0 < partial[0].stat().st_size < len(before)  # the new file, half written
+        wait_for()
         child.send_signal(signal.SIGKILL)
         child.wait(30)
     finally:
@@ -228,15 +221,36 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
         child.stdout.close()
         child.stderr.close()
     assert child.returncode == -signal.SIGKILL
+
+
+def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
+    script, folder = tmp_path / "child.py", tmp_path / "runs"
+    script.write_text(CHILD)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=REPO, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    latest = folder / "run_latest.safetensors"
+    seen = {}
+
+    def halfway():
+        assert child.stdout.readline() == "READY\n", child.stderr.read()
+        seen["before"] = latest.read_bytes()
+        assert child.stdout.readline() == "HALFWAY\n", child.stderr.read()
+        seen["partial"] = list(folder.glob(".run~*.tmp"))
+        assert len(seen["partial"]) == 1  # the new file, half written:
+        assert 0 < seen["partial"][0].stat().st_size < len(seen["before"])
+
+    kill_after(child, halfway)
+    before, partial = seen["before"], seen["partial"]
     assert latest.read_bytes() == before  # not replaced by a partial file
     assert load_checkpoint(latest).metrics == {"generation": 1}
-    assert load_checkpoint(folder / "run_v2.safetensors").metrics == {"generation": 2}  # finished before the kill
-    assert partial[0].exists()  # a leftover temporary file is allowed, but never listed
+    assert not (folder / "run_v2.safetensors").exists()  # a version is published only once complete
     names = sorted(info.name for info in list_checkpoints(folder, bundled_dir=None))
-    assert names == ["run_latest", "run_v1", "run_v2"]
+    assert names == ["run_latest", "run_v1"]
+    assert not partial[0].exists()  # the listing removed the dead save's temporary file
     # the next save carries on as usual
     path = save_checkpoint(folder, "run", load_checkpoint(latest).model, metrics={"generation": 3})
-    assert path.name == "run_v3.safetensors" and load_checkpoint(latest).metrics == {"generation": 3}
+    assert path.name == "run_v2.safetensors" and load_checkpoint(latest).metrics == {"generation": 3}
 
 
 def test_a_failed_write_removes_its_temporary_file_and_keeps_the_old_one(valid, tmp_path, monkeypatch):
@@ -350,16 +364,24 @@ BAD_FILES = {
     "other-hidden-size": (_with_config(hidden_size=24),
                           r"weights do not match the architecture in its config \(wrong shape: "),
     "other-cell": (_with_config(cell="lstm"), "weights do not match the architecture in its config"),
-    "huge-hidden-size": (_with_config(hidden_size=1_000_000), "weights do not match the architecture"),
+    "huge-hidden-size": (_with_config(hidden_size=1_000_000), "more than this server's limit"),
+    "absurd-hidden-size": (_with_config(hidden_size=10**12), "more than this server's limit"),
+    "100000-layers": (_with_config(num_layers=100_000), "num_layers: 100,000 layers is more than"),
+    "config-wrong-types": (_with_config(dropout="0.1"), "dropout: must be a finite number, got '0.1'"),
+    "config-list-cell": (_with_config(cell=["gru"]), "cell: must be a string"),
     "unknown-family": (_with_config(family="transformer"), "unknown model family 'transformer'"),
     "invalid-config-value": (_with_config(hidden_size=-4), "config or tokenizer is invalid: hidden_size"),
     "unknown-config-field": (_with_config(heads=4), "unknown fields"),
-    "config-not-a-dict": (_with_metadata(config="null"), "config or tokenizer is invalid"),
-    "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is missing or malformed"),
+    "config-not-a-dict": (_with_metadata(config="null"), "metadata 'config' must be an object, not null"),
+    "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is not valid JSON"),
     "tokenizer-too-small": (_with_metadata(tokenizer=json.dumps({"kind": "char", "chars": "abc"})),
                             "tokenizer has 3 tokens"),
     "unknown-tokenizer": (_with_metadata(tokenizer=json.dumps({"kind": "magic"})), "unknown tokenizer kind 'magic'"),
-    "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is missing or malformed"),
+    "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is not valid JSON"),
+    "deeply-nested-json": (_with_metadata(extra="[" * 100_000 + "]" * 100_000), "metadata 'extra' is not valid JSON"),
+    "not-finite-weights": (lambda data: rebuild(data, {k: v.fill_(math.nan) if k == "head.bias" else v
+                                                        for k, v in load_safetensors_bytes(data).items()}),
+                           r"weights are not finite \(NaN or infinite values in head\.bias\)"),
     "missing-weight": (_missing_weight, r"missing: head\.bias"),
 }
 
@@ -513,3 +535,184 @@ def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(v
     monkeypatch.undo()
     with pytest.raises(CheckpointError):
         read_info(user / "bad-version.safetensors")
+
+
+# ---------------------------------------------------------------------------
+# issue 14: metadata of the wrong shape or type is refused whole, at load and in listings
+
+WRONG_VALUES = {"string": "abc", "list": [1, 2], "null": None, "number": 7, "object": {"a": 1}}
+WRONG_SHAPES = [  # (metadata key, what goes in it): the hostile tester's fields, each wrong kind of value
+    *[(key, value) for key in ("metrics", "extra", "config") for kind, value in WRONG_VALUES.items()
+      if kind != "object" and not (key == "config" and kind == "object")],
+    *[("tokenizer", value) for kind, value in WRONG_VALUES.items() if kind not in ("null", "object")],
+    ("tokenizer", {"kind": "char", "chars": 5}),
+    ("tokenizer", {"kind": "sentencepiece", "model_b64": 5, "model_type": "bpe", "vocab_size": 62}),
+    *[("metrics", {"history": value}) for kind, value in WRONG_VALUES.items() if kind != "list"],
+    ("metrics", {"history": ["abc"]}),
+    ("metrics", {"history": [{"step": "one", "val_loss": 1.0}]}),
+    ("metrics", {"history": [{"step": 1, "val_loss": "low"}]}),
+    ("metrics", {"history": [{"step": 1, "train_loss": None}]}),
+    ("metrics", {"steps": -1}),
+    ("metrics", {"train_config": []}),
+    ("conventions", {"a": 1}),
+    ("config", {"family": "lm", "hidden_size": 16.5}),
+    ("config", {"family": "lm", "keep_bias": None}),
+    ("config", {"family": [], "hidden_size": 8}),  # found by tests/test_fuzz.py: TypeError, unhashable list
+]
+
+
+@pytest.mark.parametrize("key, value", WRONG_SHAPES, ids=[f"{k}={json.dumps(v)[:40]}" for k, v in WRONG_SHAPES])
+def test_metadata_of_the_wrong_shape_is_refused_at_load_and_listed_as_skipped(key, value, valid, tmp_path):
+    _, data = valid
+    bad = rebuild(data, **{key: json.dumps(value)})
+    path = tmp_path / "bad_v1.safetensors"
+    path.write_bytes(bad)
+    for source in (path, bad):
+        with pytest.raises(CheckpointError) as error:
+            load_checkpoint(source)
+        message = str(error.value)
+        assert len(message.splitlines()) == 1 and message.startswith(("bad_v1.safetensors: ", "uploaded file: "))
+        assert key in message  # it names the field
+    with pytest.raises(CheckpointError):
+        read_info(path)
+    save_checkpoint(tmp_path, "good", valid[0])
+    infos, problems = lab.checkpoints.scan_checkpoints(tmp_path, bundled_dir=None)
+    assert [i.name for i in infos] == ["good_latest", "good_v1"]  # the listing does not fail whole
+    assert len(problems) == 1 and problems[0].startswith("bad_v1.safetensors: ")
+
+
+def test_cli_list_names_a_bad_file_and_lists_the_rest(valid, tmp_path, capsys):
+    from lab.__main__ import main
+
+    _, data = valid
+    (tmp_path / "edited-by-hand.safetensors").write_bytes(rebuild(data, metrics=json.dumps({"history": "abc"})))
+    save_checkpoint(tmp_path, "good", valid[0])
+    assert main(["list", "--dir", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "good_latest" in out and "edited-by-hand" not in out
+    assert err.strip() == ("skipped edited-by-hand.safetensors: checkpoint metrics 'history' must be a list of "
+                           "objects, not a string")
+
+
+# ---------------------------------------------------------------------------
+# issue 14: concurrent saves under one name, and saves killed at random points
+
+SAVER = r'''
+import sys, time
+import torch
+from lab import checkpoints
+from lab.models import LMConfig, build_model
+
+torch.set_num_threads(1)
+folder, tag, count, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+model = build_model(LMConfig(vocab_size=20, embed_dim=4, hidden_size=8))
+time.sleep(max(0.0, start_at - time.time()))  # every process starts saving at the same moment
+for i in range(count):
+    checkpoints.save_checkpoint(folder, "run", model, metrics={"writer": tag, "i": i})
+    print("SAVED", flush=True)
+'''
+
+
+def versions_in(folder):
+    """version -> (writer, i) of every run_vN, checking that the header's version is the file's."""
+    found = {}
+    for path in Path(folder).glob("run_v*.safetensors"):
+        loaded = load_checkpoint(path)
+        version = int(path.stem.split("_v")[1])
+        assert loaded.meta["version"] == str(version)
+        found[version] = (loaded.metrics["writer"], loaded.metrics["i"])
+    return found
+
+
+def test_concurrent_saves_from_threads_keep_every_version_distinct(valid, tmp_path):
+    import threading
+
+    model, _ = valid
+    barrier, errors = threading.Barrier(8), []
+
+    def saver(tag):
+        barrier.wait()
+        try:
+            for i in range(3):
+                save_checkpoint(tmp_path, "run", model, metrics={"writer": str(tag), "i": i})
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=saver, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors
+    found = versions_in(tmp_path)
+    assert sorted(found) == list(range(1, 25)) and len(set(found.values())) == 24  # 24 saves, 24 versions
+    assert load_checkpoint(tmp_path / "run_latest.safetensors").meta["version"] == "24"
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_concurrent_saves_from_processes_keep_every_version_distinct(tmp_path):
+    script = tmp_path / "saver.py"
+    script.write_text(SAVER)
+    folder, start_at = tmp_path / "runs", time.time() + 3
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    children = [subprocess.Popen([sys.executable, str(script), str(folder), str(tag), "3", str(start_at)],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                for tag in range(4)]
+    for child in children:
+        _, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+    found = versions_in(folder)
+    assert sorted(found) == list(range(1, 13)) and len(set(found.values())) == 12
+    assert load_checkpoint(folder / "run_latest.safetensors").meta["version"] == "12"
+    assert not list(folder.glob(".*.tmp"))
+
+
+def test_saves_killed_at_random_points_leave_a_loadable_latest_and_no_orphan(tmp_path):
+    script = tmp_path / "saver.py"
+    script.write_text(SAVER)
+    folder = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    rng = random.Random(14)
+    for trial in range(4):  # bounded: each trial is one process saving in a loop, killed at a random moment
+        child = subprocess.Popen([sys.executable, str(script), str(folder), str(trial), "1000", "0"], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def one_save_then_a_random_moment():
+            assert child.stdout.readline() == "SAVED\n", child.stderr.read()  # at least one save done
+            time.sleep(rng.uniform(0, 0.3))
+
+        kill_after(child, one_save_then_a_random_moment)
+        latest = load_checkpoint(folder / "run_latest.safetensors")  # loadable right after the kill
+        newest = max(versions_in(folder))
+        assert int(latest.meta["version"]) in (newest, newest - 1)  # at most the save that was cut short
+    list_checkpoints(folder, bundled_dir=None)  # the next listing tidies up
+    assert not list(folder.glob(".*.tmp"))
+    assert load_checkpoint(folder / "run_latest.safetensors").meta["version"] == str(max(versions_in(folder)))
+
+
+def test_a_latest_left_behind_by_a_failed_save_is_moved_to_the_newest_version(valid, tmp_path, monkeypatch):
+    model, _ = valid
+    save_checkpoint(tmp_path, "run", model, metrics={"i": 1})
+    real_replace = os.replace
+
+    def killed_before_latest(src, dst):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(lab.checkpoints.os, "replace", killed_before_latest)
+    with pytest.raises(OSError, match=f"Input/output error: '{tmp_path / 'run_latest.safetensors'}'"):
+        save_checkpoint(tmp_path, "run", model, metrics={"i": 2})
+    monkeypatch.setattr(lab.checkpoints.os, "replace", real_replace)
+    assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"i": 1}  # lags behind run_v2
+    assert not list(tmp_path.glob(".*.tmp"))
+    list_checkpoints(tmp_path, bundled_dir=None)
+    assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"i": 2}
+
+
+def test_a_full_disk_names_the_file_being_written(valid, tmp_path, monkeypatch):
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(lab.checkpoints.os, "fsync", full)
+    with pytest.raises(OSError, match=f"No space left on device: '{tmp_path / 'run_v1.safetensors'}'"):
+        save_checkpoint(tmp_path, "run", valid[0])
+    assert not list(tmp_path.iterdir())

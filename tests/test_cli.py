@@ -1,6 +1,8 @@
 """python -m lab: help texts, a tiny train -> summary -> list -> sample journey, and one-line errors on bad input."""
 import contextlib
+import errno
 import io
+import os
 import math
 import pickle
 import re
@@ -162,10 +164,13 @@ def test_train_with_sentencepiece_stateful_and_scan_markov(corpus, tmp_path):
     assert "(sentencepiece, vocab 120," in out
     checkpoint = load_checkpoint(tmp_path / "sp_latest.safetensors")
     assert checkpoint.tokenizer.kind == "sentencepiece" and checkpoint.metrics["train_config"]["stateful"] is True
-    code, out, err = run(["train", "--preset", "scan-markov", "--corpus", corpus, *TINY, "--steps", "2",
-                          "--out", tmp_path])
+    scan_markov = ["train", "--preset", "scan-markov", "--corpus", corpus, "--steps", "2", "--out", tmp_path]
+    assert_one_line_error(*run([*scan_markov, *TINY])[::2], "hidden-size: the scan-markov preset has no such setting")
+    tiny = TINY[2:]  # ScanMarkov has an embedding width but no hidden size
+    code, out, err = run([*scan_markov, *tiny])
     assert code == 0, err
-    assert load_checkpoint(tmp_path / "scan-markov_v1.safetensors").config.family == "scan_markov"
+    checkpoint = load_checkpoint(tmp_path / "scan-markov_v1.safetensors")
+    assert checkpoint.config.family == "scan_markov" and checkpoint.config.embed_dim == 8
 
 
 # ---------------------------------------------------------------------------
@@ -195,16 +200,69 @@ def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     (["--vocab-size", "100"], "vocab-size: only a sentencepiece tokenizer"),
-    (["--steps", "0"], "max_steps: must be positive"),
-    (["--lr", "-1"], "lr: must be positive"),
-    (["--weight-decay", "-0.1"], "weight_decay: must be >= 0"),
+    (["--steps", "0"], "max_steps: must be None or an integer in [1,"),
+    (["--lr", "-1"], "lr: must be a number in (0, 1]"),
+    (["--weight-decay", "-0.1"], "weight_decay: must be in [0, 1]"),
     (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
     (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
     (["--name", ".."], "name: '..' has no usable characters"),
+    # issue 14's hostile values: each used to hang, be ignored, or fail after training or with a traceback
+    (["--seconds", "inf"], "max_seconds: must be None or a finite number"),
+    (["--seconds", "nan"], "max_seconds: must be None or a finite number"),
+    (["--lr", "inf"], "lr: must be a number in (0, 1]"),
+    (["--lr", "1e6"], "lr: must be a number in (0, 1]"),
+    (["--seed", "-1"], "seed: must be an integer in [0, 2**63)"),
+    (["--tokenizer", "sentencepiece", "--vocab-size", "0"], "vocab_size=0 is too small"),
+    (["--hidden-size", "100000"], "more than this server's limit"),
+    (["--num-layers", "100000"], "num_layers: 100,000 layers is more than this server's limit"),
+    (["--batch-size", "4096", "--block-size", "4096"], "training: needs about"),
 ])
 def test_bad_train_options_exit_2_with_one_line(extra, message, corpus, tmp_path):
     code, _, err = run(["train", "--corpus", corpus, *TINY, "--out", tmp_path, *extra])
     assert_one_line_error(code, err, message)
+    assert not list(tmp_path.iterdir())  # refused before anything was trained or written
+
+
+def test_a_bad_out_folder_is_refused_before_training(corpus, tmp_path, monkeypatch):
+    import lab.train
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the --out problem must be found before training")
+
+    monkeypatch.setattr(lab.train, "train", no_training)
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    for out in (a_file, a_file / "runs"):
+        code, _, err = run(["train", "--corpus", corpus, *TINY, "--out", out])
+        assert_one_line_error(code, err, f"not a folder: '{a_file}'")
+    read_only = tmp_path / "read-only"
+    read_only.mkdir(mode=0o555)
+    if not os.access(read_only, os.W_OK):  # root may write anywhere
+        assert_one_line_error(*run(["train", "--corpus", corpus, *TINY, "--out", read_only / "runs"])[::2],
+                              "cannot write checkpoints in this folder")
+
+
+def test_a_full_disk_names_the_path_and_keeps_the_trained_weights(corpus, tmp_path, monkeypatch):
+    import lab.checkpoints
+
+    real_fsync, failures = os.fsync, []
+
+    def full_disk_once(fd):
+        if not failures:
+            failures.append(fd)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(lab.checkpoints.os, "fsync", full_disk_once)
+    monkeypatch.setenv("RNNLAB_RESCUE_DIR", str(tmp_path / "rescue"))
+    out = tmp_path / "runs"
+    code, stdout, err = run(["train", "--corpus", corpus, *TINY, "--name", "full", "--out", out])
+    assert code == 0 and failures, err
+    assert f"No space left on device: '{out / 'full_v1.safetensors'}'" in err  # the path it was writing
+    rescued = tmp_path / "rescue" / "full_v1.safetensors"
+    assert f"saved to {rescued} instead" in err and f"saved {rescued}" in stdout
+    assert load_checkpoint(rescued).metrics["steps"] == 5
+    assert not list(out.glob("*.safetensors")) and not list(out.glob(".*.tmp"))  # nothing partial left behind
 
 
 def test_cuda_without_cuda_exits_2(corpus, tmp_path, monkeypatch):

@@ -2,9 +2,11 @@
 import hashlib
 import http.server
 import json
+import os
 import pickle
 import socket
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +15,8 @@ import torch
 from lab.data import (BUNDLED_CORPUS, MAX_CORPUS_BYTES, SEQUENCE_DATASETS, TOKENIZERS, CharTokenizer,
                       ConsecutiveWindows, DataError, FlattenSequence, SentencePieceTokenizer, build_tokenizer,
                       chars_per_token, check_long_enough, download_tiny_shakespeare, encode_to_tensor,
-                      load_bundled_corpus, load_cifar10, load_digits_sequences, load_sequence_dataset, 
-                      ngram_samples, random_windows, read_text, split_train_val, tokenizer_from_state)
+                      load_bundled_corpus, load_cifar10, load_digits_sequences, load_sequence_dataset,
+                      ngram_samples, random_windows, read_at_most, read_text, split_train_val, tokenizer_from_state)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,8 @@ def test_read_text_accepts_bytes_and_paths_and_normalises(tmp_path):
     (b"", "empty"),
     (b"  \n\t \r\n", "empty"),
     (b"abc\x00def", "UTF-8"),
-    (b"\xff\xfe\x00\x00", "UTF-8"),
+    (b"\xff\xfe\x00\xd8", "not valid UTF-16"),  # a UTF-16 byte order mark, then half a surrogate pair
+    ("hello".encode("utf-16-le"), "UTF-16 text without a byte order mark"),
     ("caf\u00e9".encode("latin-1"), "UTF-8"),
 ])
 def test_read_text_rejects_bad_bytes(raw, word):
@@ -57,6 +60,39 @@ def test_read_text_size_limit_names_sizes_in_mb(tmp_path):
     with pytest.raises(DataError, match=r"3\.0 MB, larger than the 3 MB limit"):
         read_text(path, max_bytes=3 * 2**20)
     assert MAX_CORPUS_BYTES == 20 * 2**20
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"])
+def test_read_text_decodes_utf16_and_utf32_with_a_byte_order_mark(encoding, tmp_path):
+    text = "ROMEO.\r\nBut soft, what light — é€😀\n"
+    raw = text.encode(encoding)
+    if not encoding[-3:] in ("-le", "-be"):  # Python writes the mark itself; the others need one
+        assert raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+    else:
+        raw = "\ufeff".encode(encoding) + raw
+    path = tmp_path / "unicode.txt"
+    path.write_bytes(raw)
+    for source in (raw, path):
+        assert read_text(source) == text.replace("\r\n", "\n")
+
+
+def test_read_text_bounds_what_it_reads_not_what_stat_claims(tmp_path, monkeypatch):
+    """/proc files report st_size 0 and files can grow: only limit + 1 bytes are ever read."""
+    path = tmp_path / "growing.txt"
+    path.write_bytes(b"a" * 5000)
+    real_stat = Path.stat
+
+    def lying_stat(self, *args, **kwargs):
+        result = real_stat(self, *args, **kwargs)
+        return os.stat_result((*result[:6], 0, *result[7:])) if self == path else result  # st_size 0, like /proc
+
+    monkeypatch.setattr(Path, "stat", lying_stat)
+    with pytest.raises(DataError, match="larger than"):
+        read_text(path, max_bytes=1000)
+    assert len(read_at_most(path, 1000)) == 1001 and read_at_most(path, 10_000) == b"a" * 5000
+    if Path("/proc/self/environ").is_file():
+        with pytest.raises(DataError):
+            read_text("/proc/self/environ", max_bytes=16)
 
 
 def test_read_text_missing_file(tmp_path):
@@ -115,7 +151,8 @@ def test_char_state_round_trips_through_json(sample):
 
 @pytest.mark.parametrize("chunk_chars", [1, 7, 2**20])
 def test_encode_to_tensor_gives_the_tokenizers_ids_whatever_the_chunk(sample, chunk_chars):
-    text = sample[:5000] + "é€\n"  # chunks also cut between multi-byte characters
+    # chunks also cut between multi-byte characters; subword chunks only where no token crosses the cut
+    text = sample[:5000] + "é€\n  two  spaces,\ttab \n\n end " + "x" * 40
     char = build_tokenizer("char", text)
     ids = encode_to_tensor(char, text, chunk_chars=chunk_chars)
     assert ids.dtype == torch.long and ids.tolist() == char.encode(text)

@@ -9,8 +9,9 @@ import torch
 from lab.data import CharTokenizer, load_bundled_corpus
 from lab.memory import (KEEP_GATE_LABELS, KEEP_GATES, bias_time_constants, constant_gate_retention,
                         gradient_through_time, retention)
-from lab.introspect import trace_text
-from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers
+from lab.cells import CELLS
+from lab.introspect import gate_summary, top_units, trace_text
+from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers, to_reference
 from lab.probe import ProbeConfig, hidden_size_for_budget, recall_batch, run_memory_probe
 
 TEXT = load_bundled_corpus()[20000:26000]
@@ -152,3 +153,20 @@ def test_every_cell_solves_lag_one():
     assert {"cell", "lag", "accuracy", "params"} <= set(table.columns)
     assert (table.accuracy > 0.9).all(), table[["cell", "accuracy"]]
     assert [e["event"] for e in events].count("probe_result") == len(config.cells)
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_gate_and_memory_views_work_for_a_one_unit_model(cell):
+    """Issue 14: the Gates and Memory pages on a 1-unit model (H = 1, E = 1) and saturated biases."""
+    tok = CharTokenizer.from_text(TEXT)
+    model = build_model(LMConfig(cell=cell, vocab_size=tok.vocab_size, embed_dim=1, hidden_size=1, num_layers=2))
+    trace = trace_text(model, tok, TEXT[:80])
+    summary = gate_summary(trace)
+    assert set(summary.gate) == set(trace.gate_names[0]) and summary["mean"].notna().all()
+    for gate in trace.gate_names[0]:
+        assert len(top_units(trace, "is_space", layer=1, gate=gate, k=5)) == 1  # one unit, not five
+    if cell in KEEP_GATES:
+        assert retention(trace, 1).per_unit.shape == (64, 1)
+    assert gradient_through_time(model, TEXT[:30], tok).shape == (29,)
+    table = bias_time_constants([40.0, -1000.0, 0.0])
+    assert table.tau.tolist()[2] == 2.0 and table.notna().all().all()

@@ -6,7 +6,7 @@ import torch
 
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
 from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, generate,
+from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, SamplingError, generate,
                           generate_by_rerunning_prefix, repetition_report)
 
 TEXT = load_bundled_corpus()[20000:26000]  # Hamlet I.3: speeches, names, a stage direction
@@ -91,6 +91,45 @@ def test_tiny_temperature_gives_the_greedy_text(tok):
     greedy = generate(model, tok, PROMPT, SamplingConfig(strategy="greedy", max_new_tokens=60))
     cold = generate(model, tok, PROMPT, SamplingConfig(strategy="temperature", temperature=1e-4, max_new_tokens=60))
     assert cold.text == greedy.text
+
+
+@pytest.mark.parametrize("strategy", ["temperature", "top_k", "top_p"])
+@pytest.mark.parametrize("temperature", [1e-45, 5e-324, 1e-300])  # logits / T overflowed to inf - inf = NaN
+def test_a_vanishing_temperature_tends_to_greedy_instead_of_failing(tok, strategy, temperature):
+    model = small_lm(tok.vocab_size)
+    greedy = generate(model, tok, PROMPT, SamplingConfig(strategy="greedy", max_new_tokens=30))
+    cold = generate(model, tok, PROMPT, SamplingConfig(strategy=strategy, temperature=temperature, max_new_tokens=30))
+    assert cold.text == greedy.text
+
+
+def diverged(model, poison):
+    """NaN or inf weights; or, for a finite poison, finite weights whose logits overflow float32."""
+    with torch.no_grad():
+        if math.isfinite(poison):
+            model.ln_f.bias.fill_(poison)
+            model.head.weight.fill_(poison)
+        else:
+            model.head.weight.mul_(poison)
+    return model
+
+
+@pytest.mark.parametrize("poison", [math.nan, math.inf, 1e30])  # NaN weights, inf weights, logits that overflow
+@pytest.mark.parametrize("strategy", ["greedy", "top_p"])
+def test_a_diverged_model_is_refused_with_a_clear_error(tok, poison, strategy):
+    model = diverged(small_lm(tok.vocab_size), poison)
+    with pytest.raises(SamplingError, match="probabilities are not finite at token 1"):
+        generate(model, tok, PROMPT, SamplingConfig(strategy=strategy, max_new_tokens=5))
+
+
+def test_the_cli_refuses_to_sample_a_diverged_checkpoint(tok, tmp_path, capsys):
+    from lab.__main__ import main
+    from lab.checkpoints import save_checkpoint
+
+    model = diverged(small_lm(tok.vocab_size), 1e30)  # finite weights, as a lr 1e6 run's 1e21, infinite logits
+    path = save_checkpoint(tmp_path, "diverged", model, tok)
+    assert main(["sample", str(path), "--prompt", PROMPT]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the model's probabilities are not finite") and len(err.splitlines()) == 1
 
 
 def test_same_seed_same_text_other_seed_other_text_global_rng_untouched(tok):

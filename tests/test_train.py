@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import lab.capacity
 import lab.train
@@ -385,6 +386,62 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_weights(char_task, where)
     assert_same_weights(weights(model), snapshots[-1])
 
 
+def test_weights_made_non_finite_by_a_step_are_restored_and_saved(char_task, tmp_path):
+    """lr 1e6 or inf used to leave NaN or 1e21 weights while reporting "kept the weights from step 1"."""
+    model = tiny_lm(char_task.vocab_size)
+    snapshots, steps_taken = [], []
+
+    def poison_at_step_3(optimizer, args, kwargs):  # a step that blows the weights up, as a huge lr does
+        steps_taken.append(1)
+        if len(steps_taken) == 3:
+            with torch.no_grad():
+                next(iter(optimizer.param_groups[0]["params"])).mul_(math.inf)
+
+    handle = register_optimizer_step_post_hook(poison_at_step_3)
+    try:
+        job = TrainingJob("diverged", model, char_task, tiny_config(max_steps=20), checkpoint_dir=tmp_path)
+        job._emit = lambda e: (job._log(e), e["type"] == "step" and snapshots.append(weights(model)))
+        job.start()
+        assert job.wait(120) == "failed"
+    finally:
+        handle.remove()
+    assert job.result.reason == "non-finite weights after step 3 (diverged); stopped and kept the weights from step 2"
+    assert job.result.steps == 2 and len(snapshots) == 2
+    assert_same_weights(weights(model), snapshots[-1])
+    saved = load_checkpoint(job.checkpoint_path)  # the last finite weights were saved, and they load
+    assert_same_weights(weights(saved.model), snapshots[-1])
+
+
+def test_a_run_over_the_memory_limit_is_refused_before_allocating(char_task, monkeypatch):
+    from lab.cost import CostError
+
+    monkeypatch.setenv("RNNLAB_MAX_TRAIN_MEMORY_MB", "1")
+    model = tiny_lm(char_task.vocab_size)
+    before = weights(model)
+    with pytest.raises(CostError, match="RNNLAB_MAX_TRAIN_MEMORY_MB"):
+        train(model, char_task, tiny_config(batch_size=256, block_size=64))
+    assert_same_weights(weights(model), before)
+
+
+def test_a_failed_save_keeps_the_weights_in_the_job_and_save_retries(char_task, tmp_path, monkeypatch):
+    import lab.checkpoints
+
+    real_fsync = lab.checkpoints.os.fsync
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(lab.checkpoints.os, "fsync", full)
+    job = TrainingJob("full", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=2),
+                      checkpoint_dir=tmp_path / "full")
+    assert job.start().wait(120) == "failed" and job.checkpoint_path is None
+    assert f"No space left on device: '{tmp_path / 'full' / 'full_v1.safetensors'}'" in job.message
+    assert "kept in memory" in job.message
+    monkeypatch.setattr(lab.checkpoints.os, "fsync", real_fsync)
+    path = job.save(tmp_path / "elsewhere")
+    assert load_checkpoint(path).metrics["steps"] == 2
+
+
 # ---------------------------------------------------------------------------
 # bad configuration and data
 
@@ -403,6 +460,20 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_weights(char_task, where)
     ("grad_clip", {"grad_clip": 0.0}),
     ("label_smoothing", {"label_smoothing": 1.0}),
     ("device", {"device": "tpu"}),
+    # issue 14: values that used to be accepted and then hung, diverged or raised deep inside torch
+    ("lr", {"lr": math.inf}),
+    ("lr", {"lr": 1e6}),
+    ("max_seconds", {"max_seconds": math.inf}),
+    ("max_epochs", {"max_epochs": math.nan}),
+    ("grad_clip", {"grad_clip": math.inf}),
+    ("weight_decay", {"weight_decay": math.inf}),
+    ("batch_size", {"batch_size": 2.5}),
+    ("batch_size", {"batch_size": True}),
+    ("block_size", {"block_size": 10**9}),
+    ("eval_windows", {"eval_windows": 10**9}),
+    ("seed", {"seed": 2**64}),
+    ("seed", {"seed": -1}),
+    ("stateful", {"stateful": "yes"}),
 ])
 def test_bad_config_raises_naming_the_field(field, overrides):
     with pytest.raises(ValueError) as error:
