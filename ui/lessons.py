@@ -136,7 +136,7 @@ def state_is_memory():
         fig.update_layout(height=320, margin=dict(l=60, r=10, t=10, b=40), yaxis_title="nats per character",
                           xaxis=dict(type="log", title="state reset to zero every k tokens (log scale)",
                                      tickvals=list(curve["reset_every"]), ticktext=labels))
-        st.plotly_chart(fig)
+        st.plotly_chart(fig, key="lessons_state_chart")
     with right:
         st.metric("state reset every token", f"{reset:.3f} nats/char")
         st.metric("state carried through the passage", f"{carried:.3f} nats/char",
@@ -213,7 +213,7 @@ def choosing_the_next_token():
                           for generation, report in runs.values()])
     st.dataframe(table.style.format({"mean p(chosen)": "{:.3f}", "mean entropy (nats)": "{:.2f}",
                                      "words in a repeated 4-word run": "{:.0%}"}),
-                 hide_index=True, width="stretch", key="lessons_choose_table")
+                 hide_index=True, width="stretch")
     st.html(views.prob_legend_html())
     columns = st.columns(2)
     for column, (generation, _) in zip(columns, runs.values()):
@@ -276,7 +276,7 @@ def keep_or_overwrite():
                measured.median)]
     reference = (f"a gate held at σ({bias:g}) = {implied['retention']:.3f}", lags,
                  constant_gate_retention(implied["retention"], lags))
-    st.plotly_chart(views.decay_figure(curves, reference, log_y=True))
+    st.plotly_chart(views.decay_figure(curves, reference, log_y=True), key="lessons_keep_chart")
     st.dataframe(learned.style.format({c: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
                                       | {"half_life": "{:.1f}"}),
                  hide_index=True, width="stretch")
@@ -360,7 +360,7 @@ SENTENCE = "To be, or not to be, that is the question:\nWhether 'tis nobler in t
 
 def characters_or_subwords():
     sources("scribe")
-    text = st.text_area("A sentence", SENTENCE, max_chars=1000, height=80)
+    text = st.text_area("A sentence", SENTENCE, max_chars=1000, height=80, key="lessons_tokens_text")
     char_model, subword_model = bundled(CHAR_MODELS[0]), bundled(SUBWORD_MODEL)
     if char_model is None or subword_model is None:
         return
@@ -421,8 +421,7 @@ def a_recurrence_you_can_scan():
                       yaxis=dict(type="log", title="best of 3, milliseconds"))
     st.plotly_chart(fig, key="lessons_scan_chart")
     st.dataframe(race.style.format({"max_abs_diff": "{:.1e}", "sequential_ms": "{:.2f}", "parallel_ms": "{:.2f}",
-                                    "speedup": "{:.2f}×"}), hide_index=True, width="stretch",
-                 key="lessons_scan_table")
+                                    "speedup": "{:.2f}×"}), hide_index=True, width="stretch")
     worst = race["max_abs_diff"].max()
     wins = race.loc[race["speedup"] > 1, "T"].tolist()
     longest = race.iloc[-1]
