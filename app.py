@@ -22,9 +22,10 @@ st.markdown(
     "and how the sampling strategy turns the same model into a poet or a parrot.")
 
 with st.container(border=True):
-    st.markdown("**New here? Start with the lessons.** Six short lessons, one screen each, on the bundled models: "
+    st.markdown("**New here? Start with the lessons.** Short lessons, one screen each, on the bundled models: "
                 "why the hidden state is the memory, how the next token is chosen, how long a gate remembers, why "
-                "the vanilla RNN forgets, characters against subwords, and a recurrence you can scan.")
+                "the vanilla RNN forgets, characters against subwords, a recurrence you can scan, and what a study "
+                "of gate biases can and cannot show.")
     page_link("Lessons", label="**Open the lessons**")
 
 PAGE_BLURBS = {

@@ -192,7 +192,7 @@ def test_characters_or_subwords_counts_steps_and_compares_nats_per_char():
     at.text_area(key="lessons_tokens_text").set_value("Whether 'tis nobler in the mind to suffer").run()
     ok(at)
     second = metrics(at)
-    assert second["character steps"] == "41" and second["scribe-alpha"] != first["scribe-alpha"]
+    assert second["character steps"] == "41" and second["scribe-alpha, nats/char"] != first["scribe-alpha, nats/char"]
     assert f"**{second['subword steps']}**" in notice(at)
     assert full_page_link(at)[1]["model"] == "scribe-alpha_latest"
     assert "per token" in answer(at)
@@ -221,6 +221,23 @@ def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
     assert "h_{t-1}" in answer(at)
 
 
+def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
+    at = lesson("gate-biases")
+    ok(at)
+    accuracy = metrics(at)
+    assert set(accuracy) == {"baseline: final test accuracy", "ablated: final test accuracy"}
+    assert f"**{accuracy['baseline: final test accuracy']}**" in notice(at)
+    assert "chance level of 10%" in notice(at) and "What it cannot show" in notice(at)
+    at.radio(key="lessons_study_metric").set_value("z_mean").run()
+    ok(at)
+    gates = metrics(at)
+    assert float(gates["baseline: final mean update gate z (keeps)"]) > float(
+        gates["ablated: final mean update gate z (keeps)"])  # the +1 bias keeps more, as the study found
+    assert "larger than the spread" in notice(at)
+    assert "No." in answer(at)
+    assert full_page_link(at) == ("Ablation", {"seeds": "3"})
+
+
 @pytest.mark.parametrize("slug", list(LESSONS))
 def test_a_missing_bundled_model_gives_a_clear_message(slug, monkeypatch, tmp_path):
     monkeypatch.setattr(ui.lessons, "MODELS_DIR", tmp_path)
@@ -228,6 +245,7 @@ def test_a_missing_bundled_model_gives_a_clear_message(slug, monkeypatch, tmp_pa
     assert not at.exception, [e.value for e in at.exception]
     if slug != "scan":  # the scan lesson needs no model, only its link names one
         assert any("missing from this installation" in w.value for w in at.warning)
+    assert not at.error
 
 
 def test_a_link_within_the_session_brings_its_settings_to_a_page_already_visited():
