@@ -103,6 +103,15 @@ def test_every_page_renders_without_an_exception(server, page):
     assert sidebar_names(page) == list(PAGES), "the sidebar lists the pages by name, Home first"
 
 
+def follow_to_full_page(page, link, url, widget, value):
+    """Click a lesson's link to its full page: the URL and the page's widget carry the lesson's setting."""
+    link.click()
+    page.wait_for_url(url)
+    page.wait_for_selector(SCRIPT_DONE)
+    assert page.locator(f".st-key-{widget} input").first.input_value() == value
+    assert_no_exception(page, f"{url} opened from a lesson")
+
+
 def test_every_lesson_opens_from_its_link_and_reveals_its_answer(server, page):
     for number, (slug, lesson) in enumerate(LESSONS.items(), 1):
         seconds = open_page(page, f"{server.url}/Lessons?lesson={slug}")
@@ -117,10 +126,8 @@ def test_every_lesson_opens_from_its_link_and_reveals_its_answer(server, page):
         screenshot(page, f"Lesson-{number}-{slug}")
         print(f"lesson {slug}: {seconds:.2f} s")
     # the last lesson visited links to its full page with the same settings
-    page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a').click()
-    page.wait_for_url("**/Gates?model=char-scan_latest")
-    page.wait_for_selector(SCRIPT_DONE)
-    assert_no_exception(page, "Gates opened from a lesson")
+    follow_to_full_page(page, page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a'),
+                        "**/Ablation?seeds=3", "ablation_seeds", "3")
 
 
 def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, page):
@@ -131,10 +138,9 @@ def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, pag
     slider.press("ArrowLeft")  # 100 -> 90 steps
     page.wait_for_selector("text=Open the Memory page with T = 90")
     page.wait_for_selector(SCRIPT_DONE)
-    page.get_by_text("Open the Memory page with T = 90").click()  # within the session: no reload
-    page.wait_for_url("**/Memory?steps=90")
-    page.wait_for_selector(SCRIPT_DONE)
-    assert page.locator(".st-key-memory_grad_steps input[type='range']").input_value() == "90"
+    # within the session (no reload), to a page whose own settings were set on the earlier visit
+    follow_to_full_page(page, page.get_by_text("Open the Memory page with T = 90"), "**/Memory?steps=90",
+                        "memory_grad_steps", "90")
     screenshot(page, "Memory-from-a-lesson")
 
 

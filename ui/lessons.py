@@ -293,7 +293,8 @@ def keep_or_overwrite():
                  "−b_z: the table shows −b_z." if first["cell"] == "gru_seed" else "")
     notice(f"A keep factor of σ({bias:g}) = **{implied['retention']:.3f}** multiplies the old memory every step, "
            f"so k steps keep σ(b)^k: a time constant of {implied['tau']:.1f} steps and half gone after "
-           f"**{implied['half_life']:.1f}**. Each step up in b roughly multiplies the time constant by e.\n\n"
+           f"**{implied['half_life']:.1f}**. Since τ = 1 + e^b, above b ≈ 1 each step up in b multiplies the "
+           "time constant by about e: memory time grows exponentially with the bias.\n\n"
            f"{plain(name.removesuffix('_latest'))} learned a median keep bias of **{first['bias_median']:.2f}** in its first layer "
            f"(10–90% of units: {first['bias_q10']:.2f} to {first['bias_q90']:.2f}), which alone would keep "
            f"{first['retention']:.2f} per step, a half-life of {first['half_life']:.1f} steps.{seed_note} Measured "
