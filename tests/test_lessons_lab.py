@@ -134,3 +134,12 @@ def test_race_scans_agrees_to_1e5_and_times_both():
     for bad in ([], [0], [10**6], [2.5]):
         with pytest.raises(ValueError, match="lengths"):
             race_scans(bad)
+
+
+def test_reproduced_prefix_counts_the_characters_given_back_before_the_first_mistake():
+    from lab.sampling import reproduced_prefix
+
+    assert reproduced_prefix("Shall I compare", "Shall I compare thee") == 15
+    assert reproduced_prefix("Shall we dance", "Shall I compare") == 6
+    assert reproduced_prefix("xhall", "Shall") == 0
+    assert reproduced_prefix("", "Shall") == 0
