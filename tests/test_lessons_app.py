@@ -290,3 +290,17 @@ def test_a_link_within_the_session_brings_its_settings_to_a_page_already_visited
     at.run()
     assert not at.exception
     assert at.session_state["memory_grad_steps"] == 30
+
+
+def test_a_link_within_the_session_brings_its_settings_to_the_train_page_too():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("pages/1_Train.py").run()
+    assert at.session_state["train_hidden"] == 256  # the default preset's
+    at.run()  # later runs keep the page's own settings
+    assert at.session_state["train_hidden"] == 256
+    at.query_params.clear()
+    at.query_params["hidden"] = "128"  # as the last lesson's page_link opens the page
+    at.query_params["cell"] = "lstm"
+    at.run()
+    assert not at.exception
+    assert at.session_state["train_hidden"] == 128 and at.session_state["train_cell"] == "lstm"
