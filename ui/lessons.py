@@ -576,6 +576,7 @@ def start_learning(text, seconds):
     job.start()
     register_job(job)
     st.session_state.lessons_learn_job, st.session_state.lessons_learn_for = job, text
+    st.session_state.lessons_learn_span = sampling.max_new_tokens
 
 
 def learning_timeline(job, text):
@@ -608,6 +609,11 @@ def learning_view(text):
         st.progress(min(1.0, last["progress"]), text=f"step {last['step']:,} · train loss {last['train_loss']:.3f}"
                                                      + (" · done" if not job.running else ""))
     timeline = learning_timeline(job, learned)
+    samples = [e["text"] for e in events if e["type"] == "sample"]
+    if samples:
+        st.markdown(f"**Latest sample** (step {timeline['step'].iloc[-1]}), greedy from "
+                    f"“{plain(views.visible_piece(learned[:LEARN_PROMPT_CHARS]))}”")
+        st.code(samples[-1], language=None, wrap_lines=True)
     st.dataframe(timeline, hide_index=True, width="stretch",
                  column_config={"sample": st.column_config.TextColumn(width="large")})
     if job.status == "failed":
@@ -615,14 +621,14 @@ def learning_view(text):
     if timeline.empty or not steps:
         return
     first, last = timeline.iloc[0], timeline.iloc[-1]
-    target = len(learned) - LEARN_PROMPT_CHARS
+    span = st.session_state.lessons_learn_span
     held_out = (f" On the last tenth of the paragraph, which it never trained on, its loss is "
                 f"**{evals[-1]['val_loss']:.2f} nats/char** against {steps[-1]['train_loss']:.2f} on what it "
                 "trained on." if evals else "")
     notice(f"Every sample starts from the paragraph's first {LEARN_PROMPT_CHARS} characters and lets the model "
            f"continue greedily. At step {first['step']} it gives back **{first['characters reproduced']}** "
            f"characters of your text before its first mistake; at step {last['step']}, "
-           f"**{last['characters reproduced']}** of the {target} it could. Read the samples top to bottom and "
+           f"**{last['characters reproduced']}** of the {span} each sample writes. Read the samples top to bottom and "
            "watch when spaces, short words and then whole lines appear." + held_out)
 
 
