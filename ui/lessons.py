@@ -7,8 +7,8 @@ its answer behind a reveal; and a link that opens the full instrument page with
 the same settings (ui.links reads them from the URL).
 
 Presentation only: the numbers come from `lab` (lab.memory, lab.sampling,
-lab.scans, lab.cells), through the cached calls of ui.inspect_views where those
-exist. Widget keys start with "lessons_". A lesson whose bundled model is
+lab.scans, lab.train, lab.experiments.ablation), through the cached calls of
+ui.inspect_views where those exist. Widget keys start with "lessons_". A lesson whose bundled model is
 missing says so and stops; the other lessons still work.
 """
 from dataclasses import dataclass
@@ -567,7 +567,10 @@ def start_learning(text, seconds):
     model = build_model(LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL))
     learned_part = len(task.train_ids)  # one character per token: the characters it trains on
     sampling = SamplingConfig(strategy="greedy", max_new_tokens=min(learned_part - LEARN_PROMPT_CHARS, 200))
-    sampler = lambda m: generate(m, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling).text  # noqa: E731
+
+    def sampler(model):  # runs in the training thread, between steps
+        return generate(model, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling).text
+
     previous = st.session_state.get("lessons_learn_job")
     if previous is not None:
         previous.stop()
