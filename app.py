@@ -21,6 +21,13 @@ st.markdown(
     "then watch them think: the gates that decide what to keep and what to overwrite, how fast memories fade, "
     "and how the sampling strategy turns the same model into a poet or a parrot.")
 
+with st.container(border=True):
+    st.markdown("**New here? Start with the lessons.** Short lessons, one screen each, on the bundled models: "
+                "why the hidden state is the memory, how the next token is chosen, how long a gate remembers, why "
+                "the vanilla RNN forgets, characters against subwords, a recurrence you can scan, and what a study "
+                "of gate biases can and cannot show.")
+    page_link("Lessons", label="**Open the lessons**")
+
 PAGE_BLURBS = {
     "Train": "Train a model on a corpus and race the families on one live loss chart.",
     "Sample": "Generate text with greedy, temperature, top-k and top-p sampling, side by side.",

@@ -16,6 +16,11 @@ Two views of memory (seed 002):
 * Gradients through time. ||dL_T / dh_t|| says how strongly the loss at the
   last step still depends on the hidden output t steps back (the vanishing
   gradient problem, seed 001 A.1 and A.4). It works for every cell.
+
+And what the memory is worth: the loss of a text read with the state reset to
+zero every k tokens (`state_reset_curve`). Seeds 000 and 001 warn that a reset
+collapses the model to P(s_t | s_{t-1}); k = 1 is that collapse, k = T the
+model reading the whole text with its state carried.
 """
 from dataclasses import dataclass
 
@@ -25,10 +30,12 @@ import torch
 import torch.nn.functional as F
 
 from lab.cells import sigmoid_time_constant
+from lab.data import chars_per_token
 from lab.introspect import GateTrace, encode_text, evaluating, trace_text
 from lab.models import recurrent_layers, to_reference
 
 MAX_GRADIENT_TOKENS = 1000  # one forward call per token, then one backward pass
+MAX_RESET_TOKENS = 20_000  # state_reset_curve's k = 1 point is a batch of T one-token rows
 
 # keep factor a_t (T, H) of a layer's trace: the factor multiplying the old memory
 KEEP_GATES = {
@@ -38,6 +45,14 @@ KEEP_GATES = {
     "scan": lambda tr: tr["A"],  # h = A*h + B*e (seed 004)
 }
 KEEP_GATE_LABELS = {"gru_seed": "1 - z", "gru_torch": "z", "lstm": "f (cell state c)", "scan": "A"}
+# the bias b of a scratch layer's keep factor, so that the factor is sigmoid(W x + U h + b) (H,); weights
+# stack [r; z; n] for the GRUs, [i; f; g; o] for the LSTM (lab.cells). The scan's A comes from an MLP of
+# the input, with no bias of its own to read.
+KEEP_BIASES = {
+    "gru_seed": lambda layer: -layer.bias.chunk(3)[1],  # keep = 1 - sigmoid(b_z) = sigmoid(-b_z)
+    "gru_torch": lambda layer: layer.bias.chunk(3)[1] + layer.bias_hh.chunk(3)[1],  # b_iz + b_hz
+    "lstm": lambda layer: layer.bias.chunk(4)[1],  # b_f
+}
 
 
 @dataclass
@@ -49,6 +64,13 @@ class Retention:
     median: np.ndarray  # (K,) median over units: one curve per layer
     cell: str
     keep_gate: str  # which factor was multiplied, e.g. "1 - z"
+
+    @property
+    def half_life(self):
+        """The first lag at which the median unit keeps half or less, or None when it keeps more
+        than half over every lag measured."""
+        below = np.flatnonzero(self.median <= 0.5)
+        return int(self.lags[below[0]]) if below.size else None
 
 
 def keep_factor(trace, layer=0):
@@ -105,6 +127,78 @@ def bias_time_constants(biases):
     return pd.DataFrame(rows, columns=["bias", "retention", "tau", "half_life"])
 
 
+def keep_gate_biases(model):
+    """What training did to the keep-gate biases: one row per recurrent layer with a keep gate
+    (the scan's A has no bias of its own and is left out), with the median, 10th and 90th
+    percentiles over units of the keep factor's bias (KEEP_BIASES), and what the median alone
+    implies with the inputs at zero (bias_time_constants). Compare with the measured retention,
+    where the inputs and the state move the gate."""
+    rows = []
+    for l, layer in enumerate(recurrent_layers(to_reference(model))):
+        cell = layer.cell
+        if cell not in KEEP_BIASES:
+            continue
+        b = KEEP_BIASES[cell](layer).detach().double().cpu().numpy()  # (H,)
+        median = float(np.median(b))
+        implied = bias_time_constants([median]).iloc[0]
+        rows.append({"layer": l, "cell": cell, "keep_gate": KEEP_GATE_LABELS[cell], "bias_median": median,
+                     "bias_q10": float(np.quantile(b, 0.1)), "bias_q90": float(np.quantile(b, 0.9)),
+                     "retention": implied["retention"], "half_life": implied["half_life"]})
+    return pd.DataFrame(rows, columns=["layer", "cell", "keep_gate", "bias_median", "bias_q10", "bias_q90",
+                                       "retention", "half_life"])
+
+
+# ---------------------------------------------------------------------------
+# what the state is worth
+
+
+def loss_with_state_reset(model, tokenizer, text, reset_every=None, max_tokens=MAX_RESET_TOKENS):
+    """Mean cross-entropy (nats per token) of predicting every token of `text` from the ones before,
+    the state reset to zero every `reset_every` tokens (None: never, the text read in one pass).
+
+    The T-1 predictions are cut into rows of k = reset_every inputs, each read from the zero state,
+    so k = 1 predicts every token from the previous one alone: seed 000's P(s_t | s_{t-1}). Eval
+    mode, no gradients. -> float
+    """
+    ids = torch.tensor(encode_text(tokenizer, text, "text", max_tokens))  # (T,)
+    if len(ids) < 2:
+        raise ValueError("text: needs at least 2 tokens, one to read and one to predict")
+    if reset_every is not None and (not isinstance(reset_every, int) or reset_every < 1):
+        raise ValueError(f"reset_every: must be a positive integer or None, got {reset_every!r}")
+    x, y = ids[:-1], ids[1:]  # (N,) inputs and the tokens they predict
+    N = len(x)
+    k = N if reset_every is None else min(reset_every, N)
+    rows, rest = divmod(N, k)
+    device = next(model.parameters()).device
+    total = 0.0
+    with evaluating(model), torch.no_grad():
+        # whole rows as one batch (rows, k), then the short last row (1, rest)
+        for xs, ys in ((x[:rows * k].view(rows, k), y[:rows * k].view(rows, k)),
+                       (x[rows * k:].view(1, rest), y[rows * k:].view(1, rest))):
+            if ys.numel():
+                _, loss, _ = model(xs.to(device), ys.to(device))
+                total += loss.item() * ys.numel()
+    return total / N
+
+
+def state_reset_curve(model, tokenizer, text, resets=None):
+    """The loss of `text` read with the state reset every k tokens, for k = 1, 2, 4, ... and then
+    never (k = "full"). resets: the k's (ints, and None for never); default the powers of 2
+    below the text's length, then None. Returns a DataFrame with one row per k: reset_every
+    (int, or the text's length in tokens for never), full (bool), nats_per_token, nats_per_char
+    (the per-token loss over the text's characters per token, lab.data.chars_per_token)."""
+    n_tokens = len(encode_text(tokenizer, text, "text", MAX_RESET_TOKENS))
+    if resets is None:
+        resets = [2**i for i in range(max(0, (n_tokens - 2).bit_length()))] + [None]
+    per_char = chars_per_token(tokenizer, text)
+    rows = []
+    for k in resets:
+        loss = loss_with_state_reset(model, tokenizer, text, k)
+        rows.append({"reset_every": n_tokens - 1 if k is None else k, "full": k is None, "nats_per_token": loss,
+                     "nats_per_char": loss / per_char})
+    return pd.DataFrame(rows)
+
+
 # ---------------------------------------------------------------------------
 # gradients through time
 
@@ -159,3 +253,16 @@ def gradient_through_time(model, tokens, tokenizer=None, max_tokens=MAX_GRADIENT
     finally:
         handle.remove()
     return torch.stack([g.norm() for g in grads]).cpu().numpy()
+
+
+def gradient_decay_per_step(norms, max_distance=None):
+    """The factor g by which ||dL_T / dh_t|| shrinks per step back, so that distance k keeps ~g**k:
+    exp of the least-squares slope of log(norm) over the distance 0..max_distance from the loss
+    (norms as gradient_through_time returns them, farthest step first; exact zeros, float32's
+    underflow, are left out). A vanilla RNN's g sits well below 1; a gated cell's near 1."""
+    by_distance = np.asarray(norms, dtype=np.float64)[::-1][: None if max_distance is None else max_distance + 1]
+    distance = np.flatnonzero(by_distance > 0)
+    if distance.size < 2:
+        raise ValueError("norms: need at least 2 non-zero gradient norms to fit a decay")
+    slope = np.polyfit(distance, np.log(by_distance[distance]), 1)[0]
+    return float(np.exp(slope))

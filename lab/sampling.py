@@ -234,6 +234,17 @@ def generate_by_rerunning_prefix(model, tokenizer, prompt, config=None):
     return _generate(model, tokenizer, prompt, config or SamplingConfig(), _rerun_prefix)
 
 
+def reproduced_prefix(generated, reference):
+    """How many characters of `reference` `generated` gives back before its first mistake: what a
+    model trained on one text has memorised of it, read from a greedy sample of that text."""
+    n = 0
+    for a, b in zip(generated, reference):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
 # ---------------------------------------------------------------------------
 # loops in generated text
 

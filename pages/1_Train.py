@@ -31,13 +31,15 @@ show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
 # ---------------------------------------------------------------------------
 # settings: URL at page load, then the session's own values
 
-if "train_settings" not in st.session_state:
+# a link within the session (a lesson's) brings settings other than those this page last wrote: read them
+linked = st.query_params.to_dict() not in ({}, st.session_state.get("_train_query"))
+if "train_settings" not in st.session_state or linked:
     st.session_state.train_settings, warnings = tv.values_from_query(st.query_params.to_dict())
     for warning in warnings:
         st.warning(warning)
 saved = st.session_state.train_settings
 for name in tv.FIELDS:
-    if tv.key(name) not in st.session_state:  # first visit, or a widget hidden in the last run
+    if tv.key(name) not in st.session_state or linked:  # first visit, a link, or a widget hidden in the last run
         st.session_state[tv.key(name)] = saved[name]
 
 
@@ -120,6 +122,7 @@ saved.update(values)
 query = tv.query_from_values(values)
 if st.query_params.to_dict() != query:
     st.query_params.from_dict(query)
+st.session_state._train_query = query
 
 # ---------------------------------------------------------------------------
 # the corpus and its tokenized task (cached), then the model it makes

@@ -1,4 +1,4 @@
-"""Test-wide settings: one intra-op thread.
+"""Test-wide settings: one intra-op thread; the bundled checkpoints a module needs are there.
 
 The tests train and sample tiny models, where a second OpenMP thread costs more
 in synchronisation than it saves, and where busy cores make spinning threads
@@ -16,3 +16,15 @@ import torch  # noqa: E402
 def one_thread():
     torch.set_num_threads(1)  # again before every test: `python -m lab train --threads N` changes it
     yield
+
+
+@pytest.fixture(autouse=True)
+def bundled_checkpoints(request):
+    """A test module whose pages open on bundled models names them in NEEDED ("char-gru-torch", ...):
+    without those files its tests fail, they do not skip."""
+    needed = getattr(request.module, "NEEDED", ())
+    if needed:
+        from lab.checkpoints import BUNDLED_DIR
+
+        missing = [n for n in needed if not (BUNDLED_DIR / f"{n}_latest.safetensors").is_file()]
+        assert not missing, f"bundled checkpoints missing: {missing} (python scripts/build_checkpoints.py)"

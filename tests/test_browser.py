@@ -1,6 +1,7 @@
 """One real-browser journey through the app: `streamlit run app.py` driven by Debian's chromium.
 
-Every page (Home and whatever pages/ holds) renders without an exception; on
+Every page (Home and whatever pages/ holds) renders without an exception; every
+lesson opens from its link, reveals its answer and links to its full page; on
 Train a tiny model's loss chart gains points after Start, and bad corpus
 uploads give an error; on Checkpoints a pickle upload is refused; closing a tab
 stops that session's training. Screenshots go to test-artifacts/screenshots/.
@@ -22,6 +23,7 @@ from lab.checkpoints import checkpoint_bytes, read_info
 from lab.data import CharTokenizer
 from lab.models import LMConfig, build_model
 from ui.common import PAGES
+from ui.lessons import LESSONS
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 2200}  # tall: Streamlit scrolls inside the page, not the window
@@ -101,6 +103,51 @@ def test_every_page_renders_without_an_exception(server, page):
         screenshot(page, path or "Home")
         print(f"{file_name}: {seconds:.2f} s")
     assert sidebar_names(page) == list(PAGES), "the sidebar lists the pages by name, Home first"
+
+
+def follow_to_full_page(page, link, url, widget, value):
+    """Click a lesson's link to its full page: the URL and the page's widget carry the lesson's setting."""
+    link.click()
+    page.wait_for_url(url)
+    page.wait_for_selector(SCRIPT_DONE)
+    assert page.locator(f".st-key-{widget} input").first.input_value() == value
+    assert_no_exception(page, f"{url} opened from a lesson")
+
+
+def test_every_lesson_opens_from_its_link_and_reveals_its_answer(server, page):
+    for number, (slug, lesson) in enumerate(LESSONS.items(), 1):
+        seconds = open_page(page, f"{server.url}/Lessons?lesson={slug}")
+        page.wait_for_selector(f"h2:has-text('{number} · {lesson.title}')")
+        page.wait_for_timeout(300)  # charts settle
+        assert_no_exception(page, f"lesson {slug}")
+        if slug == "learn-your-text":  # a live run: the shortest, then the timeline fills in by itself
+            page.locator(".st-key-lessons_learn_seconds input[type='range']").press("Home")
+            page.wait_for_selector(SCRIPT_DONE)
+            page.locator(".st-key-lessons_learn_start button").click()
+        page.wait_for_selector("h4:has-text('What to notice')", timeout=90_000)
+        page.get_by_text("Show the answer").click()
+        page.wait_for_timeout(300)
+        answer = page.locator('[data-testid="stMain"] details[open] [data-testid="stExpanderDetails"]')
+        assert answer.count() == 1 and len(answer.inner_text()) > 80, f"no answer revealed in {slug}"
+        screenshot(page, f"Lesson-{number}-{slug}")
+        print(f"lesson {slug}: {seconds:.2f} s")
+    # the last lesson visited links to its full page with the same settings
+    follow_to_full_page(page, page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a'),
+                        "**/Train?*hidden=128*", "train_hidden", "128")
+
+
+def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, page):
+    open_page(page, f"{server.url}/Memory")
+    open_page(page, f"{server.url}/Lessons?lesson=vanilla-forgets")
+    slider = page.locator(".st-key-lessons_forget_steps input[type='range']")
+    slider.focus()
+    slider.press("ArrowLeft")  # 100 -> 90 steps
+    page.wait_for_selector("text=Open the Memory page with T = 90")
+    page.wait_for_selector(SCRIPT_DONE)
+    # within the session (no reload), to a page whose own settings were set on the earlier visit
+    follow_to_full_page(page, page.get_by_text("Open the Memory page with T = 90"), "**/Memory?steps=90",
+                        "memory_grad_steps", "90")
+    screenshot(page, "Memory-from-a-lesson")
 
 
 def test_start_draws_loss_points_that_keep_coming(server, page):

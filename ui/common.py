@@ -41,6 +41,7 @@ ANCHORS = {
 
 PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the rest Streamlit's pages/ router serves
     "Home": ("app.py", "🏠"),
+    "Lessons": ("pages/7_Lessons.py", "🎓"),  # second: where a new student starts
     "Train": ("pages/1_Train.py", "🏋️"),
     "Sample": ("pages/2_Sample.py", "💬"),
     "Gates": ("pages/3_Gates.py", "🔬"),
@@ -50,22 +51,44 @@ PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the 
 }
 
 
+# the words every page leans on, one click away in the sidebar of every page
+GLOSSARY = {
+    "state": "The vector h_t (and the LSTM's cell state c_t) a recurrent network carries from one step "
+             "to the next: its only memory of what it has read.",
+    "gate": "A vector of numbers in (0, 1), σ of a weighted sum, that multiplies another vector element by "
+            "element: how much of each unit to let through, keep or overwrite.",
+    "BPTT": "Backpropagation through time: the chain rule applied backwards along the unrolled steps. "
+            "The gradient reaching a step far back is a product of one factor per step in between.",
+    "nats/char": "The loss, −ln P(next token), summed over a text and divided by its characters. ln 65 ≈ 4.17 "
+                 "is a uniform guess over 65 characters; lower is better, and it compares character and "
+                 "subword models fairly.",
+    "convention": "Which way a GRU's update gate z points. The seeds' convention: z overwrites "
+                  "(h = (1−z)·h + z·h̃). PyTorch's: z keeps (h = (1−z)·n + z·h). Same name, opposite meaning.",
+    "chrono initialisation": "Tallec & Ollivier (2018): start the keep-gate biases at log U[1, T−1], so the "
+                             "units begin with memories spread from 1 to T steps long.",
+    "random seed": "The number that starts a random generator: the same random seed gives the same sample "
+                   "or the same initial weights again.",
+}
+
+
 def setup_page(name):
-    """Page config, the sidebar naming every page, and this session's heartbeat."""
+    """Page config, the sidebar naming every page and the glossary, and this session's heartbeat."""
     icon = PAGES[name][1]
     st.set_page_config(page_title=f"{name} · RNN Lab", page_icon=icon, layout="wide")
     _process_setup()
     with st.sidebar:
         for page in PAGES:
             page_link(page)
+        with st.expander("📖 Glossary"):
+            st.markdown("\n\n".join(f"**{term}**: {meaning}" for term, meaning in GLOSSARY.items()))
         _heartbeat()
         _remember_space_in_a_cookie()
 
 
-def page_link(name, label=None, help=None):
-    """st.page_link to one of PAGES."""
+def page_link(name, label=None, help=None, query_params=None):
+    """st.page_link to one of PAGES, optionally with settings for its URL (ui.links)."""
     path, icon = PAGES[name]
-    st.page_link(path, label=label or name, icon=icon, help=help)
+    st.page_link(path, label=label or name, icon=icon, help=help, query_params=query_params)
 
 
 @st.cache_resource

@@ -72,12 +72,20 @@ def parse_query(query, fields):
     return values, warnings
 
 
+def _page_id(settings):
+    return "_".join(sorted(key for _, key in settings.values()))
+
+
 def restore_from_url(settings, defaults):
     """On a session's first visit to the page, set each widget's first value from the URL, else keep
     one set before (by a test, or a link to another page), else use its default (`defaults`: URL
-    name -> value). Later runs keep what the student chose."""
-    first_visit_flag = f"_links_restored_{'_'.join(sorted(key for _, key in settings.values()))}"
-    if first_visit_flag in st.session_state:
+    name -> value). Later runs keep what the student chose, unless a link opened the page with
+    settings other than those it last wrote into the URL (a lesson's link to the full page, in
+    the same session): then the link's settings are set again."""
+    page_id = _page_id(settings)
+    first_visit_flag = f"_links_restored_{page_id}"
+    query = st.query_params.to_dict()
+    if first_visit_flag in st.session_state and query in ({}, st.session_state.get(f"_links_mirrored_{page_id}")):
         return
     st.session_state[first_visit_flag] = True
     values, warnings = parse_query(st.query_params.to_dict(), {name: field for name, (field, _) in settings.items()})
@@ -98,3 +106,4 @@ def mirror_to_url(settings, defaults):
             query[name] = field.format(value)
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
+    st.session_state[f"_links_mirrored_{_page_id(settings)}"] = query

@@ -1,0 +1,306 @@
+"""AppTest for the Lessons page: every lesson renders from a deep link (?lesson=<slug>), its control
+changes the figure it computes, its answer sits behind a reveal, and its link carries the settings
+to the full page. Also: the glossary on every page, Home's pointer, a missing bundled model, and a
+link within the session that brings a page new settings.
+
+Kept small for 2 CPU cores: the lessons read a 500-character passage and generate 120-200 tokens;
+cached results are shared between the tests of one process.
+"""
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import ui.lessons  # noqa: E402
+from ui.common import PAGES  # noqa: E402
+from ui.lessons import LESSONS  # noqa: E402
+
+APP = str(ROOT / "app.py")
+LESSONS_PAGE = "pages/7_Lessons.py"
+# the bundled models these pages open on; tests/conftest.py fails the tests when one is missing
+NEEDED = ["char-rnn", "char-gru-seed", "char-gru-torch", "char-lstm", "char-scan", "scribe-alpha"]
+
+
+def lesson(slug, **state):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.switch_page(LESSONS_PAGE)
+    at.query_params["lesson"] = slug
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def notice(at):
+    texts = [m.value for m in at.markdown if m.value.startswith("#### What to notice")]
+    assert len(texts) == 1
+    return texts[0]
+
+
+def answer(at):
+    """The reveal holds the answer: an expander "Show the answer", collapsed, with text inside."""
+    reveal = [e for e in at.main.expander if e.label == "Show the answer"]
+    assert len(reveal) == 1 and not reveal[0].proto.expanded
+    text = " ".join(m.value for m in reveal[0].markdown)
+    assert len(text) > 80
+    return text
+
+
+def full_page_link(at):
+    links = at.main.get("page_link")
+    assert len(links) == 1
+    return links[0].proto.page, dict(pair.split("=", 1) for pair in links[0].proto.query_string.split("&"))
+
+
+def test_lessons_is_second_in_the_sidebar_and_home_sends_new_students_there():
+    assert list(PAGES)[:2] == ["Home", "Lessons"]
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    ok(at)
+    assert "Start with the lessons" in " ".join(m.value for m in at.main.markdown)
+    assert [link.proto.page for link in at.main.get("page_link")][0] == "Lessons"
+
+
+@pytest.mark.parametrize("page", ["app.py", LESSONS_PAGE, "pages/4_Memory.py"])
+def test_the_glossary_is_one_click_away_on_every_page(page):
+    at = AppTest.from_file(APP, default_timeout=120)
+    if page != "app.py":
+        at.switch_page(page)
+    at.run()
+    glossary = [e for e in at.sidebar.expander if "Glossary" in e.label]
+    assert len(glossary) == 1
+    text = glossary[0].markdown[0].value
+    for term in ("gate", "state", "BPTT", "nats/char", "convention", "chrono initialisation", "random seed"):
+        assert f"**{term}**" in text
+
+
+def test_the_url_names_the_lesson_and_a_bad_slug_is_ignored_with_a_warning():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.switch_page(LESSONS_PAGE).run()
+    ok(at)
+    first = next(iter(LESSONS))
+    assert at.query_params["lesson"] == first
+    assert at.header[0].value == f"1 · {LESSONS[first].title}"
+    at = lesson("no-such-lesson")
+    assert any("no-such-lesson" in w.value for w in at.warning)
+    assert at.header[0].value.endswith(LESSONS[first].title)
+    # the next-lesson button moves on, and the URL follows
+    at = lesson("vanilla-forgets", lessons_forget_steps=30)
+    at.button(key="lessons_next").click().run()
+    ok(at)
+    assert at.query_params["lesson"] == "chars-or-subwords"
+
+
+def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
+    at = lesson("state-is-memory")
+    ok(at)
+    reset, carried = (float(metrics(at)[k].split()[0]) for k in ("state reset every token",
+                                                                  "state carried through the passage"))
+    assert reset - carried > 0.5
+    assert f"**{reset:.2f} nats/char**" in notice(at) and f"**{carried:.2f}**" in notice(at)
+    boxes = [h.proto.body for h in at.main.html if "white-space: pre-wrap" in h.proto.body]
+    assert len(boxes) == 2 and boxes[0] != boxes[1]  # stateful and stateless samples
+    assert "bigram" in answer(at)
+    assert full_page_link(at) == ("Sample", {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A", "seed": "0",
+                                             "stateless": "top_k"})
+    at.selectbox(key="lessons_state_model").set_value("char-rnn_latest").run()
+    ok(at)
+    assert float(metrics(at)["state carried through the passage"].split()[0]) != carried
+    assert full_page_link(at)[1]["model"] == "char-rnn_latest"
+
+
+def test_choosing_the_next_token_control_changes_the_measured_figures():
+    at = lesson("next-token")
+    ok(at)
+    table = at.dataframe[0].value
+    assert table["strategy"].tolist() == ["greedy", "temperature T=1"]
+    assert f"{table['mean p(chosen)'][0]:.2f}" in notice(at)
+    at.slider(key="lessons_choose_T").set_value(0.3).run()
+    ok(at)
+    colder = at.dataframe[0].value
+    assert colder["strategy"][1] == "temperature T=0.3"
+    assert colder["mean p(chosen)"][1] > table["mean p(chosen)"][1]  # a colder sampler takes likelier tokens
+    assert colder["mean p(chosen)"][0] == table["mean p(chosen)"][0]  # greedy did not move
+    assert full_page_link(at) == ("Sample", {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A",
+                                             "tokens": "200", "seed": "0", "temperature": "0.3"})
+    at.radio(key="lessons_choose_strategy").set_value("top_k").run()
+    at.slider(key="lessons_choose_k").set_value(1).run()
+    ok(at)
+    top1 = at.dataframe[0].value
+    assert top1["mean p(chosen)"][1] == top1["mean p(chosen)"][0]  # top-1 is greedy
+    assert full_page_link(at)[1]["top_k"] == "1"
+    assert "greedy" in answer(at)
+
+
+def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_biases():
+    at = lesson("keep-or-overwrite")
+    ok(at)
+    assert metrics(at)["kept per step σ(b)"] == "0.7311"
+    assert metrics(at)["half-life"] == "2.2 steps"  # ln 0.5 / ln sigmoid(1)
+    at.slider(key="lessons_keep_bias").set_value(4.0).run()
+    ok(at)
+    assert metrics(at)["kept per step σ(b)"] == "0.9820"
+    assert "σ(4) = **0.982**" in notice(at)
+    assert full_page_link(at) == ("Memory", {"biases": "-1%2C+0%2C+1%2C+2%2C+4%2C+6.2%2C+4", "lag": "64"})
+    learned = at.dataframe[0].value
+    assert learned["cell"].tolist() == ["gru_torch"]
+    at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
+    ok(at)
+    learned = at.dataframe[0].value
+    assert learned["cell"].tolist() == ["gru_seed", "gru_seed"]
+    assert "−b_z" in notice(at) and f"{learned['bias_median'][0]:.2f}" in notice(at)
+    assert "Negative" in answer(at)
+
+
+def test_why_the_rnn_forgets_fits_a_decay_per_step_that_moves_with_training():
+    at = lesson("vanilla-forgets", lessons_forget_steps=40)
+    ok(at)
+    trained = metrics(at)
+    assert set(trained) == {"char-rnn: per step g", "char-gru-torch: per step g", "char-lstm: per step g"}
+    g_rnn = float(trained["char-rnn: per step g"])
+    assert 0 < g_rnn < 1 and f"g = {g_rnn:.2f}" in notice(at)
+    at.toggle(key="lessons_forget_trained").set_value(False).run()
+    ok(at)
+    assert metrics(at) != trained
+    assert full_page_link(at) == ("Memory", {"steps": "40"})
+    assert "0.990" in answer(at)
+
+
+def test_characters_or_subwords_counts_steps_and_compares_nats_per_char():
+    at = lesson("chars-or-subwords", lessons_tokens_text="To be, or not to be.")
+    ok(at)
+    first = metrics(at)
+    assert first["character steps"] == "20" and int(first["subword steps"]) < 20
+    at.text_area(key="lessons_tokens_text").set_value("Whether 'tis nobler in the mind to suffer").run()
+    ok(at)
+    second = metrics(at)
+    assert second["character steps"] == "41" and second["scribe-alpha, nats/char"] != first["scribe-alpha, nats/char"]
+    assert f"**{second['subword steps']}**" in notice(at)
+    assert full_page_link(at)[1]["model"] == "scribe-alpha_latest"
+    assert "per token" in answer(at)
+
+
+def test_characters_the_subword_model_cannot_read_give_an_error_not_a_traceback():
+    at = lesson("chars-or-subwords", lessons_tokens_text="Snow ☃ man")
+    assert not at.exception
+    assert "Tokenising did not work" in " ".join(e.value for e in at.error)
+
+
+def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
+    at = lesson("scan")
+    ok(at)
+    race = at.dataframe[0].value
+    assert race["T"].tolist() == ui.lessons.SCAN_LENGTHS
+    assert (race["max_abs_diff"] < 1e-5).all()
+    assert f"H = 64 units" in notice(at)
+    at.select_slider(key="lessons_scan_hidden").set_value(8).run()
+    ok(at)
+    narrow = at.dataframe[0].value
+    assert "H = 8 units" in notice(at) and not narrow["sequential_ms"].equals(race["sequential_ms"])
+    at.button(key="lessons_scan_again").click().run()
+    assert not at.dataframe[0].value["sequential_ms"].equals(narrow["sequential_ms"])  # measured anew
+    assert full_page_link(at) == ("Gates", {"model": "char-scan_latest"})
+    assert "h_{t-1}" in answer(at)
+
+
+def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
+    at = lesson("gate-biases")
+    ok(at)
+    accuracy = metrics(at)
+    assert set(accuracy) == {"baseline: final test accuracy", "ablated: final test accuracy"}
+    assert f"**{accuracy['baseline: final test accuracy']}**" in notice(at)
+    assert "chance level of 10%" in notice(at) and "What it cannot show" in notice(at)
+    at.radio(key="lessons_study_metric").set_value("z_mean").run()
+    ok(at)
+    gates = metrics(at)
+    assert float(gates["baseline: final mean update gate z (keeps)"]) > float(
+        gates["ablated: final mean update gate z (keeps)"])  # the +1 bias keeps more, as the study found
+    assert "larger than the spread" in notice(at)
+    assert "No." in answer(at)
+    assert full_page_link(at) == ("Ablation", {"seeds": "3"})
+
+
+def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learns():
+    at = lesson("learn-your-text", lessons_learn_seconds=5)
+    ok(at)
+    assert any("Press **Start**" in i.value for i in at.info)
+    assert full_page_link(at) == ("Train", {"cell": "gru_torch", "emb": "32", "hidden": "128", "lr": "0.01",
+                                            "batch": "16", "block": "32", "seconds": "5", "corpus": "upload"})
+    at.button(key="lessons_learn_start").click().run()
+    ok(at)
+    first_job = at.session_state["lessons_learn_job"]
+    assert first_job.wait(120) == "finished"
+    at.run()
+    ok(at)
+    timeline = at.dataframe[0].value
+    assert len(timeline) >= 2 and timeline["step"].is_monotonic_increasing
+    assert f"at step {timeline['step'].iloc[-1]}, **{timeline['characters reproduced'].iloc[-1]}**" in notice(at)
+    assert "never trained on" in notice(at) and "memorised" in answer(at)
+    # another paragraph: the run shown is marked as the old one until a new run learns the new text
+    other = ui.lessons.PASSAGE * 2
+    at.text_area(key="lessons_learn_text").set_value(other).run()
+    assert any("earlier version" in i.value for i in at.info)
+    at.button(key="lessons_learn_start").click().run()
+    second_job = at.session_state["lessons_learn_job"]
+    assert second_job is not first_job and second_job.wait(120) == "finished"
+    samples = [e["text"] for e in second_job.events() if e["type"] == "sample"]
+    assert samples and all(s.startswith(other[:ui.lessons.LEARN_PROMPT_CHARS]) for s in samples)
+    at.run()
+    assert not at.dataframe[0].value["sample"].equals(timeline["sample"])
+
+
+def test_watch_it_learn_asks_for_a_longer_paragraph():
+    at = lesson("learn-your-text", lessons_learn_text="Too short to learn from.")
+    at.button(key="lessons_learn_start").click().run()
+    assert not at.exception
+    assert "at least 400" in " ".join(e.value for e in at.error)
+    assert "lessons_learn_job" not in at.session_state
+
+
+@pytest.mark.parametrize("slug", list(LESSONS))
+def test_a_missing_bundled_model_gives_a_clear_message(slug, monkeypatch, tmp_path):
+    monkeypatch.setattr(ui.lessons, "MODELS_DIR", tmp_path)
+    at = lesson(slug, lessons_forget_steps=20)
+    assert not at.exception, [e.value for e in at.exception]
+    if slug not in ("scan", "learn-your-text"):  # these two need no bundled model
+        assert any("missing from this installation" in w.value for w in at.warning)
+    assert not at.error
+
+
+def test_a_link_within_the_session_brings_its_settings_to_a_page_already_visited():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("pages/4_Memory.py").run()
+    assert at.session_state["memory_grad_steps"] == 100
+    at.slider(key="memory_grad_steps").set_value(60).run()  # the student's own choice stays on later runs
+    at.run()
+    assert at.session_state["memory_grad_steps"] == 60
+    at.query_params.clear()
+    at.query_params["steps"] = "30"  # as a lesson's page_link opens the page
+    at.run()
+    assert not at.exception
+    assert at.session_state["memory_grad_steps"] == 30
+
+
+def test_a_link_within_the_session_brings_its_settings_to_the_train_page_too():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("pages/1_Train.py").run()
+    assert at.session_state["train_hidden"] == 256  # the default preset's
+    at.run()  # later runs keep the page's own settings
+    assert at.session_state["train_hidden"] == 256
+    at.query_params.clear()
+    at.query_params["hidden"] = "128"  # as the last lesson's page_link opens the page
+    at.query_params["cell"] = "lstm"
+    at.run()
+    assert not at.exception
+    assert at.session_state["train_hidden"] == 128 and at.session_state["train_cell"] == "lstm"
