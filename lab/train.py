@@ -397,18 +397,37 @@ def train(model, task, config, emit=None, should_stop=None):
 # background jobs
 
 class BackgroundJob:
-    """What every background job shares: a status, a stop flag honoured between
-    steps, a place in the server's training budget (lab.capacity), and a
-    thread-safe event log that a UI polls with `events(since)`.
+    """What every background job shares: a thread, a status, a stop flag honoured between
+    steps, a place in the server's training budget (lab.capacity), and a thread-safe event
+    log that a UI polls with `events(since)`. A job says what it is (`what`), what it costs
+    (`cost_mb`) and does its work in `_work()`, which returns its final status.
 
-    status: ready -> queued (waiting for the budget) -> running -> a final status.
+    status: ready -> queued (waiting for the budget) -> running -> finished | stopped | failed
+    (`message` says why).
     """
+
+    what = "This job"
 
     def __init__(self, cost_mb=0.0, owner=None, budget=None):
         self.status, self.message = "ready", ""
         self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
-        self._ticket = None
+        self._ticket = self._thread = None
+
+    def start(self):
+        """Queue for the budget (CapacityError at once if the job could never fit) and start the thread."""
+        if self._thread is not None:
+            raise RuntimeError("this job has already been started")
+        self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        self.status = "queued"
+        self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout=None):
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.status
 
     def stop(self):
         """Ask the job to stop: it leaves the queue, or stops before its next step."""
@@ -428,24 +447,28 @@ class BackgroundJob:
         with self._lock:
             return self._events[since:]
 
-    def _claim_slot(self, what):
-        """Queue for the budget (CapacityError at once if the job could never fit); call in start()."""
-        self._ticket = self.budget.request(self.cost_mb, self.owner, what)
-        self.status = "queued"
-
-    def _wait_for_slot(self):
-        """In the job's thread: block until the budget admits it; False if it was stopped first."""
-        if not self._ticket.wait(self._stop.is_set):
-            return False
-        self.status = "running"
-        return True
-
-    def _free_slot(self):
-        self._ticket.release()
-
     def _log(self, event):
         with self._lock:
             self._events.append(event)
+
+    def _work(self):
+        raise NotImplementedError
+
+    def _run(self):
+        status = "failed"
+        try:
+            if not self._ticket.wait(self._stop.is_set):
+                status, self.message = "stopped", "stopped before it started"
+                return
+            self.status = "running"
+            status = self._work()
+        except Exception as e:  # reported to the UI, which must never show a traceback
+            status, self.message = "failed", f"{type(e).__name__}: {e}"
+            self._log({"type": "error", "message": self.message})
+        finally:
+            self._ticket.release()
+            # last: a UI that sees a final status finds the results saved and the budget free for a new job
+            self.status = status
 
 
 class TrainingJob(BackgroundJob):
@@ -454,34 +477,26 @@ class TrainingJob(BackgroundJob):
         job = TrainingJob("astra", model, task, config, checkpoint_dir="runs")
         job.start(); ...; job.events(since=n); job.stop(); job.wait()
 
-    status: ready -> running -> finished | stopped | failed. The final weights
-    are saved as a versioned checkpoint (also after stop, and after a
-    non-finite loss, which keeps the last good weights). `sampler(model)`, if
-    given, runs in the training thread every `sample_every_s` seconds and its
-    text is logged as a {"type": "sample"} event (no race with the optimiser).
+    The final weights are saved as a versioned checkpoint (also after stop, and after a
+    non-finite loss, which keeps the last good weights). `sampler(model)`, if given, runs
+    in the training thread every `sample_every_s` seconds and its text is logged as a
+    {"type": "sample"} event (no race with the optimiser). Its cost in the server's
+    budget is the training memory lab.cost estimates, unless `cost_mb` says otherwise.
     """
 
     def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
-                 sample_every_s=3.0, cost_mb=0.0, owner=None, budget=None):
+                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None):
+        from lab.cost import training_memory_bytes
+
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
         self.sampler, self.sample_every_s = sampler, sample_every_s
+        if cost_mb is None:
+            cost_mb = training_memory_bytes(model.config, config.batch_size, config.block_size) / 2**20
         super().__init__(cost_mb, owner, budget)
+        self.what = f"The run {name}"
         self.checkpoint_path, self.result = None, None
-        self._thread, self._last_sample = None, -math.inf  # sample at step 1
-
-    def start(self):
-        if self._thread is not None:
-            raise RuntimeError("this job has already been started")
-        self._claim_slot(f"The run {self.name}")
-        self._thread = threading.Thread(target=self._run, name=f"train-{self.name}", daemon=True)
-        self._thread.start()
-        return self
-
-    def wait(self, timeout=None):
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.status
+        self._last_sample = -math.inf  # sample at step 1
 
     def _emit(self, event):
         self._log(event)
@@ -503,26 +518,15 @@ class TrainingJob(BackgroundJob):
                                                self.extra)
         return self.checkpoint_path
 
-    def _run(self):
-        status = "failed"
-        try:
-            if not self._wait_for_slot():
-                status, self.message = "stopped", "stopped before it started"
-                return
-            self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
-            reason = self.result.reason
-            status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
-            if self.checkpoint_dir is not None and self.result.steps > 0:
-                try:
-                    self.save()
-                except OSError as e:  # the run is not lost: its weights stay in this job
-                    reason, status = (f"{reason}; saving failed: {e}; the trained weights are kept in memory, "
-                                      "job.save(folder) retries"), "failed"
-            self.message = reason
-        except Exception as e:  # reported to the UI, which must never show a traceback
-            status, self.message = "failed", f"{type(e).__name__}: {e}"
-            self._log({"type": "error", "message": self.message})
-        finally:
-            self._free_slot()
-            # last: a UI that sees a final status finds the checkpoint saved and the slot free for a new job
-            self.status = status
+    def _work(self):
+        self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
+        reason = self.result.reason
+        status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
+        if self.checkpoint_dir is not None and self.result.steps > 0:
+            try:
+                self.save()
+            except OSError as e:  # the run is not lost: its weights stay in this job
+                reason, status = (f"{reason}; saving failed: {e}; the trained weights are kept in memory, "
+                                  "job.save(folder) retries"), "failed"
+        self.message = reason
+        return status

@@ -16,6 +16,7 @@ from lab.data import read_text
 from lab.models import build_model, config_to_dict
 from lab.sampling import SamplingConfig, generate
 from lab.capacity import SERVER_BUDGET
+from lab.cost import check_training_memory, training_memory_bytes
 from lab.train import CORPORA, LMTask, TrainingJob
 from ui import train_view as tv
 from ui.common import (forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
@@ -172,10 +173,15 @@ with model_col:
         st.warning(fused_problem)
     elif task is not None:
         with user_errors("This model"):
-            model_config = tv.model_config(values, task.vocab_size)
+            candidate = tv.model_config(values, task.vocab_size)
             convention = ScanLayer.convention if tv.is_scan_markov(values) else CELLS[values["cell"]].convention
             fused = " [fused torch.nn]" if values["backend"] == "fused" and not fixed else ""
-            st.caption(f"**{parameter_count(config_to_dict(model_config)):,} parameters** · `{convention}{fused}`")
+            need_mb = training_memory_bytes(candidate, values["batch"], values["block"]) / 2**20
+            st.caption(f"**{parameter_count(config_to_dict(candidate)):,} parameters** · about {need_mb:,.0f} MB "
+                       f"to train at B={values['batch']}, T={values['block']} · `{convention}{fused}`")
+            # refused here, before anything is built, with the limit and what to change (CostError)
+            check_training_memory(candidate, values["batch"], values["block"])
+            model_config = candidate
 
 # ---------------------------------------------------------------------------
 # start / stop

@@ -321,3 +321,35 @@ def test_strings_from_a_file_render_as_text_not_markdown(user_dir):
     assert "alarm" in shown and "pixel" in shown  # the text is there...
     for live in (r"!\[", r"\]\(", r":red\[", r"<img"):  # ...but no Markdown, directive or HTML can act
         assert not re.search(r"(?<!\\)" + live, shown), live
+
+
+def test_a_model_too_large_for_the_server_is_refused_before_it_is_built():
+    """Settings within the widgets' bounds can ask for a 780M-parameter model: it is refused, not built."""
+    at = open_page(TRAIN, {"emb": "2048", "hidden": "4096", "layers": "8"})
+    assert_clean(at)
+    assert "780,812,364 parameters" in texts(at.error) and "more than this server" in texts(at.error)
+    assert at.button(key="train_start").disabled
+
+
+def test_a_run_that_does_not_fit_beside_the_others_waits_in_the_queue(monkeypatch):
+    import lab.capacity
+
+    budget = lab.capacity.Budget(capacity=1024, owner_share=1.0)
+    monkeypatch.setattr(lab.train, "SERVER_BUDGET", budget)
+    holder = budget.request(1023.99, owner="another student")  # the server is full
+    at = open_page(TRAIN)
+    for name, value in TINY.items():
+        at.number_input(key=f"train_{name}").set_value(value)
+    at.button(key="train_start").click().run()
+    try:
+        assert_clean(at)
+        (log,) = session_logs(at)
+        assert log.job.status == "queued" and log.job.queue_position == 1
+        assert any("number 1 in the queue" in p.proto.text for p in at.get("progress"))
+        holder.release()  # room again: the queued run starts by itself
+        deadline = time.monotonic() + 30
+        while log.job.status == "queued" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert log.job.status == "running"
+    finally:
+        stop_all(at)

@@ -145,15 +145,12 @@ def user_errors(what="That"):
         st.error(f"{what} did not work: a file problem: {plain(e)}")
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
 def parameter_count(config_dict):
-    """Trainable parameters of the model a config describes (built on the meta device: no memory)."""
-    import torch
+    """Trainable parameters of the model a config describes, by arithmetic (lab.cost): nothing is built."""
+    from lab.cost import parameter_count as count
+    from lab.models import config_from_dict
 
-    from lab.models import build_model, config_from_dict, count_parameters
-
-    with torch.device("meta"):
-        return count_parameters(build_model(config_from_dict(config_dict)))
+    return count(config_from_dict(config_dict))
 
 
 # ---------------------------------------------------------------------------

@@ -6,18 +6,19 @@ Glossary: N sequences, T time (pixels per sequence), G traced test sequences.
 """
 import math
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from lab.cost import training_memory_bytes
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
 from lab.train import BackgroundJob, ClassificationTask, TrainConfig, resolve_device, train
 
 from .config import cli_command
-from .model import bias_statistics, build_arm_model, check_frozen_biases, gate_statistics, get_arm, rounded
+from .model import (bias_statistics, build_arm_model, check_frozen_biases, gate_statistics, get_arm, model_config,
+                    rounded)
 from .results import assemble_results, now, results_to_resume, save_arm_checkpoint, write_results
 
 
@@ -170,6 +171,14 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
     return results
 
 
+def expected_data_info(config):
+    """The shape of the study's data before it is loaded: one grey pixel per step, T = side^2 steps
+    (CIFAR-10 is 32 x 32), for estimating a run's cost."""
+    side = config.size if config.dataset == "digits" else 32
+    return {"input_size": 1, "num_classes": SEQUENCE_DATASETS[config.dataset].num_classes,
+            "sequence_length": side * side}
+
+
 class AblationJob(BackgroundJob):
     """run_ablation on a background thread (the app's live run): the same run order, results files,
     checkpoints and events as the CLI, into `out_dir` (by default a fresh temporary folder that lives as
@@ -180,39 +189,21 @@ class AblationJob(BackgroundJob):
 
     status: ready -> queued -> running -> finished | stopped | failed (message says why)."""
 
-    def __init__(self, config, out_dir=None, cost_mb=0.0, owner=None, budget=None):
+    what = "The live ablation"
+
+    def __init__(self, config, out_dir=None, cost_mb=None, owner=None, budget=None):
+        if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
+            info = expected_data_info(config)
+            cost_mb = training_memory_bytes(model_config("baseline", config, info), config.batch_size,
+                                            info["sequence_length"]) / 2**20
         super().__init__(cost_mb, owner, budget)
         self.config, self.out_dir, self.results = config, out_dir, None
         self.command = cli_command(config)  # what the page offers: run this study yourself
-        self._thread, self._folder = None, None
-
-    def start(self):
-        if self._thread is not None:
-            raise RuntimeError("this job has already been started")
-        self._claim_slot("The live ablation")
-        if self.out_dir is None:
+        self._folder = None
+        if out_dir is None:
             self._folder = tempfile.TemporaryDirectory(prefix="rnnlab-ablation-")  # deleted with the job
             self.out_dir = self._folder.name
-        self._thread = threading.Thread(target=self._run, name="ablation", daemon=True)
-        self._thread.start()
-        return self
 
-    def _run(self):
-        status = "failed"
-        try:
-            if not self._wait_for_slot():
-                status, self.message = "stopped", "stopped before it started"
-                return
-            self.results = run_ablation(self.config, self.out_dir, self._log, self._stop.is_set, self.command)
-            status = "finished" if self.results["complete"] else "stopped"
-        except Exception as e:  # reported to the UI, which never shows a traceback
-            self.message = f"{type(e).__name__}: {e}"
-            self._log({"type": "error", "message": self.message})
-        finally:
-            self._free_slot()
-            self.status = status  # last: a UI that sees a final status finds the slot free for a new job
-
-    def wait(self, timeout=None):
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.status
+    def _work(self):
+        self.results = run_ablation(self.config, self.out_dir, self._log, self._stop.is_set, self.command)
+        return "finished" if self.results["complete"] else "stopped"
