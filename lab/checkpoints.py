@@ -82,6 +82,7 @@ class CheckpointInfo:
     bundled: bool
     metrics: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)
+    has_tokenizer: bool = True  # text pages need one; a hand-made file may lack it
 
 
 def sanitize_name(name):
@@ -451,7 +452,7 @@ def read_info(path, bundled=False):
     return CheckpointInfo(name=stem, version=int(header.meta["version"] or 0), path=path,
                           family=header.config.family, cell=getattr(header.config, "cell", "scan"),
                           timestamp=header.meta["timestamp"], bundled=bundled, metrics=header.metrics,
-                          config=header.config_dict)
+                          config=header.config_dict, has_tokenizer=header.tokenizer is not None)
 
 
 def _modified(path):

@@ -1,5 +1,6 @@
 """Checkpoints: the bundled models and your own, their summaries and histories; download,
 upload (validated, never executed) and delete (yours only)."""
+import contextlib
 import math
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.checkpoints import (CheckpointError, delete_checkpoint, list_checkpoints, load_checkpoint, sanitize_name,
+from lab.checkpoints import (CheckpointError, delete_checkpoint, load_checkpoint, sanitize_name, scan_checkpoints,
                              save_checkpoint)
 from lab.models import config_to_dict, model_summary
 from ui.common import (cached_checkpoint, page_link, parameter_count, plain, setup_page, show_anchors, user_dir,
@@ -54,7 +55,24 @@ def delete(path):
     st.session_state.pop("ckpt_choice", None)
 
 
-infos = list_checkpoints(user_dir())
+def delete_unreadable(paths):
+    """Button callback: remove this session's files that are not valid checkpoints."""
+    for path in paths:
+        with contextlib.suppress(CheckpointError, OSError):
+            delete_checkpoint(path, user_dir())
+    st.session_state.ckpt_flash = ("success", f"Deleted {len(paths)} unreadable file(s).")
+
+
+infos, problems = scan_checkpoints(user_dir())
+if problems:  # a hand-edited or damaged file is named and can be removed; it never breaks the page
+    readable = {info.path for info in infos}
+    unreadable = sorted(p for p in user_dir().glob("*.safetensors") if p not in readable)
+    with st.container(border=True):
+        st.warning(f"{len(problems)} file(s) could not be read and are not listed:")
+        st.code("\n".join(problems), language=None, wrap_lines=True)
+        if unreadable:
+            st.button("🗑 Delete your unreadable files", key="ckpt_delete_unreadable", on_click=delete_unreadable,
+                      args=(unreadable,))
 if not infos:
     st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones with "
                "`python scripts/build_checkpoints.py`.")

@@ -2,10 +2,12 @@
 stops, and bad input (uploads, settings, links) gives a message instead of a traceback."""
 import pickle
 import re
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 import lab.train
@@ -353,3 +355,64 @@ def test_a_run_that_does_not_fit_beside_the_others_waits_in_the_queue(monkeypatc
         assert log.job.status == "running"
     finally:
         stop_all(at)
+
+
+def hostile_variants():
+    """An honest checkpoint's metadata rewritten by hand, one defect class each."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import load, save
+
+    good = tiny_checkpoint("good")
+    tensors = load(good)
+    with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:
+        f.write(good)
+        f.flush()
+        with safe_open(f.name, framework="pt") as opened:
+            metadata = opened.metadata()
+    config = json.loads(metadata["config"])
+    edits = {
+        "history-string": {"metrics": json.dumps({"history": "abc"})},
+        "metrics-list": {"metrics": json.dumps([1, 2])},
+        "tokenizer-null": {"tokenizer": "null"},
+        "extra-number": {"extra": "7"},
+        "config-strings": {"config": json.dumps({**config, "hidden_size": "8"})},
+        "config-huge": {"config": json.dumps({**config, "num_layers": 100_000})},
+        "reason-markdown": {"metrics": json.dumps({"history": [], "reason": "![p](http://127.0.0.1:9/x.png)"})},
+    }
+    variants = {name: save(tensors, {**metadata, **edit}) for name, edit in edits.items()}
+    variants["weights-nan"] = save({k: torch.full_like(v, float("nan")) for k, v in tensors.items()}, metadata)
+    return variants
+
+
+def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
+    alice = open_page(CHECKPOINTS)
+    folder = ui.common.space_dir(user_dir, alice.session_state["_rnnlab_session_key"])
+    for name, data in hostile_variants().items():
+        (folder / f"{name}_latest.safetensors").write_bytes(data)
+    alice.run()
+    assert_clean(alice)
+    named = texts(alice.code)
+    # headers are checked when listing: the markdown one is valid (its reason is only text), the NaN
+    # weights show when the file is loaded, a missing tokenizer where text is read; the rest are named
+    listed = ("reason-markdown", "tokenizer-null", "weights-nan")
+    for name in hostile_variants():
+        assert (name in named) != (name in listed), name
+    alice.selectbox(key="ckpt_choice").set_value("weights-nan_latest").run()
+    assert_clean(alice)
+    assert "not finite" in texts(alice.error)
+    alice.switch_page("pages/2_Sample.py").run()
+    assert_clean(alice)  # a text model without its tokenizer is not offered where text is read
+    assert "tokenizer-null_latest  (yours)" not in alice.selectbox(key="sample_checkpoint").options
+    for page in ("pages/3_Gates.py", "pages/4_Memory.py", "pages/5_Checkpoints.py"):
+        alice.switch_page(page).run()
+        assert_clean(alice)
+    bob = open_page(CHECKPOINTS)  # another student's page shows none of it
+    assert_clean(bob)
+    assert not bob.warning and not [o for o in bob.selectbox(key="ckpt_choice").options if "markdown" in o]
+    alice.button(key="ckpt_delete_unreadable").click().run()
+    assert_clean(alice)
+    assert sorted(p.name for p in folder.iterdir()) == [f"{name}_latest.safetensors" for name in listed]
+    alice.selectbox(key="ckpt_choice").set_value("tokenizer-null_latest").run()
+    assert_clean(alice)

@@ -164,8 +164,11 @@ def cached_checkpoint(path, mtime):
 
 
 def checkpoint_infos(families=None):
+    """Bundled and this session's checkpoints of these families; the text pages' families (lm,
+    scan_markov) only list files that carry their tokenizer."""
     infos = list_checkpoints(user_dir(), include_versions=False)
-    return [i for i in infos if families is None or i.family in families]
+    return [i for i in infos
+            if families is None or i.family in families and (i.has_tokenizer or i.family == "classifier")]
 
 
 def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), default_name=None):

@@ -21,7 +21,7 @@ from lab.cells import CELLS
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
 from lab.train import TrainConfig, resolve_device
-from ui.common import plain
+from ui.common import plain, user_errors
 from ui.links import Field, parse_query
 
 DEFAULT_PRESET = "astra-alpha"
@@ -295,6 +295,11 @@ def draw_progress_and_samples(logs):
         job = log.job
         if job.status == "failed":
             st.error(f"{log.label} failed: {plain(job.message)}")
+            if job.result is not None and job.result.steps > 0 and job.checkpoint_path is None:
+                # the save failed (a full disk, say): the weights are still in the job, so try again
+                if st.button("Try saving it again", key=f"train_resave_{id(job)}"):
+                    with user_errors("Saving"):
+                        st.success(f"Saved as `{job.save()}`.")
         elif job.checkpoint_path is not None:
             why = f" ({job.message})" if job.message != job.status else ""
             st.success(f"{log.label} {job.status}{why} and was saved as `{job.checkpoint_path}`; "
