@@ -69,6 +69,8 @@ def main():
         students = [browser.new_context(viewport=viewport).new_page() for _ in range(args.sessions)]
         for page in students:
             open_page(page, f"{server.url}/Train?seconds={args.seconds}")
+        for page in students:  # the widgets can arrive a moment after the script's end
+            page.locator(".st-key-train_start button").wait_for(timeout=120_000)
         clicked = []
         for page in students:  # as close to "at once" as one driver gets
             page.locator(".st-key-train_start button").click(no_wait_after=True)

@@ -123,3 +123,38 @@ def budget_from_environment():
 
 
 SERVER_BUDGET = budget_from_environment()  # every job of this process draws on it
+
+
+class StepTurns:
+    """Whose turn it is to compute a training step, for the jobs of one server process.
+
+    Training threads run Python between PyTorch's kernels, and Python runs one thread at a time:
+    ten runs stepping at once leave the thread that draws a student's page a tenth of the
+    interpreter, and the page takes ten times as long. Only `concurrent` jobs compute a step at
+    a time; the others wait, holding nothing, so a page competes with at most that many. Every
+    admitted run still trains (turns go round), each at its share of the machine.
+
+        turns.take(should_stop)   # blocks until a turn is free (False: stopped while waiting)
+        ...one step...
+        turns.give_back()
+    """
+
+    def __init__(self, concurrent):
+        if not concurrent >= 1:
+            raise ValueError(f"concurrent must be >= 1, got {concurrent!r}")
+        self.concurrent = int(concurrent)
+        self._free = threading.Semaphore(self.concurrent)
+
+    def take(self, should_stop=None, poll_seconds=0.2):
+        while not self._free.acquire(timeout=poll_seconds):
+            if should_stop is not None and should_stop():
+                return False
+        return True
+
+    def give_back(self):
+        self._free.release()
+
+
+# RNNLAB_CONCURRENT_STEPS (default 1): how many jobs compute a step at once; PyTorch's own threads
+# still use every core for that step
+SERVER_TURNS = StepTurns(int(os.environ.get("RNNLAB_CONCURRENT_STEPS", "1")))

@@ -31,7 +31,7 @@ from typing import Optional
 
 import torch
 
-from lab.capacity import SERVER_BUDGET
+from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.cells import detach_state
 from lab.cost import check_training_memory
 from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
@@ -485,7 +485,7 @@ class TrainingJob(BackgroundJob):
     """
 
     def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
-                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None):
+                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None):
         from lab.cost import training_memory_bytes
 
         self.name, self.model, self.task, self.config = name, model, task, config
@@ -495,6 +495,7 @@ class TrainingJob(BackgroundJob):
             cost_mb = training_memory_bytes(model.config, config.batch_size, config.block_size) / 2**20
         super().__init__(cost_mb, owner, budget)
         self.what = f"The run {name}"
+        self.turns = turns or SERVER_TURNS
         self.checkpoint_path, self.result = None, None
         self._last_sample = -math.inf  # sample at step 1
 
@@ -518,8 +519,22 @@ class TrainingJob(BackgroundJob):
                                                self.extra)
         return self.checkpoint_path
 
+    def _next_step_turn(self):
+        """train() asks `should_stop()` once before every step: here that also hands this job's turn
+        to compute (lab.capacity.StepTurns) back and waits for the next, so that the steps of many
+        runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
+        if self._holds_turn:
+            self.turns.give_back()
+        self._holds_turn = self.turns.take(self._stop.is_set)
+        return not self._holds_turn or self._stop.is_set()
+
     def _work(self):
-        self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
+        self._holds_turn = False
+        try:
+            self.result = train(self.model, self.task, self.config, self._emit, self._next_step_turn)
+        finally:
+            if self._holds_turn:
+                self.turns.give_back()
         reason = self.result.reason
         status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
         if self.checkpoint_dir is not None and self.result.steps > 0:

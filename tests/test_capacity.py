@@ -69,3 +69,23 @@ def test_bad_settings_are_refused():
         Budget(capacity=0)
     with pytest.raises(ValueError):
         Budget(capacity=10, owner_share=1.5)
+
+
+def test_step_turns_let_only_so_many_steps_compute_at_once():
+    from lab.capacity import StepTurns
+
+    turns = StepTurns(concurrent=1)
+    assert turns.take()
+    stop = threading.Event()
+    result = {}
+    waiter = threading.Thread(target=lambda: result.update(got=turns.take(stop.is_set, 0.01)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive()  # the one turn is taken: the second job waits
+    stop.set()
+    waiter.join(10)
+    assert result == {"got": False}  # a stopped job gives up waiting
+    turns.give_back()
+    assert turns.take(stop.is_set) is True
+    with pytest.raises(ValueError):
+        StepTurns(0)

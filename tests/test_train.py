@@ -723,3 +723,25 @@ def test_job_on_a_missing_cuda_device_fails_cleanly(char_task, monkeypatch, no_j
     no_jobs_left.append(job)
     assert job.start().wait(30) == "failed"
     assert job.message.startswith("ValueError: device:") and "CUDA" in job.message
+
+
+def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
+    from lab.capacity import StepTurns
+
+    turns, steps_seen = StepTurns(concurrent=1), []
+    inside = threading.Semaphore(1)  # fails (non-blocking acquire) if two steps ever overlap
+
+    def sampler(model):
+        assert inside.acquire(blocking=False), "two jobs computed at once"
+        steps_seen.append(threading.current_thread().name)
+        time.sleep(0.002)
+        inside.release()
+        return ""
+
+    jobs = [TrainingJob(f"turn{n}", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=20),
+                        sampler=sampler, sample_every_s=0, turns=turns) for n in range(2)]
+    no_jobs_left.extend(jobs)
+    for job in jobs:
+        job.start()
+    assert [job.wait(60) for job in jobs] == ["finished", "finished"], [job.message for job in jobs]
+    assert len(steps_seen) == 40 and len(set(steps_seen)) == 2
