@@ -1,10 +1,13 @@
 """Seed 004's n-gram training (lab.train.NgramTask), scoring by context length and the count baseline (lab.ngram)."""
+import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
 from lab.data import CharTokenizer, load_bundled_corpus
 from lab.models import ScanMarkovConfig, build_model
-from lab.ngram import contexts_at, model_predictor, score_by_order, target_positions
+from lab.ngram import (KneserNey, contexts_at, kneser_ney_scores, model_predictor, score_by_order, target_positions,
+                       truncated_scores)
 from lab.train import NgramTask, TrainConfig, train
 
 HAND = "abcdefghijklmnopqrstuvwxyz" * 4  # every character determines the next: contexts are easy to check
@@ -81,3 +84,41 @@ def test_epochs_are_every_position_at_every_order():
     task = NgramTask.from_text(HAND * 10, "char")
     assert task.items_per_epoch(TrainConfig(batch_size=8)) == 4 * len(task.train_ids) / 8
     assert model_predictor(tiny_markov(task.vocab_size))(torch.zeros(3, 2, dtype=torch.long)).shape == (3, 26)
+
+
+# ---------------------------------------------------------------------------
+# the count baseline
+
+
+def test_kneser_ney_matches_a_hand_computation():
+    """"aabab", V = 2 (a = 0, b = 1), order 2. Bigrams aa, ab, ba, ab: raw counts aa 1, ab 2, ba 1, so
+    n1 = 2, n2 = 1 and D2 = 2 / (2 + 2) = 1/2. Continuation counts N1+(. a) = 2 (aa, ba), N1+(. b) = 1:
+    n1 = n2 = 1, D1 = 1/3, P1(a) = (2 - 1/3 + 1/3 * 2 * 1/2) / 3 = 2/3 (the raw unigram would say 3/5).
+    P(b | a) = (2 - 1/2 + 1/2 * 2 * P1(b)) / 3 = 11/18; P(a | b) = (1 - 1/2 + 1/2 * 1 * P1(a)) / 1 = 5/6."""
+    model = KneserNey([0, 0, 1, 0, 1], vocab_size=2, order=2)
+    p = model.probs([[0], [1], [0], [1]], [1, 0, 0, 1])
+    assert p.tolist() == pytest.approx([11 / 18, 5 / 6, 7 / 18, 1 / 6])
+    # the order-1 model is the raw unigram (no singletons: D = 0)
+    assert model.probs(np.zeros((2, 0)), [0, 1]).tolist() == pytest.approx([3 / 5, 2 / 5])
+
+
+def test_kneser_ney_distributions_sum_to_1_for_seen_and_unseen_contexts():
+    ids = CharTokenizer.from_text(HAND).encode(HAND[:60] + "zyx")
+    model = KneserNey(ids, vocab_size=26, order=5)
+    rng = np.random.default_rng(0)
+    for k in range(5):
+        contexts = np.concatenate([contexts_at(torch.tensor(ids), torch.arange(4, 30), k).numpy(),
+                                   rng.integers(0, 26, (20, k))])  # seen contexts, then mostly unseen ones
+        probs = model.log_probs(contexts).exp()
+        assert torch.allclose(probs.sum(1), torch.ones(len(contexts), dtype=torch.float64))
+        assert (probs > 0).all()
+
+
+def test_kneser_ney_and_truncated_models_are_scored_on_the_split():
+    text = load_bundled_corpus()[:30_000]
+    counts = kneser_ney_scores(text, orders=range(1, 4))
+    assert counts[3]["loss"] < counts[2]["loss"] < counts[1]["loss"]  # more context, better, on held-out text
+    assert counts[1]["count"] == counts[3]["count"] == 3000 - 2  # the last 10%, every order the same targets
+    tokenizer = CharTokenizer.from_text(text)
+    scores = truncated_scores(tiny_markov(tokenizer.vocab_size), tokenizer, text, orders=(2, 3))
+    assert scores[2]["count"] == counts[2]["count"] and 0 <= scores[3]["accuracy"] <= 1
