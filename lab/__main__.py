@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 DEFAULT_RUNS_DIR = "runs"
+SEED_EPOCHS = "seed"  # --epochs given without a number
 
 
 def _train(args):
@@ -25,7 +26,7 @@ def _train(args):
     from lab.cost import check_training_memory
     from lab.models import build_model, model_summary
     from lab.presets import get_preset
-    from lab.train import LMTask, configure_cpu, load_corpus, resolve_device, run_metrics, train
+    from lab.train import TASKS, configure_cpu, load_corpus, resolve_device, run_metrics, train
 
     configure_cpu(args.threads)
     preset = get_preset(args.preset)
@@ -55,14 +56,21 @@ def _train(args):
                                        ("block_size", args.block_size), ("seed", args.seed),
                                        ("device", args.device), ("eval_interval", args.eval_interval)]
                      if v is not None}
-    no_budget = args.steps is None and args.seconds is None
-    train_config = preset.train_config(max_steps=1000 if no_budget else args.steps, max_seconds=args.seconds,
-                                       stateful=args.stateful, **train_options)
+    if preset.task == "ngram" and (args.stateful or args.block_size is not None):
+        raise ValueError(f"{'stateful' if args.stateful else 'block-size'}: the {preset.name} preset trains on "
+                         "2-5-gram samples, not windows; the scan-markov-windows preset trains on windows")
+    no_budget = args.steps is None and args.seconds is None and args.epochs is None
+    budget = {"max_steps": 1000 if no_budget else args.steps}
+    if args.epochs is not None:  # with --steps too, whichever ends first
+        budget = epoch_budget(preset, args.epochs)
+        steps = [s for s in (args.steps, budget["max_steps"]) if s is not None]
+        budget["max_steps"] = min(steps) if steps else None
+    train_config = preset.train_config(**budget, max_seconds=args.seconds, stateful=args.stateful, **train_options)
     # with the preset's vocabulary, so that a model too large is refused before the corpus is read;
     # again below with the corpus's own
     check_training_memory(dataclasses.replace(preset.model, **overrides), train_config.batch_size,
                           train_config.block_size)
-    task = LMTask.from_text(load_corpus(args.corpus), tokenizer_kind, **options)
+    task = TASKS[preset.task].from_text(load_corpus(args.corpus), tokenizer_kind, **options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
     check_training_memory(config, train_config.batch_size, train_config.block_size)
     torch.manual_seed(train_config.seed)
@@ -80,8 +88,10 @@ def _train(args):
             bar.set_postfix_str(f"step {event['step']} loss {event['train_loss']:.3f} "
                                 f"{event['tokens_per_s']:,.0f} tok/s")
         elif event["type"] == "eval":
+            by_n = "".join(f" | n={n} {event[f'val_loss_n{n}']:.3f} {100 * event[f'val_accuracy_n{n}']:.0f}%"
+                           for n in range(2, 6) if f"val_loss_n{n}" in event)  # seed 004's orders
             bar.write(f"step {event['step']:6d} | train {event['train_loss']:.4f} | val {event['val_loss']:.4f} "
-                      f"({event['val_nats_per_char']:.4f} nats/char) | {event['elapsed']:.0f}s")
+                      f"({event['val_nats_per_char']:.4f} nats/char){by_n} | {event['elapsed']:.0f}s")
 
     try:
         result = train(model, task, train_config, on_event)
@@ -107,6 +117,21 @@ def _train(args):
     return 0
 
 
+def epoch_budget(preset, epochs):
+    """--epochs N (or --epochs alone: the seed's own number) as TrainConfig budget fields."""
+    if epochs == SEED_EPOCHS:
+        if preset.seed_epochs is None:
+            raise ValueError(f"epochs: the {preset.name} preset's seed gives no number of epochs; write one, "
+                             "e.g. --epochs 3")
+        epochs = preset.seed_epochs
+    return preset.epoch_budget(epochs)
+
+
+def _epochs(value):
+    """--epochs's value: a number, or "seed" (what --epochs alone means)."""
+    return value if value == SEED_EPOCHS else float(value)
+
+
 def rescue_dir():
     """Where a trained model goes when its folder cannot take it: $RNNLAB_RESCUE_DIR or <tmp>/rnnlab-rescue."""
     return Path(os.environ.get("RNNLAB_RESCUE_DIR") or Path(tempfile.gettempdir()) / "rnnlab-rescue")
@@ -128,18 +153,19 @@ def _save_or_rescue(folder, name, model, tokenizer, metrics, extra):
 
 def _sample(args):
     from lab.checkpoints import load_checkpoint
-    from lab.sampling import SamplingConfig, generate, repetition_report
+    from lab.sampling import SamplingConfig, default_strategy, generate, repetition_report
 
     checkpoint = load_checkpoint(args.checkpoint, args.device)
     if checkpoint.tokenizer is None:
         raise ValueError(f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; "
                          "only language models can generate")
-    config = SamplingConfig(strategy=args.strategy, temperature=args.temperature, top_k=args.top_k,
+    strategy = args.strategy or default_strategy(checkpoint.config.family)
+    config = SamplingConfig(strategy=strategy, temperature=args.temperature, top_k=args.top_k,
                             top_p=args.top_p, max_new_tokens=args.length, seed=args.seed,
                             stateful=not args.stateless)
     generation = generate(checkpoint.model, checkpoint.tokenizer, args.prompt, config)
     print(generation.text)
-    if args.strategy == "greedy":
+    if strategy == "greedy":
         report = repetition_report(generation.text)
         print(f"\n[repetition] {report}", file=sys.stderr)
     return 0
@@ -206,6 +232,9 @@ def build_parser():
     t.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 1000)")
     t.add_argument("--steps", type=int, help="step budget (default 1000 when no budget is given)")
     t.add_argument("--seconds", type=float, help="wall-clock budget in seconds")
+    t.add_argument("--epochs", type=_epochs, nargs="?", const=SEED_EPOCHS,
+                   help="epoch budget; alone, the seed's own number (scribe-alpha 10, scan-markov 10, "
+                        "leviathan-lstm 6 of seed 002's 200-batch epochs)")
     t.add_argument("--lr", type=float, help="peak learning rate (cosine-annealed)")
     t.add_argument("--weight-decay", type=float, help="AdamW weight decay (default: the preset's)")
     t.add_argument("--batch-size", type=int, help="windows per batch B")
@@ -223,7 +252,8 @@ def build_parser():
                             description="Generate text from a checkpoint with one sampling strategy.")
     s.add_argument("checkpoint", help="path to a .safetensors checkpoint")
     s.add_argument("--prompt", default="\n", help="text to start from")
-    s.add_argument("--strategy", default="top_k", choices=["greedy", "temperature", "top_k", "top_p"])
+    s.add_argument("--strategy", choices=["greedy", "temperature", "top_k", "top_p"],
+                   help="default: the model's seed's (top_p for ScanMarkov, seed 004; top_k otherwise, seed 002)")
     s.add_argument("--length", type=int, default=300, help="new tokens to generate")
     s.add_argument("--temperature", type=float, default=0.8, help="softmax temperature (> 0)")
     s.add_argument("--top-k", type=int, default=20, help="k for top-k sampling")

@@ -30,12 +30,21 @@ class Preset:
     tokenizer: str = "char"  # "char" or "sentencepiece" (lab.data.TOKENIZERS); "" for pixels
     tokenizer_options: dict = field(default_factory=dict)
     train: dict = field(default_factory=dict)  # the recipe: lab.train.TrainConfig fields
-    seed_epochs: int = None  # epochs the seed reports (by its own epoch definition; shown, not a budget)
+    seed_epochs: int = None  # the seed's epochs: what `python -m lab train --epochs` trains when given no number
     expected_params: int = None  # the seed's published count, checked by tests
+    task: str = "lm"  # key of lab.train.TASKS: "lm" (windows of text) or "ngram" (seed 004's n-gram samples)
+    steps_per_epoch: int = None  # the seed's own epoch when it is a fixed number of steps; None: one pass
 
     def train_config(self, **overrides):
         """The preset's recipe as a TrainConfig, with `overrides` (e.g. a budget) on top."""
         return TrainConfig(**{**self.train, **overrides})
+
+    def epoch_budget(self, epochs):
+        """TrainConfig budget fields for `epochs` of this seed's epochs (a pass over the training
+        split, or seed 002's 200 batches)."""
+        if self.steps_per_epoch:
+            return {"max_steps": round(epochs * self.steps_per_epoch), "max_epochs": None}
+        return {"max_steps": None, "max_epochs": epochs}
 
 
 def _scribe(name, layers, hidden, embed, dropout, lr, epochs, params):
@@ -67,23 +76,37 @@ PRESETS = {p.name: p for p in [
            dropout=0.0, weight_decay=0.1, batch_size=32),
     _astra("astra-beta", 2, 384, 128, 2e-3, "Astra character GRU, medium: a few minutes on CPU"),
     _astra("astra-gamma", 3, 512, 192, 1.5e-3, "Astra character GRU, large: meant for a GPU"),
+    # seed 002's recipe: AdamW lr 1e-3, weight decay 0.01, CosineAnnealingLR over 6 epochs of 200 batches of
+    # 64 x 128 characters, clip 1.0. Its count is at Tiny Shakespeare's 65 characters (one bias per gate)
     Preset(
         name="leviathan-lstm", seed="002",
         description="Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (seed 002; GPU-sized)",
         model=LMConfig(cell="lstm", embed_dim=768, hidden_size=1024, num_layers=3, dropout=0.2, norm="last"),
-        train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 64, "block_size": 128}, seed_epochs=6),
+        train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 64, "block_size": 128}, seed_epochs=6,
+        steps_per_epoch=200, expected_params=24_248_129),
     Preset(
         name="seq-cifar-gru", seed="003",
         description="Seed 003's sequential-CIFAR GRU: 1 layer, H=181, 1 pixel per step, 10 classes",
         model=ClassifierConfig(), tokenizer="",
         train={"lr": 5e-4, "min_lr": 1e-5, "weight_decay": 0.01, "batch_size": 128}, seed_epochs=40,
         expected_params=101_732),
+    # seed 004's recipe: mixed 2-5-gram samples, AdamW + cosine, batch 256, label smoothing 0.1, 10 epochs.
+    # Contexts are at most 4 characters, so the positional table has 4 entries: a longer prompt at
+    # sampling time reuses position 3's (trained) entry rather than untrained ones
     Preset(
         name="scan-markov", seed="004",
-        description="Seed 004's ScanMarkov: gated linear recurrence over characters (~340K parameters)",
+        description="Seed 004's ScanMarkov: gated linear recurrence over 1-4 characters of context (~340K "
+                    "parameters), trained on mixed 2-5-gram samples",
+        model=ScanMarkovConfig(max_positions=4), task="ngram",
+        train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 256, "block_size": 4,
+               "label_smoothing": 0.1}, seed_epochs=10),
+    Preset(
+        name="scan-markov-windows", seed="004",
+        description="The lab's own ScanMarkov variant: seed 004's model trained on 16-character windows, "
+                    "every position predicting the next (2- to 17-grams at once)",
         model=ScanMarkovConfig(),
         train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 256, "block_size": 16,
-               "label_smoothing": 0.1}, seed_epochs=10),
+               "label_smoothing": 0.1}),
 ]}
 
 

@@ -12,6 +12,10 @@ per step and carries the recurrent state, so each new token costs O(1):
     prompt  R O M E O :      -> state, logits -> pick t1
     step             t1      -> state, logits -> pick t2        (state carried)
 
+This is seed 004's generation for ScanMarkov: the prompt is embedded and composed into the latent
+by the gated recurrence, the latent decoded, a character picked (seed 004: temperature + nucleus,
+`default_strategy`), and that character composed into the latent in turn.
+
 Stateless generation (`stateful=False`) resets the state before every step,
 so each token is predicted from the previous token alone: the model collapses
 to P(s_t | s_{t-1}), as seed 000 and seed 001 A.2 warn. ScanMarkov's state
@@ -86,6 +90,15 @@ def sample_top_p(logits, config, generator):
 
 
 STRATEGIES = {"greedy": greedy, "temperature": sample_temperature, "top_k": sample_top_k, "top_p": sample_top_p}
+# the strategy a model family's seed samples with: seed 004 generates with temperature + nucleus;
+# every other family with seed 002's favourite, top-k
+FAMILY_STRATEGIES = {"scan_markov": "top_p"}
+
+
+def default_strategy(family):
+    return FAMILY_STRATEGIES.get(family, "top_k")
+
+
 STRATEGY_LABELS = {  # for legends: str.format over the config's fields
     "greedy": "greedy",
     "temperature": "temperature T={temperature:g}",

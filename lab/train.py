@@ -35,8 +35,9 @@ from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.cells import detach_state
 from lab.cost import check_training_memory
 from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
-                      download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, random_windows, read_text,
-                      split_train_val)
+                      download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, ngram_samples, random_windows,
+                      read_text, split_train_val)
+from lab.ngram import model_predictor, score_by_order
 
 CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
 MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
@@ -278,6 +279,60 @@ def _as_tensors(dataset):
     return torch.stack(xs), torch.as_tensor(ys)
 
 
+class NgramTask(LMTask):
+    """Seed 004's training data: mixed 2..5-gram samples from the same text, tokenizer and split as
+    LMTask. Each sample is a context of n - 1 = 1..4 characters and the character after it
+    (lab.data.ngram_samples, n uniform); an epoch is every (position, n) pair once in expectation
+    (~4M samples of Tiny Shakespeare, as the seed says), drawn with replacement.
+
+    A batch is x, y (B, K = n_max - 1) with each context at the LEFT, from position 0 as the seed
+    composes it, and y = IGNORE everywhere except under the context's last character:
+
+        context "ab" -> target c     x = [a b . .]    y = [- c - -]      (. any token, - IGNORE)
+
+    The model is causal, so what follows the context never reaches the prediction, and the loss
+    (with its label smoothing) is taken on the B real targets alone: train() needs no special case.
+    """
+
+    IGNORE = -100  # torch.nn.functional.cross_entropy's default ignore_index
+    n_min, n_max = 2, 5
+
+    def sequence_length(self, config):
+        return self.n_max - 1
+
+    def check(self, config):
+        for ids, what in ((self.train_ids, "training split"), (self.val_ids, "validation split")):
+            check_long_enough(len(ids), self.n_max, what)
+
+    def items_per_epoch(self, config):
+        return (self.n_max - self.n_min + 1) * len(self.train_ids) / config.batch_size
+
+    def train_batch(self, config, generator):
+        K = self.n_max - 1
+        contexts, lengths, targets = ngram_samples(self.train_ids, num_samples=config.batch_size, pad_index=0,
+                                                   n_min=self.n_min, n_max=self.n_max, generator=generator)
+        # ngram_samples right-aligns each context after its padding; rotate it to start at column 0
+        x = contexts.gather(1, (torch.arange(K) + K - lengths[:, None]) % K)  # (B, K)
+        y = torch.full_like(x, self.IGNORE)  # (B, K)
+        y[torch.arange(len(x)), lengths - 1] = targets
+        return x, y, True
+
+    @torch.no_grad()
+    def evaluate(self, model, config, device):
+        """Loss and accuracy at every n on the same eval_windows validation targets (fixed), and
+        nats/char at n = n_max."""
+        generator = torch.Generator().manual_seed(config.seed + 1)
+        positions = torch.randint(self.n_max - 1, len(self.val_ids), (config.eval_windows,), generator=generator)
+        scores = score_by_order(model_predictor(model, device), self.val_ids, range(self.n_min, self.n_max + 1),
+                                positions, batch=config.batch_size)
+        metrics = {f"val_{name}_n{n}": s[name] for n, s in scores.items() for name in ("loss", "accuracy")}
+        val_loss = scores[self.n_max]["loss"]
+        return {"val_loss": val_loss, "val_nats_per_char": val_loss / self.chars_per_token, **metrics}
+
+
+TASKS = {"lm": LMTask, "ngram": NgramTask}  # a preset's `task`: windows of text, or seed 004's n-gram samples
+
+
 # ---------------------------------------------------------------------------
 # the loop
 
@@ -492,7 +547,7 @@ class TrainingJob(BackgroundJob):
         self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
-            cost_mb = training_memory_bytes(model.config, config.batch_size, config.block_size) / 2**20
+            cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
         super().__init__(cost_mb, owner, budget)
         self.what = f"The run {name}"
         self.turns = turns or SERVER_TURNS

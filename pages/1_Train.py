@@ -17,7 +17,8 @@ from lab.models import build_model, config_to_dict
 from lab.sampling import SamplingConfig, generate
 from lab.capacity import SERVER_BUDGET
 from lab.cost import check_training_memory, training_memory_bytes
-from lab.train import CORPORA, LMTask, TrainingJob
+from lab.presets import PRESETS
+from lab.train import CORPORA, TASKS, TrainingJob
 from ui import train_view as tv
 from ui.common import (forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
                        plain, show_anchors, user_dir, user_errors)
@@ -56,11 +57,11 @@ def corpus_text(source):
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def lm_task(corpus_key, tokenizer, vocab_size, _text):
-    """One LMTask per (corpus, tokenizer), shared read-only by every session (each run gets a copy).
-    Few entries: a 20 MB upload makes 160 MB of token ids."""
+def lm_task(corpus_key, tokenizer, vocab_size, _text, kind="lm"):
+    """One task per (corpus, tokenizer, kind: windows or n-gram samples), shared read-only by every
+    session (each run gets a copy). Few entries: a 20 MB upload makes 160 MB of token ids."""
     options = {"vocab_size": vocab_size, "model_type": "bpe"} if tokenizer == "sentencepiece" else {}
-    return LMTask.from_text(_text, tokenizer, **options)
+    return TASKS[kind].from_text(_text, tokenizer, **options)
 
 
 F = tv.FIELDS
@@ -82,7 +83,7 @@ with model_col:
     c2.number_input(F["dropout"].label, F["dropout"].low, F["dropout"].high, step=0.05, format="%.2f",
                     key=tv.key("dropout"))
     if fixed:
-        st.caption("Seed 004's ScanMarkov has a fixed architecture; only its width E and dropout change.")
+        st.caption("The ScanMarkov design has a fixed architecture; only its width E and dropout change.")
 
 with data_col:
     st.subheader("Data")
@@ -102,7 +103,8 @@ with train_col:
     c2.number_input(F["wd"].label, F["wd"].low, F["wd"].high, step=0.01, format="%g", key=tv.key("wd"))
     c1.number_input(F["batch"].label, F["batch"].low, F["batch"].high, key=tv.key("batch"),
                     help="Windows per batch.")
-    c2.number_input(F["block"].label, F["block"].low, F["block"].high, key=tv.key("block"),
+    ngram = PRESETS[st.session_state[tv.key("preset")]].task == "ngram"
+    c2.number_input(F["block"].label, F["block"].low, F["block"].high, key=tv.key("block"), disabled=ngram,
                     help="Time steps per window: how far back gradients flow (BPTT length).")
     c1.number_input(F["smoothing"].label, F["smoothing"].low, F["smoothing"].high, step=0.05, format="%.2f",
                     key=tv.key("smoothing"))
@@ -140,7 +142,7 @@ with data_col:
                 corpus_label = f"upload:{upload.name}"
                 with st.spinner("Tokenizing…"):
                     task = lm_task(f"upload:{hashlib.sha256(data).hexdigest()}", values["tokenizer"],
-                                   values["vocab"], text)
+                                   values["vocab"], text, PRESETS[values["preset"]].task)
     else:
         failed = st.session_state.get("train_corpus_error")
         if not (failed and failed[0] == values["corpus"]):
@@ -160,7 +162,12 @@ with data_col:
                 st.rerun()
         else:
             with st.spinner("Tokenizing…"), user_errors("Tokenizing the corpus"):
-                task = lm_task(values["corpus"], values["tokenizer"], values["vocab"], text)
+                task = lm_task(values["corpus"], values["tokenizer"], values["vocab"], text,
+                               PRESETS[values["preset"]].task)
+    if ngram:
+        st.caption("The ScanMarkov design trains on mixed 2–5-gram samples: a context of 1 to 4 characters "
+                   "and the character after it, from every place in the text. The scan-markov-windows "
+                   "preset is the lab's own variant: 16-character windows, every position predicting.")
     if task is not None:
         st.caption(f"{len(task.train_ids) + len(task.val_ids):,} tokens ({values['tokenizer']}, vocabulary "
                    f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
@@ -176,11 +183,12 @@ with model_col:
             candidate = tv.model_config(values, task.vocab_size)
             convention = ScanLayer.convention if tv.is_scan_markov(values) else CELLS[values["cell"]].convention
             fused = " [fused torch.nn]" if values["backend"] == "fused" and not fixed else ""
-            need_mb = training_memory_bytes(candidate, values["batch"], values["block"]) / 2**20
+            steps = task.sequence_length(tv.train_config(values))  # the window, or a ScanMarkov context
+            need_mb = training_memory_bytes(candidate, values["batch"], steps) / 2**20
             st.caption(f"**{parameter_count(config_to_dict(candidate)):,} parameters** · about {need_mb:,.0f} MB "
-                       f"to train at B={values['batch']}, T={values['block']} · `{convention}{fused}`")
+                       f"to train at B={values['batch']}, T={steps} · `{convention}{fused}`")
             # refused here, before anything is built, with the limit and what to change (CostError)
-            check_training_memory(candidate, values["batch"], values["block"])
+            check_training_memory(candidate, values["batch"], steps)
             model_config = candidate
 
 # ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 its probability; greedy's loops; stateful vs stateless generation (seeds 000, 001, 002, 004)."""
 import streamlit as st
 
-from lab.sampling import MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, encode_prompt, repetition_report
+from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, default_strategy, encode_prompt,
+                          repetition_report)
 from ui import inspect_views as views
 from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
@@ -53,6 +54,12 @@ st.caption(f"`{checkpoint.path.name}` · {views.cell_label(views.checkpoint_cell
            + (f" · validation {last_eval['val_nats_per_char']:.3f} nats/char (see the anchors above)"
               if last_eval and "val_nats_per_char" in last_eval else ""))
 
+if default_strategy(checkpoint.config.family) == "top_p":
+    st.info("A ScanMarkov model generates as its design describes: it composes the prompt into one latent, "
+            "character by character, through its gated recurrence; decodes the latent; picks the next "
+            "character with temperature and nucleus sampling (the top-p column, the design's own); and "
+            "composes that character into the latent before the next one. It was trained on contexts of "
+            "1 to 4 characters, so the latent is mostly the last few characters.")
 st.html(views.prob_legend_html())
 columns = st.columns(4)
 with columns[0]:

@@ -18,7 +18,8 @@ from lab.checkpoints import load_checkpoint  # noqa: E402
 from lab.data import DataError  # noqa: E402
 from lab.experiments.ablation import (ARMS, OPTIONS, RESULTS_FILE, SHIPPED_DIR, AblationConfig,  # noqa: E402
                                       AblationJob, FrozenBiasError, build_arm_model, check_frozen_biases,
-                                      chrono_mean, cli_command, config_from_args, epoch_rows, freeze_gate_biases,
+                                      chrono_mean, cli_command, conclusion, config_from_args, epoch_rows,
+                                      freeze_gate_biases,
                                       gate_bias_pairs, load_results, load_study_data, run_ablation, run_arm,
                                       summary_markdown, time_constant_table)
 from lab.models import count_parameters  # noqa: E402
@@ -318,6 +319,31 @@ def test_page_renders_the_shipped_results():
     table = at.dataframe[0].value
     assert list(table["arm"]) == list(load_results(SHIPPED_DIR)["summary"]) and "test accuracy" in table.columns
     assert any("python -m lab ablation" in c.value for c in at.code)
+    said = [m.value for m in at.markdown if m.value.startswith("**What this study says:**")]
+    assert said == [f"**What this study says:** {conclusion(load_results(SHIPPED_DIR))}"]
+
+
+def _study(accuracies, complete=True):
+    """A results dict with the fields conclusion() reads: {arm: [test accuracy per seed]}."""
+    import statistics
+
+    return {"complete": complete, "config": {"epochs": 6}, "dataset": {"num_classes": 10},
+            "summary": {arm: {"val_accuracy_mean": statistics.fmean(v) if v else None,
+                              "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None}
+                        for arm, v in accuracies.items()}}
+
+
+def test_the_conclusion_follows_the_numbers():
+    shipped = conclusion(load_results(SHIPPED_DIR))  # the shipped 6-epoch study: both arms near 23%
+    assert "still near chance" in shipped and "cannot yet say" in shipped and "guessing gives 10%" in shipped
+    same = conclusion(_study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}))
+    assert "within their seed-to-seed spread" in same and "no difference" in same
+    apart = conclusion(_study({"baseline": [0.90, 0.91, 0.92], "ablated": [0.60, 0.62, 0.61]}))
+    assert apart.startswith("baseline beat ablated by 30.0 points") and "mattered" in apart
+    one_seed = conclusion(_study({"baseline": [0.75], "ablated": [0.72]}, complete=False))
+    assert one_seed.startswith("So far (the study is incomplete): baseline ended 3.0 points above ablated")
+    assert "single seed" in one_seed
+    assert "No run has finished" in conclusion(_study({"baseline": [], "ablated": []}))
 
 
 def test_page_without_results_and_live_run(monkeypatch, tmp_path):

@@ -149,7 +149,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     (MEMORY, {"text": SHORT_TEXT, "lag": "16", "steps": "30", "g": "0.999"},
      {"memory_text": SHORT_TEXT, "memory_max_lag": 16, "memory_grad_steps": 30, "memory_g": 0.999}),
     ("pages/5_Checkpoints.py", {"model": "char-rnn_latest"}, {"ckpt_choice": "char-rnn_latest"}),
-    ("pages/6_Ablation.py", {"epochs": "2", "size": "8"}, {"ablation_epochs": 2, "ablation_size": 8}),
+    ("pages/6_Ablation.py", {"epochs": "2", "size": "16"}, {"ablation_epochs": 2, "ablation_size": 16}),
 ])
 def test_every_page_restores_its_settings_from_a_link_and_keeps_them_in_the_url(page_path, query, expected):
     at = AppTest.from_file(APP, default_timeout=120)

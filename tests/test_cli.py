@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 OPTIONS = {
     "train": ["--preset", "--cell", "--backend", "--embed-dim", "--hidden-size", "--num-layers", "--dropout",
-              "--corpus", "--tokenizer", "--vocab-size", "--steps", "--seconds", "--lr", "--weight-decay", "--batch-size",
+              "--corpus", "--tokenizer", "--vocab-size", "--steps", "--seconds", "--epochs", "--lr", "--weight-decay", "--batch-size",
               "--block-size", "--eval-interval", "--stateful", "--seed", "--device", "--threads", "--name", "--out"],
     "sample": ["checkpoint", "--prompt", "--strategy", "--length", "--temperature", "--top-k", "--top-p", "--seed",
                "--stateless"],
@@ -167,10 +167,31 @@ def test_train_with_sentencepiece_stateful_and_scan_markov(corpus, tmp_path):
     scan_markov = ["train", "--preset", "scan-markov", "--corpus", corpus, "--steps", "2", "--out", tmp_path]
     assert_one_line_error(*run([*scan_markov, *TINY])[::2], "hidden-size: the scan-markov preset has no such setting")
     tiny = TINY[2:]  # ScanMarkov has an embedding width but no hidden size
-    code, out, err = run([*scan_markov, *tiny])
+    assert_one_line_error(*run([*scan_markov, *tiny])[::2], "block-size: the scan-markov preset trains on 2-5-gram")
+    code, out, err = run([*scan_markov[:-2], "--out", tmp_path / "windows", *tiny, "--preset", "scan-markov-windows"])
     assert code == 0, err
+    assert load_checkpoint(tmp_path / "windows/scan-markov-windows_v1.safetensors").config.max_positions == 16
+    # seed 004's recipe: --epochs alone is its 10 epochs (cut short by --steps here), evaluated per n
+    code, out, err = run([*scan_markov, "--embed-dim", "8", "--batch-size", "4", "--threads", "1", "--epochs",
+                          "--eval-interval", "2"])
+    assert code == 0, err
+    assert re.search(r"n=2 \d\.\d+ \d+% \| n=3 .* \| n=5 ", out + err)
     checkpoint = load_checkpoint(tmp_path / "scan-markov_v1.safetensors")
     assert checkpoint.config.family == "scan_markov" and checkpoint.config.embed_dim == 8
+    assert checkpoint.metrics["train_config"]["max_epochs"] == 10 and checkpoint.metrics["steps"] == 2
+    assert {f"val_accuracy_n{n}" for n in range(2, 6)} <= set(checkpoint.metrics["history"][-1])
+
+
+def test_epochs_are_the_seeds_own():
+    from lab.__main__ import epoch_budget
+    from lab.presets import get_preset
+
+    assert epoch_budget(get_preset("scribe-beta"), "seed") == {"max_steps": None, "max_epochs": 15}
+    assert epoch_budget(get_preset("scribe-gamma"), 2.5) == {"max_steps": None, "max_epochs": 2.5}
+    # seed 002's epoch is 200 batches of 64 x 128 characters
+    assert epoch_budget(get_preset("leviathan-lstm"), "seed") == {"max_steps": 1200, "max_epochs": None}
+    with pytest.raises(ValueError, match="epochs: the astra-alpha preset's seed gives no number"):
+        epoch_budget(get_preset("astra-alpha"), "seed")
 
 
 # ---------------------------------------------------------------------------

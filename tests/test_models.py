@@ -17,6 +17,37 @@ def test_preset_parameter_counts_match_the_seeds(name):
     assert count_parameters(build_model(preset.model)) == preset.expected_params
 
 
+def seed_002_parameters(V, E=768, H=1024, layers=3):
+    """Seed 002's MyLSTMModel counted from its code: per layer 4 gates x (W_x, W_h without bias, one
+    bias vector b), an embedding, LayerNorm(H) and a linear head with bias."""
+    lstm = sum(4 * (n_in * H + H * H + H) for n_in in [E] + [H] * (layers - 1))
+    return V * E + lstm + 2 * H + H * V + V
+
+
+def test_leviathan_is_seed_002s_architecture():
+    from lab.cost import parameter_count
+
+    preset = get_preset("leviathan-lstm")
+    # seed 002 trains on Tiny Shakespeare's 65 characters; the bundled corpus has 76
+    assert seed_002_parameters(65) == 24_248_129 == preset.expected_params
+    assert preset.model.vocab_size == 65
+    bundled = dataclasses.replace(preset.model, vocab_size=76)
+    assert parameter_count(bundled) == seed_002_parameters(76) == 24_267_852  # lab.cost's count, not built
+    assert preset.train_config().lr == 1e-3 and preset.train_config().block_size == 128
+    assert preset.epoch_budget(preset.seed_epochs) == {"max_steps": 6 * 200, "max_epochs": None}
+
+
+@pytest.mark.parametrize("name, epochs, lr, dropout", [("scribe-alpha", 10, 2e-3, 0.10),
+                                                       ("scribe-beta", 15, 1.5e-3, 0.10),
+                                                       ("scribe-gamma", 20, 1e-3, 0.15)])
+def test_scribe_recipes_are_seed_000s(name, epochs, lr, dropout):
+    preset = get_preset(name)
+    recipe = preset.train_config(**preset.epoch_budget(preset.seed_epochs))
+    assert (recipe.max_epochs, recipe.max_steps, recipe.lr, recipe.weight_decay, recipe.min_lr) == \
+        (epochs, None, lr, 0.01, 0.0)  # cosine to 0, CosineAnnealingLR's default
+    assert preset.model.dropout == dropout
+
+
 def test_scan_markov_is_about_340k_at_65_characters():
     assert 330_000 <= count_parameters(build_model(get_preset("scan-markov").model)) <= 350_000
 

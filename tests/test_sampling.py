@@ -6,8 +6,8 @@ import torch
 
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
 from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, SamplingError, generate,
-                          generate_by_rerunning_prefix, repetition_report)
+from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, SamplingError, default_strategy, generate,
+                          generate_by_rerunning_prefix, repetition_report, sample_top_p)
 
 TEXT = load_bundled_corpus()[20000:26000]  # Hamlet I.3: speeches, names, a stage direction
 PROMPT = "Laer.\nMy necessaries are embark'd"
@@ -244,3 +244,23 @@ def test_repetition_report_on_text_without_loops():
     assert not r["ends_in_cycle"] and r["cycle_period"] is None
     assert r["top_line_count"] == 1 and r["repeat_share"] < 0.1 and r["longest_repeat_chars"] < 15
     assert repetition_report("")["repeat_share"] == 0.0
+
+
+def test_scan_markov_generates_as_seed_004_describes(tok):
+    """Embed and compose the prompt's characters one at a time, decode, pick with temperature +
+    nucleus, compose the new character: generate() (which reads the prompt in one parallel scan)
+    picks the same characters."""
+    torch.manual_seed(1)
+    model = build_model(ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=16, gate_hidden=32,
+                                         decoder_hidden=32, max_positions=4)).eval()
+    config = SamplingConfig(strategy=default_strategy("scan_markov"), temperature=0.8, top_p=0.9,
+                            max_new_tokens=25, seed=5)
+    assert config.strategy == "top_p" and default_strategy("lm") == "top_k"
+    generator, state, picked = torch.Generator().manual_seed(config.seed), None, []
+    with torch.no_grad():
+        for i in tok.encode(PROMPT):  # the prompt composed into the latent one character at a time
+            logits, _, state = model(torch.tensor([[i]]), state=state)
+        for _ in range(config.max_new_tokens):
+            picked.append(sample_top_p(logits[0, -1], config, generator))  # decode, then nucleus at T
+            logits, _, state = model(torch.tensor([[picked[-1]]]), state=state)  # compose the new character
+    assert generate(model, tok, PROMPT, config).token_ids == picked

@@ -153,7 +153,7 @@ def widget_values(saved):
 
 def default_run_name(values):
     if is_scan_markov(values):
-        return f"scan-markov-e{values['emb']}"
+        return f"{values['preset']}-e{values['emb']}"
     return f"{values['cell']}-e{values['emb']}-h{values['hidden']}x{values['layers']}"
 
 

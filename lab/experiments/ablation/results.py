@@ -217,6 +217,36 @@ def time_constant_table(biases=None, seq_len=1024):
     return rows
 
 
+LEARNED = 0.5  # test accuracy below which an arm has not learned the task: a gap between arms then says nothing
+
+
+def conclusion(results):
+    """The study's answer in one plain sentence, from its own summary: whether the arms learned the
+    task at all (at least LEARNED test accuracy), and whether their gap exceeds the seed-to-seed spread."""
+    arms = sorted(((s["val_accuracy_mean"], s["val_accuracy_std"], arm)
+                   for arm, s in results["summary"].items() if s["val_accuracy_mean"] is not None), reverse=True)
+    so_far = "" if results["complete"] else "So far (the study is incomplete): "
+    if not arms:
+        return "No run has finished yet, so there is nothing to conclude."
+    epochs = results["config"]["epochs"]
+    listed = ", ".join(f"{arm} {100 * mean:.1f}%" for mean, _, arm in arms)
+    chance = 100 / results["dataset"]["num_classes"]
+    (best, best_std, winner), (worst, worst_std, loser) = arms[0], arms[-1]
+    if best < LEARNED:
+        return (f"{so_far}after {epochs} epochs every arm is still near chance ({listed}; guessing gives "
+                f"{chance:.0f}%), so this study cannot yet say whether the gate biases matter.")
+    if len(arms) == 1:
+        return f"{so_far}only the {winner} arm has results ({listed}), so there is nothing to compare yet."
+    if best_std is None or worst_std is None:  # one seed: no spread to measure the gap against
+        return (f"{so_far}{winner} ended {100 * (best - worst):.1f} points above {loser} ({listed}) with a single "
+                "seed, too few to tell a real difference from the luck of one initialisation.")
+    if best - worst <= best_std + worst_std:
+        return (f"{so_far}the arms learned the task and ended within their seed-to-seed spread ({listed}): "
+                "in this study the gate biases made no difference that its seeds can show.")
+    return (f"{so_far}{winner} beat {loser} by {100 * (best - worst):.1f} points, more than their seed-to-seed "
+            f"spread ({listed}): in this study the choice of gate biases mattered.")
+
+
 def summary_markdown(results):
     """The accuracy table as Markdown (BENCHMARKS.md, the CLI's closing print)."""
     lines = ["| arm | seeds | test accuracy (mean ± std) | test loss | train loss (last epoch) | mean z | b_z |",
