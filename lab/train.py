@@ -12,6 +12,11 @@ bar and the app into live charts (minGPT's trainer-with-callbacks idea):
     {"type": "eval", step, epoch, val_loss, val_nats_per_char | val_accuracy, elapsed}
     {"type": "done", reason, step, elapsed}      reason: finished | stopped | time budget | non-finite ...
 
+A run can continue where it stopped: `train` returns its `TrainingState`
+(optimizer moments, step, elapsed time, random generators), lab.checkpoints can
+save it beside the weights, and `train(..., resume=state)` goes on from there
+as if it had never stopped (`resume_training_state` checks a checkpoint first).
+
 `TrainingJob` runs `train` on a background thread with start() / stop() /
 status, keeps a thread-safe event log a UI can poll, and saves the final
 checkpoint. A process-wide cap limits how many jobs train at once.
@@ -302,18 +307,86 @@ def run_metrics(result, config, **more):
 
 
 @dataclass
+class TrainingState:
+    """Everything besides the weights that the next step of a run depends on.
+
+    The learning-rate schedule has no state of its own: cosine_lr is a function of the
+    step and the elapsed time (for time budgets), so restoring those restores it."""
+
+    step: int  # optimizer steps taken
+    elapsed: float  # seconds trained so far: time budgets and the schedule count on from here
+    train_loss: float  # the last step's loss
+    optimizer: dict  # parameter name -> AdamW's {"exp_avg", "exp_avg_sq", "step"} tensors for it
+    hyperparameters: dict  # AdamW's settings (betas, eps, weight_decay, ...): JSON numbers, booleans, lists, null
+    rng: dict  # "torch": the CPU generator's state (dropout) (1, S) uint8; "data": the batch sampler's (S,)
+    history: list = dataclasses.field(default_factory=list)  # the eval events so far
+
+
+# what a resumed run may change: budgets, and where and how fast it runs, not what it computes
+RESUME_MAY_CHANGE = {"max_steps", "max_seconds", "max_epochs", "eval_interval", "device"}
+
+
+def resume_training_state(checkpoint, config):
+    """The TrainingState to continue the run that saved `checkpoint` (lab.checkpoints.Checkpoint)
+    with `config`: ValueError, one line, if the checkpoint has none, or if `config` differs from the
+    saved run's in anything but RESUME_MAY_CHANGE, or if its budgets are already spent.
+
+        config = TrainConfig(**{**checkpoint.metrics["train_config"], "max_steps": 2000})
+        job = TrainingJob(name, checkpoint.model, LMTask(text, checkpoint.tokenizer), config,
+                          resume=resume_training_state(checkpoint, config), resumable=True)
+    """
+    state = checkpoint.training_state
+    if state is None:
+        raise ValueError(f"resume: {checkpoint.path or 'this checkpoint'} has no training state; only a run "
+                         "saved as resumable (--resumable) can be continued")
+    saved = checkpoint.metrics.get("train_config", {})
+    for key, value in dataclasses.asdict(config).items():
+        if key not in RESUME_MAY_CHANGE and key in saved and saved[key] != value:
+            raise ValueError(f"resume: {key} is {value!r} but the run being resumed used {saved[key]!r}; "
+                             "a resumed run keeps its settings (only budgets and the device may change)")
+    # epochs need the task's size: an epoch budget already spent ends the resumed run at once instead
+    if _progress(config, state.step, state.elapsed, 0.0) >= 1.0:
+        raise ValueError(f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
+                         "give a larger budget to continue it")
+    return state
+
+
+def _named_optimizer_state(optimizer, names):
+    """AdamW's state_dict keyed by parameter names instead of positions: (per parameter, settings)."""
+    saved = optimizer.state_dict()
+    (group,) = saved["param_groups"]
+    hyperparameters = {k: list(v) if isinstance(v, tuple) else v for k, v in group.items() if k != "params"}
+    return {names[i]: dict(tensors) for i, tensors in saved["state"].items()}, hyperparameters
+
+
+def _load_named_optimizer_state(optimizer, names, per_parameter, hyperparameters):
+    """The inverse of _named_optimizer_state, into an AdamW built over the same parameters."""
+    saved = optimizer.state_dict()
+    (group,) = saved["param_groups"]
+    group.update({k: tuple(v) if isinstance(group[k], tuple) else v for k, v in hyperparameters.items() if k in group})
+    position = {name: i for i, name in enumerate(names)}
+    saved["state"] = {position[name]: dict(tensors) for name, tensors in per_parameter.items()}
+    optimizer.load_state_dict(saved)
+
+
+@dataclass
 class TrainResult:
     reason: str  # why training ended
-    steps: int
+    steps: int  # optimizer steps taken in all, counting those before a resume
     elapsed: float
     history: list  # the eval events
     last_train_loss: float = math.nan
+    training_state: Optional[TrainingState] = None  # to continue the run (train(..., resume=...))
 
 
-def train(model, task, config, emit=None, should_stop=None):
+def train(model, task, config, emit=None, should_stop=None, resume=None):
     """Train `model` on `task` until a budget is spent, `should_stop()` is true, or the loss,
     the gradients or the weights stop being finite: then the run stops with the weights of
     the last step that left them finite (a copy is kept before every step for this).
+
+    `resume`, a TrainingState (from a previous result or a checkpoint, resume_training_state),
+    continues that run: with the same config, weights and data, the steps taken after it are
+    those the run would have taken had it never stopped.
 
     Raises lab.cost.CostError (a ValueError) before allocating anything when one step would
     need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
@@ -325,12 +398,19 @@ def train(model, task, config, emit=None, should_stop=None):
     torch.manual_seed(config.seed)
     generator = torch.Generator().manual_seed(config.seed)
     model.to(device).train()
-    params = list(model.parameters())
+    names, params = zip(*model.named_parameters())
     last_good = [p.detach().clone() for p in params]  # the weights before the step being taken
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = task.items_per_epoch(config)
-    history, state, step, loss_value, reason = [], None, 0, math.nan, "finished"
-    start = time.perf_counter()
+    history, state, step, loss_value, reason, elapsed = [], None, 0, math.nan, "finished", 0.0
+    if resume is not None:
+        if config.stateful:
+            raise ValueError("resume: a stateful run cannot be resumed (its carried state is not saved)")
+        _load_named_optimizer_state(optimizer, names, resume.optimizer, resume.hyperparameters)
+        torch.set_rng_state(resume.rng["torch"][0])
+        generator.set_state(resume.rng["data"])
+        history, step, loss_value, elapsed = list(resume.history), resume.step, resume.train_loss, resume.elapsed
+    start = time.perf_counter() - elapsed
 
     def evaluate():
         model.eval()
@@ -390,7 +470,10 @@ def train(model, task, config, emit=None, should_stop=None):
     elapsed = time.perf_counter() - start
     emit({"type": "done", "reason": reason, "step": step, "elapsed": elapsed})
     model.eval()
-    return TrainResult(reason, step, elapsed, history, loss_value)
+    training_state = TrainingState(step, elapsed, loss_value, *_named_optimizer_state(optimizer, names),
+                                   rng={"torch": torch.get_rng_state()[None], "data": generator.get_state()},
+                                   history=list(history))
+    return TrainResult(reason, step, elapsed, history, loss_value, training_state)
 
 
 # ---------------------------------------------------------------------------
@@ -459,12 +542,17 @@ class TrainingJob(BackgroundJob):
     non-finite loss, which keeps the last good weights). `sampler(model)`, if
     given, runs in the training thread every `sample_every_s` seconds and its
     text is logged as a {"type": "sample"} event (no race with the optimiser).
+
+    `resume` (a TrainingState, see resume_training_state) continues a run; with
+    `resumable` the checkpoint carries the training state so that it can be
+    continued in turn (about three times the size: the weights and AdamW's two moments).
     """
 
     def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
-                 sample_every_s=3.0, cost_mb=0.0, owner=None, budget=None):
+                 sample_every_s=3.0, cost_mb=0.0, owner=None, budget=None, resume=None, resumable=False):
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
+        self.resume, self.resumable = resume, resumable
         self.sampler, self.sample_every_s = sampler, sample_every_s
         super().__init__(cost_mb, owner, budget)
         self.checkpoint_path, self.result = None, None
@@ -500,7 +588,7 @@ class TrainingJob(BackgroundJob):
 
         self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
                                                self.task.tokenizer, run_metrics(self.result, self.config),
-                                               self.extra)
+                                               self.extra, self.result.training_state if self.resumable else None)
         return self.checkpoint_path
 
     def _run(self):
@@ -509,7 +597,9 @@ class TrainingJob(BackgroundJob):
             if not self._wait_for_slot():
                 status, self.message = "stopped", "stopped before it started"
                 return
-            self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set)
+            self.result = train(self.model, self.task, self.config, self._emit, self._stop.is_set, self.resume)
+            if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
+                self.result.training_state = None
             reason = self.result.reason
             status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
             if self.checkpoint_dir is not None and self.result.steps > 0:
