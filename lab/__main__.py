@@ -5,6 +5,7 @@
     python -m lab summary runs/astra_latest.safetensors
     python -m lab list
     python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
+    torchrun --nproc_per_node=4 -m lab train --preset leviathan-lstm --corpus tiny-shakespeare --resumable
 """
 import argparse
 import dataclasses
@@ -28,10 +29,13 @@ def _train_options(args):
 
 
 def _train(args):
-    from lab.train import configure_cpu
+    from lab import distributed
+    from lab.train import configure_cpu, resolve_device
 
     configure_cpu(args.threads)
-    return _run_training(args, *(_resumed_run(args) if args.resume else _new_run(args)))
+    name, preset, corpus, model, task, train_config, resume = _resumed_run(args) if args.resume else _new_run(args)
+    with distributed.process_group(resolve_device(train_config.device)):  # under torchrun: this rank joins in
+        return _run_training(args, name, preset, corpus, model, task, train_config, resume)
 
 
 def _new_run(args):
@@ -109,25 +113,36 @@ def _resumed_run(args):
 
 
 def _run_training(args, name, preset, corpus, model, task, train_config, resume):
-    """Train (continuing `resume`, a TrainingState, if given), report, and save name_vN."""
+    """Train (continuing `resume`, a TrainingState, if given), report, and save name_vN.
+    Under torchrun every rank trains and rank 0 alone prints and saves."""
     from tqdm import tqdm
 
+    from lab import distributed
     from lab.checkpoints import check_resumable_size
     from lab.models import model_summary
     from lab.train import run_metrics, train
 
+    rank, world = distributed.rank_and_world()
+    say = print if rank == 0 else (lambda *args, **kwargs: None)
     resumable = args.resumable or resume is not None
     if resumable:
         check_resumable_size(model.config)
+    fingerprint = [len(task.train_ids), task.train_ids.sum().item()]
+    if distributed.from_rank0(fingerprint) != fingerprint:  # e.g. a corpus file that differs between machines
+        raise ValueError(f"corpus: rank {rank} read or tokenized {corpus} differently from rank 0")
     summary = model_summary(model, name)
-    print(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
-    print(f"corpus {corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
-          f"({task.tokenizer.kind}, vocab {task.vocab_size}, {task.chars_per_token:.2f} chars/token)")
+    say(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
+    say(f"corpus {corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
+        f"({task.tokenizer.kind}, vocab {task.vocab_size}, {task.chars_per_token:.2f} chars/token)")
+    if world > 1:
+        say(f"data-parallel over {world} ranks: global batch {train_config.batch_size} = "
+            f"{train_config.batch_size // world} per rank x {world}; steps and the learning-rate schedule count "
+            "global batches")
     if resume is not None:
-        print(f"resuming at step {resume.step} ({resume.elapsed:.0f}s trained) of a budget of "
+        say(f"resuming at step {resume.step} ({resume.elapsed:.0f}s trained) of a budget of "
               f"{train_config.max_steps or '-'} steps / {train_config.max_seconds or '-'} s")
 
-    bar = tqdm(total=100, unit="%", mininterval=0.5, bar_format="{l_bar}{bar}| {n:.0f}/{total}% [{elapsed}<{remaining}] {postfix}")
+    bar = tqdm(total=100, unit="%", mininterval=0.5, disable=rank != 0, bar_format="{l_bar}{bar}| {n:.0f}/{total}% [{elapsed}<{remaining}] {postfix}")
 
     def on_event(event):
         if event["type"] == "step":
@@ -146,8 +161,10 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
     finally:  # also before an error message, which must not land on the bar's line
         bar.close()
     if result is None or result.steps == first_step:
-        print("interrupted before a step was taken; nothing saved")
+        say("interrupted before a step was taken; nothing saved")
         return 1
+    if rank != 0:
+        return 0
     last = result.history[-1] if result.history else {}
     path = _save_or_rescue(args.out, name, model.cpu(), task.tokenizer,
                            run_metrics(result, train_config, corpus=corpus), {"preset": preset},
@@ -330,9 +347,13 @@ def build_parser():
 def _ablation(args):
     from tqdm import tqdm
 
+    from lab.distributed import launched
     from lab.experiments.ablation import cli_command, config_from_args, run_ablation, summary_markdown
     from lab.train import configure_cpu
 
+    if launched():  # spreading its (arm, seed) runs over ranks is not done yet
+        raise ValueError("ablation: runs as one process; under torchrun every rank would run the whole study into "
+                         "the same folder. Start it with python -m lab ablation")
     configure_cpu(args.threads)
     config = config_from_args(args)
     bar = None
@@ -381,8 +402,26 @@ def main(argv=None):
     # DataError, CheckpointError, CostError, SamplingError and config errors are ValueErrors; OSError: a
     # file problem; MemoryError: an allocation the cost limits did not foresee (one line, not a traceback)
     except (ValueError, OSError, MemoryError) as e:
-        print(f"error: {' '.join(str(e).split()) or type(e).__name__}", file=sys.stderr)  # always one line
-        return 2
+        return _one_line_error(e)
+    except RuntimeError as e:  # under torchrun: a collective that failed, most often because another rank did
+        if not _rank():
+            raise
+        return _one_line_error(RuntimeError(f"lost contact with another rank, which most likely failed first "
+                                            f"(see its error line): {e}"))
+
+
+def _rank():
+    """'rank R: ' under torchrun, else ''."""
+    from lab.distributed import launched
+
+    return f"rank {os.environ['RANK']}: " if launched() else ""
+
+
+def _one_line_error(e):
+    # under torchrun the line starts afresh: another rank's progress bar may have left the cursor mid-line
+    print(f"{chr(10) if _rank() else ''}error: {_rank()}{' '.join(str(e).split()) or type(e).__name__}",
+          file=sys.stderr)  # always one line
+    return 2
 
 
 if __name__ == "__main__":

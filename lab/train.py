@@ -36,6 +36,7 @@ from typing import Optional
 
 import torch
 
+from lab import distributed
 from lab.capacity import SERVER_BUDGET
 from lab.cells import detach_state
 from lab.cost import check_training_memory
@@ -379,6 +380,9 @@ class TrainResult:
     training_state: Optional[TrainingState] = None  # to continue the run (train(..., resume=...))
 
 
+_ENDINGS = ("", "finished", "time budget", "stopped")  # why a run ends (or "" not yet), as rank 0 broadcasts it
+
+
 def train(model, task, config, emit=None, should_stop=None, resume=None):
     """Train `model` on `task` until a budget is spent, `should_stop()` is true, or the loss,
     the gradients or the weights stop being finite: then the run stops with the weights of
@@ -388,16 +392,27 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     continues that run: with the same config, weights and data, the steps taken after it are
     those the run would have taken had it never stopped.
 
+    In a torch.distributed process group (torchrun, lab.distributed) the ranks train one
+    model data-parallel: each takes its slice of every global batch of config.batch_size
+    windows, and the schedule, the budgets and should_stop follow rank 0, which alone emits
+    events and evaluates.
+
     Raises lab.cost.CostError (a ValueError) before allocating anything when one step would
     need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
-    emit = emit or (lambda event: None)
+    rank, world = distributed.rank_and_world()
+    if config.batch_size % world:
+        raise ValueError(f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
+                         f"give a multiple of {world}")
+    emit = emit if emit is not None and rank == 0 else (lambda event: None)
     should_stop = should_stop or (lambda: False)
     task.check(config)
-    check_training_memory(model.config, config.batch_size, task.sequence_length(config))
+    check_training_memory(model.config, config.batch_size // world, task.sequence_length(config))
     device = resolve_device(config.device)
-    torch.manual_seed(config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
+    torch.manual_seed(config.seed + rank)  # dropout masks: rank 0's are a single process's
+    generator = torch.Generator().manual_seed(config.seed)  # the batches: the same global batch on every rank
+    shard = slice(rank * config.batch_size // world, (rank + 1) * config.batch_size // world)
     model.to(device).train()
+    net = distributed.wrap(model, device)  # DistributedDataParallel under torchrun: it averages the gradients
     names, params = zip(*model.named_parameters())
     last_good = [p.detach().clone() for p in params]  # the weights before the step being taken
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
@@ -407,7 +422,8 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         if config.stateful:
             raise ValueError("resume: a stateful run cannot be resumed (its carried state is not saved)")
         _load_named_optimizer_state(optimizer, names, resume.optimizer, resume.hyperparameters)
-        torch.set_rng_state(resume.rng["torch"][0])
+        if rank < len(resume.rng["torch"]):  # a rank the saved run did not have keeps its fresh seed
+            torch.set_rng_state(resume.rng["torch"][rank])
         generator.set_state(resume.rng["data"])
         history, step, loss_value, elapsed = list(resume.history), resume.step, resume.train_loss, resume.elapsed
     start = time.perf_counter() - elapsed
@@ -425,20 +441,24 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         elapsed = time.perf_counter() - start
         progress = _progress(config, step, elapsed, step / steps_per_epoch)
         if progress >= 1.0:
-            reason = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
-            break
-        if should_stop():
-            reason = "stopped"
+            ending = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
+        else:
+            ending = "stopped" if should_stop() else ""
+        progress, ending = distributed.from_rank0([progress, _ENDINGS.index(ending)])  # all ranks stop together
+        if ending:
+            reason = _ENDINGS[int(ending)]
             break
         lr = cosine_lr(config, progress)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        x, y, restart = task.train_batch(config, generator)
-        x, y = x.to(device), y.to(device)
-        _, loss, new_state = model(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        x, y, restart = task.train_batch(config, generator)  # the global batch
+        tokens = task.tokens(x)
+        x, y = x[shard].to(device), y[shard].to(device)
+        _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        global_loss = distributed.mean(loss.detach())  # every rank sees every rank's non-finite loss
         kept = f"stopped and kept the weights from step {step}"
-        if not torch.isfinite(loss):
-            reason = f"non-finite loss ({loss.item()}) at step {step + 1}; {kept}"
+        if not torch.isfinite(global_loss):
+            reason = f"non-finite loss ({global_loss.item()}) at step {step + 1}; {kept}"
             break
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -456,22 +476,23 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
             for p, good in zip(params, last_good):
                 good.copy_(p)
         state = detach_state(new_state) if config.stateful else None
-        step, loss_value = step + 1, loss.item()
+        step, loss_value = step + 1, global_loss.item()
         elapsed = time.perf_counter() - start
         progress = _progress(config, step, elapsed, step / steps_per_epoch)
         emit({"type": "step", "step": step, "epoch": step / steps_per_epoch, "train_loss": loss_value,
-              "lr": lr, "grad_norm": grad_norm, "tokens_per_s": task.tokens(x) * step / elapsed,
+              "lr": lr, "grad_norm": grad_norm, "tokens_per_s": tokens * step / elapsed,
               "elapsed": elapsed, "progress": min(progress, 1.0),
               "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan})
-        if step % config.eval_interval == 0:
+        if step % config.eval_interval == 0 and rank == 0:
             evaluate()
-    if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite"):
+    if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite") and rank == 0:
         evaluate()
     elapsed = time.perf_counter() - start
     emit({"type": "done", "reason": reason, "step": step, "elapsed": elapsed})
     model.eval()
     training_state = TrainingState(step, elapsed, loss_value, *_named_optimizer_state(optimizer, names),
-                                   rng={"torch": torch.get_rng_state()[None], "data": generator.get_state()},
+                                   rng={"torch": distributed.stack(torch.get_rng_state()),  # (W, S): every rank's
+                                        "data": generator.get_state()},
                                    history=list(history))
     return TrainResult(reason, step, elapsed, history, loss_value, training_state)
 
