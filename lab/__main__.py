@@ -25,7 +25,8 @@ def _train_options(args):
     """The TrainConfig fields given on the command line, budgets aside."""
     return {k: v for k, v in [("lr", args.lr), ("weight_decay", args.weight_decay), ("batch_size", args.batch_size),
                               ("block_size", args.block_size), ("seed", args.seed), ("device", args.device),
-                              ("eval_interval", args.eval_interval), ("stateful", args.stateful)] if v is not None}
+                              ("eval_interval", args.eval_interval), ("stateful", args.stateful), ("amp", args.amp),
+                              ("compile", args.compile)] if v is not None}
 
 
 def _train(args):
@@ -258,6 +259,7 @@ def build_parser():
     from lab.backends import BACKENDS
     from lab.cells import CELLS
     from lab.presets import PRESETS
+    from lab.train import AMP_MODES
 
     parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -289,6 +291,10 @@ def build_parser():
     t.add_argument("--stateful", action="store_true", default=None, help="consecutive windows, state carried (truncated BPTT)")
     t.add_argument("--seed", type=int, help="random seed (default 1337)")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available")
+    t.add_argument("--amp", choices=AMP_MODES, help="mixed precision: auto (default: bf16, or fp16 with a gradient "
+                   "scaler, for the fused backend on CUDA; otherwise off), off, bf16, fp16 (CUDA only); "
+                   "the fast backend trains in float32 only")
+    t.add_argument("--compile", action="store_true", default=None, help="torch.compile the model before training")
     t.add_argument("--threads", type=int, default=4, help="cap on CPU threads (default 4)")
     t.add_argument("--name", help="checkpoint base name (default: the preset's name)")
     t.add_argument("--out", default=DEFAULT_RUNS_DIR, help=f"checkpoint folder (default {DEFAULT_RUNS_DIR}/)")

@@ -68,6 +68,8 @@ class TrainConfig:
     eval_windows: int = 256  # validation windows per pass: the same ones every time, whatever batch_size
     seed: int = 1337
     device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
+    amp: str = "auto"  # mixed precision, AMP_MODES: "auto" is on for the fused backend on CUDA only
+    compile: bool = False  # torch.compile the model first (minutes of compiling, then faster steps on a GPU)
 
     def __post_init__(self):
         # the fields come from a CLI, a form or a file: every one is checked, finite, and within what a
@@ -94,6 +96,8 @@ class TrainConfig:
              f"must be an integer in [1, {MAX_EVAL_WINDOWS}]"),
             ("seed", _integer(self.seed, 0, 2**63 - 1), "must be an integer in [0, 2**63)"),  # torch's seed range
             ("device", self.device in DEVICES, f"must be one of {list(DEVICES)}"),
+            ("amp", self.amp in AMP_MODES, f"must be one of {list(AMP_MODES)}"),
+            ("compile", isinstance(self.compile, bool), "must be True or False"),
         ]:
             if not ok:
                 raise ValueError(f"{field}: {rule}, got {getattr(self, field)!r}")
@@ -102,6 +106,7 @@ class TrainConfig:
 
 
 DEVICES = ("auto", "cpu", "cuda")
+AMP_MODES = ("auto", "off", "bf16", "fp16")
 
 
 def _number(value):
@@ -120,6 +125,36 @@ def resolve_device(name="auto"):
         raise ValueError("device: CUDA was asked for but no CUDA device is available")
     return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else
                         "cpu" if name == "auto" else name)
+
+
+def resolve_amp(mode, device, backend):
+    """The dtype autocast computes in, or None for float32 throughout.
+
+    "auto" is bfloat16 where the GPU has it, else float16, for the fused backend (cuDNN) on
+    CUDA, where tensor cores make it pay; never on a CPU, nor for the reference backend (it is
+    the equations to read and trace). The fast backend's hand-written kernels write into float32
+    buffers, so they cannot run under autocast: mixed precision is refused for them. float16's
+    narrow range needs a gradient scaler, which torch.amp has for CUDA only: refused on a CPU."""
+    if mode not in AMP_MODES:
+        raise ValueError(f"amp: must be one of {list(AMP_MODES)}, got {mode!r}")
+    if mode == "fp16" and device.type != "cuda":
+        raise ValueError("amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
+                         "on a CPU use --amp bf16 or off")
+    if mode in ("bf16", "fp16") and backend == "fast":
+        raise ValueError("amp: the fast backend's kernels (lab/kernels.py) compute in float32 only; "
+                         "use --backend fused for mixed precision, or --amp off")
+    if mode == "auto" and (device.type != "cuda" or backend != "fused"):
+        return None
+    bf16 = device.type != "cuda" or torch.cuda.is_bf16_supported()
+    if mode == "bf16" and not bf16:
+        raise ValueError("amp: this GPU has no bfloat16; use --amp fp16")
+    return {"auto": torch.bfloat16 if bf16 else torch.float16, "off": None, "bf16": torch.bfloat16,
+            "fp16": torch.float16}[mode]
+
+
+def _to_device(batch, device):
+    """On CUDA through pinned memory, so that the copy overlaps the GPU's work (non_blocking)."""
+    return batch.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else batch.to(device)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
@@ -324,7 +359,7 @@ class TrainingState:
 
 
 # what a resumed run may change: budgets, and where and how fast it runs, not what it computes
-RESUME_MAY_CHANGE = {"max_steps", "max_seconds", "max_epochs", "eval_interval", "device"}
+RESUME_MAY_CHANGE = {"max_steps", "max_seconds", "max_epochs", "eval_interval", "device", "amp", "compile"}
 
 
 def resume_training_state(checkpoint, config):
@@ -408,11 +443,15 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     task.check(config)
     check_training_memory(model.config, config.batch_size // world, task.sequence_length(config))
     device = resolve_device(config.device)
+    amp = resolve_amp(config.amp, device, getattr(model.config, "backend", None))
+    scaler = torch.amp.GradScaler("cuda") if amp == torch.float16 else None  # skips steps whose gradients overflow
     torch.manual_seed(config.seed + rank)  # dropout masks: rank 0's are a single process's
     generator = torch.Generator().manual_seed(config.seed)  # the batches: the same global batch on every rank
     shard = slice(rank * config.batch_size // world, (rank + 1) * config.batch_size // world)
     model.to(device).train()
     net = distributed.wrap(model, device)  # DistributedDataParallel under torchrun: it averages the gradients
+    if config.compile:
+        net = torch.compile(net)
     names, params = zip(*model.named_parameters())
     last_good = [p.detach().clone() for p in params]  # the weights before the step being taken
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
@@ -453,20 +492,29 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
             group["lr"] = lr
         x, y, restart = task.train_batch(config, generator)  # the global batch
         tokens = task.tokens(x)
-        x, y = x[shard].to(device), y[shard].to(device)
-        _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        x, y = _to_device(x[shard], device), _to_device(y[shard], device)
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
         global_loss = distributed.mean(loss.detach())  # every rank sees every rank's non-finite loss
         kept = f"stopped and kept the weights from step {step}"
         if not torch.isfinite(global_loss):
             reason = f"non-finite loss ({global_loss.item()}) at step {step + 1}; {kept}"
             break
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if scaler is None:
+            loss.backward()
+        else:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # clip the true gradients
         grad_norm = torch.nn.utils.clip_grad_norm_(params, config.grad_clip).item()
-        if not math.isfinite(grad_norm):
+        if not math.isfinite(grad_norm) and scaler is None:  # with a scaler, an overflow only skips the step
             reason = f"non-finite gradient at step {step + 1}; {kept}"
             break
-        optimizer.step()
+        if scaler is None:
+            optimizer.step()
+        else:
+            scaler.step(optimizer)
+            scaler.update()
         with torch.no_grad():
             if not torch.isfinite(torch.stack([p.abs().amax() for p in params])).all():
                 for p, good in zip(params, last_good):
