@@ -5,6 +5,7 @@
     python -m lab summary runs/astra_latest.safetensors
     python -m lab list
     python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
+    torchrun --nproc_per_node=4 -m lab train --preset leviathan-lstm --corpus tiny-shakespeare --resumable
 """
 import argparse
 import dataclasses
@@ -15,29 +16,49 @@ from pathlib import Path
 
 DEFAULT_RUNS_DIR = "runs"
 SEED_EPOCHS = "seed"  # --epochs given without a number
+DEFAULT_PRESET, DEFAULT_CORPUS = "astra-alpha", "bundled"
+
+
+MODEL_OPTIONS = ("cell", "backend", "embed_dim", "hidden_size", "num_layers", "dropout")  # override the preset's
+
+
+def _train_options(args):
+    """The TrainConfig fields given on the command line, budgets aside."""
+    return {k: v for k, v in [("lr", args.lr), ("weight_decay", args.weight_decay), ("batch_size", args.batch_size),
+                              ("block_size", args.block_size), ("seed", args.seed), ("device", args.device),
+                              ("eval_interval", args.eval_interval), ("stateful", args.stateful), ("amp", args.amp),
+                              ("compile", args.compile)] if v is not None}
 
 
 def _train(args):
+    from lab import distributed
+    from lab.train import configure_cpu, resolve_device
+
+    configure_cpu(args.threads)
+    name, preset, corpus, model, task, train_config, resume = _resumed_run(args) if args.resume else _new_run(args)
+    with distributed.process_group(resolve_device(train_config.device)):  # under torchrun: this rank joins in
+        return _run_training(args, name, preset, corpus, model, task, train_config, resume)
+
+
+def _new_run(args):
+    """A run from a preset: (name, preset name, corpus, model, task, train config, None)."""
     import torch
-    from tqdm import tqdm
 
     from lab.backends import default_backend
     from lab.checkpoints import check_folder, sanitize_name
     from lab.cost import check_training_memory
-    from lab.models import build_model, model_summary
+    from lab.models import build_model
     from lab.presets import get_preset
-    from lab.train import TASKS, configure_cpu, load_corpus, resolve_device, run_metrics, train
+    from lab.train import TASKS, load_corpus, resolve_device
 
-    configure_cpu(args.threads)
-    preset = get_preset(args.preset)
+    preset = get_preset(args.preset or DEFAULT_PRESET)
     if preset.model.family == "classifier":
         raise ValueError("preset: use `python -m lab ablation` for the sequence-classification preset")
     backend = args.backend
     if backend is None and preset.model.family == "lm":  # the fastest measured on the device that trains
         backend = default_backend(args.cell or preset.model.cell, resolve_device(args.device or "auto"))
-    overrides = {k: v for k, v in [("cell", args.cell), ("backend", backend), ("embed_dim", args.embed_dim),
-                                   ("hidden_size", args.hidden_size), ("num_layers", args.num_layers),
-                                   ("dropout", args.dropout)] if v is not None}
+    overrides = {k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None}
+    overrides.update({"backend": backend} if backend is not None else {})
     ignored = sorted(set(overrides) - {f.name for f in dataclasses.fields(preset.model)})
     if ignored:  # ScanMarkov has no cell, hidden size or layers: say so rather than drop the option
         raise ValueError(f"{ignored[0].replace('_', '-')}: the {preset.name} preset has no such setting")
@@ -51,11 +72,6 @@ def _train(args):
     # everything that can be refused is refused before the corpus is tokenized and the model trained
     name = sanitize_name(args.name or preset.name)
     check_folder(args.out)
-    train_options = {k: v for k, v in [("lr", args.lr), ("weight_decay", args.weight_decay),
-                                       ("batch_size", args.batch_size),
-                                       ("block_size", args.block_size), ("seed", args.seed),
-                                       ("device", args.device), ("eval_interval", args.eval_interval)]
-                     if v is not None}
     if preset.task == "ngram" and (args.stateful or args.block_size is not None):
         raise ValueError(f"{'stateful' if args.stateful else 'block-size'}: the {preset.name} preset trains on "
                          "2-5-gram samples, not windows; the scan-markov-windows preset trains on windows")
@@ -65,22 +81,78 @@ def _train(args):
         budget = epoch_budget(preset, args.epochs)
         steps = [s for s in (args.steps, budget["max_steps"]) if s is not None]
         budget["max_steps"] = min(steps) if steps else None
-    train_config = preset.train_config(**budget, max_seconds=args.seconds, stateful=args.stateful, **train_options)
+    train_config = preset.train_config(**budget, max_seconds=args.seconds, **_train_options(args))
     # with the preset's vocabulary, so that a model too large is refused before the corpus is read;
     # again below with the corpus's own
     check_training_memory(dataclasses.replace(preset.model, **overrides), train_config.batch_size,
                           train_config.block_size)
-    task = TASKS[preset.task].from_text(load_corpus(args.corpus), tokenizer_kind, **options)
+    task = TASKS[preset.task].from_text(load_corpus(args.corpus or DEFAULT_CORPUS), tokenizer_kind, **options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
-    check_training_memory(config, train_config.batch_size, train_config.block_size)
+    check_training_memory(config, train_config.batch_size, task.sequence_length(train_config))
     torch.manual_seed(train_config.seed)
-    model = build_model(config)
-    summary = model_summary(model, name)
-    print(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
-    print(f"corpus {args.corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
-          f"({tokenizer_kind}, vocab {task.vocab_size}, {task.chars_per_token:.2f} chars/token)")
+    return name, preset.name, args.corpus or DEFAULT_CORPUS, build_model(config), task, train_config, None
 
-    bar = tqdm(total=100, unit="%", mininterval=0.5, bar_format="{l_bar}{bar}| {n:.0f}/{total}% [{elapsed}<{remaining}] {postfix}")
+
+def _resumed_run(args):
+    """--resume: the saved run and its settings; an option that would change what it computes is refused."""
+    from lab.checkpoints import check_folder, load_checkpoint, sanitize_name
+    from lab.presets import get_preset
+    from lab.train import TASKS, TrainConfig, load_corpus, resume_training_state
+
+    checkpoint = load_checkpoint(args.resume, "cpu")
+    preset, corpus = checkpoint.meta["extra"].get("preset"), checkpoint.metrics.get("corpus", DEFAULT_CORPUS)
+    tokenizer = checkpoint.tokenizer
+    if tokenizer is None:
+        raise ValueError(f"resume: {args.resume} is a {checkpoint.config.family}, not a language model")
+    for option, given, saved in [("preset", args.preset, preset), ("corpus", args.corpus, corpus),
+                                 ("tokenizer", args.tokenizer, tokenizer.kind),
+                                 ("vocab_size", args.vocab_size, tokenizer.vocab_size),
+                                 *((k, getattr(args, k), getattr(checkpoint.config, k, None)) for k in MODEL_OPTIONS)]:
+        if given is not None and given != saved:
+            raise ValueError(f"resume: --{option.replace('_', '-')} {given} differs from the run being resumed "
+                             f"({saved}); leave it out to continue that run")
+    name = sanitize_name(args.name or checkpoint.meta["name"])
+    check_folder(args.out)
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    budgets = {k: v for k, v in [("max_steps", args.steps), ("max_seconds", args.seconds)] if v is not None}
+    saved = {k: v for k, v in checkpoint.metrics.get("train_config", {}).items() if k in fields}
+    train_config = TrainConfig(**{**saved, **budgets, **_train_options(args)})
+    state = resume_training_state(checkpoint, train_config)  # refuses a changed setting, or no budget left
+    task = TASKS[get_preset(preset).task if preset else "lm"](load_corpus(corpus), tokenizer)
+    return name, preset, corpus, checkpoint.model, task, train_config, state
+
+
+def _run_training(args, name, preset, corpus, model, task, train_config, resume):
+    """Train (continuing `resume`, a TrainingState, if given), report, and save name_vN.
+    Under torchrun every rank trains and rank 0 alone prints and saves."""
+    from tqdm import tqdm
+
+    from lab import distributed
+    from lab.checkpoints import check_resumable_size
+    from lab.models import model_summary
+    from lab.train import run_metrics, train
+
+    rank, world = distributed.rank_and_world()
+    say = print if rank == 0 else (lambda *args, **kwargs: None)
+    resumable = args.resumable or resume is not None
+    if resumable:
+        check_resumable_size(model.config)
+    fingerprint = [len(task.train_ids), task.train_ids.sum().item()]
+    if distributed.from_rank0(fingerprint) != fingerprint:  # e.g. a corpus file that differs between machines
+        raise ValueError(f"corpus: rank {rank} read or tokenized {corpus} differently from rank 0")
+    summary = model_summary(model, name)
+    say(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
+    say(f"corpus {corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
+        f"({task.tokenizer.kind}, vocab {task.vocab_size}, {task.chars_per_token:.2f} chars/token)")
+    if world > 1:
+        say(f"data-parallel over {world} ranks: global batch {train_config.batch_size} = "
+            f"{train_config.batch_size // world} per rank x {world}; steps and the learning-rate schedule count "
+            "global batches")
+    if resume is not None:
+        say(f"resuming at step {resume.step} ({resume.elapsed:.0f}s trained) of a budget of "
+              f"{train_config.max_steps or '-'} steps / {train_config.max_seconds or '-'} s")
+
+    bar = tqdm(total=100, unit="%", mininterval=0.5, disable=rank != 0, bar_format="{l_bar}{bar}| {n:.0f}/{total}% [{elapsed}<{remaining}] {postfix}")
 
     def on_event(event):
         if event["type"] == "step":
@@ -93,23 +165,28 @@ def _train(args):
             bar.write(f"step {event['step']:6d} | train {event['train_loss']:.4f} | val {event['val_loss']:.4f} "
                       f"({event['val_nats_per_char']:.4f} nats/char){by_n} | {event['elapsed']:.0f}s")
 
+    first_step = resume.step if resume is not None else 0
     try:
-        result = train(model, task, train_config, on_event)
+        result = train(model, task, train_config, on_event, resume=resume)
     except KeyboardInterrupt:
         result = None
     finally:  # also before an error message, which must not land on the bar's line
         bar.close()
-    if result is None or result.steps == 0:
-        print("interrupted before a step was taken; nothing saved")
+    if result is None or result.steps == first_step:
+        say("interrupted before a step was taken; nothing saved")
         return 1
+    if rank != 0:
+        return 0
     last = result.history[-1] if result.history else {}
     path = _save_or_rescue(args.out, name, model.cpu(), task.tokenizer,
-                           run_metrics(result, train_config, corpus=args.corpus), {"preset": preset.name})
-    tokens_per_s = result.steps * train_config.batch_size * train_config.block_size / result.elapsed
+                           run_metrics(result, train_config, corpus=corpus), {"preset": preset},
+                           result.training_state if resumable else None)
+    tokens_per_s = (result.steps - first_step) * train_config.batch_size * train_config.block_size / (
+        result.elapsed - (resume.elapsed if resume is not None else 0.0))
     print(f"{result.reason}: {result.steps} steps in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
           f"val loss {last.get('val_loss', float('nan')):.4f} "
           f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)")
-    if config.family == "lm":  # a recurrent LM's memory, beyond the cold-started validation windows
+    if model.config.family == "lm":  # a recurrent LM's memory, beyond the cold-started validation windows
         in_order = task.evaluate_in_order(model, "cpu")
         print(f"validation split read in order, state carried: {in_order['val_loss_in_order']:.4f} "
               f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)")
@@ -137,15 +214,15 @@ def rescue_dir():
     return Path(os.environ.get("RNNLAB_RESCUE_DIR") or Path(tempfile.gettempdir()) / "rnnlab-rescue")
 
 
-def _save_or_rescue(folder, name, model, tokenizer, metrics, extra):
+def _save_or_rescue(folder, name, model, tokenizer, metrics, extra, training_state=None):
     """save_checkpoint into `folder`, or, when that fails (a full disk), into rescue_dir(): minutes
     of training are not dropped because one folder filled up. Only both failing raises."""
     from lab.checkpoints import save_checkpoint
 
     try:
-        return save_checkpoint(folder, name, model, tokenizer, metrics, extra)
+        return save_checkpoint(folder, name, model, tokenizer, metrics, extra, training_state)
     except OSError as e:
-        rescued = save_checkpoint(rescue_dir(), name, model, tokenizer, metrics, extra)
+        rescued = save_checkpoint(rescue_dir(), name, model, tokenizer, metrics, extra, training_state)
         print(f"warning: could not save in {folder}: {e}; the trained model was saved to {rescued} instead "
               f"(move it with: mv {rescued} {folder}/)", file=sys.stderr)
         return rescued
@@ -209,6 +286,7 @@ def build_parser():
     from lab.backends import BACKENDS
     from lab.cells import CELLS
     from lab.presets import PRESETS
+    from lab.train import AMP_MODES
 
     parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -216,8 +294,8 @@ def build_parser():
 
     t = commands.add_parser("train", help="train a language model and save a checkpoint",
                             description="Train a language model on a corpus and save name_vN / name_latest.")
-    t.add_argument("--preset", default="astra-alpha", choices=sorted(PRESETS),
-                   help="model family and recipe to start from (default astra-alpha, the small char GRU)")
+    t.add_argument("--preset", choices=sorted(PRESETS),
+                   help=f"model family and recipe to start from (default {DEFAULT_PRESET}, the small char GRU)")
     t.add_argument("--cell", choices=sorted(CELLS), help="override the preset's cell")
     t.add_argument("--backend", choices=list(BACKENDS),
                    help="reference (lab/cells.py), fast (lab/kernels.py) or fused (torch.nn, cuDNN); "
@@ -226,7 +304,7 @@ def build_parser():
     t.add_argument("--hidden-size", type=int, help="override the hidden units per layer H")
     t.add_argument("--num-layers", type=int, help="override the number of recurrent layers")
     t.add_argument("--dropout", type=float, help="override dropout between layers and before the head")
-    t.add_argument("--corpus", default="bundled",
+    t.add_argument("--corpus",
                    help="'bundled' (shipped Shakespeare, offline), 'tiny-shakespeare' (download), or a text file")
     t.add_argument("--tokenizer", choices=["char", "sentencepiece"], help="default: the preset's")
     t.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 1000)")
@@ -240,12 +318,22 @@ def build_parser():
     t.add_argument("--batch-size", type=int, help="windows per batch B")
     t.add_argument("--block-size", type=int, help="time steps per window T")
     t.add_argument("--eval-interval", type=int, help="steps between validation passes")
-    t.add_argument("--stateful", action="store_true", help="consecutive windows, state carried (truncated BPTT)")
+    t.add_argument("--stateful", action="store_true", default=None, help="consecutive windows, state carried (truncated BPTT)")
     t.add_argument("--seed", type=int, help="random seed (default 1337)")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available")
+    t.add_argument("--amp", choices=AMP_MODES, help="mixed precision: auto (default: bf16, or fp16 with a gradient "
+                   "scaler, for the fused backend on CUDA; otherwise off), off, bf16, fp16 (CUDA only); "
+                   "the fast backend trains in float32 only")
+    t.add_argument("--compile", action="store_true", default=None, help="torch.compile the model before training")
     t.add_argument("--threads", type=int, default=4, help="cap on CPU threads (default 4)")
     t.add_argument("--name", help="checkpoint base name (default: the preset's name)")
     t.add_argument("--out", default=DEFAULT_RUNS_DIR, help=f"checkpoint folder (default {DEFAULT_RUNS_DIR}/)")
+    t.add_argument("--resumable", action="store_true",
+                   help="save the optimizer's and random generators' state too, so that --resume can continue "
+                        "the run (a file about three times larger)")
+    t.add_argument("--resume", metavar="CHECKPOINT",
+                   help="continue the run saved in a resumable checkpoint: its model, corpus and settings, from its "
+                        "step; --steps / --seconds give a new total budget")
     t.set_defaults(func=_train)
 
     s = commands.add_parser("sample", help="generate text from a checkpoint",
@@ -296,9 +384,13 @@ def build_parser():
 def _ablation(args):
     from tqdm import tqdm
 
+    from lab.distributed import launched
     from lab.experiments.ablation import cli_command, config_from_args, run_ablation, summary_markdown
     from lab.train import configure_cpu
 
+    if launched():  # spreading its (arm, seed) runs over ranks is not done yet
+        raise ValueError("ablation: runs as one process; under torchrun every rank would run the whole study into "
+                         "the same folder. Start it with python -m lab ablation")
     configure_cpu(args.threads)
     config = config_from_args(args)
     bar = None
@@ -347,8 +439,26 @@ def main(argv=None):
     # DataError, CheckpointError, CostError, SamplingError and config errors are ValueErrors; OSError: a
     # file problem; MemoryError: an allocation the cost limits did not foresee (one line, not a traceback)
     except (ValueError, OSError, MemoryError) as e:
-        print(f"error: {' '.join(str(e).split()) or type(e).__name__}", file=sys.stderr)  # always one line
-        return 2
+        return _one_line_error(e)
+    except RuntimeError as e:  # under torchrun: a collective that failed, most often because another rank did
+        if not _rank():
+            raise
+        return _one_line_error(RuntimeError(f"lost contact with another rank, which most likely failed first "
+                                            f"(see its error line): {e}"))
+
+
+def _rank():
+    """'rank R: ' under torchrun, else ''."""
+    from lab.distributed import launched
+
+    return f"rank {os.environ['RANK']}: " if launched() else ""
+
+
+def _one_line_error(e):
+    # under torchrun the line starts afresh: another rank's progress bar may have left the cursor mid-line
+    print(f"{chr(10) if _rank() else ''}error: {_rank()}{' '.join(str(e).split()) or type(e).__name__}",
+          file=sys.stderr)  # always one line
+    return 2
 
 
 if __name__ == "__main__":

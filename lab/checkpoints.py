@@ -10,6 +10,12 @@ Everything in the header is data from a file a user may have edited: it is
 validated whole against one schema (`read_header`) before anything is built,
 so a file either loads completely or is refused with one line naming the field.
 
+A resumable checkpoint also carries its run's lab.train.TrainingState: AdamW's
+moments as tensors named `optim.<parameter>.exp_avg`, `.exp_avg_sq` and `.step`,
+the random generators' states as `rng.torch` (one row per rank) and `rng.data`,
+and the step, the elapsed time and AdamW's settings as JSON (`training_state`).
+Both halves are checked as strictly as the weights; files without them load as before.
+
 Versioning follows seed 002: saving "astra" writes astra_v1, astra_v2, ...
 and refreshes astra_latest. Several sessions may save under one name at once:
 
@@ -27,6 +33,7 @@ and refreshes astra_latest. Several sessions may save under one name at once:
 import errno
 import fcntl
 import json
+import math
 import os
 import re
 import secrets
@@ -42,9 +49,9 @@ from safetensors.torch import save as save_safetensors_bytes
 
 import lab
 from lab.data import DataError, read_at_most, tokenizer_from_state
-from lab.cost import check_model_size
+from lab.cost import FLOAT_BYTES, check_model_size, parameter_count
 from lab.models import build_model, config_from_dict, config_to_dict, conventions
-from lab.train import resolve_device
+from lab.train import TrainingState, resolve_device
 
 FORMAT = "rnnlab-checkpoint"
 FORMAT_VERSION = "1"
@@ -67,6 +74,7 @@ class Checkpoint:
     metrics: dict  # {"history": [eval events], ...}
     meta: dict  # name, version, timestamp, lab_version, extra
     path: Path = None
+    training_state: TrainingState = None  # only in a resumable checkpoint
 
 
 @dataclass
@@ -203,8 +211,9 @@ def _tidy(folder):
     return orphans
 
 
-def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, extra=None):
-    """Serialise a model and everything needed to use it into safetensors bytes."""
+def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, extra=None, training_state=None):
+    """Serialise a model and everything needed to use it (and, given a training_state, to continue
+    training it) into safetensors bytes."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     metadata = {
         "format": FORMAT,
@@ -219,7 +228,24 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
         "lab_version": lab.__version__,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    if training_state is not None:
+        tensors.update(_training_tensors(training_state))
+        metadata["training_state"] = json.dumps({
+            "step": training_state.step, "elapsed": training_state.elapsed,
+            "train_loss": training_state.train_loss if math.isfinite(training_state.train_loss) else None,
+            "hyperparameters": training_state.hyperparameters, "optimizer": sorted(training_state.optimizer),
+            "rng": sorted(training_state.rng)})
     return save_safetensors_bytes(tensors, metadata)
+
+
+_MOMENTS = ("exp_avg", "exp_avg_sq", "step")  # AdamW's state for one parameter
+
+
+def _training_tensors(state):
+    """A TrainingState's tensors under their flat names in the file."""
+    tensors = {f"optim.{name}.{key}": moments[key] for name, moments in state.optimizer.items() for key in _MOMENTS}
+    tensors.update({f"rng.{name}": rng for name, rng in state.rng.items()})
+    return {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
 
 
 def check_folder(folder):
@@ -233,8 +259,19 @@ def check_folder(folder):
         raise PermissionError(errno.EACCES, "cannot write checkpoints in this folder", str(existing))
 
 
-def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None):
+def check_resumable_size(config):
+    """CheckpointError, before a run trains, when its resumable checkpoint (the weights and AdamW's
+    two moments, all float32) would be over the size limit that loading it enforces."""
+    n_bytes = 3 * FLOAT_BYTES * parameter_count(config)
+    if n_bytes > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"resumable: with its optimizer state this model's checkpoint would be about "
+                              f"{n_bytes / 2**20:.0f} MB, over the {MAX_CHECKPOINT_BYTES // 2**20} MB limit "
+                              "for a checkpoint; train it without --resumable")
+
+
+def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None, training_state=None):
     """Save name_vN (N one more than the newest) and point name_latest at it; returns the versioned path.
+    With a training_state (lab.train.TrainingState) the run can be continued from the file.
 
     Safe to call from several threads or processes at once: each gets its own N. An OSError
     (a full disk, a read-only folder) names the file it was writing; the model is untouched,
@@ -250,7 +287,8 @@ def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=Non
         while True:
             path = _inside(folder, f"{name}_v{version}{SUFFIX}")
             with _naming_the_path(path):
-                tmp = _write_temp(folder, name, checkpoint_bytes(model, tokenizer, metrics, name, version, extra))
+                data = checkpoint_bytes(model, tokenizer, metrics, name, version, extra, training_state)
+                tmp = _write_temp(folder, name, data)
                 try:
                     os.link(tmp, path)  # fails if the name exists, as O_EXCL would: never two savers' vN
                 except FileExistsError:  # a saver that does not take the lock (another host) got there first
@@ -282,6 +320,7 @@ class Header:
     tokenizer: object  # a lab.data tokenizer, or None
     metrics: dict
     meta: dict  # name, version, timestamp, lab_version, extra
+    training_state: dict = None  # the JSON half of a resumable checkpoint's TrainingState, checked
 
 
 def _json_field(metadata, key, source, kind, default=None):
@@ -341,6 +380,41 @@ def _check_metrics(metrics, source):
                                       f"not {_json_kind(value)}")
 
 
+def _is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+_RNG_NAMES = {"torch", "data", "cuda"}  # the generators a run restores: dropout (CPU, CUDA) and the batch sampler
+# training_state entries -> (rule, test)
+_TRAINING_STATE_RULES = {
+    "step": ("a non-negative integer", _is_count),
+    "elapsed": ("a non-negative number", lambda v: _is_number(v) and math.isfinite(v) and v >= 0),
+    "train_loss": ("a number or null", lambda v: v is None or _is_number(v)),
+    "hyperparameters": ("an object of numbers, booleans, null or lists of numbers",
+                        lambda v: isinstance(v, dict) and all(
+                            x is None or isinstance(x, (bool, int, float)) or
+                            isinstance(x, list) and all(_is_number(e) for e in x) for x in v.values())),
+    "optimizer": ("a list of distinct parameter names",
+                  lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v) and len(set(v)) == len(v)),
+    "rng": (f"a list of generator names including 'torch' and 'data', from {sorted(_RNG_NAMES)}",
+            lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v) and {"torch", "data"} <= set(v)
+            and set(v) <= _RNG_NAMES),
+}
+
+
+def _check_training_state(metadata, source):
+    """The JSON half of a TrainingState, every entry present and of its kind; None when the file has none."""
+    if "training_state" not in metadata:
+        return None
+    state = _json_field(metadata, "training_state", source, dict)
+    for key, (rule, ok) in _TRAINING_STATE_RULES.items():
+        if key not in state:
+            raise CheckpointError(f"{source}: checkpoint training_state {key!r} is missing")
+        if not ok(state[key]):
+            raise CheckpointError(f"{source}: checkpoint training_state {key!r} must be {rule}")
+    return state
+
+
 def read_header(metadata, source):
     """Validate a checkpoint's whole metadata (a dict of strings) and decode it into a Header.
 
@@ -359,6 +433,7 @@ def read_header(metadata, source):
     if not all(isinstance(n, str) for n in names):
         raise CheckpointError(f"{source}: checkpoint metadata 'conventions' must be a list of strings")
     _check_metrics(metrics, source)
+    training_state = _check_training_state(metadata, source)
     try:
         config = config_from_dict(config_dict)
         check_model_size(config)
@@ -370,7 +445,7 @@ def read_header(metadata, source):
                               f"expects {config.vocab_size}")
     meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
     meta["extra"] = extra
-    return Header(config, config_dict, tokenizer, metrics, meta)
+    return Header(config, config_dict, tokenizer, metrics, meta, training_state)
 
 
 def _check_size(n_bytes, source):
@@ -419,7 +494,12 @@ def load_checkpoint(source, device="auto"):
     tensors, metadata = _parse(data, label)
     header = read_header(metadata, label)
     with torch.device("meta"):  # shapes only: the config passed lab.cost's limits, this allocates nothing
-        expected = build_model(header.config).state_dict()
+        skeleton = build_model(header.config)
+    expected = skeleton.state_dict()
+    training_state = None
+    if header.training_state is not None:  # its tensors are taken out first: what is left must be the weights
+        training_state = _training_state(tensors, header.training_state, dict(skeleton.named_parameters()),
+                                         header.metrics.get("history", []), label)
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     wrong = sorted(k for k in set(expected) & set(tensors) if expected[k].shape != tensors[k].shape)
@@ -435,7 +515,48 @@ def load_checkpoint(source, device="auto"):
     model = build_model(header.config)
     model.load_state_dict(tensors)
     model.to(resolve_device(device)).eval()
-    return Checkpoint(model, header.config, header.tokenizer, header.metrics, header.meta, path)
+    return Checkpoint(model, header.config, header.tokenizer, header.metrics, header.meta, path, training_state)
+
+
+_RNG_STATE_BYTES = torch.get_rng_state().numel()  # the CPU generator's (Mersenne Twister) state
+
+
+def _training_state(tensors, state, parameters, history, label):
+    """Pop a resumable checkpoint's training tensors out of `tensors` and check each against the
+    parameter it belongs to -> TrainingState. CheckpointError, one line, for any entry missing,
+    unexpected, of the wrong shape or type, not finite, or (a second moment, a step count) negative."""
+    def entry(key, shape, dtype=None):
+        if key not in tensors:
+            raise CheckpointError(f"{label}: training state entry {key!r} is missing")
+        t = tensors.pop(key)
+        if not t.is_floating_point() if dtype is None else t.dtype != dtype:
+            raise CheckpointError(f"{label}: training state entry {key!r} has type {t.dtype}")
+        if t.dim() != len(shape) or any(s is not None and s != n for s, n in zip(shape, t.shape)):
+            raise CheckpointError(f"{label}: training state entry {key!r} has shape {tuple(t.shape)}, "
+                                  f"expected {tuple('any' if s is None else s for s in shape)}")
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            raise CheckpointError(f"{label}: training state entry {key!r} is not finite")
+        return t
+
+    unknown = [name for name in state["optimizer"] if name not in parameters]
+    if unknown:
+        raise CheckpointError(f"{label}: training state names {unknown[0]!r}, which is not a parameter of the model")
+    optimizer = {}
+    for name in state["optimizer"]:
+        moments = {key: entry(f"optim.{name}.{key}", () if key == "step" else parameters[name].shape)
+                   for key in _MOMENTS}
+        if (moments["exp_avg_sq"] < 0).any() or moments["step"] < 0:
+            raise CheckpointError(f"{label}: training state entry 'optim.{name}' has a negative second moment "
+                                  "or step count")
+        optimizer[name] = moments
+    shapes = {"torch": (None, _RNG_STATE_BYTES), "data": (_RNG_STATE_BYTES,), "cuda": (None, None)}
+    rng = {name: entry(f"rng.{name}", shapes[name], torch.uint8) for name in state["rng"]}
+    leftover = sorted(k for k in tensors if k.startswith(("optim.", "rng.")))
+    if leftover:
+        raise CheckpointError(f"{label}: training state entry {leftover[0]!r} is not listed in its header")
+    train_loss = math.nan if state["train_loss"] is None else state["train_loss"]
+    return TrainingState(state["step"], state["elapsed"], train_loss, optimizer, state["hyperparameters"], rng,
+                         list(history))
 
 
 def read_info(path, bundled=False):

@@ -12,6 +12,11 @@ bar and the app into live charts (minGPT's trainer-with-callbacks idea):
     {"type": "eval", step, epoch, val_loss, val_nats_per_char | val_accuracy, elapsed}
     {"type": "done", reason, step, elapsed}      reason: finished | stopped | time budget | non-finite ...
 
+A run can continue where it stopped: `train` returns its `TrainingState`
+(optimizer moments, step, elapsed time, random generators), lab.checkpoints can
+save it beside the weights, and `train(..., resume=state)` goes on from there
+as if it had never stopped (`resume_training_state` checks a checkpoint first).
+
 `TrainingJob` runs `train` on a background thread with start() / stop() /
 status, keeps a thread-safe event log a UI can poll, and saves the final
 checkpoint. A process-wide cap limits how many jobs train at once.
@@ -31,6 +36,7 @@ from typing import Optional
 
 import torch
 
+from lab import distributed
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.cells import detach_state
 from lab.cost import check_training_memory
@@ -63,6 +69,8 @@ class TrainConfig:
     eval_windows: int = 256  # validation windows per pass: the same ones every time, whatever batch_size
     seed: int = 1337
     device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
+    amp: str = "auto"  # mixed precision, AMP_MODES: "auto" is on for the fused backend on CUDA only
+    compile: bool = False  # torch.compile the model first (minutes of compiling, then faster steps on a GPU)
 
     def __post_init__(self):
         # the fields come from a CLI, a form or a file: every one is checked, finite, and within what a
@@ -89,6 +97,8 @@ class TrainConfig:
              f"must be an integer in [1, {MAX_EVAL_WINDOWS}]"),
             ("seed", _integer(self.seed, 0, 2**63 - 1), "must be an integer in [0, 2**63)"),  # torch's seed range
             ("device", self.device in DEVICES, f"must be one of {list(DEVICES)}"),
+            ("amp", self.amp in AMP_MODES, f"must be one of {list(AMP_MODES)}"),
+            ("compile", isinstance(self.compile, bool), "must be True or False"),
         ]:
             if not ok:
                 raise ValueError(f"{field}: {rule}, got {getattr(self, field)!r}")
@@ -97,6 +107,7 @@ class TrainConfig:
 
 
 DEVICES = ("auto", "cpu", "cuda")
+AMP_MODES = ("auto", "off", "bf16", "fp16")
 
 
 def _number(value):
@@ -115,6 +126,36 @@ def resolve_device(name="auto"):
         raise ValueError("device: CUDA was asked for but no CUDA device is available")
     return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else
                         "cpu" if name == "auto" else name)
+
+
+def resolve_amp(mode, device, backend):
+    """The dtype autocast computes in, or None for float32 throughout.
+
+    "auto" is bfloat16 where the GPU has it, else float16, for the fused backend (cuDNN) on
+    CUDA, where tensor cores make it pay; never on a CPU, nor for the reference backend (it is
+    the equations to read and trace). The fast backend's hand-written kernels write into float32
+    buffers, so they cannot run under autocast: mixed precision is refused for them. float16's
+    narrow range needs a gradient scaler, which torch.amp has for CUDA only: refused on a CPU."""
+    if mode not in AMP_MODES:
+        raise ValueError(f"amp: must be one of {list(AMP_MODES)}, got {mode!r}")
+    if mode == "fp16" and device.type != "cuda":
+        raise ValueError("amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
+                         "on a CPU use --amp bf16 or off")
+    if mode in ("bf16", "fp16") and backend == "fast":
+        raise ValueError("amp: the fast backend's kernels (lab/kernels.py) compute in float32 only; "
+                         "use --backend fused for mixed precision, or --amp off")
+    if mode == "auto" and (device.type != "cuda" or backend != "fused"):
+        return None
+    bf16 = device.type != "cuda" or torch.cuda.is_bf16_supported()
+    if mode == "bf16" and not bf16:
+        raise ValueError("amp: this GPU has no bfloat16; use --amp fp16")
+    return {"auto": torch.bfloat16 if bf16 else torch.float16, "off": None, "bf16": torch.bfloat16,
+            "fp16": torch.float16}[mode]
+
+
+def _to_device(batch, device):
+    """On CUDA through pinned memory, so that the copy overlaps the GPU's work (non_blocking)."""
+    return batch.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else batch.to(device)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
@@ -357,35 +398,129 @@ def run_metrics(result, config, **more):
 
 
 @dataclass
+class TrainingState:
+    """Everything besides the weights that the next step of a run depends on.
+
+    The learning-rate schedule has no state of its own: cosine_lr is a function of the
+    step and the elapsed time (for time budgets), so restoring those restores it."""
+
+    step: int  # optimizer steps taken
+    elapsed: float  # seconds trained so far: time budgets and the schedule count on from here
+    train_loss: float  # the last step's loss
+    optimizer: dict  # parameter name -> AdamW's {"exp_avg", "exp_avg_sq", "step"} tensors for it
+    hyperparameters: dict  # AdamW's settings (betas, eps, weight_decay, ...): JSON numbers, booleans, lists, null
+    rng: dict  # "torch": the CPU generator's state (dropout) (1, S) uint8; "data": the batch sampler's (S,)
+    history: list = dataclasses.field(default_factory=list)  # the eval events so far
+
+
+# what a resumed run may change: budgets, and where and how fast it runs, not what it computes
+RESUME_MAY_CHANGE = {"max_steps", "max_seconds", "max_epochs", "eval_interval", "device", "amp", "compile"}
+
+
+def resume_training_state(checkpoint, config):
+    """The TrainingState to continue the run that saved `checkpoint` (lab.checkpoints.Checkpoint)
+    with `config`: ValueError, one line, if the checkpoint has none, or if `config` differs from the
+    saved run's in anything but RESUME_MAY_CHANGE, or if its budgets are already spent.
+
+        config = TrainConfig(**{**checkpoint.metrics["train_config"], "max_steps": 2000})
+        job = TrainingJob(name, checkpoint.model, LMTask(text, checkpoint.tokenizer), config,
+                          resume=resume_training_state(checkpoint, config), resumable=True)
+    """
+    state = checkpoint.training_state
+    if state is None:
+        raise ValueError(f"resume: {checkpoint.path or 'this checkpoint'} has no training state; only a run "
+                         "saved as resumable (--resumable) can be continued")
+    saved = checkpoint.metrics.get("train_config", {})
+    for key, value in dataclasses.asdict(config).items():
+        if key not in RESUME_MAY_CHANGE and key in saved and saved[key] != value:
+            raise ValueError(f"resume: {key} is {value!r} but the run being resumed used {saved[key]!r}; "
+                             "a resumed run keeps its settings (only budgets and the device may change)")
+    # epochs need the task's size: an epoch budget already spent ends the resumed run at once instead
+    if _progress(config, state.step, state.elapsed, 0.0) >= 1.0:
+        raise ValueError(f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
+                         "give a larger budget to continue it")
+    return state
+
+
+def _named_optimizer_state(optimizer, names):
+    """AdamW's state_dict keyed by parameter names instead of positions: (per parameter, settings)."""
+    saved = optimizer.state_dict()
+    (group,) = saved["param_groups"]
+    hyperparameters = {k: list(v) if isinstance(v, tuple) else v for k, v in group.items() if k != "params"}
+    return {names[i]: dict(tensors) for i, tensors in saved["state"].items()}, hyperparameters
+
+
+def _load_named_optimizer_state(optimizer, names, per_parameter, hyperparameters):
+    """The inverse of _named_optimizer_state, into an AdamW built over the same parameters."""
+    saved = optimizer.state_dict()
+    (group,) = saved["param_groups"]
+    group.update({k: tuple(v) if isinstance(group[k], tuple) else v for k, v in hyperparameters.items() if k in group})
+    position = {name: i for i, name in enumerate(names)}
+    saved["state"] = {position[name]: dict(tensors) for name, tensors in per_parameter.items()}
+    optimizer.load_state_dict(saved)
+
+
+@dataclass
 class TrainResult:
     reason: str  # why training ended
-    steps: int
+    steps: int  # optimizer steps taken in all, counting those before a resume
     elapsed: float
     history: list  # the eval events
     last_train_loss: float = math.nan
+    training_state: Optional[TrainingState] = None  # to continue the run (train(..., resume=...))
 
 
-def train(model, task, config, emit=None, should_stop=None):
+_ENDINGS = ("", "finished", "time budget", "stopped")  # why a run ends (or "" not yet), as rank 0 broadcasts it
+
+
+def train(model, task, config, emit=None, should_stop=None, resume=None):
     """Train `model` on `task` until a budget is spent, `should_stop()` is true, or the loss,
     the gradients or the weights stop being finite: then the run stops with the weights of
     the last step that left them finite (a copy is kept before every step for this).
 
+    `resume`, a TrainingState (from a previous result or a checkpoint, resume_training_state),
+    continues that run: with the same config, weights and data, the steps taken after it are
+    those the run would have taken had it never stopped.
+
+    In a torch.distributed process group (torchrun, lab.distributed) the ranks train one
+    model data-parallel: each takes its slice of every global batch of config.batch_size
+    windows, and the schedule, the budgets and should_stop follow rank 0, which alone emits
+    events and evaluates.
+
     Raises lab.cost.CostError (a ValueError) before allocating anything when one step would
     need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
-    emit = emit or (lambda event: None)
+    rank, world = distributed.rank_and_world()
+    if config.batch_size % world:
+        raise ValueError(f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
+                         f"give a multiple of {world}")
+    emit = emit if emit is not None and rank == 0 else (lambda event: None)
     should_stop = should_stop or (lambda: False)
     task.check(config)
-    check_training_memory(model.config, config.batch_size, task.sequence_length(config))
+    check_training_memory(model.config, config.batch_size // world, task.sequence_length(config))
     device = resolve_device(config.device)
-    torch.manual_seed(config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
+    amp = resolve_amp(config.amp, device, getattr(model.config, "backend", None))
+    scaler = torch.amp.GradScaler("cuda") if amp == torch.float16 else None  # skips steps whose gradients overflow
+    torch.manual_seed(config.seed + rank)  # dropout masks: rank 0's are a single process's
+    generator = torch.Generator().manual_seed(config.seed)  # the batches: the same global batch on every rank
+    shard = slice(rank * config.batch_size // world, (rank + 1) * config.batch_size // world)
     model.to(device).train()
-    params = list(model.parameters())
+    net = distributed.wrap(model, device)  # DistributedDataParallel under torchrun: it averages the gradients
+    if config.compile:
+        net = torch.compile(net)
+    names, params = zip(*model.named_parameters())
     last_good = [p.detach().clone() for p in params]  # the weights before the step being taken
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = task.items_per_epoch(config)
-    history, state, step, loss_value, reason = [], None, 0, math.nan, "finished"
-    start = time.perf_counter()
+    history, state, step, loss_value, reason, elapsed = [], None, 0, math.nan, "finished", 0.0
+    if resume is not None:
+        if config.stateful:
+            raise ValueError("resume: a stateful run cannot be resumed (its carried state is not saved)")
+        _load_named_optimizer_state(optimizer, names, resume.optimizer, resume.hyperparameters)
+        if rank < len(resume.rng["torch"]):  # a rank the saved run did not have keeps its fresh seed
+            torch.set_rng_state(resume.rng["torch"][rank])
+        generator.set_state(resume.rng["data"])
+        history, step, loss_value, elapsed = list(resume.history), resume.step, resume.train_loss, resume.elapsed
+    start = time.perf_counter() - elapsed
 
     def evaluate():
         model.eval()
@@ -400,28 +535,41 @@ def train(model, task, config, emit=None, should_stop=None):
         elapsed = time.perf_counter() - start
         progress = _progress(config, step, elapsed, step / steps_per_epoch)
         if progress >= 1.0:
-            reason = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
-            break
-        if should_stop():
-            reason = "stopped"
+            ending = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
+        else:
+            ending = "stopped" if should_stop() else ""
+        progress, ending = distributed.from_rank0([progress, _ENDINGS.index(ending)])  # all ranks stop together
+        if ending:
+            reason = _ENDINGS[int(ending)]
             break
         lr = cosine_lr(config, progress)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        x, y, restart = task.train_batch(config, generator)
-        x, y = x.to(device), y.to(device)
-        _, loss, new_state = model(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        x, y, restart = task.train_batch(config, generator)  # the global batch
+        tokens = task.tokens(x)
+        x, y = _to_device(x[shard], device), _to_device(y[shard], device)
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        global_loss = distributed.mean(loss.detach())  # every rank sees every rank's non-finite loss
         kept = f"stopped and kept the weights from step {step}"
-        if not torch.isfinite(loss):
-            reason = f"non-finite loss ({loss.item()}) at step {step + 1}; {kept}"
+        if not torch.isfinite(global_loss):
+            reason = f"non-finite loss ({global_loss.item()}) at step {step + 1}; {kept}"
             break
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if scaler is None:
+            loss.backward()
+        else:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # clip the true gradients
         grad_norm = torch.nn.utils.clip_grad_norm_(params, config.grad_clip).item()
-        if not math.isfinite(grad_norm):
+        if not math.isfinite(grad_norm) and scaler is None:  # with a scaler, an overflow only skips the step
             reason = f"non-finite gradient at step {step + 1}; {kept}"
             break
-        optimizer.step()
+        if scaler is None:
+            optimizer.step()
+        else:
+            scaler.step(optimizer)
+            scaler.update()
         with torch.no_grad():
             if not torch.isfinite(torch.stack([p.abs().amax() for p in params])).all():
                 for p, good in zip(params, last_good):
@@ -431,21 +579,25 @@ def train(model, task, config, emit=None, should_stop=None):
             for p, good in zip(params, last_good):
                 good.copy_(p)
         state = detach_state(new_state) if config.stateful else None
-        step, loss_value = step + 1, loss.item()
+        step, loss_value = step + 1, global_loss.item()
         elapsed = time.perf_counter() - start
         progress = _progress(config, step, elapsed, step / steps_per_epoch)
         emit({"type": "step", "step": step, "epoch": step / steps_per_epoch, "train_loss": loss_value,
-              "lr": lr, "grad_norm": grad_norm, "tokens_per_s": task.tokens(x) * step / elapsed,
+              "lr": lr, "grad_norm": grad_norm, "tokens_per_s": tokens * step / elapsed,
               "elapsed": elapsed, "progress": min(progress, 1.0),
               "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan})
-        if step % config.eval_interval == 0:
+        if step % config.eval_interval == 0 and rank == 0:
             evaluate()
-    if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite"):
+    if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite") and rank == 0:
         evaluate()
     elapsed = time.perf_counter() - start
     emit({"type": "done", "reason": reason, "step": step, "elapsed": elapsed})
     model.eval()
-    return TrainResult(reason, step, elapsed, history, loss_value)
+    training_state = TrainingState(step, elapsed, loss_value, *_named_optimizer_state(optimizer, names),
+                                   rng={"torch": distributed.stack(torch.get_rng_state()),  # (W, S): every rank's
+                                        "data": generator.get_state()},
+                                   history=list(history))
+    return TrainResult(reason, step, elapsed, history, loss_value, training_state)
 
 
 # ---------------------------------------------------------------------------
@@ -537,14 +689,20 @@ class TrainingJob(BackgroundJob):
     in the training thread every `sample_every_s` seconds and its text is logged as a
     {"type": "sample"} event (no race with the optimiser). Its cost in the server's
     budget is the training memory lab.cost estimates, unless `cost_mb` says otherwise.
+
+    `resume` (a TrainingState, see resume_training_state) continues a run; with
+    `resumable` the checkpoint carries the training state so that it can be
+    continued in turn (about three times the size: the weights and AdamW's two moments).
     """
 
     def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
-                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None):
+                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None, resume=None,
+                 resumable=False):
         from lab.cost import training_memory_bytes
 
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
+        self.resume, self.resumable = resume, resumable
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
             cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
@@ -571,7 +729,7 @@ class TrainingJob(BackgroundJob):
 
         self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
                                                self.task.tokenizer, run_metrics(self.result, self.config),
-                                               self.extra)
+                                               self.extra, self.result.training_state if self.resumable else None)
         return self.checkpoint_path
 
     def _next_step_turn(self):
@@ -586,7 +744,9 @@ class TrainingJob(BackgroundJob):
     def _work(self):
         self._holds_turn = False
         try:
-            self.result = train(self.model, self.task, self.config, self._emit, self._next_step_turn)
+            self.result = train(self.model, self.task, self.config, self._emit, self._next_step_turn, self.resume)
+            if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
+                self.result.training_state = None
         finally:
             if self._holds_turn:
                 self.turns.give_back()

@@ -745,3 +745,63 @@ def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
         job.start()
     assert [job.wait(60) for job in jobs] == ["finished", "finished"], [job.message for job in jobs]
     assert len(steps_seen) == 40 and len(set(steps_seen)) == 2
+
+
+# ---------------------------------------------------------------------------
+# GPU flags, as far as a CPU can check them
+
+
+@pytest.mark.parametrize("backend", ["reference", "fast", "fused"])
+def test_amp_resolves_to_float32_on_a_cpu_unless_bf16_is_asked_for(backend):
+    cpu = torch.device("cpu")
+    assert lab.train.resolve_amp("auto", cpu, backend) is None
+    assert lab.train.resolve_amp("off", cpu, backend) is None
+    if backend != "fast":
+        assert lab.train.resolve_amp("bf16", cpu, backend) is torch.bfloat16
+
+
+def test_amp_auto_on_cuda_is_for_the_fused_backend(monkeypatch):
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)  # an older GPU
+    assert lab.train.resolve_amp("auto", cuda, "fused") is torch.float16
+    assert lab.train.resolve_amp("auto", cuda, "reference") is lab.train.resolve_amp("auto", cuda, "fast") is None
+    with pytest.raises(ValueError, match="this GPU has no bfloat16; use --amp fp16"):
+        lab.train.resolve_amp("bf16", cuda, "fused")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    assert lab.train.resolve_amp("auto", cuda, "fused") is torch.bfloat16
+
+
+@pytest.mark.parametrize("mode", ["bf16", "fp16"])
+def test_mixed_precision_is_refused_for_the_fast_kernels(mode):
+    with pytest.raises(ValueError, match="the fast backend's kernels .* compute in float32 only"):
+        lab.train.resolve_amp(mode, torch.device("cuda"), "fast")
+
+
+def test_fp16_on_a_cpu_is_refused_in_one_line(char_task):
+    config = tiny_config(amp="fp16", device="cpu")
+    with pytest.raises(ValueError, match=r"^amp: float16 mixed precision needs a CUDA device [^\n]*or off$"):
+        train(tiny_lm(char_task.vocab_size), char_task, config)
+    with pytest.raises(ValueError, match="amp: must be one of"):
+        tiny_config(amp="fp8")
+
+
+@pytest.mark.parametrize("backend", ["reference", "fused"])
+def test_bf16_autocast_trains_on_a_cpu_and_changes_the_numbers(char_task, backend):
+    def first_losses(amp):
+        events = []
+        torch.manual_seed(0)
+        train(RecurrentLM(LMConfig(vocab_size=char_task.vocab_size, embed_dim=8, hidden_size=16, backend=backend)),
+              char_task,
+              tiny_config(amp=amp, max_steps=2, device="cpu"), events.append)
+        return [e["train_loss"] for e in of_type(events, "step")]
+
+    bf16, fp32 = first_losses("bf16"), first_losses("off")
+    assert all(math.isfinite(loss) for loss in bf16) and bf16 != fp32
+    assert bf16 == pytest.approx(fp32, abs=0.05)
+
+
+def test_compile_compiles_the_model_it_trains(char_task, monkeypatch):
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda module: compiled.append(module) or module)
+    train(tiny_lm(char_task.vocab_size), char_task, tiny_config(compile=True, max_steps=1, device="cpu"))
+    assert len(compiled) == 1 and isinstance(compiled[0], RecurrentLM)

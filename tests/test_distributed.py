@@ -1,0 +1,113 @@
+"""Data-parallel training under torchrun (lab.distributed): two CPU processes over gloo train the run one
+process trains, rank 0 alone saves, a failing rank fails the job in one line. Each torchrun costs ~10 s."""
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import lab.distributed
+from lab.checkpoints import load_checkpoint
+from test_cli import assert_one_line_error, corpus, run  # noqa: F401 (corpus is a fixture)
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = ["--hidden-size", "16", "--embed-dim", "8", "--block-size", "16", "--batch-size", "4", "--threads", "1",
+        "--eval-interval", "3", "--steps", "6"]
+
+
+def torchrun(*argv, script=None, timeout=120):
+    """`python -m torch.distributed.run --nproc_per_node=2 -m lab ...` (or a script) on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    target = [str(script)] if script else ["-m", "lab"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                           "--master_addr=127.0.0.1", f"--master_port={port}", *target, *map(str, argv)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_two_ranks_train_what_one_process_trains_and_rank_0_saves(corpus, tmp_path):
+    two = torchrun("train", "--corpus", corpus, *TINY, "--resumable", "--out", tmp_path / "two")
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert "data-parallel over 2 ranks: global batch 4 = 2 per rank x 2" in two.stdout
+    assert two.stdout.count("saved ") == 1  # rank 0 alone reports and saves
+    assert {p.name for p in (tmp_path / "two").iterdir()} == {"astra-alpha_v1.safetensors",
+                                                                "astra-alpha_latest.safetensors"}
+    code, _, err = run(["train", "--corpus", corpus, *TINY, "--out", tmp_path / "one"])
+    assert code == 0, err
+    ddp = load_checkpoint(tmp_path / "two" / "astra-alpha_v1.safetensors")
+    single = load_checkpoint(tmp_path / "one" / "astra-alpha_v1.safetensors")
+    ddp_history, single_history = ddp.metrics["history"], single.metrics["history"]
+    assert [e["step"] for e in ddp_history] == [e["step"] for e in single_history] == [3, 6]
+    for a, b in zip(ddp_history, single_history):  # float32: the gradients are summed in another order
+        assert abs(a["train_loss"] - b["train_loss"]) < 1e-4 and abs(a["val_loss"] - b["val_loss"]) < 1e-4
+    for name, weight in single.model.state_dict().items():
+        assert (weight - ddp.model.state_dict()[name]).abs().max() < 1e-4, name
+    assert ddp.training_state.rng["torch"].shape[0] == 2  # each rank's dropout generator, to resume them all
+    code, out, err = run(["sample", tmp_path / "two" / "astra-alpha_v1.safetensors", "--length", "20"])
+    assert code == 0 and len(out.strip()) > 0, err
+
+
+FAILING_RANK = """
+    import sys
+    import lab.train
+    from lab.__main__ import main
+    from lab.data import DataError
+
+    if {rank!r} == __import__("os").environ["RANK"]:
+        draw, calls = lab.train.LMTask.train_batch, []
+
+        def failing(self, config, generator):  # as a corrupt shard or a full disk would, mid-run
+            calls.append(1)
+            if len(calls) == 3:
+                raise DataError("the batch could not be read")
+            return draw(self, config, generator)
+
+        lab.train.LMTask.train_batch = failing
+    sys.exit(main())
+"""
+
+
+def test_a_rank_that_fails_fails_the_job_with_a_one_line_message(corpus, tmp_path):
+    script = tmp_path / "failing_rank.py"
+    script.write_text(textwrap.dedent(FAILING_RANK.format(rank="1")))
+    result = torchrun("train", "--corpus", corpus, *TINY, "--out", tmp_path / "runs", script=script)
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert "error: rank 1: the batch could not be read" in errors, result.stderr[-3000:]
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())  # nothing half-saved
+
+
+def test_the_batch_must_split_evenly_over_the_ranks(monkeypatch):
+    import lab.train
+    from lab.data import load_bundled_corpus
+    from lab.models import LMConfig, build_model
+
+    monkeypatch.setattr(lab.distributed, "rank_and_world", lambda: (0, 2))  # refused before any collective
+    task = lab.train.LMTask.from_text(load_bundled_corpus()[:2000], "char")
+    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=4))
+    with pytest.raises(ValueError, match="batch_size: 3 windows cannot be split evenly over 2 ranks; give a multiple"):
+        lab.train.train(model, task, lab.train.TrainConfig(batch_size=3, block_size=8, max_steps=1))
+
+
+def test_the_ablation_refuses_to_run_once_per_rank(monkeypatch, tmp_path):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    code, _, err = run(["ablation", "--out", tmp_path])
+    assert_one_line_error(code, err, "rank 0: ablation: runs as one process")
+
+
+def test_without_torchrun_nothing_is_distributed():
+    from lab import distributed
+    import torch
+
+    assert not distributed.launched() or pytest.skip("run under torchrun")
+    assert distributed.rank_and_world() == (0, 1)
+    model = torch.nn.Linear(2, 2)
+    assert distributed.wrap(model, torch.device("cpu")) is model
+    assert distributed.from_rank0([0.5, 2.0]) == [0.5, 2.0]
+    assert distributed.stack(torch.arange(3)).tolist() == [[0, 1, 2]]
