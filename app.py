@@ -34,7 +34,7 @@ PAGE_BLURBS = {
     "Gates": "Heatmaps of every gate, character by character.",
     "Memory": "How long a hidden state remembers: decay, gradients through time, a memory probe.",
     "Checkpoints": "Bundled and your own models: summaries, downloads, uploads.",
-    "Ablation": "Seed 003's question: do the GRU's gate biases matter over 1024 steps?",
+    "Ablation": "The gate-bias study's question: do the GRU's gate biases matter over 1024 steps?",
 }
 for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.items()):
     with column, st.container(border=True, height="stretch"):
@@ -46,20 +46,23 @@ st.caption("x_t is the input at step t, h_t the hidden state, σ the logistic si
            "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations.")
 FAMILIES = [  # (cell, title, what to notice), in reading order
     ("rnn", "Vanilla RNN",
-     "Seed 001 A.1: one matrix remembers, nothing protects the memory from being rewritten."),
-    ("gru_seed", "GRU, the seeds' convention: z overwrites",
-     "Seed 001 A.2 and seed 000 (`gru_seed`). The update gate z says how much to **overwrite**: "
+     "The equations appendix's RNN (the note that writes out the RNN, GRU and LSTM equations this lab "
+     "implements): one matrix remembers, nothing protects the memory from being rewritten."),
+    ("gru_seed", "GRU, the equations appendix's convention: z overwrites",
+     "The equations appendix's GRU, also the Scribe design's (the note behind the Scribe subword GRU language "
+     "models; `gru_seed`). The update gate z says how much to **overwrite**: "
      "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product."),
     ("gru_torch", "GRU, PyTorch's convention: z keeps",
-     "`torch.nn.GRU` and seed 003 (`gru_torch`). Here z says how much to **keep**: z → 1 keeps the "
-     "memory, so seed 003's bias +1 means *remember more*. The reset gate multiplies "
-     "(W_hn h + b_hn) *after* the matrix product."),
+     "`torch.nn.GRU` and the gate-bias study (a GRU gate-bias ablation over 1024-step pixel sequences; "
+     "`gru_torch`). Here z says how much to **keep**: z → 1 keeps the memory, so the study's bias +1 means "
+     "*remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix product."),
     ("lstm", "LSTM",
-     "Seed 001 A.3 and seed 002: a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1)."),
-    ("scan", "Selective scan (seed 004)",
-     "Mamba-style: the gates depend on the input only, never on h, so the recurrence is linear and "
-     "runs as a parallel associative scan. A **keeps**, B writes; the gate is a small MLP "
-     "(H → 4H → 2H, GELU) of the input e_t."),
+     "The equations appendix's LSTM, as in the Leviathan notebook (a from-scratch character LSTM on Shakespeare): "
+     "a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1)."),
+    ("scan", "Selective scan (the ScanMarkov design)",
+     "The ScanMarkov design's Mamba-style selective recurrence on character n-grams: the gates depend on the "
+     "input only, never on h, so the recurrence is linear and runs as a parallel associative scan. A **keeps**, "
+     "B writes; the gate is a small MLP (H → 4H → 2H, GELU) of the input e_t."),
 ]
 left, right = st.columns(2, gap="large")
 for n, (cell, title, caption) in enumerate(FAMILIES):
@@ -73,22 +76,31 @@ with right:
             "convention.", icon="⚠️")
 
 
+SOURCES = {"000": "Scribe design", "001": "equations appendix", "002": "Leviathan notebook",
+           "003": "gate-bias study", "004": "ScanMarkov design"}  # lab/presets.py's seed numbers, as students know them
+
+
+def source_names(seed):
+    """A preset's seed field ("000/002") -> the documents' names ("Scribe design / Leviathan notebook")."""
+    return " / ".join(SOURCES.get(s, s) for s in seed.split("/"))
+
+
 @st.cache_data(show_spinner=False)
 def preset_table():
     rows = []
     for preset in PRESETS.values():
         model = preset.model
         rows.append({
-            "preset": preset.name, "seed": preset.seed, "family": model.family,
+            "preset": preset.name, "source": source_names(preset.seed), "family": model.family,
             "cell": model.cell,
             "parameters": parameter_count(config_to_dict(model)),
-            "seed's published count": f"{preset.expected_params:,}" if preset.expected_params else "",
+            "published count": f"{preset.expected_params:,}" if preset.expected_params else "",
             "tokenizer": preset.tokenizer or "pixels", "description": preset.description})
     return pd.DataFrame(rows)
 
 
 st.header("Presets")
-st.caption("The seeds' model families as named presets (`lab/presets.py`); the Train page starts from one. "
+st.caption("The design notes' model families as named presets (`lab/presets.py`); the Train page starts from one. "
            "Character models are counted at 65 characters, subword models at 1,000 pieces.")
 st.dataframe(preset_table(), hide_index=True, width="stretch",
              column_config={"parameters": st.column_config.NumberColumn(format="localized"),

@@ -80,13 +80,13 @@ PRESETS = {p.name: p for p in [
     # 64 x 128 characters, clip 1.0. Its count is at Tiny Shakespeare's 65 characters (one bias per gate)
     Preset(
         name="leviathan-lstm", seed="002",
-        description="Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (seed 002; GPU-sized)",
+        description="Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (the Leviathan notebook; GPU-sized)",
         model=LMConfig(cell="lstm", embed_dim=768, hidden_size=1024, num_layers=3, dropout=0.2, norm="last"),
         train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 64, "block_size": 128}, seed_epochs=6,
         steps_per_epoch=200, expected_params=24_248_129),
     Preset(
         name="seq-cifar-gru", seed="003",
-        description="Seed 003's sequential-CIFAR GRU: 1 layer, H=181, 1 pixel per step, 10 classes",
+        description="The gate-bias study's sequential-CIFAR GRU: 1 layer, H=181, 1 pixel per step, 10 classes",
         model=ClassifierConfig(), tokenizer="",
         train={"lr": 5e-4, "min_lr": 1e-5, "weight_decay": 0.01, "batch_size": 128}, seed_epochs=40,
         expected_params=101_732),
@@ -95,14 +95,14 @@ PRESETS = {p.name: p for p in [
     # sampling time reuses position 3's (trained) entry rather than untrained ones
     Preset(
         name="scan-markov", seed="004",
-        description="Seed 004's ScanMarkov: gated linear recurrence over 1-4 characters of context (~340K "
+        description="The ScanMarkov design's model: gated linear recurrence over 1-4 characters of context (~340K "
                     "parameters), trained on mixed 2-5-gram samples",
         model=ScanMarkovConfig(max_positions=4), task="ngram",
         train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 256, "block_size": 4,
                "label_smoothing": 0.1}, seed_epochs=10),
     Preset(
         name="scan-markov-windows", seed="004",
-        description="The lab's own ScanMarkov variant: seed 004's model trained on 16-character windows, "
+        description="The lab's own ScanMarkov variant: the ScanMarkov design's model trained on 16-character windows, "
                     "every position predicting the next (2- to 17-grams at once)",
         model=ScanMarkovConfig(),
         train={"lr": 1e-3, "weight_decay": 0.01, "batch_size": 256, "block_size": 16,

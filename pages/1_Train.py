@@ -69,7 +69,8 @@ model_col, data_col, train_col = st.columns(3, gap="large")
 with model_col:
     st.subheader("Model")
     st.selectbox(F["preset"].label, tv.TEXT_PRESETS, key=tv.key("preset"), on_change=apply_preset,
-                 help="A seed's model family and recipe; it fills in the fields below, which you can then change.")
+                 help="A design note's model family and recipe; it fills in the fields below, which you can "
+                      "then change.")
     fixed = tv.is_scan_markov({"preset": st.session_state[tv.key("preset")]})
     st.selectbox(F["cell"].label, list(CELLS), key=tv.key("cell"), format_func=tv.CELL_LABELS.get, disabled=fixed)
     st.radio(F["backend"].label, F["backend"].choices, key=tv.key("backend"), horizontal=True, disabled=fixed,
@@ -109,7 +110,8 @@ with train_col:
     c1.number_input(F["smoothing"].label, F["smoothing"].low, F["smoothing"].high, step=0.05, format="%.2f",
                     key=tv.key("smoothing"))
     c2.number_input(F["clip"].label, F["clip"].low, F["clip"].high, step=0.1, format="%.2f", key=tv.key("clip"),
-                    help="Clip the global gradient norm to this value (seeds 002, 003).")
+                    help="Clip the global gradient norm to this value (as the Leviathan notebook and the "
+                         "gate-bias study do).")
     c1.number_input(F["seconds"].label, F["seconds"].low, F["seconds"].high, step=10, key=tv.key("seconds"),
                     help="Wall-clock budget; the learning rate anneals over it (cosine).")
     c2.number_input(F["eval_every"].label, F["eval_every"].low, F["eval_every"].high, step=10,

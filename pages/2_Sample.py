@@ -11,7 +11,7 @@ from ui.links import Field, mirror_to_url, restore_from_url
 setup_page("Sample")
 st.title("💬 Sample")
 st.caption("One prompt, four ways to pick the next token. Every generated token sits on a background "
-           "coloured by how likely the model found it; same seed, same text.")
+           "coloured by how likely the model found it; same random seed, same text.")
 show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
 
 # Widget bounds; lab.sampling.SamplingConfig checks the same rules again for any other path in.
@@ -43,8 +43,8 @@ with top[1]:
 with top[2]:
     n_tokens = st.number_input("New tokens", *BOUNDS["tokens"], step=50, key="sample_tokens")
 with top[3]:
-    seed = st.number_input("Seed", *BOUNDS["seed"], step=1, key="sample_seed",
-                           help="Seeds the sampler's own generator: the same seed gives the same text.")
+    seed = st.number_input("Random seed", *BOUNDS["seed"], step=1, key="sample_seed",
+                           help="Seeds the sampler's own generator: the same random seed gives the same text.")
 mirror_to_url(SETTINGS, DEFAULTS)
 if checkpoint is None:
     st.stop()
@@ -92,8 +92,9 @@ st.divider()
 st.subheader("Stateful vs stateless")
 st.markdown("Stateless generation resets the hidden state before every token, so the model sees only the "
             "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
-            "(seed 000; seed 001 A.2: resetting $h_{t-1}$ violates $h_t = f(x_t, h_{t-1})$).")
-strategy_for_state = st.selectbox("Strategy (settings and seed from its column above)", list(STRATEGIES),
+            "(the Scribe design, the note behind the Scribe subword GRU language models; the equations appendix's GRU: "
+            "resetting $h_{t-1}$ violates $h_t = f(x_t, h_{t-1})$).")
+strategy_for_state = st.selectbox("Strategy (settings and random seed from its column above)", list(STRATEGIES),
                                   format_func=views.STRATEGY_TITLES.get, key="sample_state_strategy")
 
 configs = None
@@ -122,7 +123,7 @@ for column, (strategy, generation) in zip(columns, by_strategy.items()):
         metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
         if strategy == "greedy":
             report = repetition_report(generation.continuation)
-            st.markdown("**Repetition report** (seed 002's greedy “And then the sea…” loop)")
+            st.markdown("**Repetition report** (the Leviathan notebook's greedy “And then the sea…” loop)")
             st.markdown(views.repetition_markdown(report))
 
 state_cols = st.columns(2)

@@ -12,8 +12,9 @@ from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Memory")
 st.title("🧠 Memory")
-st.caption("Two views of memory (seed 002): what the keep gates let survive, and how strongly the last "
-           "prediction still depends on a step long ago. Then a task that needs memory and nothing else.")
+st.caption("Two views of memory (from the Leviathan notebook, a from-scratch character LSTM on Shakespeare): "
+           "what the keep gates let survive, and how strongly the last prediction still depends on a step long ago. "
+           "Then a task that needs memory and nothing else.")
 
 TEXT = ("Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
         "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
@@ -24,18 +25,21 @@ GRADIENT_DEFAULT = ["char-rnn_latest", *DECAY_DEFAULT]
 G_VALUES = [0.5, 0.731, 0.9, 0.99, 0.999, 0.9999, 0.99999]
 BIAS_NOTES = {
     0.0: "no bias: the gate starts half open",
-    1.0: "seed 003's init b_z = +1: σ(1) = 0.731 keeps ~73% per step",
-    6.2: "seed 003's chrono average: σ(6.2) ≈ 0.998, the GRU then ignores new input",
+    1.0: "the gate-bias study's init b_z = +1: σ(1) = 0.731 keeps ~73% per step",
+    6.2: "the gate-bias study's chrono average: σ(6.2) ≈ 0.998, the GRU then ignores new input",
 }
 
-with st.expander("Anchors: what a constant keep gate does (seeds 002 and 003)", expanded=False):
+with st.expander("Anchors: what a constant keep gate does (the Leviathan notebook and the gate-bias study)",
+                 expanded=False):
     anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])
     st.table(pd.DataFrame([
-        {"reference": "Seed 002: a GRU update gate z = 0.00001 keeps 0.99999 per step",
+        {"reference": "Leviathan notebook: a GRU update gate z = 0.00001 keeps 0.99999 per step",
          "result": f"0.99999¹⁰⁰ = {anchor[0]:.5f}; after 1,000 steps {anchor[1]:.4f}; after 100,000 {anchor[2]:.3f}"},
-        {"reference": "Seed 002: an LSTM forget gate f = 1", "result": "1ᵏ = 1: the cell state can be held untouched"},
-        {"reference": "Seed 003: update-gate bias +1 at initialisation", "result": "σ(1) = 0.731: ~73% kept per step"},
-        {"reference": "Seed 003: chrono initialisation, biases averaging +6.2", "result": "σ(6.2) ≈ 0.998"},
+        {"reference": "Leviathan notebook: an LSTM forget gate f = 1",
+         "result": "1ᵏ = 1: the cell state can be held untouched"},
+        {"reference": "Gate-bias study (a GRU ablation over 1024-step pixel sequences): update-gate bias +1 at "
+                      "initialisation", "result": "σ(1) = 0.731: ~73% kept per step"},
+        {"reference": "Gate-bias study: chrono initialisation, biases averaging +6.2", "result": "σ(6.2) ≈ 0.998"},
     ]))
 
 infos = checkpoint_infos(("lm", "scan_markov"))
@@ -109,14 +113,14 @@ with right:
     kept = constant_gate_retention(g, [10, 100, 1000])
     for k, value in zip((10, 100, 1000), kept):
         st.metric(f"g^{k:,}", f"{value:.5f}")
-    st.markdown("Seed 002: even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
+    st.markdown("The Leviathan notebook: even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
                 "$0.99999^{100} = 0.99900$: the memory leaks a little every step, and the leak compounds. "
                 "The LSTM's $f = 1$ keeps $c$ exactly.")
 
 st.subheader("Keep-gate bias → time constant and half-life")
 biases_text = st.text_input("Biases (comma separated)", key="memory_biases",
                             help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
-                                 "−b_z for the seed GRU (z overwrites there).")
+                                 "−b_z for the gru_seed GRU (z overwrites there).")
 try:
     biases = [float(b) for b in biases_text.replace(";", ",").split(",") if b.strip()]
     if not biases:
@@ -135,9 +139,10 @@ if biases:
 # ---------------------------------------------------------------------------
 st.header("3 · Gradients through time")
 st.markdown("$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
-            "depends on the hidden state $T - t$ steps earlier (seed 001 A.1 and A.4: the vanishing gradient). "
+            "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of the equations appendix's RNN "
+            "and BPTT (the note that writes out the RNN, GRU and LSTM equations this lab implements). "
             "Left the bundled, trained checkpoints; right fresh models of the same configuration "
-            "(lab.models.build_model, torch seed 0).")
+            "(lab.models.build_model, random seed 0).")
 cols = st.columns([3, 1])
 grad_chosen = cols[0].multiselect("Checkpoints", list(by_name), default=[n for n in GRADIENT_DEFAULT if n in by_name],
                                   key="memory_grad_checkpoints")
@@ -154,7 +159,7 @@ if trained:
     cols = st.columns(2)
     cols[0].plotly_chart(views.gradient_figure(trained, "trained (bundled checkpoints)", y_range),
                          key="memory_grad_trained")
-    cols[1].plotly_chart(views.gradient_figure(fresh, "at initialisation (same config, seed 0)", y_range),
+    cols[1].plotly_chart(views.gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range),
                          key="memory_grad_fresh")
     if len(text) < steps + 1:
         st.caption(f"The text has only {len(text)} characters, so T is shorter than the slider asks.")

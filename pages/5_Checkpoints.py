@@ -148,7 +148,7 @@ else:
                                   yaxis_title="nats", template="plotly_white", title="Metrics history",
                                   legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"))
                 st.plotly_chart(fig, key="ckpt_history", width="stretch")
-        with st.expander("Model summary (seed 002 style)", expanded=True):
+        with st.expander("Model summary (Leviathan notebook style)", expanded=True):
             st.code(model_summary(checkpoint.model, info.name).format(), language=None)
 
 # ---------------------------------------------------------------------------

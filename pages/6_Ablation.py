@@ -19,14 +19,14 @@ RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", STUDY_DIR))
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
 COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}
 
-st.title("⚖️ GRU gate-bias ablation (seed 003)")
+st.title("⚖️ The gate-bias study: a GRU gate-bias ablation")
 st.markdown(
-    "Seed 003 trains a one-layer GRU (H = 181, **101,732 parameters**) on images read one grey pixel per step "
-    "and asks whether the reset and update gate biases matter. **baseline**: every bias learnable, update-gate "
-    "bias $b_z = +1$. **ablated**: the reset and update biases (the $r$ and $z$ chunks of both $b_{ih}$ and "
-    "$b_{hh}$) frozen at exactly 0 by gradient hooks; the candidate bias stays learnable.\n\n"
+    "The gate-bias study trains a one-layer GRU (H = 181, **101,732 parameters**) on images read one grey pixel "
+    "per step and asks whether the reset and update gate biases matter. **baseline**: every bias learnable, "
+    "update-gate bias $b_z = +1$. **ablated**: the reset and update biases (the $r$ and $z$ chunks of both "
+    "$b_{ih}$ and $b_{hh}$) frozen at exactly 0 by gradient hooks; the candidate bias stays learnable.\n\n"
     "PyTorch's convention: $h_t = (1 - z_t)\\,n_t + z_t\\,h_{t-1}$, so $z$ **keeps** memory and $b_z = +1$ "
-    "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only; seed 003's "
+    "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only; the study's "
     "code fills both bias vectors (effective +2) while its text reasons with $\\sigma(1)$.")
 
 
@@ -47,9 +47,10 @@ def accuracy_table(results):
     for arm, s in results["summary"].items():
         mean, std = s["val_accuracy_mean"], s["val_accuracy_std"]
         rows.append({
-            "arm": arm, "seeds": s["n_seeds"],
+            "arm": arm, "random seeds": s["n_seeds"],
             "test accuracy": "–" if mean is None else f"{100 * mean:.1f}%" + ("" if std is None else f" ± {100 * std:.1f}"),
-            "per seed": ", ".join(f"{100 * v:.1f}%" for v in s["val_accuracy_by_seed"].values() if v is not None),
+            "per random seed": ", ".join(f"{100 * v:.1f}%" for v in s["val_accuracy_by_seed"].values()
+                                         if v is not None),
             "test loss": s["val_loss_mean"], "train loss (last epoch)": s["train_loss_mean"],
             "mean z": s["z_mean_final"], "mean r": s["r_mean_final"], "b_z = b_iz + b_hz": s["b_z_mean_final"],
             "what": ARMS[arm].description if arm in ARMS else ""})
@@ -63,7 +64,7 @@ def show_results(results, key):
     st.markdown(f"**{d['title']}**: {d['n_train']} training / {d['n_test']} test sequences of "
                 f"**{d['sequence_length']} steps**; {results['model']['parameters']:,} parameters "
                 f"({results['model']['backend']}); {cfg['epochs']} epochs of {results['training']['steps_per_epoch']} "
-                f"AdamW steps (batch {cfg['batch_size']}, lr {cfg['lr']:g} → {cfg['min_lr']:g}), seeds "
+                f"AdamW steps (batch {cfg['batch_size']}, lr {cfg['lr']:g} → {cfg['min_lr']:g}), random seeds "
                 f"{', '.join(map(str, cfg['seeds']))}." + ("" if results["complete"] else " **Incomplete study.**"))
     if results.get("command"):
         st.code(results["command"], language="bash")
@@ -78,9 +79,9 @@ def show_results(results, key):
     left, right = st.columns(2)
     loss = go.Figure()
     for (arm, seed), g in steps.groupby(["arm", "seed"]):
-        loss.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines", name=f"{arm} seed {seed}",
+        loss.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines", name=f"{arm}, random seed {seed}",
                                   line=dict(color=COLORS.get(arm), width=1.5), legendgroup=arm))
-    loss.update_layout(title="Training loss per step (one line per seed)", xaxis_title="step",
+    loss.update_layout(title="Training loss per step (one line per random seed)", xaxis_title="step",
                        yaxis_title="cross-entropy", height=340, margin=dict(t=40, b=10))
     left.plotly_chart(loss, key=f"ablation_{key}_loss")
     acc = go.Figure()
@@ -89,13 +90,13 @@ def show_results(results, key):
         band(acc, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), COLORS.get(arm), arm)
         acc.add_trace(go.Scatter(x=m["epoch"], y=100 * m["mean"], mode="lines+markers", name=f"{arm} (mean ± std)",
                                  line=dict(color=COLORS.get(arm)), legendgroup=arm))
-    acc.update_layout(title="Test accuracy per epoch, mean ± std over seeds", xaxis_title="epoch",
+    acc.update_layout(title="Test accuracy per epoch, mean ± std over random seeds", xaxis_title="epoch",
                       yaxis_title="accuracy (%)", yaxis_range=[0, 100], height=340, margin=dict(t=40, b=10))
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
 
     st.subheader("Gate statistics")
     st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the reference twin of the "
-               "model at initialisation (epoch 0) and after every epoch; lines are means over seeds, bands the "
+               "model at initialisation (epoch 0) and after every epoch; lines are means over random seeds, bands the "
                "10th-90th percentile of all gate values (every unit, step and sequence).")
     cols = st.columns(2)
     for col, gate in zip(cols, ("z", "r")):
@@ -117,19 +118,22 @@ def show_results(results, key):
         z = run["epochs"][-1]["gates"]["z"]
         first = run["seed"] == results["summary"][run["arm"]]["seeds"][0]
         profile.add_trace(go.Scatter(x=z["time"]["t_start"], y=z["time"]["mean"], mode="lines", line_shape="hv",
-                                     name=f"{run['arm']} seed {run['seed']}", line=dict(color=COLORS.get(run["arm"])),
+                                     name=f"{run['arm']}, random seed {run['seed']}",
+                                     line=dict(color=COLORS.get(run["arm"])),
                                      legendgroup=run["arm"]))
         if first:
             edges = [i / len(z["histogram"]) for i in range(len(z["histogram"]))]
-            hist.add_trace(go.Bar(x=edges, y=z["histogram"], name=f"{run['arm']} seed {run['seed']}", offset=0,
+            hist.add_trace(go.Bar(x=edges, y=z["histogram"], name=f"{run['arm']}, random seed {run['seed']}", offset=0,
                                   width=1 / len(z["histogram"]), marker_color=COLORS.get(run["arm"]), opacity=0.6))
     profile.update_layout(title="Mean z over the sequence, last epoch", xaxis_title="time step", yaxis_title="z",
                           height=320, margin=dict(t=40, b=10))
-    hist.update_layout(title="Distribution of z, last epoch (first seed)", xaxis_title="z", yaxis_title="fraction",
+    hist.update_layout(title="Distribution of z, last epoch (first random seed)", xaxis_title="z",
+                       yaxis_title="fraction",
                        barmode="overlay", height=320, margin=dict(t=40, b=10))
     cols[0].plotly_chart(profile, key=f"ablation_{key}_profile")
     cols[1].plotly_chart(hist, key=f"ablation_{key}_hist")
-    checks = [f"{r['arm']} seed {r['seed']}: {r['frozen_bias_check']}" for r in results["runs"] if r["frozen_bias_check"]]
+    checks = [f"{r['arm']}, random seed {r['seed']}: {r['frozen_bias_check']}" for r in results["runs"]
+              if r["frozen_bias_check"]]
     if checks:
         st.success("Frozen-bias check (exact zeros after every epoch): " + "; ".join(checks))
 
@@ -149,7 +153,7 @@ if results is not None:
         show_results(results, "shipped")
     except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
         st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
-    st.caption("CIFAR-10 cannot be downloaded on every machine; online, the seed's own study is "
+    st.caption("CIFAR-10 cannot be downloaded on every machine; online, the gate-bias study itself is "
                "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps).")
 
 # ---------------------------------------------------------------------------
@@ -170,19 +174,20 @@ show_anchors("scifar_lstm", "scifar_urgru", "lra_image_transformer", "lra_image_
 
 # ---------------------------------------------------------------------------
 st.header("4 · Run it yourself (a short live version)")
-st.caption("Both arms train one run after another (seed by seed, as the command line does) on a background "
-           "thread of this server (its GPU when it has one, else its CPU), on the offline digits set, with a "
-           "training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab stops it. "
-           f"By default the images are the digits' own 8 × 8 pixels, so each sequence is **64 steps, not 1024**, and "
-           f"the learning rate is {LIVE_LR:g} instead of the seed's 5e-4: on a CPU both arms learn visibly in "
-           "about a minute (near 70% test accuracy after 6 epochs), which 1024-step sequences would need hours for.")
+st.caption("Both arms train one run after another (one random seed at a time, as the command line does) on a "
+           "background thread of this server (its GPU when it has one, else its CPU), on the offline digits set, "
+           "with a training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab "
+           "stops it. By default the images are the digits' own 8 × 8 pixels, so each sequence is **64 steps, not "
+           f"1024**, and the learning rate is {LIVE_LR:g} instead of the gate-bias study's 5e-4: on a CPU both arms "
+           "learn visibly in about a minute (near 70% test accuracy after 6 epochs), which 1024-step sequences would "
+           "need hours for.")
 # the live run's settings as they appear in a link: ?size=16&epochs=3...
 SETTINGS = {"size": (Field("int", "Image side", 8, 32), "ablation_size"),
             "train": (Field("int", "Training sequences", 16, 1437), "ablation_train"),
             "test": (Field("int", "Test sequences", 10, 360), "ablation_test"),
             "epochs": (Field("int", "Epochs", 1, 20), "ablation_epochs"),
             "batch": (Field("int", "Batch size", 4, 128), "ablation_batch"),
-            "seeds": (Field("int", "Seeds per arm", 1, 3), "ablation_seeds")}
+            "seeds": (Field("int", "Random seeds per arm", 1, 3), "ablation_seeds")}
 DEFAULTS = {"size": 8, "train": 1437, "test": 120, "epochs": 6, "batch": 32, "seeds": 1}
 restore_from_url(SETTINGS, DEFAULTS)
 if st.session_state.ablation_size not in (8, 16, 32):
@@ -198,7 +203,7 @@ with st.form("ablation_live_form"):
     n_test = c[2].number_input("Test sequences", 10, 360, step=10, key="ablation_test")
     epochs = c[3].number_input("Epochs", 1, 20, key="ablation_epochs")
     batch = c[4].number_input("Batch size", 4, 128, key="ablation_batch")
-    n_seeds = c[5].number_input("Seeds per arm", 1, 3, key="ablation_seeds")
+    n_seeds = c[5].number_input("Random seeds per arm", 1, 3, key="ablation_seeds")
     start = st.form_submit_button("Train both arms", type="primary", disabled=running)
 if start and not running:
     with user_errors("Starting the live ablation"):
@@ -233,13 +238,15 @@ def live_view():
         if len(steps):
             fig = go.Figure()
             for (arm, seed), g in steps.groupby(["arm", "seed"]):
-                fig.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines", name=f"{arm} seed {seed}",
+                fig.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines",
+                                         name=f"{arm}, random seed {seed}",
                                          line=dict(color=COLORS.get(arm))))
             fig.update_layout(title="Live training loss", xaxis_title="step", height=320, margin=dict(t=40, b=10))
             st.plotly_chart(fig, key="ablation_live_loss")
         if done:
             st.dataframe(pd.DataFrame(done)[["arm", "seed", "epoch", "train_loss", "val_loss", "val_accuracy",
-                                             "z_mean", "r_mean", "b_z_mean"]], hide_index=True, key="ablation_live_epochs")
+                                             "z_mean", "r_mean", "b_z_mean"]].rename(columns={"seed": "random seed"}),
+                         hide_index=True, key="ablation_live_epochs")
     elif job.results is not None:
         show_results(job.results, "live")
         if st.session_state.get("ablation_shown") is not job:  # leave the polling fragment once

@@ -30,7 +30,8 @@ SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reloa
 ANCHORS = {
     "nanogpt_cpu": ("nanoGPT char-level Tiny Shakespeare, CPU config (~3 min)", "val loss ≈ 1.88 nats/char"),
     "nanogpt_gpu": ("nanoGPT char-level Tiny Shakespeare, 6-layer transformer on a GPU", "val loss ≈ 1.47 nats/char"),
-    "leviathan": ("Seed 002 Leviathan-LSTM (24M params, 6 short epochs on a GPU)", "val loss 1.50 nats/char"),
+    "leviathan": ("Leviathan-LSTM from the Leviathan notebook (24M params, 6 short epochs on a GPU)",
+                  "val loss 1.50 nats/char"),
     "uniform_char": ("Uniform guess over ~65 characters", "ln 65 ≈ 4.17 nats/char"),
     "scifar_lstm": ("Sequential CIFAR-10, LSTM (S4 paper, Table)", "63.0% accuracy"),
     "scifar_urgru": ("Sequential CIFAR-10, UR-GRU (S4 paper, Table)", "74.4% accuracy"),
@@ -62,7 +63,7 @@ GLOSSARY = {
     "nats/char": "The loss, −ln P(next token), summed over a text and divided by its characters. ln 65 ≈ 4.17 "
                  "is a uniform guess over 65 characters; lower is better, and it compares character and "
                  "subword models fairly.",
-    "convention": "Which way a GRU's update gate z points. The seeds' convention: z overwrites "
+    "convention": "Which way a GRU's update gate z points. The equations appendix's convention: z overwrites "
                   "(h = (1−z)·h + z·h̃). PyTorch's: z keeps (h = (1−z)·n + z·h). Same name, opposite meaning.",
     "chrono initialisation": "Tallec & Ollivier (2018): start the keep-gate biases at log U[1, T−1], so the "
                              "units begin with memories spread from 1 to T steps long.",

@@ -50,7 +50,7 @@ SOURCES = {
                  "notes also work out how fast a GRU's memory decays",
     "gate_bias": "**the gate-bias study**: a GRU reading small images one pixel per step, trained with and "
                  "without its gate biases",
-    "scan": "**the selective-scan notes**: a Mamba-style scan trained on character n-grams, the source of the "
+    "scan": "**the ScanMarkov design**: a Mamba-style scan trained on character n-grams, the source of the "
             "scan cell",
 }
 
@@ -291,7 +291,7 @@ def keep_or_overwrite():
     half = measured.half_life
     where = (f"keeps half or less after **{half} step{'s' if half > 1 else ''}**" if half is not None
              else f"still keeps more than half after {KEEP_LAGS} steps")
-    seed_note = (" In the seeds' convention z overwrites, so the factor that keeps is 1 − z and its bias is "
+    seed_note = (" In the equations appendix's convention z overwrites, so the factor that keeps is 1 − z and its bias is "
                  "−b_z: the table shows −b_z." if first["cell"] == "gru_seed" else "")
     notice(f"A keep factor of σ({bias:g}) = **{implied['retention']:.3f}** multiplies the old memory every step, "
            f"so k steps keep σ(b)^k: a time constant of {implied['tau']:.1f} steps and half gone after "
@@ -302,9 +302,9 @@ def keep_or_overwrite():
            f"{first['retention']:.2f} per step, a half-life of {first['half_life']:.1f} steps.{seed_note} Measured "
            f"on the passage, where the inputs and the state move the gate too, its median unit keeps "
            f"{measured.median[0]:.2f} after one step and {where}.")
-    check_yourself("The gate-bias study starts its PyTorch-convention GRU with b_z = +1. In the seeds' convention "
+    check_yourself("The gate-bias study starts its PyTorch-convention GRU with b_z = +1. In the equations appendix's convention "
                    "(the `gru_seed` cell), which sign of b_z makes a unit remember longer?",
-                   "Negative. In the seeds' convention z says how much to overwrite (h = (1 − z)·h + z·h̃), so the "
+                   "Negative. In the equations appendix's convention z says how much to overwrite (h = (1 − z)·h + z·h̃), so the "
                    "factor that keeps is 1 − σ(b_z) = σ(−b_z). In PyTorch's convention z keeps, and +1 means "
                    "remember more. Same letter, opposite meaning: that is why the lab keeps two GRU cells.")
     open_full_page("Memory", "Open the Memory page with this bias in its table",

@@ -55,9 +55,9 @@ FIELDS = {
     "name": Field("text", "Run name (checkpoint name)"),
     "x": Field("choice", "Chart x axis", choices=("elapsed", "step")),
 }
-CELL_LABELS = {"rnn": "rnn: vanilla RNN", "gru_seed": "gru_seed: GRU, seeds' convention (z overwrites)",
+CELL_LABELS = {"rnn": "rnn: vanilla RNN", "gru_seed": "gru_seed: GRU, equations appendix's convention (z overwrites)",
                "gru_torch": "gru_torch: GRU, PyTorch convention (z keeps)", "lstm": "lstm: LSTM",
-               "scan": "scan: selective scan (seed 004)"}
+               "scan": "scan: selective scan (the ScanMarkov design)"}
 
 
 def key(name):
@@ -120,7 +120,8 @@ def fused_problem(values):
     """Why the fused backend cannot be used with these settings, or None."""
     if values["backend"] != "fused" or is_scan_markov(values) or values["cell"] in FUSED_MODULES:
         return None
-    why = {"gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not the seeds' (z overwrites)",
+    why = {"gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not the equations appendix's "
+                       "(z overwrites)",
            "scan": "torch.nn has no selective scan"}.get(values["cell"], "torch.nn has no such layer")
     return (f"The fused backend exists only for {', '.join(sorted(FUSED_MODULES))}: {why}. "
             "Choose the fast or reference backend for this cell.")
