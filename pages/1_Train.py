@@ -1,7 +1,7 @@
 """Train: pick a model family and a corpus, start a background run, watch the loss race live.
 
 Widgets -> ui.train_view settings -> lab configs -> lab.train.TrainingJob; a
-fragment polls the session's jobs once a second and draws their events.
+fragment polls the session's jobs every two seconds and draws their events.
 The settings are mirrored in the URL, so a link opens with the same settings.
 """
 import copy
@@ -256,7 +256,7 @@ st.radio(F["x"].label, ["elapsed", "step"], key=tv.key("x"), horizontal=True,
          format_func={"elapsed": "seconds (a fair race)", "step": "training steps"}.get)
 
 # ---------------------------------------------------------------------------
-# live view: redrawn every second while a run of this session trains
+# live view: redrawn every two seconds while a run of this session trains
 
 
 def live_view(auto, x_axis):
@@ -291,4 +291,5 @@ def live_view(auto, x_axis):
         st.rerun()  # the last run ended: redraw the page once, without the 1 s refresh
 
 
-st.fragment(run_every=1.0 if running else None)(live_view)(bool(running), values["x"])
+# every 2 s: each watching student's redraw costs the server's one interpreter some tens of milliseconds
+st.fragment(run_every=2.0 if running else None)(live_view)(bool(running), values["x"])

@@ -204,8 +204,9 @@ class RunLog:
                 "checkpoint": str(job.checkpoint_path) if job.checkpoint_path else ""}
 
 
-def _thin(xs, ys, max_points=2000):
-    """Every k-th point, so a long run's chart stays light (the last point is kept)."""
+def _thin(xs, ys, max_points=400):
+    """Every k-th point, so a long run's chart stays light (the last point is kept): the chart is
+    rebuilt every couple of seconds for every student watching a run, on the server's one interpreter."""
     k = max(1, math.ceil(len(xs) / max_points))
     if k == 1:
         return xs, ys
@@ -231,10 +232,14 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
         fig.add_trace(go.Scatter(x=log.evals[x_axis], y=log.evals["loss"], mode="lines+markers",
                                  name=f"{log.label} · val", legendgroup=log.label,
                                  line=dict(color=color, width=2.5, dash="dash"), marker=dict(size=7)))
-    for y, label in anchors:
-        fig.add_hline(y=y, line=dict(color="grey", width=1, dash="dot"), annotation_text=label,
-                      annotation_position="bottom right", annotation_font_color="grey")
-    fig.update_layout(height=440, margin=dict(l=10, r=10, t=40, b=10), showlegend=bool(logs),
+    # the reference lines as plain shapes: add_hline compares them with every trace's data (seconds per
+    # redraw once several runs have thousands of points)
+    shapes = [dict(type="line", xref="paper", x0=0, x1=1, y0=y, y1=y, line=dict(color="grey", width=1, dash="dot"))
+              for y, _ in anchors]
+    notes = [dict(xref="paper", x=1, y=y, text=label, showarrow=False, xanchor="right", yanchor="top",
+                  font=dict(color="grey")) for y, label in anchors]
+    fig.update_layout(height=440, margin=dict(l=10, r=10, t=40, b=10), showlegend=bool(logs), shapes=shapes,
+                      annotations=notes,
                       legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
                       xaxis_title="seconds" if x_axis == "elapsed" else "step",
                       yaxis_title="cross-entropy (nats/token)", hovermode="x unified", template="plotly_white")
