@@ -13,6 +13,7 @@ rest; a job that could never fit is refused at once with a message saying why.
     ...train...
     ticket.release()
 """
+import collections
 import os
 import threading
 
@@ -143,16 +144,30 @@ class StepTurns:
         if not concurrent >= 1:
             raise ValueError(f"concurrent must be >= 1, got {concurrent!r}")
         self.concurrent = int(concurrent)
-        self._free = threading.Semaphore(self.concurrent)
+        self._changed = threading.Condition()
+        self._free, self._waiting = self.concurrent, collections.deque()
 
     def take(self, should_stop=None, poll_seconds=0.2):
-        while not self._free.acquire(timeout=poll_seconds):
-            if should_stop is not None and should_stop():
-                return False
-        return True
+        """First come, first served: a job that gives its turn back and asks again queues behind the
+        others (a plain semaphore lets it take the turn straight back, and the others starve)."""
+        me = object()
+        with self._changed:
+            self._waiting.append(me)
+            while not (self._free and self._waiting[0] is me):
+                if should_stop is not None and should_stop():
+                    self._waiting.remove(me)
+                    self._changed.notify_all()
+                    return False
+                self._changed.wait(poll_seconds)
+            self._waiting.popleft()
+            self._free -= 1
+            self._changed.notify_all()  # the next in line may fit too (concurrent > 1)
+            return True
 
     def give_back(self):
-        self._free.release()
+        with self._changed:
+            self._free += 1
+            self._changed.notify_all()
 
 
 # RNNLAB_CONCURRENT_STEPS (default 1): how many jobs compute a step at once; PyTorch's own threads
