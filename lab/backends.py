@@ -94,13 +94,17 @@ def check_cell(cell, backend="fast"):
 def default_backend(cell, device="cpu"):
     """The training default for `cell` on `device` (a torch.device or its name): the fastest measured.
 
-    On CUDA, torch.nn's cuDNN kernels where they exist. On a CPU, `fast`: BENCHMARKS.md
-    measures it at 0.90-0.98x nn.GRU's step time and 1.08-1.18x nn.LSTM's (2 threads,
-    B=64, T=128, H=256), close enough that the lab's own code trains by default.
+    On CUDA, torch.nn's cuDNN kernels where they exist. On a CPU, `fast`, except for the LSTM:
+    BENCHMARKS.md (run 15, torch 2.15, 2 threads, B=64, T=128, H=256) measures the fast GRU at
+    0.87x nn.GRU's step time but the fast LSTM at 1.72x nn.LSTM's (torch's CPU LSTM got faster;
+    runs 6-13 on an older torch had 1.08-1.18x).
     """
-    if torch.device(device).type == "cuda" and cell in FUSED_MODULES:
+    if cell in FUSED_MODULES and (torch.device(device).type == "cuda" or cell in FUSED_ON_CPU):
         return "fused"
     return "fast"
+
+
+FUSED_ON_CPU = {"lstm"}  # cells whose torch.nn kernel beats the fast backend on a CPU (BENCHMARKS.md run 15)
 
 
 def make_layer(cell, input_size, hidden_size, backend="fast", keep_bias=1.0, chrono_tmax=None,
