@@ -110,7 +110,9 @@ def follow_to_full_page(page, link, url, widget, value):
     link.click()
     page.wait_for_url(url)
     page.wait_for_selector(SCRIPT_DONE)
-    assert page.locator(f".st-key-{widget} input").first.input_value() == value
+    # the widgets can arrive a moment after the script's end on a busy machine: wait for the value
+    page.wait_for_function("([selector, value]) => document.querySelector(selector)?.value === value",
+                           arg=[f".st-key-{widget} input", value])
     assert_no_exception(page, f"{url} opened from a lesson")
 
 
@@ -234,6 +236,10 @@ def test_closing_the_tab_stops_its_training(server, browser, user_dir):
         open_page(trainer, f"{server.url}/Train?{TINY}&seconds=600&name=orphan")
         click_start_and_time_first_point(trainer)
         open_page(watcher, f"{server.url}/Train")
+        deadline = time.monotonic() + 30  # on a busy machine the page can show its text a moment late
+        while running_in_app(watcher) != 1 and time.monotonic() < deadline:
+            watcher.wait_for_timeout(1000)
+            open_page(watcher, f"{server.url}/Train")
         assert running_in_app(watcher) == 1
         trainer.context.close()  # the tab goes: its heartbeat stops
         closed = time.monotonic()
