@@ -91,6 +91,9 @@ def check_cell(cell, backend="fast"):
         raise ValueError(f"backend: {backend!r} exists only for cells {sorted(BACKENDS[backend])}, not {cell!r}")
 
 
+FUSED_ON_CPU = {"lstm"}  # cells whose torch.nn kernel beats the fast backend on a CPU (BENCHMARKS.md run 15)
+
+
 def default_backend(cell, device="cpu"):
     """The training default for `cell` on `device` (a torch.device or its name): the fastest measured.
 
@@ -102,9 +105,6 @@ def default_backend(cell, device="cpu"):
     if cell in FUSED_MODULES and (torch.device(device).type == "cuda" or cell in FUSED_ON_CPU):
         return "fused"
     return "fast"
-
-
-FUSED_ON_CPU = {"lstm"}  # cells whose torch.nn kernel beats the fast backend on a CPU (BENCHMARKS.md run 15)
 
 
 def make_layer(cell, input_size, hidden_size, backend="fast", keep_bias=1.0, chrono_tmax=None,
