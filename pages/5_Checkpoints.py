@@ -11,8 +11,8 @@ import streamlit as st
 from lab.checkpoints import (CheckpointError, delete_checkpoint, load_checkpoint, sanitize_name, scan_checkpoints,
                              save_checkpoint)
 from lab.models import config_to_dict, model_summary
-from ui.common import (cached_checkpoint, page_link, parameter_count, plain, setup_page, show_anchors, user_dir,
-                       user_errors)
+from ui.common import (cached_checkpoint, choose_checkpoint, page_link, parameter_count, plain, setup_page,
+                       show_anchors, user_dir, user_errors)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Checkpoints")
@@ -86,17 +86,9 @@ else:
                                 "final val loss": st.column_config.NumberColumn(format="%.3f"),
                                 "val nats/char": st.column_config.NumberColumn(format="%.3f")})
 
-    by_name = {}
-    for i in infos:  # bundled first: a bundled name wins over a file of the same name
-        by_name.setdefault(i.name, i)
-    if st.session_state.get("ckpt_choice") not in by_name:
-        if st.session_state.get("ckpt_choice"):
-            st.warning(f"There is no checkpoint named {plain(st.session_state.ckpt_choice)} here; showing another one.")
-        st.session_state.ckpt_choice = next(iter(by_name))
-    choice = st.selectbox("Inspect a checkpoint", list(by_name), key="ckpt_choice",
-                          format_func=lambda n: f"{n}  ({'bundled' if by_name[n].bundled else 'yours'})")
+    info = choose_checkpoint("ckpt_choice", "Inspect a checkpoint", infos,
+                             lambda i: f"{i.name}  ({'bundled' if i.bundled else 'yours'})")
     mirror_to_url(SETTINGS, DEFAULTS)
-    info = by_name[choice]
     checkpoint = None
     with user_errors(f"Loading {info.name}"):
         checkpoint = cached_checkpoint(str(info.path), info.path.stat().st_mtime)

@@ -172,23 +172,29 @@ def checkpoint_infos(families=None):
             if families is None or i.family in families and (i.has_tokenizer or i.family == "classifier")]
 
 
-def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), default_name=None):
-    """A selectbox over bundled and this session's checkpoints (its value is the name, so a link can
-    carry it) -> the loaded Checkpoint, or None (with a message)."""
+def choose_checkpoint(key, label, infos, format_func, default_name=None):
+    """A selectbox over `infos` whose value is the checkpoint's name (so a link can carry it) -> the
+    chosen CheckpointInfo. Bundled first: a bundled name wins over a file of the same name. A name
+    that is not here (a deleted file, a link to someone else's model) is replaced, with a warning."""
     by_name = {}
-    for info in checkpoint_infos(families):  # bundled first: a bundled name wins over a file of the same name
+    for info in infos:
         by_name.setdefault(info.name, info)
-    if not by_name:
-        st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones "
-                   "with `python scripts/build_checkpoints.py`.")
-        return None
-    if st.session_state.get(key) not in by_name:  # first visit, a deleted file, or a link to another's model
+    if st.session_state.get(key) not in by_name:
         if st.session_state.get(key):
             st.warning(f"There is no checkpoint named {plain(st.session_state[key])} here; showing another one.")
         st.session_state[key] = default_name if default_name in by_name else next(iter(by_name))
-    name = st.selectbox(label, list(by_name), key=key,
-                        format_func=lambda n: n if by_name[n].bundled else f"{n}  (yours)")
-    info = by_name[name]
+    return by_name[st.selectbox(label, list(by_name), key=key, format_func=lambda n: format_func(by_name[n]))]
+
+
+def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), default_name=None):
+    """A selectbox over bundled and this session's checkpoints -> the loaded Checkpoint, or None (with a message)."""
+    infos = checkpoint_infos(families)
+    if not infos:
+        st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones "
+                   "with `python scripts/build_checkpoints.py`.")
+        return None
+    info = choose_checkpoint(key, label, infos, lambda i: i.name if i.bundled else f"{i.name}  (yours)",
+                             default_name)
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
