@@ -239,6 +239,12 @@ def generate(model, tokenizer, prompt, config=None):
     return _generate(model, tokenizer, prompt, config, _stateful if config.stateful else _stateless)
 
 
+def sample_text(tokenizer, prompt, config, model):
+    """generate(...)'s text, arguments in the order functools.partial fixes them: a picklable
+    sampler for lab.train.TrainingJob, `partial(sample_text, tokenizer, prompt, config)`."""
+    return generate(model, tokenizer, prompt, config).text
+
+
 def generate_by_rerunning_prefix(model, tokenizer, prompt, config=None):
     """The naive baseline, for the benchmark only: every step re-reads the whole
     prefix from the zero state (O(T) per token, O(N^2) in all). It computes the

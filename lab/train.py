@@ -44,6 +44,7 @@ from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long
                       download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, ngram_samples, random_windows,
                       read_text, split_train_val)
 from lab.ngram import model_predictor, score_by_order
+from lab.workers import run_in_process
 
 CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
 MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
@@ -693,16 +694,20 @@ class TrainingJob(BackgroundJob):
     `resume` (a TrainingState, see resume_training_state) continues a run; with
     `resumable` the checkpoint carries the training state so that it can be
     continued in turn (about three times the size: the weights and AdamW's two moments).
+
+    `in_process` trains in a niced process of its own (lab.workers), so that a server's
+    pages keep its interpreter and the cores come to them first; the sampler must then be
+    picklable (a module-level function or a functools.partial of one, see lab.sampling.sample_text).
     """
 
     def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
                  sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None, resume=None,
-                 resumable=False):
+                 resumable=False, in_process=False):
         from lab.cost import training_memory_bytes
 
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
-        self.resume, self.resumable = resume, resumable
+        self.resume, self.resumable, self.in_process = resume, resumable, in_process
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
             cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
@@ -710,16 +715,6 @@ class TrainingJob(BackgroundJob):
         self.what = f"The run {name}"
         self.turns = turns or SERVER_TURNS
         self.checkpoint_path, self.result = None, None
-        self._last_sample = -math.inf  # sample at step 1
-
-    def _emit(self, event):
-        self._log(event)
-        now = time.perf_counter()
-        if self.sampler is not None and event["type"] == "step" and now - self._last_sample >= self.sample_every_s:
-            self._last_sample = now
-            text = self.sampler(self.model)
-            self.model.train()
-            self._log({"type": "sample", "step": event["step"], "text": text})
 
     def save(self, folder=None):
         """Save the trained weights as name_vN in `folder` (default: checkpoint_dir) and return the
@@ -744,7 +739,17 @@ class TrainingJob(BackgroundJob):
     def _work(self):
         self._holds_turn = False
         try:
-            self.result = train(self.model, self.task, self.config, self._emit, self._next_step_turn, self.resume)
+            if self.in_process:  # lab.workers: the weights travel there and back, the events as they come
+                weights, self.result = run_in_process(
+                    _train_in_child, dict(model_config=self.model.config, weights=self.model.state_dict(),
+                                          task=self.task, config=self.config, resume=self.resume,
+                                          sampler=self.sampler, sample_every_s=self.sample_every_s),
+                    self._log, self._stop.is_set)
+                self.model.load_state_dict(weights)
+                self.model.eval()
+            else:
+                self.result = train_with_samples(self.model, self.task, self.config, self._log, self._next_step_turn,
+                                                 self.resume, self.sampler, self.sample_every_s)
             if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
                 self.result.training_state = None
         finally:
@@ -760,3 +765,31 @@ class TrainingJob(BackgroundJob):
                                   "job.save(folder) retries"), "failed"
         self.message = reason
         return status
+
+
+def train_with_samples(model, task, config, emit, should_stop=None, resume=None, sampler=None, sample_every_s=3.0):
+    """`train`, with `sampler(model)`'s text emitted as {"type": "sample", step, text} every
+    `sample_every_s` seconds, between steps (so it never races the optimiser), from the first step."""
+    last_sample = -math.inf
+
+    def emit_with_samples(event):
+        nonlocal last_sample
+        emit(event)
+        now = time.perf_counter()
+        if sampler is not None and event["type"] == "step" and now - last_sample >= sample_every_s:
+            last_sample = now
+            text = sampler(model)
+            model.train()
+            emit({"type": "sample", "step": event["step"], "text": text})
+
+    return train(model, task, config, emit_with_samples, should_stop, resume)
+
+
+def _train_in_child(emit, should_stop, model_config, weights, **kwargs):
+    """TrainingJob's work in a process of its own (lab.workers): -> (trained weights, TrainResult)."""
+    from lab.models import build_model
+
+    model = build_model(model_config)
+    model.load_state_dict(weights)
+    result = train_with_samples(model, emit=emit, should_stop=should_stop, **kwargs)
+    return {k: v.cpu() for k, v in model.state_dict().items()}, result

@@ -5,6 +5,7 @@ fragment polls the session's jobs every two seconds and draws their events.
 The settings are mirrored in the URL, so a link opens with the same settings.
 """
 import copy
+import functools
 import hashlib
 import time
 
@@ -14,13 +15,13 @@ from lab.cells import CELLS, ScanLayer
 from lab.checkpoints import sanitize_name
 from lab.data import read_text
 from lab.models import build_model, config_to_dict
-from lab.sampling import SamplingConfig, generate
+from lab.sampling import SamplingConfig, sample_text
 from lab.capacity import SERVER_BUDGET
 from lab.cost import check_training_memory, training_memory_bytes
 from lab.presets import PRESETS
 from lab.train import CORPORA, TASKS, TrainingJob
 from ui import train_view as tv
-from ui.common import (forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
+from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
                        plain, show_anchors, user_dir, user_errors)
 
 setup_page("Train")
@@ -205,7 +206,7 @@ def training_jobs():
 def make_sampler(tokenizer):
     """A short top-k sample, run by the training thread between steps (see TrainingJob)."""
     config = SamplingConfig(strategy="top_k", top_k=20, temperature=0.8, max_new_tokens=120)
-    return lambda model: generate(model, tokenizer, "", config).text
+    return functools.partial(sample_text, tokenizer, "", config)
 
 
 def unused_run_name(base):
@@ -222,7 +223,7 @@ def start_run():
     model = build_model(model_config)
     job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=user_dir(),
                       extra={"preset": values["preset"], "corpus": corpus_label},
-                      sampler=make_sampler(task.tokenizer), owner=session_key())
+                      sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS)
     job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
     register_job(job)
     # the first step takes ~0.1-0.3 s: waiting for it (at most a second) lets the chart below

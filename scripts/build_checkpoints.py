@@ -1,15 +1,24 @@
-"""Regenerate the bundled checkpoints in checkpoints/ from the bundled corpus.
+"""Train the bundled language models in checkpoints/ to quality, on the bundled corpus.
 
-    python scripts/build_checkpoints.py [--seconds 120] [--only gru-torch lstm]
+    python scripts/build_checkpoints.py [--minutes 60] [--only char-lstm char-gru-torch]
 
-Each model trains for a fixed wall-clock budget on the CPU (2 threads), the
-same engine the app and `python -m lab train` use, and is saved as
-checkpoints/<name>_latest.safetensors (no version history is bundled). The
-final validation losses are printed as a Markdown table for BENCHMARKS.md.
+Each model in RECIPES trains with the engine the app and `python -m lab train` use
+until its validation loss stops improving (early stopping: `--patience` evaluations
+without a new best) or its budget of training minutes is spent, and the weights of
+its best evaluation are bundled, in float16 (they load as float32; a test checks
+that the loss moves by < 0.005 nats/char), as checkpoints/<name>_latest.safetensors.
+
+A build is resumable per model. Every few minutes it writes build/<name>/progress
+(the weights, AdamW's moments, the step and the random generators) and
+build/<name>/best (the best weights so far); the same command run again continues
+each unfinished model where it stopped, and only exports a finished one. The
+recipes come from the sweep in benchmarks/bundle_sweep.py (BENCHMARKS.md).
 """
 import argparse
 import dataclasses
+import math
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -17,60 +26,142 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes  # noqa: E402
+from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes, load_checkpoint  # noqa: E402
 from lab.models import build_model, count_parameters  # noqa: E402
 from lab.presets import get_preset  # noqa: E402
-from lab.train import TASKS, configure_cpu, load_bundled_corpus, train  # noqa: E402
+from lab.train import (TASKS, configure_cpu, load_bundled_corpus, resume_training_state,  # noqa: E402
+                       run_metrics, train)
 
-SMALL = dict(embed_dim=64, hidden_size=256, num_layers=1)  # astra-alpha's size, one per cell
-BUNDLE = {
-    # name: (preset it starts from, model overrides, train overrides)
-    "char-rnn": ("astra-alpha", {"cell": "rnn", **SMALL}, {"lr": 2e-3}),
-    "char-gru-seed": ("astra-alpha", {"cell": "gru_seed", **SMALL}, {}),
-    "char-gru-torch": ("astra-alpha", {"cell": "gru_torch", **SMALL}, {}),
-    "char-lstm": ("astra-alpha", {"cell": "lstm", **SMALL}, {}),
-    "char-scan": ("astra-alpha", {"cell": "scan", "embed_dim": 64, "hidden_size": 128, "num_layers": 2,
-                                  "norm": "every"}, {"lr": 2e-3}),
+# name: (preset it starts from, model overrides, train overrides). The character models share
+# astra-alpha's recipe (AdamW, weight decay 0.1, B=32, T=64, cosine lr) at about 1.2M parameters
+LSTM = dict(cell="lstm", embed_dim=64, hidden_size=512, num_layers=1, dropout=0.2)
+RECIPES = {
+    "char-rnn": ("astra-alpha", {"cell": "rnn", "embed_dim": 64, "hidden_size": 768, "num_layers": 1,
+                                 "dropout": 0.2}, {"lr": 2e-3}),
+    "char-gru-seed": ("astra-alpha", {**LSTM, "cell": "gru_seed"}, {}),
+    "char-gru-torch": ("astra-alpha", {**LSTM, "cell": "gru_torch"}, {}),
+    "char-lstm": ("astra-alpha", LSTM, {}),
+    "char-scan": ("astra-alpha", {"cell": "scan", "embed_dim": 64, "hidden_size": 192, "num_layers": 2,
+                                  "norm": "every", "dropout": 0.2}, {"lr": 2e-3}),
     "scan-markov": ("scan-markov-windows", {}, {}),  # the shipped file; seed 004's recipe: BENCHMARKS.md, issue 17
     "scribe-alpha": ("scribe-alpha", {}, {"batch_size": 32}),
 }
+EVAL_INTERVAL, EVAL_WINDOWS = 250, 512
 
 
-def build(name, seconds, out_dir, text):
-    preset_name, model_overrides, train_overrides = BUNDLE[name]
+@dataclasses.dataclass
+class Plateau:
+    """Early stopping: the best validation loss so far and how many evaluations since it."""
+    patience: int
+    best: float = math.inf
+    best_step: int = 0
+    since_best: int = 0
+
+    def update(self, value, step):
+        """True when `value` is a new best."""
+        if value < self.best:
+            self.best, self.best_step, self.since_best = value, step, 0
+            return True
+        self.since_best += 1
+        return False
+
+    @property
+    def reached(self):
+        return self.since_best >= self.patience
+
+
+def _cpu_state(state):
+    return {k: v.detach().cpu().clone() for k, v in state.items()}
+
+
+def train_until_plateau(name, model_config, train_config, task, work, patience=12, chunk_seconds=300, log=print):
+    """Train with early stopping, resumable from `work` (a folder): -> (model with the best weights,
+    metrics of the run). Rerun with the same arguments after an interruption to continue."""
+    work.mkdir(parents=True, exist_ok=True)
+    progress_path, best_path = work / f"progress{SUFFIX}", work / f"best{SUFFIX}"
+    plateau, state, done = Plateau(patience), None, False
+    if progress_path.is_file():
+        saved = load_checkpoint(progress_path, device="cpu")
+        model, done = saved.model, saved.metrics.get("done", False)
+        plateau = Plateau(patience, **saved.metrics["plateau"])
+        if not done:
+            state = resume_training_state(saved, train_config)
+        log(f"{name}: continuing from step {saved.training_state.step} (best {plateau.best:.4f} at step "
+            f"{plateau.best_step})")
+    else:
+        torch.manual_seed(train_config.seed)
+        model = build_model(model_config)
+    best_weights = load_checkpoint(best_path, device="cpu").model.state_dict() if best_path.is_file() else None
+
+    def on_event(event):
+        nonlocal best_weights
+        if event["type"] == "eval" and plateau.update(event["val_nats_per_char"], event["step"]):
+            best_weights = _cpu_state(model.state_dict())
+            atomic_write_bytes(best_path, checkpoint_bytes(model, task.tokenizer, {"history": [event]}, name))
+        if event["type"] == "eval":
+            log(f"{name}: step {event['step']:,} train {event['train_loss']:.3f} val {event['val_nats_per_char']:.4f}"
+                f" nats/char (best {plateau.best:.4f}) {event['elapsed'] / 60:.1f} min")
+
+    while not done:
+        chunk_end = time.monotonic() + chunk_seconds
+        result = train(model, task, train_config, on_event, lambda: plateau.reached or time.monotonic() > chunk_end,
+                       state)
+        state = result.training_state
+        done = result.reason != "stopped" or plateau.reached
+        reason = "early stopping" if plateau.reached else result.reason
+        metrics = run_metrics(result, train_config, reason=reason, done=done, plateau=dataclasses.asdict(plateau))
+        del metrics["plateau"]["patience"]
+        atomic_write_bytes(progress_path, checkpoint_bytes(model, task.tokenizer, metrics, name, 0, None, state))
+    saved = load_checkpoint(progress_path, device="cpu")
+    model.load_state_dict(best_weights)
+    return model.eval(), saved.metrics
+
+
+def build(name, minutes, work_dir, out_dir, text, patience):
+    preset_name, model_overrides, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
     task = TASKS[preset.task].from_text(text, preset.tokenizer, **preset.tokenizer_options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
-    train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=seconds, eval_interval=100,
-                                       eval_windows=512)
-    torch.manual_seed(train_config.seed)
-    model = build_model(config)
-    result = train(model, task, train_config)
-    last = result.history[-1]
-    metrics = {"history": result.history, "steps": result.steps, "elapsed": result.elapsed,
-               "reason": result.reason, "train_config": dataclasses.asdict(train_config), "corpus": "bundled"}
-    data = checkpoint_bytes(model.cpu(), task.tokenizer, metrics, name, 0, {"preset": preset_name, "bundled": True})
+    train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=minutes * 60,
+                                       eval_interval=EVAL_INTERVAL, eval_windows=EVAL_WINDOWS)
+    model, metrics = train_until_plateau(name, config, train_config, task, work_dir / name, patience)
+    # the bundled file holds the best weights in float16; its figures are measured on what it holds
+    half = build_model(config).to(torch.float16)
+    half.load_state_dict(model.state_dict())
+    model.load_state_dict(half.state_dict())
+    final = task.evaluate(model, train_config, torch.device("cpu"))
+    if hasattr(task, "evaluate_in_order"):
+        final.update(task.evaluate_in_order(model, torch.device("cpu")))
+    metrics.update(final, corpus="bundled", weights="float16", best_step=metrics["plateau"]["best_step"])
+    for key in ("done", "plateau"):
+        metrics.pop(key)
     path = out_dir / f"{name}_latest{SUFFIX}"
-    atomic_write_bytes(path, data)
-    cell = config.cell
-    return (f"| {name} | {cell} | {count_parameters(model):,} | {task.tokenizer.kind} | {result.steps} | "
-            f"{seconds:.0f} | {last['val_loss']:.3f} | {last['val_nats_per_char']:.3f} |")
+    atomic_write_bytes(path, checkpoint_bytes(half, task.tokenizer, metrics, name, 0,
+                                              {"preset": preset_name, "bundled": True}))
+    in_order = final.get("val_nats_per_char_in_order", math.nan)
+    return (f"| {name} | {config.cell} | {count_parameters(model):,} | {task.tokenizer.kind} | "
+            f"{metrics['best_step']:,} of {metrics['steps']:,} | {metrics['elapsed'] / 60:.0f} | {metrics['reason']} | "
+            f"{final['val_nats_per_char']:.3f} | {in_order:.3f} |")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=120, help="training budget per model")
-    parser.add_argument("--only", nargs="*", choices=sorted(BUNDLE), help="rebuild only these")
+    parser.add_argument("--minutes", type=float, default=60, help="training budget per model (the cosine schedule's)")
+    parser.add_argument("--patience", type=int, default=12,
+                        help=f"evaluations (every {EVAL_INTERVAL} steps) without a new best before stopping")
+    parser.add_argument("--only", nargs="*", choices=sorted(RECIPES), help="build only these")
+    parser.add_argument("--work", default=str(ROOT / "build"), help="where unfinished builds keep their progress")
     parser.add_argument("--out", default=str(ROOT / "checkpoints"))
     args = parser.parse_args()
     configure_cpu(2)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = load_bundled_corpus()
-    print("| checkpoint | cell | params | tokenizer | steps | seconds | val loss/token | val nats/char |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name in args.only or BUNDLE:
-        print(build(name, args.seconds, out_dir, text), flush=True)
+    print("| checkpoint | cell | params | tokenizer | best step of steps | minutes | ended by | "
+          "val nats/char (512 windows) | val nats/char (split in order) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in args.only or RECIPES:
+        print(build(name, args.minutes, Path(args.work), out_dir, text, args.patience), flush=True)
 
 
 if __name__ == "__main__":

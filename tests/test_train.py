@@ -400,7 +400,8 @@ def test_weights_made_non_finite_by_a_step_are_restored_and_saved(char_task, tmp
     handle = register_optimizer_step_post_hook(poison_at_step_3)
     try:
         job = TrainingJob("diverged", model, char_task, tiny_config(max_steps=20), checkpoint_dir=tmp_path)
-        job._emit = lambda e: (job._log(e), e["type"] == "step" and snapshots.append(weights(model)))
+        log = job._log
+        job._log = lambda e: (log(e), e["type"] == "step" and snapshots.append(weights(model)))
         job.start()
         assert job.wait(120) == "failed"
     finally:

@@ -209,6 +209,8 @@ HEARTBEAT_SECONDS = 5.0  # how often every open page tells the server it is stil
 # a job whose session sent no heartbeat for this long is stopped: a closed tab, a lost laptop. Generous,
 # because browsers slow the timers of hidden tabs (Chrome: to once a minute after five minutes hidden)
 UNATTENDED_SECONDS = float(os.environ.get("RNNLAB_UNATTENDED_SECONDS", "150"))
+# each run trains in a niced process of its own (lab.workers), so the pages keep the interpreter
+TRAIN_IN_PROCESS = os.environ.get("RNNLAB_TRAIN_IN_PROCESS", "1") != "0"
 
 
 @st.cache_resource

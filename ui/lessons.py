@@ -11,6 +11,7 @@ lab.scans, lab.train, lab.experiments.ablation), through the cached calls of
 ui.inspect_views where those exist. Widget keys start with "lessons_". A lesson whose bundled model is
 missing says so and stops; the other lessons still work.
 """
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,11 +26,11 @@ from lab.experiments.ablation import epoch_rows, load_results
 from lab.models import LMConfig, build_model
 from lab.memory import (bias_time_constants, constant_gate_retention, gradient_decay_per_step, keep_gate_biases,
                         state_reset_curve)
-from lab.sampling import SamplingConfig, generate, repetition_report, reproduced_prefix
+from lab.sampling import SamplingConfig, generate, repetition_report, reproduced_prefix, sample_text
 from lab.scans import race_scans
 from lab.train import LMTask, TrainConfig, TrainingJob
 from ui import inspect_views as views
-from ui.common import cached_checkpoint, page_link, plain, register_job, session_key, user_errors
+from ui.common import TRAIN_IN_PROCESS, cached_checkpoint, page_link, plain, register_job, session_key, user_errors
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
 PASSAGE = ("Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
@@ -568,14 +569,12 @@ def start_learning(text, seconds):
     learned_part = len(task.train_ids)  # one character per token: the characters it trains on
     sampling = SamplingConfig(strategy="greedy", max_new_tokens=min(learned_part - LEARN_PROMPT_CHARS, 200))
 
-    def sampler(model):  # runs in the training thread, between steps
-        return generate(model, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling).text
-
     previous = st.session_state.get("lessons_learn_job")
     if previous is not None:
         previous.stop()
+    sampler = functools.partial(sample_text, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling)
     job = TrainingJob("lesson-learn", model, task, config, sampler=sampler, sample_every_s=1.5,
-                      owner=session_key())
+                      owner=session_key(), in_process=TRAIN_IN_PROCESS)
     job.start()
     register_job(job)
     st.session_state.lessons_learn_job, st.session_state.lessons_learn_for = job, text

@@ -1,0 +1,62 @@
+"""The sweep of short runs behind the bundled models' recipe (scripts/build_checkpoints.py).
+
+    python -m benchmarks.bundle_sweep [--minutes 7] [--only NAME ...]
+
+Trains each variant below on the bundled corpus for the same budget of training
+minutes on 2 threads (the cosine schedule spans the budget, so each run anneals
+fully), with the build's engine: early stopping, resumable in build/sweep/<variant>.
+Prints one Markdown row per variant: parameters, steps, tokens/s, the last
+training loss, and the best validation nats/char on the build's 512 random
+windows. The question is which size, dropout and window an hour-long build
+should use: the train/validation gap says how soon a recipe over-fits.
+"""
+import argparse
+import dataclasses
+import re
+from pathlib import Path
+
+from lab.models import count_parameters
+from lab.presets import get_preset
+from lab.train import LMTask, configure_cpu, load_bundled_corpus
+from scripts.build_checkpoints import EVAL_INTERVAL, EVAL_WINDOWS, ROOT, train_until_plateau
+
+VARIANTS = {  # name: (model overrides, training overrides) on astra-alpha's recipe
+    "LSTM 1x512, dropout 0.2": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.2}, {}),
+    "LSTM 1x512, dropout 0.2, T=128": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.2}, {"block_size": 128}),
+    "LSTM 1x512, dropout 0.2, B=64": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.2}, {"batch_size": 64}),
+    "LSTM 2x384, dropout 0.2": ({"cell": "lstm", "hidden_size": 384, "num_layers": 2, "dropout": 0.2}, {"lr": 2e-3}),
+    "LSTM 2x512, dropout 0.3": ({"cell": "lstm", "hidden_size": 512, "num_layers": 2, "dropout": 0.3}, {"lr": 2e-3}),
+}
+
+
+def run(name, minutes, task, work):
+    preset = get_preset("astra-alpha")
+    model_overrides, train_overrides = VARIANTS[name]
+    config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, backend="fused", **model_overrides)
+    train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=minutes * 60,
+                                       eval_interval=EVAL_INTERVAL, eval_windows=EVAL_WINDOWS)
+    folder = work / re.sub(r"[^a-z0-9]+", "-", name.lower())
+    model, metrics = train_until_plateau(name, config, train_config, task, folder, log=lambda line: None)
+    tokens_per_s = metrics["steps"] * train_config.batch_size * train_config.block_size / metrics["elapsed"]
+    best = min(event["val_nats_per_char"] for event in metrics["history"])
+    return (f"| {name} | {count_parameters(model):,} | {metrics['steps']:,} | {tokens_per_s:,.0f} | "
+            f"{metrics['history'][-1]['train_loss']:.3f} | {best:.4f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=7)
+    parser.add_argument("--only", nargs="+", choices=list(VARIANTS), metavar="NAME", help="run only these variants")
+    parser.add_argument("--work", default=str(ROOT / "build" / "sweep"))
+    args = parser.parse_args()
+    configure_cpu(2)
+    task = LMTask.from_text(load_bundled_corpus(), "char")
+    print(f"{args.minutes:g} minutes each, 2 threads")
+    print("| variant | parameters | steps | tokens/s | last train loss | best val nats/char (512 windows) |")
+    print("|---|---|---|---|---|---|")
+    for name in args.only or VARIANTS:
+        print(run(name, args.minutes, task, Path(args.work)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

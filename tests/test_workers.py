@@ -1,0 +1,100 @@
+"""Runs trained in processes of their own (lab.workers, TrainingJob(in_process=True)): the same
+run as in a thread, events in order, stop, a failure as one line, a killed child as a clear error."""
+import functools
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from lab.checkpoints import load_checkpoint
+from lab.data import load_bundled_corpus
+from lab.models import LMConfig, build_model
+from lab.sampling import SamplingConfig, sample_text
+from lab.train import LMTask, TrainConfig, TrainingJob
+from lab.workers import NICENESS, WorkerError, run_in_process
+
+
+@pytest.fixture(scope="module")
+def task():
+    return LMTask.from_text(load_bundled_corpus()[:20_000], "char")
+
+
+def tiny_model(task, seed=0):
+    torch.manual_seed(seed)
+    return build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=8, hidden_size=16))
+
+
+def config(**overrides):
+    return TrainConfig(**{**dict(batch_size=4, block_size=16, max_steps=8, eval_interval=4, eval_windows=8,
+                                 lr=1e-2, device="cpu"), **overrides})
+
+
+def test_a_run_in_a_process_trains_the_same_weights_as_in_a_thread_and_saves_them(task, tmp_path):
+    sampler = functools.partial(sample_text, task.tokenizer, "", SamplingConfig(max_new_tokens=5))
+    jobs = [TrainingJob(f"run-{where}", tiny_model(task), task, config(), checkpoint_dir=tmp_path / where,
+                        sampler=sampler, sample_every_s=0, in_process=where == "process")
+            for where in ("thread", "process")]
+    for job in jobs:
+        assert job.start().wait(120) == "finished", job.message
+    thread, process = jobs
+    for (name, a), b in zip(thread.model.state_dict().items(), process.model.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)  # threads differ: sums in another order
+    kinds = [e["type"] for e in process.events()]
+    assert kinds == [e["type"] for e in thread.events()]
+    assert kinds.count("step") == 8 and kinds.count("sample") == 8 and kinds[-1] == "done"
+    assert [e["step"] for e in process.events() if e["type"] == "eval"] == [4, 8]
+    saved = load_checkpoint(process.checkpoint_path, device="cpu")
+    for a, b in zip(saved.model.state_dict().values(), process.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert process.result.steps == 8 and process.result.history[-1]["step"] == 8
+
+
+def test_stopping_a_run_in_a_process_stops_it_between_steps_and_keeps_its_weights(task, tmp_path):
+    job = TrainingJob("long", tiny_model(task), task, config(max_steps=None, max_seconds=300),
+                      checkpoint_dir=tmp_path, in_process=True).start()
+    deadline = time.monotonic() + 60
+    while not any(e["type"] == "step" for e in job.events()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job.stop()
+    assert job.wait(60) == "stopped"
+    assert 0 < job.result.steps and job.checkpoint_path is not None
+
+
+def _fail(emit, should_stop, message):
+    emit({"type": "step", "step": 1})
+    raise ValueError(message)
+
+
+def _report_niceness(emit, should_stop):
+    return os.nice(0)
+
+
+def _die(emit, should_stop):
+    emit({"type": "step", "step": 1})
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_the_childs_exception_arrives_as_one_line_after_its_events():
+    events = []
+    with pytest.raises(WorkerError, match=r"^ValueError: corpus: too short$"):
+        run_in_process(_fail, {"message": "corpus: too short"}, events.append, lambda: False)
+    assert events == [{"type": "step", "step": 1}]
+
+
+def test_a_killed_child_is_a_clear_error_not_a_hang():
+    with pytest.raises(WorkerError, match="ended unexpectedly .*exit code -9"):
+        run_in_process(_die, {}, lambda event: None, lambda: False)
+
+
+def test_the_child_runs_at_a_lower_priority_than_the_server():
+    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == os.nice(0) + NICENESS
+
+
+def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task, tmp_path):
+    wrong = build_model(LMConfig(vocab_size=3, embed_dim=8, hidden_size=16))  # the corpus has more characters
+    job = TrainingJob("wrong", wrong, task, config(), checkpoint_dir=tmp_path, in_process=True).start()
+    assert job.wait(120) == "failed"
+    assert "Traceback" not in job.message and job.message.startswith("WorkerError: IndexError")
+    assert [e["type"] for e in job.events()][-1] == "error"
