@@ -67,6 +67,7 @@ class TrainConfig:
     label_smoothing: float = 0.0  # seed 004 uses 0.1
     stateful: bool = False  # consecutive windows, hidden state carried across batches (truncated BPTT)
     eval_interval: int = 50  # steps between validation passes
+    eval_seconds: Optional[float] = None  # and at most this long between them (a slow model's first point)
     eval_windows: int = 256  # validation windows per pass: the same ones every time, whatever batch_size
     seed: int = 1337
     device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
@@ -94,6 +95,8 @@ class TrainConfig:
             ("label_smoothing", _number(self.label_smoothing) and 0 <= self.label_smoothing < 1, "must be in [0, 1)"),
             ("stateful", isinstance(self.stateful, bool), "must be True or False"),
             ("eval_interval", _integer(self.eval_interval, 1, MAX_STEPS), "must be a positive integer"),
+            ("eval_seconds", self.eval_seconds is None or _number(self.eval_seconds) and self.eval_seconds > 0,
+             "must be None or a finite number of seconds > 0"),
             ("eval_windows", _integer(self.eval_windows, 1, MAX_EVAL_WINDOWS),
              f"must be an integer in [1, {MAX_EVAL_WINDOWS}]"),
             ("seed", _integer(self.seed, 0, 2**63 - 1), "must be an integer in [0, 2**63)"),  # torch's seed range
@@ -415,7 +418,8 @@ class TrainingState:
 
 
 # what a resumed run may change: budgets, and where and how fast it runs, not what it computes
-RESUME_MAY_CHANGE = {"max_steps", "max_seconds", "max_epochs", "eval_interval", "device", "amp", "compile"}
+RESUME_MAY_CHANGE = {"max_steps", "max_seconds", "max_epochs", "eval_interval", "eval_seconds", "device", "amp",
+                     "compile"}
 
 
 def resume_training_state(checkpoint, config):
@@ -587,7 +591,10 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
               "lr": lr, "grad_norm": grad_norm, "tokens_per_s": tokens * step / elapsed,
               "elapsed": elapsed, "progress": min(progress, 1.0),
               "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan})
-        if step % config.eval_interval == 0 and rank == 0:
+        due = step % config.eval_interval == 0 or (
+            config.eval_seconds is not None and elapsed - (history[-1]["elapsed"] if history else 0.0)
+            >= config.eval_seconds)
+        if due and rank == 0:
             evaluate()
     if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite") and rank == 0:
         evaluate()

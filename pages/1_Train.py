@@ -11,6 +11,7 @@ import time
 
 import streamlit as st
 
+from lab.backends import default_backend
 from lab.cells import CELLS, ScanLayer
 from lab.checkpoints import sanitize_name
 from lab.data import read_text
@@ -19,7 +20,7 @@ from lab.sampling import SamplingConfig, sample_text
 from lab.capacity import SERVER_BUDGET
 from lab.cost import check_training_memory, training_memory_bytes
 from lab.presets import PRESETS
-from lab.train import CORPORA, TASKS, TrainingJob
+from lab.train import CORPORA, TASKS, TrainingJob, resolve_device
 from ui import train_view as tv
 from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
                        plain, show_anchors, user_dir, user_errors)
@@ -216,32 +217,51 @@ def unused_run_name(base):
     return next(f"{base}-{n}" for n in range(1, len(taken) + 2) if f"{base}-{n}" not in taken)
 
 
-def start_run():
-    train_config = tv.train_config(values)
+def start_run(run_values, run_model_config):
+    train_config = tv.train_config(run_values)
     task.check(train_config)  # a corpus too short for one window is a DataError here, not in the thread
-    name = sanitize_name(values["name"].strip() or unused_run_name(tv.default_run_name(values)))
-    model = build_model(model_config)
+    check_training_memory(run_model_config, run_values["batch"], task.sequence_length(train_config))
+    name = sanitize_name(run_values["name"].strip() or unused_run_name(tv.default_run_name(run_values)))
+    model = build_model(run_model_config)
     job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=user_dir(),
-                      extra={"preset": values["preset"], "corpus": corpus_label},
+                      extra={"preset": run_values["preset"], "corpus": corpus_label},
                       sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS)
     job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
     register_job(job)
-    # the first step takes ~0.1-0.3 s: waiting for it (at most a second) lets the chart below
-    # show the first loss point in this very run instead of a second later
-    deadline = time.monotonic() + 1.0
-    while job.running and not job.events() and time.monotonic() < deadline:
-        time.sleep(0.02)
     n = len(training_jobs())
-    cell = "scan-markov" if tv.is_scan_markov(values) else f"{values['cell']}/{values['backend']}"
+    cell = "scan-markov" if tv.is_scan_markov(run_values) else f"{run_values['cell']}/{run_values['backend']}"
     st.session_state.setdefault("train_logs", {})[id(job)] = tv.RunLog(
-        job, f"{name} #{n}", parameter_count(config_to_dict(model_config)), cell, values["tokenizer"],
+        job, f"{name} #{n}", parameter_count(config_to_dict(run_model_config)), cell, run_values["tokenizer"],
         task.vocab_size)
+    return job
+
+
+def start_race():
+    """One run per family, the settings on the page but for the cell: the four race on one chart."""
+    jobs = []
+    for cell in tv.RACE_CELLS:
+        run_values = {**values, "cell": cell, "backend": default_backend(cell, resolve_device()), "name": ""}
+        jobs.append(start_run(run_values, tv.model_config(run_values, task.vocab_size)))
+    return jobs
+
+
+def wait_for_first_steps(jobs):
+    """The first step takes ~0.1-0.3 s: waiting for it (at most a second or two) lets the chart
+    below show the first loss points in this very run instead of two seconds later."""
+    deadline = time.monotonic() + 1.5
+    while any(job.running and not job.events() for job in jobs) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 buttons = st.container(horizontal=True)
 if buttons.button("▶ Start", key="train_start", type="primary", disabled=model_config is None):
     with user_errors("Starting the run"):
-        start_run()
+        wait_for_first_steps([start_run(values, model_config)])
+if buttons.button("🏁 Race RNN · GRU · LSTM · scan", key="train_race", disabled=model_config is None or fixed,
+                  help="Four runs at once, one per cell family, with the settings above (only the cell "
+                       "differs): which learns fastest in the same seconds?"):
+    with user_errors("Starting the race"):
+        wait_for_first_steps(start_race())
 jobs = training_jobs()  # drawn after Start was handled, so that Stop is enabled at once
 running = [job for job in jobs if job.running]
 if buttons.button("■ Stop", key="train_stop", disabled=not running):

@@ -158,6 +158,37 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
         stop_all(at)
 
 
+def chart_traces(at):
+    """The race chart's traces as drawn: (name, y values)."""
+    import json
+
+    (chart,) = [c for c in at.get("plotly_chart") if "train_chart" in c.proto.id]
+    return [(trace["name"], trace.get("y", [])) for trace in json.loads(chart.proto.spec)["data"]]
+
+
+def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_char(user_dir):
+    """The four default-size families fit in one session's share of the budget and race on one chart."""
+    at = open_page(TRAIN)
+    at.number_input(key="train_seconds").set_value(60)
+    at.run()
+    at.button(key="train_race").click().run()
+    assert_clean(at)
+    try:
+        logs = session_logs(at)
+        assert sorted(log.cell.split("/")[0] for log in logs) == ["gru_torch", "lstm", "rnn", "scan"]
+        assert all(log.job.running for log in logs)  # none waits in the queue: the race fits
+        deadline = time.monotonic() + 60
+        while not all(log.steps["loss"] for log in logs) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            at.run()
+        traces = dict(chart_traces(at.run()))
+        curves = [name for name, y in traces.items() if name.endswith("· train") and len(y)]
+        assert len(curves) == 4, traces.keys()
+        assert all(0 < y < 6 for name in curves for y in traces[name])  # nats per character: below ln 76 + 2
+    finally:
+        stop_all(at)
+
+
 @pytest.mark.parametrize("content, message", [(b"", "empty"), (b"\x00\x01binary\xff", "not UTF-8")])
 def test_bad_corpus_uploads_are_refused(content, message):
     at = open_page(TRAIN, {"corpus": "upload"})

@@ -809,3 +809,19 @@ def test_compile_compiles_the_model_it_trains(char_task, monkeypatch):
     monkeypatch.setattr(torch, "compile", lambda module: compiled.append(module) or module)
     train(tiny_lm(char_task.vocab_size), char_task, tiny_config(compile=True, max_steps=1, device="cpu"))
     assert len(compiled) == 1 and isinstance(compiled[0], RecurrentLM)
+
+
+def test_eval_seconds_puts_a_validation_point_in_every_such_interval_whatever_the_steps(char_task):
+    """The Train page's promise: a slow model still shows a validation point every ~10 s."""
+    def slow_steps():  # each step takes 30 ms: 0.1 s between evaluations is ~3 steps
+        time.sleep(0.03)
+        return False
+
+    events = []
+    result = train(tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=20, eval_interval=10**6,
+                                                                          eval_seconds=0.1),
+                   events.append, slow_steps)
+    evals = [e for e in events if e["type"] == "eval"]
+    assert result.steps == 20 and len(evals) >= 4  # without eval_seconds: one, at the end
+    gaps = [b["elapsed"] - a["elapsed"] for a, b in zip(evals, evals[1:])]
+    assert max(gaps) < 0.1 + 0.2  # one step past the interval, and the evaluation itself

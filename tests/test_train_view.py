@@ -1,18 +1,53 @@
-"""ui.train_view's chart pieces: the race chart's axis and the reference lines it draws."""
+"""ui.train_view's chart pieces: the race chart's axis, its unit (nats per character) and the
+reference lines it draws."""
 import math
+from types import SimpleNamespace
 
-from ui.train_view import char_anchors, race_figure
+from ui.train_view import RunLog, char_anchors, race_figure
+
+NANOGPT = ["nanoGPT char, CPU 1.88", "nanoGPT char, GPU 1.47"]
 
 
-def test_nanogpt_anchors_only_over_a_shakespeare_corpus():
+def test_nanogpt_anchors_over_a_shakespeare_corpus_whatever_the_tokenizer():
     bundled = char_anchors({("char", 76, "bundled")})
-    assert [label for _, label in bundled][1:] == ["nanoGPT char, CPU 1.88", "nanoGPT char, GPU 1.47"]
+    assert [label for _, label in bundled][1:] == NANOGPT
     assert bundled[0][0] == math.log(76)
     uploaded = char_anchors({("char", 50, "upload:notes.txt")})
     assert [y for y, _ in uploaded] == [math.log(50)]  # the uniform guess still holds for any text
-    assert char_anchors({("sentencepiece", 1000, "bundled")}) == []
+    # per character, a subword run on Shakespeare is compared with nanoGPT's character figures too
+    assert [label for _, label in char_anchors({("sentencepiece", 1000, "bundled")})] == NANOGPT
+    assert [label for _, label in char_anchors({("char", 76, "bundled"), ("sentencepiece", 1000, "bundled")})] \
+        == NANOGPT  # no uniform guess: ln V is per token
     assert char_anchors({("char", 76, "bundled"), ("char", 50, "upload:notes.txt")}) == []
 
 
 def test_an_empty_race_chart_starts_at_zero():
     assert tuple(race_figure([], "elapsed", x_span=60).layout.xaxis.range) == (0, 60)
+
+
+class FakeJob:
+    """The part of a TrainingJob a RunLog reads."""
+
+    def __init__(self, events, chars_per_token):
+        self._events, self.task = events, SimpleNamespace(chars_per_token=chars_per_token)
+        self.running, self.status, self.checkpoint_path = True, "running", None
+
+    def events(self, since=0):
+        return self._events[since:]
+
+
+def test_a_subword_run_is_charted_per_character_with_its_token_loss_in_the_hover():
+    events = [{"type": "step", "step": 1, "elapsed": 0.5, "train_loss": 6.0},
+              {"type": "eval", "step": 1, "elapsed": 0.6, "val_loss": 6.4, "val_nats_per_char": 2.0}]
+    log = RunLog(FakeJob(events, chars_per_token=3.2), "scribe", 1, "gru_seed", "sentencepiece", 1000).update()
+    train, val = race_figure([log]).data
+    assert list(train.y) == [6.0 / 3.2] and list(train.customdata) == [6.0]
+    assert list(val.y) == [2.0] and list(val.customdata) == [6.4]
+    row = log.row()
+    assert row["train nats/char"] == f"{6.0 / 3.2:.3f}" and row["val nats/char"] == "2.000"
+
+
+def test_the_runs_table_never_shows_none_before_the_first_validation():
+    log = RunLog(FakeJob([{"type": "step", "step": 1, "elapsed": 0.5, "train_loss": 4.0}], 1.0),
+                 "rnn", 1, "rnn", "char", 76).update()
+    assert None not in log.row().values() and log.row()["val nats/char"] == "…"

@@ -25,6 +25,7 @@ from ui.common import plain, user_errors
 from ui.links import Field, parse_query
 
 DEFAULT_PRESET = "astra-alpha"
+RACE_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # the four families of the Race button
 CORPUS_CHOICES = {"bundled": "Bundled Shakespeare (~1 MB, offline)",
                   "tiny-shakespeare": "Tiny Shakespeare (download, 1.1 MB)",
                   "upload": "Upload a .txt file"}
@@ -138,13 +139,16 @@ def model_config(values, vocab_size):
                                num_layers=values["layers"], dropout=values["dropout"])
 
 
+EVAL_SECONDS = 10.0  # a validation point at least this often, whatever the model's speed
+
+
 def train_config(values):
     """Settings -> lab.train.TrainConfig with a wall-clock budget (ValueError names a bad field)."""
     return TrainConfig(lr=values["lr"], min_lr=min(PRESETS[values["preset"]].train.get("min_lr", 0.0), values["lr"]),
                        weight_decay=values["wd"], batch_size=values["batch"], block_size=values["block"],
                        max_steps=None, max_seconds=float(values["seconds"]), grad_clip=values["clip"],
                        label_smoothing=values["smoothing"], stateful=values["stateful"],
-                       eval_interval=values["eval_every"])
+                       eval_interval=values["eval_every"], eval_seconds=EVAL_SECONDS)
 
 
 def widget_values(saved):
@@ -163,15 +167,20 @@ def default_run_name(values):
 
 
 class RunLog:
-    """What the page shows of one TrainingJob, updated from `job.events(since)`."""
+    """What the page shows of one TrainingJob, updated from `job.events(since)`.
+
+    Losses are kept per token (what the model minimises) and per character: a subword run's
+    token carries several characters, so only nats per character compare it with a character run."""
 
     def __init__(self, job, label, params, cell, tokenizer, vocab):
         self.job, self.label, self.params, self.cell = job, label, params, cell
         self.tokenizer, self.vocab = tokenizer, vocab  # tokenizer kind and vocabulary size
+        self.chars_per_token = job.task.chars_per_token
         self.cursor = 0
-        self.steps = {"step": [], "elapsed": [], "loss": []}  # one entry per training step
+        self.steps = {"step": [], "elapsed": [], "loss": [], "nats_per_char": []}  # one entry per training step
         self.evals = {"step": [], "elapsed": [], "loss": [], "nats_per_char": []}
-        self.last_step, self.sample, self.error, self.done = None, "", None, None
+        self.last_step, self.error, self.done = None, None, None
+        self.first_sample = self.sample = None  # {"step", "text"} events: how it wrote then and now
 
     def update(self):
         events = self.job.events(self.cursor)
@@ -179,14 +188,15 @@ class RunLog:
         for e in events:
             if e["type"] == "step":
                 self.last_step = e
-                for k, v in (("step", e["step"]), ("elapsed", e["elapsed"]), ("loss", e["train_loss"])):
+                for k, v in (("step", e["step"]), ("elapsed", e["elapsed"]), ("loss", e["train_loss"]),
+                             ("nats_per_char", e["train_loss"] / self.chars_per_token)):
                     self.steps[k].append(v)
             elif e["type"] == "eval":
                 for k, v in (("step", e["step"]), ("elapsed", e["elapsed"]), ("loss", e["val_loss"]),
                              ("nats_per_char", e.get("val_nats_per_char", math.nan))):
                     self.evals[k].append(v)
             elif e["type"] == "sample":
-                self.sample = e["text"]
+                self.first_sample, self.sample = self.first_sample or e, e
             elif e["type"] == "error":
                 self.error = e["message"]
             elif e["type"] == "done":
@@ -196,28 +206,34 @@ class RunLog:
     def row(self):
         """One line of the runs table."""
         job, last = self.job, self.last_step or {}
+        pending = "…" if job.running else "–"  # a validation point comes within EVAL_SECONDS of the start
+
+        def latest(values):
+            return f"{values[-1]:.3f}" if values else pending
+
         return {"run": self.label, "cell": self.cell, "params": self.params, "status": job.status,
                 "steps": last.get("step", 0), "seconds": round(last.get("elapsed", 0.0), 1),
-                "train loss": last.get("train_loss"),
-                "val loss": self.evals["loss"][-1] if self.evals["loss"] else None,
-                "val nats/char": self.evals["nats_per_char"][-1] if self.evals["nats_per_char"] else None,
+                "train nats/char": latest(self.steps["nats_per_char"]),
+                "val nats/char": latest(self.evals["nats_per_char"]), "val loss/token": latest(self.evals["loss"]),
                 "checkpoint": str(job.checkpoint_path) if job.checkpoint_path else ""}
 
 
-def _thin(xs, ys, max_points=400):
-    """Every k-th point, so a long run's chart stays light (the last point is kept): the chart is
-    rebuilt every couple of seconds for every student watching a run, on the server's one interpreter."""
+def _thin(xs, *series, max_points=400):
+    """Every k-th point of xs and each series, so a long run's chart stays light (the last point is
+    kept): the chart is rebuilt every couple of seconds for every student watching a run."""
     k = max(1, math.ceil(len(xs) / max_points))
     if k == 1:
-        return xs, ys
-    return xs[::k] + xs[-1:], ys[::k] + ys[-1:]
+        return (xs, *series)
+    return tuple(values[::k] + values[-1:] for values in (xs, *series))
 
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+HOVER = "%{y:.3f} nats/char (%{customdata:.3f} per token)"
 
 
 def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
-    """All runs on one chart: train loss (line) and validation loss (dashed, markers) per run.
+    """All runs on one chart, in nats per character: train loss (line) and validation loss
+    (dashed, markers) per run; the loss per token is in the hover.
 
     x_axis: "elapsed" (seconds, a fair race) or "step". anchors: (y, label) lines to draw.
     x_span: the axis' length before the first point arrives (it then follows the data from 0).
@@ -225,12 +241,14 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
     fig = go.Figure()
     for i, log in enumerate(logs):
         color = COLORS[i % len(COLORS)]
-        x, y = _thin(log.steps[x_axis], log.steps["loss"])
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if len(x) > 20 else "lines+markers",  # a lone point shows
+        x, y, per_token = _thin(log.steps[x_axis], log.steps["nats_per_char"], log.steps["loss"])
+        fig.add_trace(go.Scatter(x=x, y=y, customdata=per_token, hovertemplate=HOVER,
+                                 mode="lines" if len(x) > 20 else "lines+markers",  # a lone point shows
                                  name=f"{log.label} · train", legendgroup=log.label,
                                  line=dict(color=color, width=1.5), marker=dict(size=4), opacity=0.6))
-        fig.add_trace(go.Scatter(x=log.evals[x_axis], y=log.evals["loss"], mode="lines+markers",
-                                 name=f"{log.label} · val", legendgroup=log.label,
+        fig.add_trace(go.Scatter(x=log.evals[x_axis], y=log.evals["nats_per_char"], customdata=log.evals["loss"],
+                                 hovertemplate=HOVER, mode="lines+markers", name=f"{log.label} · val",
+                                 legendgroup=log.label,
                                  line=dict(color=color, width=2.5, dash="dash"), marker=dict(size=7)))
     # the reference lines as plain shapes: add_hline compares them with every trace's data (seconds per
     # redraw once several runs have thousands of points)
@@ -242,7 +260,8 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
                       annotations=notes,
                       legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
                       xaxis_title="seconds" if x_axis == "elapsed" else "step",
-                      yaxis_title="cross-entropy (nats/token)", hovermode="x unified", template="plotly_white")
+                      yaxis_title="cross-entropy (nats per character)", hovermode="x unified",
+                      template="plotly_white")
     if any(log.steps[x_axis] for log in logs):
         fig.update_xaxes(rangemode="tozero")
     else:  # plotly would draw an empty axis from -1
@@ -254,24 +273,23 @@ SHAKESPEARE_CORPORA = ("bundled", "tiny-shakespeare")  # nanoGPT's figures are f
 
 
 def char_anchors(kinds):
-    """Reference lines for losses in nats per character: the uniform guess ln V and, on a
-    Shakespeare corpus, nanoGPT's published results. kinds: {(tokenizer kind, vocabulary size,
-    corpus)} of the runs on the chart; the lines apply only when every run is character-level
-    with one vocabulary on one corpus."""
-    if len(kinds) != 1:
-        return []
-    ((kind, vocab, corpus),) = kinds
-    if kind != "char" or not vocab:
-        return []
-    uniform = [(math.log(vocab), f"uniform guess ln {vocab} = {math.log(vocab):.2f}")]
-    if corpus not in SHAKESPEARE_CORPORA:
-        return uniform
-    return uniform + [(1.88, "nanoGPT char, CPU 1.88"), (1.47, "nanoGPT char, GPU 1.47")]
+    """Reference lines in nats per character. kinds: {(tokenizer kind, vocabulary size, corpus)}
+    of the runs on the chart. nanoGPT's published character-level results apply to any run on a
+    Shakespeare corpus (the chart is per character, whatever the tokenizer); the uniform guess
+    ln V only to character runs of one vocabulary."""
+    anchors = []
+    if len(kinds) == 1:
+        ((kind, vocab, _),) = kinds
+        if kind == "char" and vocab:
+            anchors.append((math.log(vocab), f"uniform guess ln {vocab} = {math.log(vocab):.2f}"))
+    if kinds and all(corpus in SHAKESPEARE_CORPORA for _, _, corpus in kinds):
+        anchors += [(1.88, "nanoGPT char, CPU 1.88"), (1.47, "nanoGPT char, GPU 1.47")]
+    return anchors
 
 
 def draw_progress_and_samples(logs):
-    """Under the chart: a progress bar per running run, the latest samples, the runs table, and
-    where finished runs were saved."""
+    """Under the chart: a progress bar per running run, each run's first and latest samples, the
+    runs table, and where finished runs were saved."""
     active = [log for log in logs if log.job.running]
     for log in active:
         last = log.last_step
@@ -288,15 +306,19 @@ def draw_progress_and_samples(logs):
     shown = active or logs[-1:]
     for column, log in zip(st.columns(len(shown)) if shown else [], shown):
         with column:
-            st.markdown(f"**Latest sample** · {log.label}")
-            st.code(log.sample or "(the first sample comes after the first step)", language=None, wrap_lines=True)
+            st.markdown(f"**Samples** · {log.label}")
+            if log.sample is None:
+                st.caption("The first sample comes after the first step.")
+                continue
+            if log.first_sample is not log.sample:  # how it wrote at the start, to compare with now
+                st.caption(f"At step {log.first_sample['step']:,}")
+                st.code(log.first_sample["text"], language=None, wrap_lines=True)
+            st.caption(f"At step {log.sample['step']:,}" + (" (the latest)" if log.job.running else ""))
+            st.code(log.sample["text"], language=None, wrap_lines=True)
     if not logs:
         return
     st.dataframe(pd.DataFrame([log.row() for log in logs]), hide_index=True, width="stretch",
-                 column_config={"train loss": st.column_config.NumberColumn(format="%.3f"),
-                                "val loss": st.column_config.NumberColumn(format="%.3f"),
-                                "val nats/char": st.column_config.NumberColumn(format="%.3f"),
-                                "params": st.column_config.NumberColumn(format="%d")})
+                 column_config={"params": st.column_config.NumberColumn(format="%d")})
     for log in logs:
         job = log.job
         if job.status == "failed":
