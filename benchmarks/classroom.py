@@ -11,7 +11,8 @@ Start in each as fast as Playwright can, and prints:
 * how many runs train at once, read from the server's budget line on a watcher's page;
 * a separate student's page load (/Sample, navigation -> script done) on an idle server and while
   the runs train (target <= 2x idle);
-* the server's resident memory idle, at its peak while training, and after the runs end;
+* the memory idle, at its peak while training, and after the runs end: the server process's RSS,
+  and the PSS of the server with the processes its runs train in;
 * the seconds from closing every tab to the server counting no run (the server is started with
   RNNLAB_UNATTENDED_SECONDS=--unattended; a run stops within that plus the reaper's 2 s).
 
@@ -21,6 +22,7 @@ import argparse
 import re
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,9 +31,47 @@ from benchmarks.app import (CHART_POINTS_JS, AppServer, launch_browser, open_pag
 BUDGET_LINE = "This server's training budget"
 
 
-def rss_mb(server):
-    status = Path(f"/proc/{server.process.pid}/status").read_text()
-    return {key: int(re.search(rf"{key}:\s+(\d+) kB", status).group(1)) / 1024 for key in ("VmRSS", "VmHWM")}
+def _descendants(pid):
+    """pid and every process below it (the runs train in children of the server's forkserver)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo += parents.get(found[-1], [])
+    return found
+
+
+def memory_mb(server):
+    """The server process's resident memory, and the proportional set size (shared pages counted
+    once, split between their sharers) of the server with all its children: what the machine holds."""
+    rss = pss = 0
+    for pid in _descendants(server.process.pid):
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        kb = {key: int(re.search(rf"^{key}:\s+(\d+) kB", rollup, re.M).group(1)) for key in ("Rss", "Pss")}
+        rss = kb["Rss"] if pid == server.process.pid else rss
+        pss += kb["Pss"]
+    return rss / 1024, pss / 1024
+
+
+class PeakMemory(threading.Thread):
+    """memory_mb sampled every half second: the peak of each figure."""
+
+    def __init__(self, server):
+        super().__init__(daemon=True)
+        self.server, self.peak, self.done = server, (0.0, 0.0), threading.Event()
+
+    def run(self):
+        while not self.done.wait(0.5):
+            self.peak = tuple(map(max, self.peak, memory_mb(self.server)))
 
 
 def runs_on_server(page):
@@ -64,7 +104,9 @@ def main():
         watcher = browser.new_context(viewport=viewport).new_page()
         open_page(watcher, f"{server.url}/Sample")  # cold: caches fill
         idle_load = page_load(watcher, f"{server.url}/Sample")
-        idle_rss = rss_mb(server)["VmRSS"]
+        idle_rss, idle_pss = memory_mb(server)
+        peak = PeakMemory(server)
+        peak.start()
 
         students = [browser.new_context(viewport=viewport).new_page() for _ in range(args.sessions)]
         for page in students:
@@ -92,7 +134,6 @@ def main():
         open_page(watcher, f"{server.url}/Train")
         at_once = runs_on_server(watcher)
         busy_load = page_load(watcher, f"{server.url}/Sample")
-        peak_rss = rss_mb(server)["VmHWM"]
 
         for page in students:
             page.context.close()
@@ -102,7 +143,9 @@ def main():
             watcher.wait_for_timeout(1000)
             open_page(watcher, f"{server.url}/Train")
         stopped_after = time.perf_counter() - closed
-        after_rss = rss_mb(server)["VmRSS"]
+        after_rss, after_pss = memory_mb(server)
+        peak.done.set()
+        (peak_rss, peak_pss) = peak.peak
         browser.close()
 
     times = [t for t in first_point if t is not None]
@@ -115,8 +158,10 @@ def main():
     print(f"  runs training at once right after: {at_once[0]} (waiting: {at_once[1]})")
     print(f"another student's /Sample load: idle {idle_load:.2f} s, during the runs {busy_load:.2f} s "
           f"({busy_load / idle_load:.1f}x; target <= 2x)")
-    print(f"server RSS: idle {idle_rss:.0f} MiB, peak while training {peak_rss:.0f} MiB, after the runs "
-          f"{after_rss:.0f} MiB")
+    print(f"server process RSS: idle {idle_rss:.0f} MiB, peak while training {peak_rss:.0f} MiB, after the "
+          f"runs {after_rss:.0f} MiB")
+    print(f"server and its run processes, PSS: idle {idle_pss:.0f} MiB, peak while training {peak_pss:.0f} MiB, "
+          f"after the runs {after_pss:.0f} MiB")
     print(f"closing every tab -> no run on the server: {stopped_after:.1f} s "
           f"(RNNLAB_UNATTENDED_SECONDS={args.unattended})")
 

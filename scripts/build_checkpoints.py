@@ -94,7 +94,8 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     best_weights = load_checkpoint(best_path, device="cpu").model.state_dict() if best_path.is_file() else None
 
     def on_event(event):
-        nonlocal best_weights
+        nonlocal best_weights, chunk_steps
+        chunk_steps += event["type"] == "step"
         if event["type"] == "eval" and plateau.update(event["val_nats_per_char"], event["step"]):
             best_weights = _cpu_state(model.state_dict())
             atomic_write_bytes(best_path, checkpoint_bytes(model, task.tokenizer, {"history": [event]}, name))
@@ -103,9 +104,9 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
                 f" nats/char (best {plateau.best:.4f}) {event['elapsed'] / 60:.1f} min")
 
     while not done:
-        chunk_end = time.monotonic() + chunk_seconds
-        result = train(model, task, train_config, on_event, lambda: plateau.reached or time.monotonic() > chunk_end,
-                       state)
+        chunk_end, chunk_steps = time.monotonic() + chunk_seconds, 0
+        result = train(model, task, train_config, on_event,
+                       lambda: plateau.reached or chunk_steps and time.monotonic() > chunk_end, state)
         state = result.training_state
         done = result.reason != "stopped" or plateau.reached
         reason = "early stopping" if plateau.reached else result.reason
@@ -117,6 +118,28 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     return model.eval(), saved.metrics
 
 
+def evaluate(model, task, train_config):
+    """The validation figures a bundled model reports: the build's random windows, and the split
+    read in order with the state carried (character and subword models)."""
+    figures = task.evaluate(model, train_config, torch.device("cpu"))
+    if hasattr(task, "evaluate_in_order"):
+        figures.update(task.evaluate_in_order(model, torch.device("cpu")))
+    return figures
+
+
+def export_float16(model, task, train_config, metrics, name, extra, path):
+    """Write `model` to `path` in float16 (half the bytes; it loads as float32) with its validation
+    figures measured on what the file holds, beside the float32 weights' for comparison."""
+    float32 = evaluate(model, task, train_config)
+    half = build_model(model.config).to(torch.float16)
+    half.load_state_dict(model.state_dict())
+    model.load_state_dict(half.state_dict())  # the float32 model now holds exactly the file's values
+    metrics = {**metrics, **evaluate(model, task, train_config), "weights": "float16",
+               "float32_val_nats_per_char": float32["val_nats_per_char"]}
+    atomic_write_bytes(path, checkpoint_bytes(half, task.tokenizer, metrics, name, 0, extra))
+    return metrics
+
+
 def build(name, minutes, work_dir, out_dir, text, patience):
     preset_name, model_overrides, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
@@ -125,23 +148,14 @@ def build(name, minutes, work_dir, out_dir, text, patience):
     train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=minutes * 60,
                                        eval_interval=EVAL_INTERVAL, eval_windows=EVAL_WINDOWS)
     model, metrics = train_until_plateau(name, config, train_config, task, work_dir / name, patience)
-    # the bundled file holds the best weights in float16; its figures are measured on what it holds
-    half = build_model(config).to(torch.float16)
-    half.load_state_dict(model.state_dict())
-    model.load_state_dict(half.state_dict())
-    final = task.evaluate(model, train_config, torch.device("cpu"))
-    if hasattr(task, "evaluate_in_order"):
-        final.update(task.evaluate_in_order(model, torch.device("cpu")))
-    metrics.update(final, corpus="bundled", weights="float16", best_step=metrics["plateau"]["best_step"])
-    for key in ("done", "plateau"):
-        metrics.pop(key)
-    path = out_dir / f"{name}_latest{SUFFIX}"
-    atomic_write_bytes(path, checkpoint_bytes(half, task.tokenizer, metrics, name, 0,
-                                              {"preset": preset_name, "bundled": True}))
-    in_order = final.get("val_nats_per_char_in_order", math.nan)
+    plateau = metrics.pop("plateau")
+    metrics.pop("done")
+    metrics = export_float16(model, task, train_config, {**metrics, "corpus": "bundled",
+                                                         "best_step": plateau["best_step"]},
+                             name, {"preset": preset_name, "bundled": True}, out_dir / f"{name}_latest{SUFFIX}")
     return (f"| {name} | {config.cell} | {count_parameters(model):,} | {task.tokenizer.kind} | "
             f"{metrics['best_step']:,} of {metrics['steps']:,} | {metrics['elapsed'] / 60:.0f} | {metrics['reason']} | "
-            f"{final['val_nats_per_char']:.3f} | {in_order:.3f} |")
+            f"{metrics['val_nats_per_char']:.3f} | {metrics.get('val_nats_per_char_in_order', math.nan):.3f} |")
 
 
 def main():

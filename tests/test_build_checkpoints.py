@@ -1,0 +1,88 @@
+"""scripts/build_checkpoints.py: early stopping, a build continued after a crash, float16 export."""
+import pytest
+import torch
+
+import scripts.build_checkpoints as build
+from lab.checkpoints import load_checkpoint
+from lab.data import load_bundled_corpus
+from lab.models import LMConfig, build_model
+from lab.train import LMTask, TrainConfig
+
+
+@pytest.fixture(scope="module")
+def task():
+    return LMTask.from_text(load_bundled_corpus()[:30_000], "char")
+
+
+def tiny(task):
+    return LMConfig(vocab_size=task.vocab_size, embed_dim=8, hidden_size=24)
+
+
+def config(**overrides):
+    return TrainConfig(**{**dict(batch_size=8, block_size=16, max_steps=12, eval_interval=3, eval_windows=16,
+                                 lr=1e-2, device="cpu"), **overrides})
+
+
+def test_plateau_counts_evaluations_since_the_best_and_keeps_its_step():
+    plateau = build.Plateau(patience=2)
+    assert plateau.update(2.0, 10) and plateau.update(1.5, 20)
+    assert not plateau.update(1.6, 30) and not plateau.reached
+    assert not plateau.update(1.5, 40) and plateau.reached  # equal is no improvement
+    assert (plateau.best, plateau.best_step) == (1.5, 20)
+
+
+def test_a_build_that_crashed_continues_from_its_progress_to_the_same_weights(task, tmp_path, monkeypatch):
+    whole, _ = build.train_until_plateau("whole", tiny(task), config(), task, tmp_path / "whole", log=print)
+    real_train, calls = build.train, []
+
+    def crash_on_the_third_chunk(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the machine went down mid-build
+        return real_train(*args, **kwargs)
+
+    monkeypatch.setattr(build, "train", crash_on_the_third_chunk)
+    with pytest.raises(KeyboardInterrupt):  # chunk_seconds=0: a chunk of one step, progress saved after each
+        build.train_until_plateau("split", tiny(task), config(), task, tmp_path / "split", chunk_seconds=0)
+    assert load_checkpoint(tmp_path / "split" / "progress.safetensors").training_state.step == 2
+    monkeypatch.setattr(build, "train", real_train)
+    lines = []
+    split, metrics = build.train_until_plateau("split", tiny(task), config(), task, tmp_path / "split",
+                                               chunk_seconds=0, log=lines.append)
+    assert lines[0].startswith("split: continuing from step 2")
+    assert metrics["steps"] == 12 and metrics["done"]
+    for (name, a), b in zip(whole.state_dict().items(), split.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
+    # run again once finished: nothing trains, the best weights come back
+    again, _ = build.train_until_plateau("split", tiny(task), config(), task, tmp_path / "split")
+    assert all(torch.equal(a, b) for a, b in zip(again.state_dict().values(), split.state_dict().values()))
+
+
+def test_the_best_weights_are_kept_not_the_last(task, tmp_path, monkeypatch):
+    """Validation that gets worse after the second evaluation (over-fitting): the build returns the
+    weights evaluated second, and stops once `patience` evaluations brought nothing better."""
+    scores, seen = iter([3.0, 2.0, 2.5, 2.6, 2.7, 2.8]), []
+
+    def evaluate(model, config, device):
+        seen.append({k: v.clone() for k, v in model.state_dict().items()})
+        score = next(scores)
+        return {"val_loss": score, "val_nats_per_char": score}
+
+    monkeypatch.setattr(task, "evaluate", evaluate)
+    model, metrics = build.train_until_plateau("overfit", tiny(task), config(max_steps=30), task, tmp_path,
+                                               patience=3)
+    assert metrics["plateau"]["best_step"] == 6 and metrics["reason"] == "early stopping"
+    assert metrics["steps"] == 15  # three evaluations after the best, then no more steps
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), seen[1].values()))
+
+
+def test_float16_weights_change_the_validation_loss_by_less_than_0_005_nats_per_char(task, tmp_path):
+    trained, metrics = build.train_until_plateau("half", tiny(task), config(max_steps=60), task, tmp_path / "work")
+    path = tmp_path / "half_latest.safetensors"
+    exported = build.export_float16(trained, task, config(), {"steps": metrics["steps"]}, "half", {}, path)
+    assert abs(exported["val_nats_per_char"] - exported["float32_val_nats_per_char"]) < 0.005
+    loaded = load_checkpoint(path, device="cpu")
+    assert all(p.dtype == torch.float32 for p in loaded.model.parameters())
+    assert task.evaluate(loaded.model, config(), torch.device("cpu"))["val_nats_per_char"] == \
+        pytest.approx(exported["val_nats_per_char"], abs=1e-6)
+    assert path.stat().st_size < 0.6 * sum(p.numel() * 4 for p in trained.parameters()) + 20_000
