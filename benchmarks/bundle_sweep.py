@@ -6,14 +6,18 @@ Trains each variant below on the bundled corpus for the same budget of training
 minutes on 2 threads (the cosine schedule spans the budget, so each run anneals
 fully), with the build's engine: early stopping, resumable in build/sweep/<variant>.
 Prints one Markdown row per variant: parameters, steps, tokens/s, the last
-training loss, and the best validation nats/char on the build's 512 random
-windows. The question is which size, dropout and window an hour-long build
+training loss, the best validation nats/char on the build's 512 random
+windows (of the variant's own T: longer windows start cold less often, so compare
+across T in the last column), and those best weights' nats/char on the whole
+validation split read in order with the state carried. The question is which size, dropout and window an hour-long build
 should use: the train/validation gap says how soon a recipe over-fits.
 """
 import argparse
 import dataclasses
 import re
 from pathlib import Path
+
+import torch
 
 from lab.models import count_parameters
 from lab.presets import get_preset
@@ -39,8 +43,9 @@ def run(name, minutes, task, work):
     model, metrics = train_until_plateau(name, config, train_config, task, folder, log=lambda line: None)
     tokens_per_s = metrics["steps"] * train_config.batch_size * train_config.block_size / metrics["elapsed"]
     best = min(event["val_nats_per_char"] for event in metrics["history"])
+    in_order = task.evaluate_in_order(model, torch.device("cpu"))["val_nats_per_char_in_order"]
     return (f"| {name} | {count_parameters(model):,} | {metrics['steps']:,} | {tokens_per_s:,.0f} | "
-            f"{metrics['history'][-1]['train_loss']:.3f} | {best:.4f} |")
+            f"{metrics['history'][-1]['train_loss']:.3f} | {best:.4f} | {in_order:.4f} |")
 
 
 def main():
@@ -52,8 +57,9 @@ def main():
     configure_cpu(2)
     task = LMTask.from_text(load_bundled_corpus(), "char")
     print(f"{args.minutes:g} minutes each, 2 threads")
-    print("| variant | parameters | steps | tokens/s | last train loss | best val nats/char (512 windows) |")
-    print("|---|---|---|---|---|---|")
+    print("| variant | parameters | steps | tokens/s | last train loss | best val nats/char (512 windows of T) "
+          "| the same weights, split read in order |")
+    print("|---|---|---|---|---|---|---|")
     for name in args.only or VARIANTS:
         print(run(name, args.minutes, task, Path(args.work)), flush=True)
 

@@ -140,13 +140,14 @@ def export_float16(model, task, train_config, metrics, name, extra, path):
     return metrics
 
 
-def build(name, minutes, work_dir, out_dir, text, patience):
+def build(name, minutes, work_dir, out_dir, text, patience, steps=None):
     preset_name, model_overrides, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
     task = TASKS[preset.task].from_text(text, preset.tokenizer, **preset.tokenizer_options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
-    train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=minutes * 60,
-                                       eval_interval=EVAL_INTERVAL, eval_windows=EVAL_WINDOWS)
+    budget = {"max_steps": steps, "max_seconds": None} if steps else {"max_steps": None, "max_seconds": minutes * 60}
+    train_config = preset.train_config(**train_overrides, **budget, eval_interval=EVAL_INTERVAL,
+                                       eval_windows=EVAL_WINDOWS)
     model, metrics = train_until_plateau(name, config, train_config, task, work_dir / name, patience)
     plateau = metrics.pop("plateau")
     metrics.pop("done")
@@ -161,6 +162,8 @@ def build(name, minutes, work_dir, out_dir, text, patience):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=60, help="training budget per model (the cosine schedule's)")
+    parser.add_argument("--steps", type=int, help="a budget of optimizer steps instead of minutes (the same run "
+                                                   "whatever else shares the cores)")
     parser.add_argument("--patience", type=int, default=12,
                         help=f"evaluations (every {EVAL_INTERVAL} steps) without a new best before stopping")
     parser.add_argument("--only", nargs="*", choices=sorted(RECIPES), help="build only these")
@@ -175,7 +178,7 @@ def main():
           "val nats/char (512 windows) | val nats/char (split in order) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only or RECIPES:
-        print(build(name, args.minutes, Path(args.work), out_dir, text, args.patience), flush=True)
+        print(build(name, args.minutes, Path(args.work), out_dir, text, args.patience, args.steps), flush=True)
 
 
 if __name__ == "__main__":
