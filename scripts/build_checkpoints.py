@@ -26,6 +26,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lab.backends import default_backend  # noqa: E402
 from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes, load_checkpoint  # noqa: E402
 from lab.models import build_model, count_parameters  # noqa: E402
 from lab.presets import get_preset  # noqa: E402
@@ -145,6 +146,8 @@ def build(name, minutes, work_dir, out_dir, text, patience, steps=None):
     preset = get_preset(preset_name)
     task = TASKS[preset.task].from_text(text, preset.tokenizer, **preset.tokenizer_options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
+    if hasattr(config, "backend"):  # the faster of the two equal implementations on this machine
+        config = dataclasses.replace(config, backend=default_backend(config.cell, torch.device("cpu")))
     budget = {"max_steps": steps, "max_seconds": None} if steps else {"max_steps": None, "max_seconds": minutes * 60}
     train_config = preset.train_config(**train_overrides, **budget, eval_interval=EVAL_INTERVAL,
                                        eval_windows=EVAL_WINDOWS)
