@@ -5,7 +5,9 @@ import inspect
 import streamlit as st
 
 from lab.cells import CELLS
-from lab.introspect import FEATURES, SIGMOID_GATES, gate_summary, top_units
+from lab.features import FEATURES
+from lab.introspect import SIGMOID_GATES, gate_summary
+from lab.units import top_units
 from ui import inspect_views as views
 from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
