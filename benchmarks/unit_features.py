@@ -47,14 +47,15 @@ def unit_name(layer, gate, unit):
     return f"{gate} {unit}" if layer == 0 else f"{layer}:{gate} {unit}"
 
 
-def model_row(path, checkpoint):
+def model_row(path, checkpoint, seconds):
     config = checkpoint.config
     evals = [e for e in checkpoint.metrics.get("history", []) if "val_nats_per_char" in e]
     loss = f"{evals[-1]['val_nats_per_char']:.3f}" if evals else "–"
     size = (f"{config.num_layers}×{config.hidden_size}" if hasattr(config, "num_layers")
             else f"1×{config.embed_dim} (scan)")
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
-    return f"| {Path(path).name} | {config.cell} | {size} | {parameter_count(config):,} | {loss} | `{digest}` |"
+    return (f"| {Path(path).name} | {config.cell} | {size} | {parameter_count(config):,} | {loss} | `{digest}` "
+            f"| {seconds:.0f} s |")
 
 
 def main():
@@ -64,17 +65,18 @@ def main():
     configure_cpu(2)
     paths = args.checkpoints or bundled_char_models()
     text = validation_text()
-    print(f"Validation text: the last 10% of the bundled corpus, {len(text):,} characters.\n")
-    print("| model | cell | layers × units | parameters | validation nats/char (its own record) | SHA-256 |")
-    print("|---|---|---|---|---|---|")
-    best = {}
+    best, rows = {}, []
     for path in paths:
         checkpoint = load_checkpoint(path)
-        print(model_row(path, checkpoint), flush=True)
         start = time.perf_counter()
-        best[Path(path).name] = strongest_per_feature(unit_correlations_over(checkpoint.model, checkpoint.tokenizer,
-                                                                             text)).set_index("feature")
-        print(f"<!-- {Path(path).name}: {time.perf_counter() - start:.0f} s -->", flush=True)
+        table = unit_correlations_over(checkpoint.model, checkpoint.tokenizer, text)
+        best[Path(path).name] = strongest_per_feature(table).set_index("feature")
+        rows.append(model_row(path, checkpoint, time.perf_counter() - start))
+    print(f"Validation text: the last 10% of the bundled corpus, {len(text):,} characters.\n")
+    print("| model | cell | layers × units | parameters | validation nats/char (its own record) | SHA-256 | "
+          "measured in |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
     names = list(best)
     print("\nStrongest unit per feature: Pearson r over the validation text (the unit in brackets).\n")
     print("| feature | " + " | ".join(n.removesuffix("_latest.safetensors") for n in names) + " |")
@@ -83,7 +85,7 @@ def main():
         cells = []
         for name in names:
             if feature not in best[name].index:  # constant on the text: no correlation
-                cells.append("–")
+                cells.append("– (constant)")
                 continue
             row = best[name].loc[feature]
             cells.append(f"{row['correlation']:+.2f} ({unit_name(row['layer'], row['gate'], row['unit'])})")

@@ -124,8 +124,7 @@ FEATURES = {
     "is_upper": Feature("an upper-case letter", _char_class(str.isupper), "first", "character"),
     "is_newline": Feature("a newline", _char_class(lambda c: c == "\n"), "first", "character"),
 }
-FEATURE_KINDS = {"context": "what the text so far says (a unit needs memory)",
-                 "character": "the character just read"}
+FEATURE_KINDS = {"context": "remembers the text so far", "character": "reacts to the character just read"}
 
 
 def feature_values(token_texts, feature):

@@ -27,7 +27,8 @@ from lab.introspect import encode_text, trace_chunks
 TABLE_COLUMNS = ["feature", "layer", "gate", "unit", "correlation", "abs_correlation"]
 UNIT_ORDERS = {
     "index": "unit 0 first, as the weights store them",
-    "feature": "by correlation with the chosen feature: the units that fire with it on top, against it at the bottom",
+    "feature": "by |correlation| with the chosen feature: the units most tied to it on top (red or blue: with or "
+               "against it)",
     "similarity": "similar units side by side (hierarchical clustering of their activations)",
 }
 # a column whose standard deviation is below this is constant: its correlation is 0, not rounding noise
@@ -205,9 +206,9 @@ def span_units(trace, start, end, k=5, layers=None):
 def unit_order(values, order="index", signal=None):
     """The order of a heatmap's rows: a permutation (H,) of the units of one gate, values (T, H).
 
-    order (registry UNIT_ORDERS): "index" 0..H-1; "feature" by Pearson r with `signal` (T,), most
-    positive first, so the units that fire with a feature sit on top and those against it at the
-    bottom; "similarity" the leaf order of an average-linkage clustering of the units by correlation
+    order (registry UNIT_ORDERS): "index" 0..H-1; "feature" by |Pearson r| with `signal` (T,), largest
+    first, so the units most tied to a feature sit on top, however many rows are shown; "similarity"
+    the leaf order of an average-linkage clustering of the units by correlation
     distance 1 - r, so units that rise and fall together sit side by side (a constant unit is
     uncorrelated with every other).
     """
@@ -220,7 +221,7 @@ def unit_order(values, order="index", signal=None):
         if signal is None or np.ptp(signal) == 0:
             raise ValueError("order: the feature is constant on this text, so it cannot order the units; "
                              "choose another feature or order")
-        return np.argsort(-pearson(values, signal), kind="stable")
+        return np.argsort(-np.abs(pearson(values, signal)), kind="stable")
     x = np.asarray(values, np.float64)
     x = x - x.mean(0)
     norms = np.sqrt((x**2).sum(0))
