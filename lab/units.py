@@ -22,7 +22,7 @@ import pandas as pd
 from scipy.cluster.hierarchy import leaves_list, linkage
 
 from lab.features import FEATURES, feature_matrix, feature_values
-from lab.introspect import encode_text, trace_chunks
+from lab.introspect import MAX_TRACE_TOKENS, encode_text, trace_chunks
 
 TABLE_COLUMNS = ["feature", "layer", "gate", "unit", "correlation", "abs_correlation"]
 UNIT_ORDERS = {
@@ -109,7 +109,7 @@ def unit_correlations(trace, features=None):
     return _table(sums, features)
 
 
-def unit_correlations_over(model, tokenizer, text, features=None, chunk_tokens=2000):
+def unit_correlations_over(model, tokenizer, text, features=None, chunk_tokens=MAX_TRACE_TOKENS):
     """unit_correlations over a text of any length (a validation split): the model reads it in one
     pass, the state carried (lab.introspect.trace_chunks), and only running sums are kept."""
     token_texts = [tokenizer.decode([i]) for i in encode_text(tokenizer, text, "text")]

@@ -195,5 +195,9 @@ if probs is not None:
         st.caption("Type the next one:")
         for n, row in enumerate(top5.itertuples()):
             st.button(f"+ {visible_piece(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
-    st.caption(f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried state "
-               f"({len(reader.ids)} read since the start): stateful reading costs one step per new character.")
+    if reader.new_tokens == len(reader.ids):
+        st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
+    else:
+        st.caption(f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
+                   f"state ({len(reader.ids)} read since the start): one step per new character, however long "
+                   "the text.")

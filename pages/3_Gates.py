@@ -195,8 +195,8 @@ else:
         st.caption(f"The model gave the framed “{plain(visible_piece(trace.pieces[target]))}” a probability of "
                    f"{influence.probability:.3f}. Each earlier character is coloured by the size of the gradient "
                    "of that log-probability with respect to the character's embedding: how much a small change "
-                   "to it would move the prediction (Distill, “Memorization in RNNs”). A gated cell reaches "
-                   "further back than a vanilla RNN.")
+                   "to it would move the prediction (Distill, “Memorization in RNNs”). Try the vanilla RNN and a "
+                   "gated cell on the same character: how far back does each reach?")
 
 # ---- heatmaps, one per gate
 st.subheader("Every gate, token by token")
@@ -238,7 +238,8 @@ with left:
                      hide_index=True, width="stretch")
         buttons = st.columns(len(found))
         for button, u in zip(buttons, found["unit"]):
-            button.button(f"Show unit {u}", key=f"gates_show_{u}", on_click=show_unit, args=(layer, corr_gate, u))
+            button.button(f"Unit {u}", key=f"gates_show_{u}", on_click=show_unit, args=(layer, corr_gate, u),
+                          help=f"Colour the text by unit {u} of {corr_gate} above")
         st.caption(f"Pearson correlation with “{plain(FEATURES[feature].description)}” over the tokens of this "
                    "text (lab.units.top_units). Karpathy's famous quote-detection cell has a cousin here: the "
                    "bundled plays put stage directions in [brackets].")

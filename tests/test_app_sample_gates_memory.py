@@ -102,14 +102,14 @@ def test_sample_next_character_bars_follow_the_typing_with_the_state_carried():
     no_exception(at)
     assert any(k.endswith("sample_next_chart") for k in chart_keys(at))
     typed = at.text_input(key="sample_typed").value
-    assert f"Read {len(typed)} new tokens" in " ".join(c.value for c in at.caption)
+    assert f"Read all {len(typed)} tokens from the zero state" in " ".join(c.value for c in at.caption)
     likeliest = at.button(key="sample_type_0")
     likeliest.click().run()
     no_exception(at)
     assert len(at.text_input(key="sample_typed").value) == len(typed) + 1
     assert "Read 1 new token from the carried state" in " ".join(c.value for c in at.caption)
     at.text_input(key="sample_typed").set_value("ROMEO").run()  # an edit, not an extension: read again
-    assert "Read 5 new tokens" in " ".join(c.value for c in at.caption)
+    assert "Read all 5 tokens from the zero state" in " ".join(c.value for c in at.caption)
     bars = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("sample_next_chart"))
     probabilities = [float(p.rstrip("%")) for p in json.loads(bars.proto.spec)["data"][0]["text"]]  # "45.2%"
     assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
@@ -147,7 +147,7 @@ def test_gates_draws_a_heatmap_per_gate_and_shows_a_unit_and_the_code():
     assert at.latex  # the cell's equations
     first_card = at.button(key="gates_gallery_0")
     assert first_card.label == "Study this unit"
-    show = [b for b in at.button if b.label.startswith("Show unit")]
+    show = [b for b in at.button if b.key.startswith("gates_show_")]
     assert len(show) == 5
     unit = int(show[1].label.split()[-1])
     show[1].click().run()

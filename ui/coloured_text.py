@@ -131,15 +131,18 @@ def influence_colour(share):
     return f"rgba({INFLUENCE_RGB[0]}, {INFLUENCE_RGB[1]}, {INFLUENCE_RGB[2]}, {0.85 * float(share):.2f})"
 
 
-def influence_html(token_texts, influence):
+def influence_html(token_texts, influence, tail_tokens=40):
     """The tokens before the prediction on a background as strong as their influence on it (share of
-    the largest), the predicted token framed, the tokens after it faded (the model has not read them)."""
+    the largest), the predicted token framed, then up to `tail_tokens` tokens after it, faded (the
+    model had not read them)."""
     target = influence.target
     spans = [_span(t, influence_colour(share), f"influence {share:.2f} of the largest (gradient norm {norm:.2e})")
              for t, share, norm in zip(token_texts[:target], influence.shares, influence.norms)]
     spans.append(_span(token_texts[target], "transparent", f"predicted: p = {influence.probability:.3f}",
                        "; outline: 2px solid #111; outline-offset: 1px"))
-    spans += [f'<span style="opacity:0.3">{_escape(t)}</span>' for t in token_texts[target + 1:]]
+    tail = token_texts[target + 1:]
+    shown = "".join(tail[:tail_tokens]) + ("…" if len(tail) > tail_tokens else "")
+    spans.append(f'<span style="opacity:0.3">{_escape(shown)}</span>')
     return _box(spans)
 
 

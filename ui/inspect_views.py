@@ -262,7 +262,8 @@ def gate_heatmap(values, pieces, gate, units):
         colorbar=dict(thickness=10, len=0.9)))
     ticks, labels = _token_axis(pieces)
     fig.update_layout(
-        title=dict(text=f"{gate} · {GATE_KINDS.get(gate, '')}", font=dict(size=14)), height=280,
+        title=dict(text=f"{gate} · {GATE_KINDS.get(gate, '')}", font=dict(size=14)),
+        height=96 + int(min(max(2.5 * len(units), 184), 640)),  # 64 units in 280 px; more units, taller rows
         margin=dict(l=50, r=10, t=36, b=60),
         xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels, tickangle=-30 if len(ticks) > 12 else 0,
                    tickfont=dict(size=11, family="monospace")),
