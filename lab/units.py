@@ -27,8 +27,8 @@ from lab.introspect import MAX_TRACE_TOKENS, encode_text, trace_chunks
 TABLE_COLUMNS = ["feature", "layer", "gate", "unit", "correlation", "abs_correlation"]
 UNIT_ORDERS = {
     "index": "unit 0 first, as the weights store them",
-    "feature": "by |correlation| with the chosen feature: the units most tied to it on top (red or blue: with or "
-               "against it)",
+    "feature": "by |correlation| with the chosen feature: the units most tied to it on top, whether they rise "
+               "or fall with it",
     "similarity": "similar units side by side (hierarchical clustering of their activations)",
 }
 # a column whose standard deviation is below this is constant: its correlation is 0, not rounding noise
