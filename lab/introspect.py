@@ -1,29 +1,21 @@
 """Gate traces: what every gate of every layer does while the model reads a text.
 
-Glossary: T time (tokens of the text), H hidden units, L layers, N characters.
+Glossary: T time (tokens of the text), H hidden units, L layers.
 
     trace = trace_text(model, tokenizer, "Laer.\\nMy necessaries are embark'd")
     trace.layers[0]["z"]              # (T, H) numpy: the update gate at every step
     gate_summary(trace)               # mean, std, saturation per layer and gate
-    top_units(trace, "in_brackets")   # the units that best track a feature of the text
+    for trace in trace_chunks(model, tokenizer, long_text): ...   # one pass, state carried
 
 The model reads the text once, stateful from the zero state, in eval mode and
 without gradients, through its reference cells (`lab.models.to_reference`: the
 same function as a fast or fused layer), so every gate comes from lab/cells.py.
 Every cell writes the gates its docstring names (lab.cells): rnn {h}; both GRUs
-{r, z, n, h}; lstm {i, f, g, o, c, h}; scan {A, B, h}.
-
-Features of the text (registry `FEATURES`) are defined per character, as the
-value *after reading* that character, which is what the state at that step can
-know. A token takes the value of one of its characters: character classes
-(is_vowel, is_space, is_upper, is_newline) use the token's first character,
-context features (in_brackets, in_quotes, line_position) its last. For a
-character model both are the character itself; for a subword "▁the" the
-first character is the space, so is_space marks word starts.
+{r, z, n, h}; lstm {i, f, g, o, c, h}; scan {A, B, h}. What the units track is
+lab.units' question; the features of the text it asks about are in lab.features.
 """
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -101,6 +93,29 @@ class GateTrace:
         return self.layers[layer][gate]
 
 
+def _read_traced(model, ids, state):
+    """A reference-cell model reads token ids (T,) from `state` (None: zeros), recording every gate.
+    Returns ((L,) dicts gate -> (T, H) float32 numpy, the state after the last token)."""
+    trace = [{} for _ in recurrent_layers(model)]
+    idx = torch.tensor([ids], device=next(model.parameters()).device)  # (1, T)
+    with evaluating(model), torch.no_grad():
+        _, _, state = model(idx, state=state, trace=trace)
+    return [{g: values[0].float().cpu().numpy() for g, values in tr.items()} for tr in trace], state
+
+
+def _gate_trace(model, tokenizer, ids, layer_values):
+    layers = recurrent_layers(model)
+    return GateTrace(
+        token_ids=list(ids),
+        pieces=[tokenizer.id_to_piece(i) for i in ids],
+        token_texts=[tokenizer.decode([i]) for i in ids],
+        layers=[{g: values[g] for g in layer.gate_names} for values, layer in zip(layer_values, layers)],
+        cells=[layer.cell for layer in layers],
+        gate_names=[tuple(layer.gate_names) for layer in layers],
+        conventions=[layer.convention for layer in layers],
+    )
+
+
 def trace_text(model, tokenizer, text, max_tokens=MAX_TRACE_TOKENS):
     """Run `model` once over `text` from the zero state and record every gate.
 
@@ -109,20 +124,19 @@ def trace_text(model, tokenizer, text, max_tokens=MAX_TRACE_TOKENS):
     """
     ids = encode_text(tokenizer, text, "text", max_tokens)
     model = to_reference(model)
-    layers = recurrent_layers(model)
-    trace = [{} for _ in layers]
-    idx = torch.tensor([ids], device=next(model.parameters()).device)  # (1, T)
-    with evaluating(model), torch.no_grad():
-        model(idx, trace=trace)
-    return GateTrace(
-        token_ids=ids,
-        pieces=[tokenizer.id_to_piece(i) for i in ids],
-        token_texts=[tokenizer.decode([i]) for i in ids],
-        layers=[{g: tr[g][0].float().cpu().numpy() for g in layer.gate_names} for tr, layer in zip(trace, layers)],
-        cells=[layer.cell for layer in layers],
-        gate_names=[tuple(layer.gate_names) for layer in layers],
-        conventions=[layer.convention for layer in layers],
-    )
+    return _gate_trace(model, tokenizer, ids, _read_traced(model, ids, None)[0])
+
+
+def trace_chunks(model, tokenizer, text, chunk_tokens=MAX_TRACE_TOKENS):
+    """Read a text of any length in one pass from the zero state, the state carried from chunk to
+    chunk, and yield a GateTrace of every `chunk_tokens` tokens in turn (the last may be shorter):
+    the same gates as one trace of the whole text, without holding all of them at once."""
+    ids = encode_text(tokenizer, text, "text")
+    model, state = to_reference(model), None
+    for start in range(0, len(ids), chunk_tokens):
+        chunk = ids[start:start + chunk_tokens]
+        layer_values, state = _read_traced(model, chunk, state)
+        yield _gate_trace(model, tokenizer, chunk, layer_values)
 
 
 def gate_summary(trace):
@@ -137,90 +151,3 @@ def gate_summary(trace):
                          "mean": float(v.mean()), "std": float(v.std()), "min": float(v.min()),
                          "max": float(v.max()), "saturation": float(saturated)})
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------
-# per-token features of the text, for finding interpretable units
-
-
-def _inside(open_char, close_char):
-    """1 after reading `open_char` until `close_char` is read (a toggle when they are equal)."""
-    def per_char(text):
-        inside, values = False, np.zeros(len(text))
-        for n, ch in enumerate(text):
-            if ch == open_char and not (inside and ch == close_char):
-                inside = True
-            elif ch == close_char:
-                inside = False
-            values[n] = inside
-        return values
-    return per_char
-
-
-def _line_position(text):
-    """Characters read since the last newline (0 right after reading "\\n")."""
-    values, position = np.zeros(len(text)), 0
-    for n, ch in enumerate(text):
-        position = 0 if ch == "\n" else position + 1
-        values[n] = position
-    return values
-
-
-def _char_class(test):
-    return lambda text: np.array([float(test(ch)) for ch in text])
-
-
-@dataclass(frozen=True)
-class Feature:
-    description: str
-    per_char: Callable  # text (N chars) -> (N,) float array, the value after reading each character
-    anchor: str  # "first" or "last": which character of a token gives the token's value
-
-
-FEATURES = {
-    # The bundled Globe-edition plays put 1,547 stage directions in brackets
-    # ("[Enter Ghost.]") and have only 177 double quotes: bracket tracking is
-    # this corpus's analogue of Karpathy's quote-detection cell.
-    "in_brackets": Feature("inside a [stage direction]", _inside("[", "]"), "last"),
-    "in_quotes": Feature('inside "double quotes" (rare in Shakespeare)', _inside('"', '"'), "last"),
-    "line_position": Feature("characters since the last newline", _line_position, "last"),
-    "is_vowel": Feature("a vowel (aeiou, either case)", _char_class(lambda c: c in "aeiouAEIOU"), "first"),
-    "is_space": Feature("a space (for subwords: a word start)", _char_class(lambda c: c == " "), "first"),
-    "is_upper": Feature("an upper-case letter", _char_class(str.isupper), "first"),
-    "is_newline": Feature("a newline", _char_class(lambda c: c == "\n"), "first"),
-}
-
-
-def feature_values(trace, feature):
-    """Per-token values (T,) of a FEATURES entry on the traced text."""
-    if feature not in FEATURES:
-        raise ValueError(f"feature: unknown feature {feature!r}; valid features are {sorted(FEATURES)}")
-    f = FEATURES[feature]
-    per_char = f.per_char(trace.text)  # (N,)
-    ends = np.cumsum([len(t) for t in trace.token_texts])  # (T,) one past each token's last character
-    starts = ends - np.array([len(t) for t in trace.token_texts])
-    return per_char[starts if f.anchor == "first" else ends - 1]
-
-
-def pearson(x, y):
-    """Pearson correlation of each column of x (T, H) with y (T,) -> (H,); 0 for a constant column."""
-    xc, yc = x - x.mean(0), y - y.mean()
-    denom = np.sqrt((xc**2).sum(0) * (yc**2).sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denom > 0, (xc * yc[:, None]).sum(0) / denom, 0.0)
-
-
-def top_units(trace, feature, layer=0, gate="h", k=5):
-    """The k units of one gate whose activation best tracks a feature, by |Pearson r|.
-
-    Returns a DataFrame (k rows): unit, correlation (signed), abs_correlation.
-    ValueError when the feature is constant on this text (no correlation exists).
-    """
-    values = trace.gate(layer, gate).astype(np.float64)  # (T, H)
-    y = feature_values(trace, feature)  # (T,)
-    if np.ptp(y) == 0:
-        raise ValueError(f"feature: {feature!r} ({FEATURES[feature].description}) is constant on this text; "
-                         "choose a text where it varies")
-    r = pearson(values, y)  # (H,)
-    units = np.argsort(-np.abs(r), kind="stable")[:k]
-    return pd.DataFrame({"unit": units, "correlation": r[units], "abs_correlation": np.abs(r[units])})

@@ -1,11 +1,15 @@
 """Sample: greedy, temperature, top-k and top-p side by side, every token coloured by
-its probability; greedy's loops; stateful vs stateless generation (seeds 000, 001, 002, 004)."""
+its probability; greedy's loops; stateful vs stateless generation (seeds 000, 001, 002, 004);
+which earlier characters drove a generated one; the next-character bars as you type."""
 import streamlit as st
 
+from lab.prediction import TypingReader, next_tokens
 from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, default_strategy, encode_prompt,
                           repetition_report)
 from ui import inspect_views as views
-from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
+from ui.coloured_text import (influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts,
+                              visible_piece)
+from ui.common import checkpoint_picker, plain, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Sample")
@@ -29,10 +33,19 @@ SETTINGS = {
     "top_p": (Field("float", "Top-p p", *BOUNDS["top_p"]), "sample_top_p_p"),
     "top_p_temperature": (Field("float", "Top-p temperature", *BOUNDS["temperature"]), "sample_top_p_T"),
     "stateless": (Field("choice", "Stateless strategy", choices=tuple(STRATEGIES)), "sample_state_strategy"),
+    "drove": (Field("choice", "Strategy of the prediction traced back", choices=tuple(STRATEGIES)),
+              "sample_influence_strategy"),
+    "drove_token": (Field("int", "Generated token traced back", *BOUNDS["tokens"]), "sample_influence_token"),
+    "typed": (Field("text", "Typed text", high=1000), "sample_typed"),
 }
 DEFAULTS = {"model": "char-gru-torch_latest", "prompt": "ROMEO.\n", "tokens": 300, "seed": 0, "temperature": 0.8,
-            "top_k": 20, "top_k_temperature": 0.8, "top_p": 0.9, "top_p_temperature": 0.8, "stateless": "top_k"}
+            "top_k": 20, "top_k_temperature": 0.8, "top_p": 0.9, "top_p_temperature": 0.8, "stateless": "top_k",
+            "drove": "top_k", "drove_token": 40, "typed": "But, soft! what light through yonder window br"}
 restore_from_url(SETTINGS, DEFAULTS)
+
+
+def type_token(text):
+    st.session_state.sample_typed += text
 
 top = st.columns([1.2, 2, 1, 1])
 with top[0]:
@@ -60,7 +73,7 @@ if default_strategy(checkpoint.config.family) == "top_p":
             "character with temperature and nucleus sampling (the top-p column, the design's own); and "
             "composes that character into the latent before the next one. It was trained on contexts of "
             "1 to 4 characters, so the latent is mostly the last few characters.")
-st.html(views.prob_legend_html())
+st.html(prob_legend_html())
 columns = st.columns(4)
 with columns[0]:
     st.subheader(views.STRATEGY_TITLES["greedy"])
@@ -115,8 +128,7 @@ if generations is None:
 by_strategy = dict(zip(STRATEGIES, generations))
 for column, (strategy, generation) in zip(columns, by_strategy.items()):
     with column:
-        st.html(views.prob_html(prompt, views.token_texts(checkpoint.tokenizer, generation.token_ids),
-                                generation.probs))
+        st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
         metric_cols = st.columns(2)
         metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}",
                               help="Entropy of the model's next-token distribution, averaged over the steps.")
@@ -132,10 +144,60 @@ for column, generation, title in zip(state_cols, (by_strategy[strategy_for_state
                                       "Stateless: the state is reset before every token")):
     with column:
         st.markdown(f"**{title}** · {generation.strategy}")
-        st.html(views.prob_html(prompt, views.token_texts(checkpoint.tokenizer, generation.token_ids),
-                                generation.probs))
+        st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
         metric_cols = st.columns(2)
         metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}",
                               help="Mean entropy of the model's next-token distribution: higher when it "
                                    "knows less about what comes next.")
         metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
+
+# ---- which earlier characters drove one generated character
+st.divider()
+st.subheader("🧭 Which earlier characters drove this character?")
+drove_cols = st.columns([1, 3])
+traced_strategy = drove_cols[0].selectbox("From the column", list(STRATEGIES), format_func=views.STRATEGY_TITLES.get,
+                                          key="sample_influence_strategy")
+generation = by_strategy[traced_strategy]
+prompt_ids = encode_prompt(checkpoint.tokenizer, prompt)  # an empty prompt starts from "\n"
+ids = prompt_ids + generation.token_ids
+st.session_state.sample_influence_token = min(st.session_state.sample_influence_token, len(generation.token_ids))
+nth = drove_cols[1].select_slider(
+    "The generated character", options=range(1, len(generation.token_ids) + 1), key="sample_influence_token",
+    format_func=lambda n: f"{n}: {visible_piece(generation.pieces[n - 1])}")
+influence = None
+with user_errors("Tracing the influence"):
+    influence = views.cached_influence(*views.checkpoint_key(checkpoint), tuple(ids), len(prompt_ids) + nth - 1)
+if influence is not None:
+    st.html(influence_legend_html())
+    st.html(influence_html(token_texts(checkpoint.tokenizer, ids), influence))
+    st.caption(f"The model gave the framed “{plain(visible_piece(generation.pieces[nth - 1]))}” a probability of "
+               f"{influence.probability:.3f} (untempered). Each earlier character is coloured by the gradient of "
+               "that log-probability with respect to its embedding: how much nudging it would move the "
+               "prediction (Distill, “Memorization in RNNs”).")
+
+# ---- the next character as you type, the state carried
+st.divider()
+st.subheader("⌨️ What comes next? Type and watch")
+typed = st.text_input("Your text (press Enter to read it)", key="sample_typed",
+                      help="The model reads only what you added since the last time, from the state it carried.")
+reader_key = ("sample_typing_reader", views.checkpoint_key(checkpoint))
+if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model
+    st.session_state.sample_typing_reader = (reader_key, TypingReader(checkpoint.model, checkpoint.tokenizer))
+reader = st.session_state.sample_typing_reader[1]
+probs = None
+with user_errors("Reading"):
+    probs = reader.read(typed)
+if probs is not None:
+    top5 = next_tokens(probs, checkpoint.tokenizer, k=5)
+    bars, typing = st.columns([3, 1])
+    bars.plotly_chart(views.next_token_figure(top5), key="sample_next_chart")
+    with typing:
+        st.caption("Type the next one:")
+        for n, row in enumerate(top5.itertuples()):
+            st.button(f"+ {visible_piece(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
+    if reader.new_tokens == len(reader.ids):
+        st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
+    else:
+        st.caption(f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
+                   f"state ({len(reader.ids)} read since the start): one step per new character, however long "
+                   "the text.")

@@ -1,19 +1,24 @@
-"""Gates: every gate of every layer while a model reads a text; saturation; units that
-track a feature of the text; the cell's equations and source code beside them."""
+"""Gates: what the units learned, text first. A gallery of the units that track a feature of the
+text; a span you select and the units that fire on it; one unit colouring the text; which earlier
+characters drove a prediction; every gate as a heatmap; saturation; the cell's equations and code."""
 import inspect
 
 import streamlit as st
 
 from lab.cells import CELLS
-from lab.introspect import FEATURES, SIGMOID_GATES, gate_summary, top_units
+from lab.features import FEATURE_KINDS, FEATURES
+from lab.introspect import MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
+from lab.units import UNIT_ORDERS, span_units, top_units, unit_gallery
 from ui import inspect_views as views
-from ui.common import checkpoint_picker, setup_page, show_anchors, user_errors
+from ui.coloured_text import (activation_html, activation_legend_html, influence_html, influence_legend_html,
+                              span_html, visible_piece)
+from ui.common import checkpoint_picker, plain, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Gates")
 st.title("🔬 Gates")
-st.caption("The model reads your text once, from the zero state. Each heatmap shows one gate: "
-           "tokens left to right, units top to bottom.")
+st.caption("The model reads your text once, from the zero state. Below: the units that learned something you "
+           "can name, the units behind any stretch of text you select, and what every gate does at every step.")
 show_anchors("uniform_char", "leviathan")
 
 TEXTS = {  # passages of the bundled corpus (lab/corpus/shakespeare.txt)
@@ -29,19 +34,27 @@ TEXTS = {  # passages of the bundled corpus (lab/corpus/shakespeare.txt)
         "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
         "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"),
 }
+# a longer passage from the validation split (the corpus's last 10%, never trained on): A Midsummer
+# Night's Dream, where Bottom is "translated"; stage directions, songs and short speeches
+PASSAGE = ("[Exeunt Clowns.]\n\nPUCK.\nI'll follow you", 1200)
 # the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
 SETTINGS = {
     "model": (Field("text", "Model"), "gates_checkpoint"),
     "text": (Field("text", "Text", high=4000), "gates_text"),
     "layer": (Field("int", "Layer", 0, 63), "gates_layer"),
+    "cards": (Field("int", "Units in the gallery", 1, 12), "gates_cards"),
+    "span": (Field("range", "Span", 0, MAX_TRACE_TOKENS - 1), "gates_span"),
+    "gate": (Field("text", "Gate of the unit shown", high=8), "gates_unit_gate"),
+    "unit": (Field("int", "Unit", 0, 100_000), "gates_unit"),
+    "predict": (Field("int", "Predicted token", 1, MAX_TRACE_TOKENS - 1), "gates_predict"),
+    "order": (Field("choice", "Unit order", choices=tuple(UNIT_ORDERS)), "gates_order"),
     "units": (Field("int", "Units shown", 1, 256), "gates_units"),
     "feature": (Field("choice", "Feature", choices=tuple(FEATURES)), "gates_feature"),
     "feature_gate": (Field("text", "Gate correlated with the feature", high=8), "gates_corr_gate"),
-    "gate": (Field("text", "Gate of the unit shown", high=8), "gates_unit_gate"),
-    "unit": (Field("int", "Unit", 0, 100_000), "gates_unit"),
 }
-DEFAULTS = {"model": "char-lstm_latest", "text": next(iter(TEXTS.values())), "layer": 0, "units": 64,
-            "feature": next(iter(FEATURES)), "feature_gate": "h", "gate": "h", "unit": None}
+DEFAULTS = {"model": "char-lstm_latest", "text": next(iter(TEXTS.values())), "layer": 0, "cards": 6, "span": None,
+            "gate": "h", "unit": None, "predict": None, "order": "feature", "units": 64,
+            "feature": next(iter(FEATURES)), "feature_gate": "h"}
 restore_from_url(SETTINGS, DEFAULTS)
 
 
@@ -49,8 +62,23 @@ def use_preset():
     st.session_state.gates_text = TEXTS[st.session_state.gates_preset]
 
 
-def show_unit(gate, unit):
-    st.session_state.gates_unit_gate, st.session_state.gates_unit = gate, int(unit)
+def show_unit(layer, gate, unit):
+    state = st.session_state
+    state.gates_layer, state.gates_unit_gate, state.gates_unit = int(layer), gate, int(unit)
+
+
+def first_token_with(token_texts, char, default, after=-1):
+    """The first token after token `after` that holds `char`, else `default`."""
+    return next((t for t in range(after + 1, len(token_texts)) if char in token_texts[t]), default)
+
+
+def default_span(token_texts):
+    """(first, last) token of the first [stage direction], without the "]" that ends it (its inside is
+    what a bracket unit tracks), else of the first line; some token always stays outside."""
+    start = first_token_with(token_texts, "[", None)
+    start, closing = (0, "\n") if start is None else (start, "]")
+    end = first_token_with(token_texts, closing, len(token_texts) - 1, after=start)
+    return start, max(start, min(end - 1, len(token_texts) - 2))
 
 
 top = st.columns([1, 2])
@@ -63,45 +91,145 @@ if checkpoint is None:
     st.stop()
 
 trace = None
+key = views.checkpoint_key(checkpoint)
 with user_errors("Tracing"):
-    trace = views.cached_trace(*views.checkpoint_key(checkpoint), text)
+    trace = views.cached_trace(*key, text)
 if trace is None:
     st.stop()
-
-n_layers = len(trace.layers)
-controls = st.columns([1, 2])
+T, n_layers = len(trace.token_ids), len(trace.layers)
 if st.session_state.gates_layer >= n_layers:  # a model with fewer layers than the last one, or a link's
     st.session_state.gates_layer = 0
-layer = controls[0].selectbox("Layer", range(n_layers), key="gates_layer",
-                              format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}")
-cell, gate_names = trace.cells[layer], trace.gate_names[layer]
-gates = trace.gates(layer)
-H = next(iter(gates.values())).shape[1]
-max_units = min(H, 256)
-st.session_state.gates_units = min(st.session_state.gates_units, max_units)
-if max_units > 1:
-    n_units = controls[1].slider("Units shown (the first ones)", 1, max_units, key="gates_units")
+
+# ---- the gallery: Karpathy's pictures, chosen for the student
+st.subheader("🖼️ What the units learned")
+cards = st.columns([3, 1])
+cards[0].caption("For each feature of your text, the unit (of any gate or state, any layer) that follows it "
+                 "most closely, strongest first, with Pearson's r over the text's tokens: ±1 would follow it "
+                 "exactly. Red is positive, blue negative; gates run from white (shut) to purple (open).")
+n_cards = cards[1].slider("Units in the gallery", 1, 12, key="gates_cards")
+table = None
+with user_errors("Finding units"):
+    table = views.cached_unit_correlations(*key, text)
+if table is not None:
+    gallery = unit_gallery(table, n_cards)
+    for row_start in range(0, len(gallery), 3):  # rows of three cards, so that the cards of a row line up
+        for column, card in zip(st.columns(3), gallery.iloc[row_start:row_start + 3].itertuples()):
+            feature_spec = FEATURES[card.feature]
+            with column.container(border=True):
+                st.markdown(f"**{feature_spec.description}**")
+                st.caption(f"r = {card.correlation:+.2f} · `{card.gate}` unit {card.unit} of layer {card.layer} · "
+                           f"{FEATURE_KINDS[feature_spec.kind]}")
+                st.html(activation_html(trace.token_texts, trace.gate(card.layer, card.gate)[:, card.unit],
+                                        card.gate, compact=True))
+                st.button("Study this unit", key=f"gates_gallery_{card.Index}", on_click=show_unit,
+                          args=(card.layer, card.gate, card.unit))
+    if "gates_unit" not in st.session_state and len(gallery):  # first visit: the gallery's first unit below
+        show_unit(*gallery.iloc[0][["layer", "gate", "unit"]])
+
+# ---- text first: a span, and the units that fire on it
+st.subheader("🔎 Select some text: which units fire on it?")
+if T < 2:
+    st.info("Type a longer text to select a span of it.")
 else:
-    n_units = controls[1].number_input("Units shown", 1, 1, key="gates_units", disabled=True)
-st.caption(f"`{trace.conventions[layer]}` · {len(trace.token_ids)} tokens · {H} units per layer")
+    span = st.session_state.get("gates_span")
+    if span is None or not 0 <= span[0] <= span[1] < T:  # first visit, or a shorter text
+        st.session_state.gates_span = default_span(trace.token_texts)
+    # value= makes it a range slider (Streamlit reads range or single from it); the session state decides the value
+    start, last = st.select_slider("Span of the text (first and last character)", options=range(T),
+                                   value=st.session_state.gates_span, key="gates_span",
+                                   format_func=lambda t: f"{t}: {visible_piece(trace.pieces[t])}")
+    st.html(span_html(trace.token_texts, start, last + 1))
+    found = None
+    with user_errors("Selecting"):
+        found = span_units(trace, start, last + 1, k=5)
+    if found is not None:
+        st.caption("Ranked by the correlation of each unit with your span (1 on it, 0 elsewhere): how far its "
+                   "value on the span stands out from the rest of the text (LSTMVis's pattern selection).")
+        st.dataframe(found.style.format({"correlation": "{:+.3f}", "abs_correlation": "{:.3f}",
+                                         "mean_inside": "{:+.3f}", "mean_outside": "{:+.3f}"}),
+                     hide_index=True, width="stretch")
+        buttons = st.columns(len(found))
+        for n, (button, row) in enumerate(zip(buttons, found.itertuples())):
+            button.button(f"Show {row.gate} {row.unit}", key=f"gates_span_show_{n}", on_click=show_unit,
+                          args=(row.layer, row.gate, row.unit))
+
+# ---- one unit over the text, and over a longer passage
+st.subheader("🎨 One unit, colouring the text")
+unit_cols = st.columns([1.2, 1, 1, 3])
+layer = unit_cols[0].selectbox("Layer", range(n_layers), key="gates_layer",
+                               format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}")
+cell, gate_names, gates = trace.cells[layer], trace.gate_names[layer], trace.gates(layer)
+H = next(iter(gates.values())).shape[1]
+if st.session_state.get("gates_unit_gate") not in gate_names:
+    st.session_state.gates_unit_gate = "h"
+unit_gate = unit_cols[1].selectbox("Gate", gate_names, key="gates_unit_gate")
+st.session_state.gates_unit = min(st.session_state.get("gates_unit", 0), H - 1)
+unit = unit_cols[2].number_input("Unit", 0, H - 1, step=1, key="gates_unit")
+values = gates[unit_gate][:, unit]
+with unit_cols[3]:
+    st.html(activation_legend_html(unit_gate, gates[unit_gate]))
+st.html(activation_html(trace.token_texts, values, unit_gate))
+st.markdown("**The same unit over a longer passage** the model never trained on (the validation split: "
+            "*A Midsummer Night's Dream*, where Bottom is “translated”)")
+with user_errors("Reading the longer passage"):
+    st.html(activation_html(*views.cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate,
+                            compact=True))
+st.plotly_chart(views.unit_trace_figure(values, trace.pieces, unit_gate, unit), key="gates_unit_chart")
+
+# ---- which past characters drove one prediction
+st.subheader("🧭 Which earlier characters drove this prediction?")
+if T < 2:
+    st.info("Type a longer text to pick a prediction in it.")
+else:
+    predict = st.session_state.get("gates_predict")
+    if predict is None or not 1 <= predict < T:  # first visit or a shorter text: the first "]", else the last
+        st.session_state.gates_predict = max(first_token_with(trace.token_texts, "]", T - 1), 1)
+    target = st.select_slider("The predicted character", options=range(1, T), key="gates_predict",
+                              format_func=lambda t: f"{t}: {visible_piece(trace.pieces[t])}")
+    influence = None
+    with user_errors("Tracing the influence"):
+        influence = views.cached_influence(*key, tuple(trace.token_ids), target)
+    if influence is not None:
+        st.html(influence_legend_html())
+        st.html(influence_html(trace.token_texts, influence))
+        st.caption(f"The model gave the framed “{plain(visible_piece(trace.pieces[target]))}” a probability of "
+                   f"{influence.probability:.3f}. Each earlier character is coloured by the size of the gradient "
+                   "of that log-probability with respect to the character's embedding: how much a small change "
+                   "to it would move the prediction (Distill, “Memorization in RNNs”). Try the vanilla RNN and a "
+                   "gated cell on the same character: how far back does each reach?")
 
 # ---- heatmaps, one per gate
 st.subheader("Every gate, token by token")
-st.caption("Hover a cell for the token, the unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: "
-           "open); tanh candidates and states red for positive, blue for negative.")
+controls = st.columns([1.3, 1.3, 1])
+order = controls[0].radio("Order the units", list(UNIT_ORDERS), key="gates_order", horizontal=True,
+                          help="\n".join(f"- **{o}**: {why}" for o, why in UNIT_ORDERS.items()))
+feature = controls[1].selectbox("Feature", list(FEATURES), key="gates_feature",
+                                format_func=lambda f: f"{f}: {FEATURES[f].description}",
+                                help="Orders the units by correlation with it, and picks the units below.")
+max_units = min(H, 256)
+st.session_state.gates_units = min(st.session_state.gates_units, max_units)
+if max_units > 1:
+    n_units = controls[2].slider("Units shown (the first in this order)", 1, max_units, key="gates_units")
+else:
+    n_units = controls[2].number_input("Units shown", 1, 1, key="gates_units", disabled=True)
+st.caption(f"`{trace.conventions[layer]}` · {T} tokens · {H} units per layer · hover a cell for the token, the "
+           "unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh candidates and states "
+           "red for positive, blue for negative.")
 for gate in gate_names:
-    st.plotly_chart(views.gate_heatmap(gates[gate], trace.pieces, gate, n_units), key=f"gates_heatmap_{gate}")
+    units = None
+    with user_errors(f"Ordering the units of {gate}"):
+        units = views.cached_unit_order(*key, text, layer, gate, order, feature if order == "feature" else None)
+    if units is not None:
+        st.plotly_chart(views.gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]),
+                        key=f"gates_heatmap_{gate}")
 
-# ---- interpretable units beside the equations
-st.subheader("Which units track a feature of the text?")
+# ---- the feature's units beside the equations
+st.subheader("Which units track the feature?")
 left, right = st.columns([3, 2])
 with left:
-    feature_cols = st.columns(2)
-    feature = feature_cols[0].selectbox("Feature", list(FEATURES), key="gates_feature",
-                                        format_func=lambda f: f"{f}: {FEATURES[f].description}")
     if st.session_state.get("gates_corr_gate") not in gate_names:
         st.session_state.gates_corr_gate = "h"
-    corr_gate = feature_cols[1].selectbox("Gate", gate_names, key="gates_corr_gate")
+    corr_gate = st.selectbox("Gate", gate_names, key="gates_corr_gate")
     found = None
     with user_errors("Finding units"):
         found = top_units(trace, feature, layer=layer, gate=corr_gate, k=5)
@@ -110,32 +238,17 @@ with left:
                      hide_index=True, width="stretch")
         buttons = st.columns(len(found))
         for button, u in zip(buttons, found["unit"]):
-            button.button(f"Show unit {u}", key=f"gates_show_{u}", on_click=show_unit, args=(corr_gate, u))
-        if "gates_unit" not in st.session_state:  # first visit: show the best unit below
-            show_unit(corr_gate, found["unit"].iloc[0])
-        st.caption("Pearson correlation over the tokens of this text (lab.introspect.top_units). "
-                   "Karpathy's famous quote-detection cell has a cousin here: the bundled plays put "
-                   "stage directions in [brackets].")
+            button.button(f"Unit {u}", key=f"gates_show_{u}", on_click=show_unit, args=(layer, corr_gate, u),
+                          help=f"Colour the text by unit {u} of {corr_gate} above")
+        st.caption(f"Pearson correlation with “{plain(FEATURES[feature].description)}” over the tokens of this "
+                   "text (lab.units.top_units). Karpathy's famous quote-detection cell has a cousin here: the "
+                   "bundled plays put stage directions in [brackets].")
 with right:
     st.markdown(f"**{views.cell_label(cell)}**, as lab.cells implements it")
     for equation in views.CELL_EQUATIONS[cell]:
         st.latex(equation)
     st.markdown(views.CELL_NOTES[cell])
     st.caption(f"convention: `{trace.conventions[layer]}`")
-
-# ---- one unit over the text
-st.subheader("One unit, over the text")
-unit_cols = st.columns([1, 1, 3])
-if st.session_state.get("gates_unit_gate") not in gate_names:
-    st.session_state.gates_unit_gate = "h"
-unit_gate = unit_cols[0].selectbox("Gate", gate_names, key="gates_unit_gate")
-st.session_state.gates_unit = min(st.session_state.get("gates_unit", 0), H - 1)
-unit = unit_cols[1].number_input("Unit", 0, H - 1, step=1, key="gates_unit")
-values = gates[unit_gate][:, unit]
-with unit_cols[2]:
-    st.html(views.activation_legend_html(unit_gate, gates[unit_gate]))
-st.html(views.activation_html(trace.token_texts, values, unit_gate))
-st.plotly_chart(views.unit_trace_figure(values, trace.pieces, unit_gate, unit), key="gates_unit_chart")
 
 # ---- saturation
 sigmoid_gates = [g for g in gate_names if g in SIGMOID_GATES]

@@ -3,6 +3,7 @@ works, and bad input gives an error element instead of a traceback.
 
 Kept small for 2 CPU cores: 40-token generations, short texts, a 50-step probe.
 """
+import json
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 APP = str(ROOT / "app.py")
 SAMPLE, GATES, MEMORY = "pages/2_Sample.py", "pages/3_Gates.py", "pages/4_Memory.py"
 # the bundled models these pages open on; tests/conftest.py fails the tests when one is missing
-NEEDED = ["char-rnn", "char-gru-seed", "char-gru-torch", "char-lstm", "char-scan"]
+NEEDED = ["char-rnn", "char-gru-seed", "char-gru-torch", "char-lstm", "char-scan", "scan-markov", "scribe-alpha"]
 SHORT_TEXT = "Ham.\nTo be, or not to be,--that is the question:--\n[Enter Ghost.]\nWhether 'tis nobler\n"
 
 
@@ -46,13 +47,28 @@ def coloured_texts(at):
     return [h.proto.body for h in at.get("html") if "white-space: pre-wrap" in h.proto.body]
 
 
+def probability_texts(at):
+    """The boxes coloured by the probability of each generated token."""
+    return [box for box in coloured_texts(at) if '<span title="p = ' in box]
+
+
+def gallery_cards(at):
+    """The gallery's cards (compact coloured boxes) as their HTML."""
+    return [box for box in coloured_texts(at) if "max-height: 11rem" in box]
+
+
+def heatmap_units(at, gate):
+    """The unit labels of one gate's heatmap, top to bottom."""
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith(f"gates_heatmap_{gate}"))
+    return json.loads(chart.proto.spec)["data"][0]["y"]
+
+
 def test_sample_fills_every_strategy_and_both_state_modes():
     at = page(SAMPLE, sample_tokens=40).run()
     no_exception(at)
     assert not at.error
-    boxes = coloured_texts(at)
+    boxes = probability_texts(at)
     assert len(boxes) == 6  # greedy, temperature, top-k, top-p, then stateful and stateless
-    assert all("<span title=\"p = " in box for box in boxes)
     for title in ("Greedy", "Temperature", "Top-k", "Top-p (nucleus)"):
         assert title in [h.value for h in at.subheader]
     markdown = " ".join(m.value for m in at.markdown)
@@ -62,11 +78,44 @@ def test_sample_fills_every_strategy_and_both_state_modes():
 
     # the same seed gives the same text; another seed another sample
     at.run()
-    assert coloured_texts(at) == boxes
+    assert probability_texts(at) == boxes
     at.number_input(key="sample_seed").set_value(1).run()
     no_exception(at)
-    assert coloured_texts(at)[1] != boxes[1]  # temperature sampling changed
-    assert coloured_texts(at)[0] == boxes[0]  # greedy did not
+    assert probability_texts(at)[1] != boxes[1]  # temperature sampling changed
+    assert probability_texts(at)[0] == boxes[0]  # greedy did not
+
+
+def test_sample_traces_a_generated_character_back_to_what_drove_it():
+    at = page(SAMPLE, sample_tokens=40, sample_influence_token=30).run()
+    no_exception(at)
+    framed = [box for box in coloured_texts(at) if "outline: 2px solid" in box]
+    assert len(framed) == 1
+    assert framed[0].count("influence ") == len("ROMEO.\n") + 29  # the prompt and the 29 characters before it
+    at.selectbox(key="sample_influence_strategy").set_value("greedy")
+    at.select_slider(key="sample_influence_token").set_value(5).run()
+    no_exception(at)
+    assert [box for box in coloured_texts(at) if "outline: 2px solid" in box][0].count("influence ") == 7 + 4
+
+
+def test_sample_next_character_bars_follow_the_typing_with_the_state_carried():
+    at = page(SAMPLE, sample_tokens=20).run()
+    no_exception(at)
+    assert any(k.endswith("sample_next_chart") for k in chart_keys(at))
+    typed = at.text_input(key="sample_typed").value
+    assert f"Read all {len(typed)} tokens from the zero state" in " ".join(c.value for c in at.caption)
+    likeliest = at.button(key="sample_type_0")
+    likeliest.click().run()
+    no_exception(at)
+    assert len(at.text_input(key="sample_typed").value) == len(typed) + 1
+    assert "Read 1 new token from the carried state" in " ".join(c.value for c in at.caption)
+    at.text_input(key="sample_typed").set_value("ROMEO").run()  # an edit, not an extension: read again
+    assert "Read all 5 tokens from the zero state" in " ".join(c.value for c in at.caption)
+    bars = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("sample_next_chart"))
+    probabilities = [float(p.rstrip("%")) for p in json.loads(bars.proto.spec)["data"][0]["text"]]  # "45.2%"
+    assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
+    at.text_input(key="sample_typed").set_value("snow ☃").run()
+    no_exception(at)
+    assert "☃" in errors(at)
 
 
 def test_sample_names_unknown_prompt_characters():
@@ -84,7 +133,7 @@ def test_sample_rejects_invalid_query_parameters():
     no_exception(at)
     warnings = " ".join(w.value for w in at.warning)
     assert "top_k=0" in warnings and "temperature=hot" in warnings
-    assert len(coloured_texts(at)) == 6  # the defaults were used instead
+    assert len(probability_texts(at)) == 6  # the defaults were used instead
     assert at.number_input(key="sample_top_k_k").value == 20
 
 
@@ -96,15 +145,95 @@ def test_gates_draws_a_heatmap_per_gate_and_shows_a_unit_and_the_code():
     for gate in "ifgoch":  # the default checkpoint is the LSTM
         assert any(k.endswith(f"gates_heatmap_{gate}") for k in keys), gate
     assert at.latex  # the cell's equations
-    show = [b for b in at.button if b.label.startswith("Show unit")]
+    first_card = at.button(key="gates_gallery_0")
+    assert first_card.label == "Study this unit"
+    show = [b for b in at.button if b.key.startswith("gates_show_")]
     assert len(show) == 5
-    assert at.number_input(key="gates_unit").value == int(show[0].label.split()[-1])  # the best unit first
     unit = int(show[1].label.split()[-1])
     show[1].click().run()
     no_exception(at)
     assert at.number_input(key="gates_unit").value == unit
     at.toggle(key="gates_show_code").set_value(True).run()
     assert any("class LSTMLayer" in c.value for c in at.code)
+
+
+@pytest.mark.parametrize("model", ["char-rnn_latest", "char-gru-seed_latest", "char-gru-torch_latest",
+                                   "char-lstm_latest", "char-scan_latest", "scan-markov_latest",
+                                   "scribe-alpha_latest"])
+def test_gates_opens_on_a_gallery_of_units_for_every_bundled_family(model):
+    at = page(GATES, gates_checkpoint=model, gates_cards=4).run()
+    no_exception(at)
+    assert not at.error, errors(at)
+    cards = gallery_cards(at)
+    assert len(cards) == 5  # four cards, then the chosen unit over the longer passage
+    captions = [c.value for c in at.caption if c.value.startswith("r = ")]  # "r = -0.72 · `g` unit 18 of layer 0 · ..."
+    assert len(captions) == 4
+    strengths = [abs(float(c.split()[2])) for c in captions]
+    assert strengths == sorted(strengths, reverse=True) and strengths[0] > 0.3
+
+    def shown():
+        return at.session_state["gates_layer"], at.session_state["gates_unit_gate"], at.session_state["gates_unit"]
+
+    def card_unit(caption):
+        return int(caption.split(" layer ")[1][0]), caption.split("`")[1], int(caption.split(" unit ")[1].split()[0])
+
+    assert shown() == card_unit(captions[0])  # the page opens on the gallery's first unit
+    at.button(key="gates_gallery_2").click().run()  # and any card's button shows its unit below
+    no_exception(at)
+    assert shown() == card_unit(captions[2])
+
+
+def test_gates_selecting_a_span_ranks_the_units_that_fire_on_it():
+    at = page(GATES).run()
+    no_exception(at)
+    span = at.select_slider(key="gates_span")
+    text = at.session_state["gates_text"]
+    assert span.value == (text.index("["), text.index("]") - 1)  # the first stage direction, inside
+    highlighted = [box for box in coloured_texts(at) if "rgba(255, 193, 7" in box]
+    assert len(highlighted) == 1 and highlighted[0].count("rgba(255, 193, 7") == len("[Enter Ghost.")
+    ranked = at.dataframe[0].value
+    assert list(ranked.columns[:4]) == ["layer", "gate", "unit", "correlation"] and len(ranked) == 5
+    assert ranked.abs_correlation.is_monotonic_decreasing
+    span.set_range(0, 3).run()  # "Hor." instead
+    no_exception(at)
+    assert [box for box in coloured_texts(at) if "rgba(255, 193, 7" in box][0].count("rgba(255, 193, 7") == 4
+    ranked = at.dataframe[0].value
+    first = ranked.iloc[0]
+    at.button(key="gates_span_show_0").click().run()
+    no_exception(at)
+    assert (at.session_state["gates_unit_gate"], at.session_state["gates_unit"]) == (first.gate, first.unit)
+    assert at.query_params["span"] in ("0-3", ["0-3"])
+
+
+def test_gates_influence_view_frames_the_prediction_and_colours_what_came_before():
+    at = page(GATES).run()
+    no_exception(at)
+    text = at.session_state["gates_text"]
+    assert at.select_slider(key="gates_predict").value == text.index("]")  # the first "]"
+
+    def framed():
+        return [box for box in coloured_texts(at) if "outline: 2px solid" in box]
+
+    assert len(framed()) == 1 and "predicted: p = " in framed()[0]
+    before = framed()[0]
+    assert before.count("influence ") == text.index("]")  # every earlier character has its influence
+    at.select_slider(key="gates_predict").set_value(10).run()
+    no_exception(at)
+    assert framed()[0] != before and framed()[0].count("influence ") == 10
+    assert any("probability of" in c.value for c in at.caption)
+
+
+def test_gates_heatmap_units_in_feature_similarity_or_index_order():
+    at = page(GATES, gates_units=20).run()
+    no_exception(at)
+    by_feature = heatmap_units(at, "c")
+    assert len(by_feature) == 20 and by_feature != [f"u{u}" for u in range(20)]
+    at.radio(key="gates_order").set_value("index").run()
+    assert heatmap_units(at, "c") == [f"u{u}" for u in range(20)]
+    at.radio(key="gates_order").set_value("similarity").run()
+    no_exception(at)
+    assert len(set(heatmap_units(at, "c"))) == 20 and heatmap_units(at, "c") != by_feature
+    assert at.query_params["order"] in ("similarity", ["similarity"])
 
 
 def test_gates_empty_text_is_an_error():
@@ -140,12 +269,16 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
 
 
 @pytest.mark.parametrize("page_path, query, expected", [
-    (SAMPLE, {"model": "char-lstm_latest", "prompt": "JULIET.\n", "tokens": "20", "top_p": "0.5"},
+    (SAMPLE, {"model": "char-lstm_latest", "prompt": "JULIET.\n", "tokens": "20", "top_p": "0.5", "drove": "greedy",
+              "drove_token": "7", "typed": "O Romeo"},
      {"sample_checkpoint": "char-lstm_latest", "sample_prompt": "JULIET.\n", "sample_tokens": 20,
-      "sample_top_p_p": 0.5}),
-    (GATES, {"model": "char-gru-seed_latest", "text": "Ham.\nTo be, or not to be", "unit": "7", "gate": "z"},
+      "sample_top_p_p": 0.5, "sample_influence_strategy": "greedy", "sample_influence_token": 7,
+      "sample_typed": "O Romeo"}),
+    (GATES, {"model": "char-gru-seed_latest", "text": "Ham.\nTo be, or not to be", "unit": "7", "gate": "z",
+             "span": "5-9", "predict": "12", "order": "similarity", "cards": "3"},
      {"gates_checkpoint": "char-gru-seed_latest", "gates_text": "Ham.\nTo be, or not to be", "gates_unit": 7,
-      "gates_unit_gate": "z"}),
+      "gates_unit_gate": "z", "gates_span": (5, 9), "gates_predict": 12, "gates_order": "similarity",
+      "gates_cards": 3}),
     (MEMORY, {"text": SHORT_TEXT, "lag": "16", "steps": "30", "g": "0.999"},
      {"memory_text": SHORT_TEXT, "memory_max_lag": 16, "memory_grad_steps": 30, "memory_g": 0.999}),
     ("pages/5_Checkpoints.py", {"model": "char-rnn_latest"}, {"ckpt_choice": "char-rnn_latest"}),
@@ -165,7 +298,8 @@ def test_every_page_restores_its_settings_from_a_link_and_keeps_them_in_the_url(
 
 
 @pytest.mark.parametrize("page_path, query", [(SAMPLE, {"model": "someone-elses_latest", "tokens": "-3"}),
-                                              (GATES, {"layer": "9", "unit": "99999", "feature": "nope"}),
+                                              (GATES, {"layer": "9", "unit": "99999", "feature": "nope",
+                                                       "span": "9-3"}),
                                               (MEMORY, {"lag": "1000", "g": "x"})])
 def test_a_bad_link_is_ignored_with_a_warning(page_path, query):
     at = AppTest.from_file(APP, default_timeout=120)

@@ -1,13 +1,12 @@
-"""Gate traces: shapes, ranges, errors, summaries and feature-tracking units."""
+"""Gate traces: shapes, ranges, errors, summaries, and a long text read in chunks."""
 import numpy as np
 import pytest
 import torch
 
 from lab.backends import FUSED_MODULES
 from lab.cells import CELLS
-from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
-from lab.introspect import (FEATURES, GATE_KINDS, SIGMOID_GATES, GateTrace, feature_values, gate_summary,
-                            top_units, trace_text)
+from lab.data import CharTokenizer, load_bundled_corpus
+from lab.introspect import GATE_KINDS, SIGMOID_GATES, gate_summary, trace_chunks, trace_text
 from lab.models import LMConfig, ScanMarkovConfig, build_model
 
 TEXT = load_bundled_corpus()[20000:26000]
@@ -85,48 +84,12 @@ def test_gate_summary_rows_and_saturation(tok):
     assert summary.iloc[1]["mean"] == pytest.approx(z.mean()) and summary.iloc[1]["std"] == pytest.approx(z.std())
 
 
-def test_features_on_a_character_trace(tok):
-    trace = trace_text(small_lm(tok.vocab_size, "rnn", layers=1), tok, "[Exit.]\nLaer.\nMy")
-    np.testing.assert_array_equal(feature_values(trace, "in_brackets"), [1, 1, 1, 1, 1, 1, 0] + [0] * 9)
-    np.testing.assert_array_equal(feature_values(trace, "line_position"),
-                                  [1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 0, 1, 2])
-    np.testing.assert_array_equal(feature_values(trace, "is_newline"), [c == "\n" for c in "[Exit.]\nLaer.\nMy"])
-    np.testing.assert_array_equal(feature_values(trace, "is_vowel"), [c in "aeiouAEIOU" for c in "[Exit.]\nLaer.\nMy"])
-    with pytest.raises(ValueError, match="in_brackets"):
-        feature_values(trace, "in_parentheses")
-
-
-def test_subword_features_use_the_first_or_last_character():
-    sp = SentencePieceTokenizer.train(TEXT, vocab_size=150)
-    model = small_lm(sp.vocab_size, "gru_torch", layers=1)
-    text = "Laer.\nMy father's spirit"
-    trace = trace_text(model, sp, text)
-    assert trace.text == text and len(trace.pieces) == len(trace.token_ids) < len(text)
-    starts_with_space = [t.startswith(" ") for t in trace.token_texts]
-    np.testing.assert_array_equal(feature_values(trace, "is_space"), starts_with_space)
-    ends = np.cumsum([len(t) for t in trace.token_texts])
-    np.testing.assert_array_equal(feature_values(trace, "line_position"), ends - len("Laer.\n") * (ends >= 6))
-
-
-def _synthetic_trace(tokens, units):
-    """A one-layer trace of the given token texts whose 'h' is the given (T, H) array."""
-    return GateTrace(token_ids=list(range(len(tokens))), pieces=list(tokens), token_texts=list(tokens),
-                     layers=[{"h": units}], cells=["rnn"], gate_names=[("h",)], conventions=["test"])
-
-
-def test_top_units_find_a_planted_unit():
-    text = "[Enter Ghost.]\nHam. Speak; I am bound to hear.\n[Exit Ghost.]"
-    inside = FEATURES["in_brackets"].per_char(text)
-    rng = np.random.default_rng(0)
-    units = rng.normal(size=(len(text), 6))
-    units[:, 4] = -inside + 0.01 * rng.normal(size=len(text))  # unit 4 is off inside brackets
-    top = top_units(_synthetic_trace(text, units), "in_brackets", k=3)
-    assert list(top.columns) == ["unit", "correlation", "abs_correlation"] and len(top) == 3
-    assert top.unit.iloc[0] == 4 and top.correlation.iloc[0] < -0.99
-    assert top.abs_correlation.is_monotonic_decreasing
-
-
-def test_top_units_refuse_a_constant_feature():
-    trace = _synthetic_trace("no quotes here", np.random.default_rng(0).normal(size=(14, 3)))
-    with pytest.raises(ValueError, match="constant"):
-        top_units(trace, "in_quotes")
+def test_a_long_text_read_in_chunks_carries_the_state(tok):
+    model = small_lm(tok.vocab_size, "lstm")
+    whole = trace_text(model, tok, SAMPLE)
+    chunks = list(trace_chunks(model, tok, SAMPLE, chunk_tokens=30))
+    assert [len(c.token_ids) for c in chunks] == [30, 30, len(SAMPLE) - 60]
+    assert "".join(c.text for c in chunks) == SAMPLE
+    for gate in whole.gate_names[1]:
+        np.testing.assert_allclose(np.concatenate([c.layers[1][gate] for c in chunks]), whole.layers[1][gate],
+                                   atol=1e-5)

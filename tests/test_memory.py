@@ -10,9 +10,10 @@ from lab.data import CharTokenizer, load_bundled_corpus
 from lab.memory import (KEEP_GATE_LABELS, KEEP_GATES, bias_time_constants, constant_gate_retention,
                         gradient_through_time, retention)
 from lab.cells import CELLS
-from lab.introspect import gate_summary, top_units, trace_text
+from lab.introspect import gate_summary, trace_text
 from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers, to_reference
 from lab.probe import ProbeConfig, hidden_size_for_budget, recall_batch, run_memory_probe
+from lab.units import top_units
 
 TEXT = load_bundled_corpus()[20000:26000]
 

@@ -1,15 +1,15 @@
-"""Charts, colourings and cached `lab` calls for the Sample, Gates and Memory pages.
+"""Charts and cached `lab` calls for the Sample, Gates and Memory pages.
 
 Presentation only: the numbers come from `lab.sampling`, `lab.introspect`,
-`lab.memory` and `lab.probe`; this module turns them into Plotly figures and
-HTML spans, and caches the heavy calls with `st.cache_data` keyed on hashable
-values (checkpoint path, its mtime, the text, the settings). The loaded model
-itself comes from `ui.common.cached_checkpoint` (one shared copy per process).
+`lab.units`, `lab.prediction`, `lab.memory` and `lab.probe`; this module turns
+them into Plotly figures (text coloured token by token is ui.coloured_text's),
+and caches the heavy calls with `st.cache_data` keyed on hashable values
+(checkpoint path, its mtime, the text, the settings). The loaded model itself
+comes from `ui.common.cached_checkpoint` (one shared copy per process).
 
 Glossary: T time (tokens), H hidden units, K lags.
 """
 import copy
-import html
 import math
 from pathlib import Path
 
@@ -20,10 +20,15 @@ import streamlit as st
 import torch
 
 from lab.checkpoints import BUNDLED_DIR
-from lab.introspect import GATE_KINDS, SATURATION, SIGMOID_GATES, trace_text
+from lab.data import load_bundled_corpus
+from lab.features import feature_values
+from lab.introspect import GATE_KINDS, SATURATION, trace_text
 from lab.memory import constant_gate_retention, gradient_through_time, retention
 from lab.models import build_model
+from lab.prediction import input_influence
 from lab.sampling import SamplingConfig, generate
+from lab.units import unit_correlations, unit_order
+from ui.coloured_text import gate_range, visible_piece
 from ui.common import cached_checkpoint
 
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
@@ -124,6 +129,42 @@ def cached_trace(path, mtime, text):
     return trace_text(checkpoint.model, checkpoint.tokenizer, text)
 
 
+@st.cache_data(max_entries=64, show_spinner="Reading a longer passage…")
+def cached_passage_unit(path, mtime, first_line, chars, layer, gate, unit):
+    """One unit over `chars` characters of the bundled corpus from the line `first_line` on ->
+    (token texts (T,), values (T,)): only what the page shows, not the whole trace, is copied
+    out of the cache on every run. ValueError when the line is not in the corpus or the model
+    cannot read the passage."""
+    corpus = load_bundled_corpus()
+    start = corpus.find(first_line)
+    if start < 0:
+        raise ValueError(f"passage: {first_line!r} is not in the bundled corpus")
+    trace = cached_trace(path, mtime, corpus[start:start + chars])
+    return trace.token_texts, trace.gate(layer, gate)[:, unit]
+
+
+@st.cache_data(max_entries=16, show_spinner="Finding what the units track…")
+def cached_unit_correlations(path, mtime, text):
+    """lab.units.unit_correlations of a checkpoint over a text: every unit against every feature."""
+    return unit_correlations(cached_trace(path, mtime, text))
+
+
+@st.cache_data(max_entries=64, show_spinner="Ordering the units…")
+def cached_unit_order(path, mtime, text, layer, gate, order, feature):
+    """lab.units.unit_order of one gate's units; `feature` (None for the other orders) orders them when
+    order is "feature"."""
+    trace = cached_trace(path, mtime, text)
+    signal = None if feature is None else feature_values(trace.token_texts, feature)
+    return unit_order(trace.gate(layer, gate), order, signal)
+
+
+@st.cache_data(max_entries=64, show_spinner="Back-propagating to every earlier character…")
+def cached_influence(path, mtime, token_ids, target):
+    """lab.prediction.input_influence of a checkpoint: token_ids a tuple, target an index into it."""
+    checkpoint = cached_checkpoint(path, mtime)
+    return input_influence(checkpoint.model, list(token_ids), target)
+
+
 @st.cache_data(max_entries=32, show_spinner="Measuring retention…")
 def cached_retention(path, mtime, text, max_lag):
     """lab.memory.retention of every layer of a checkpoint -> list of Retention (one per layer)."""
@@ -153,11 +194,6 @@ def load_probe_results(path=PROBE_RESULTS):
     return pd.read_csv(path) if path.is_file() else None
 
 
-def token_texts(tokenizer, token_ids):
-    """Each token's own text (" the" for the subword "▁the"), for colouring token by token."""
-    return [tokenizer.decode([i]) for i in token_ids]
-
-
 def mean(values):
     return float(np.mean(values)) if len(values) else float("nan")
 
@@ -179,87 +215,6 @@ def repetition_markdown(report):
     lines.append(f"- longest repeated passage: {report['longest_repeat_chars']} characters")
     lines.append(f"- {report['repeat_share']:.0%} of the words sit in a 4-word sequence that occurs twice or more")
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------
-# text coloured token by token (HTML spans, escaped)
-
-_BOX = ("font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9rem; "
-        "line-height: 1.7; white-space: pre-wrap; word-break: break-word; padding: 0.6rem 0.7rem; "
-        "border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #fff; color: #111")
-
-
-def _escape(text):
-    return html.escape(text, quote=True)
-
-
-def visible_piece(piece):
-    """A token as an axis label: newline, space and tab made visible."""
-    return piece.replace("\n", "↵").replace("\t", "⇥").replace(" ", "␣") or "∅"
-
-
-def _span(text, colour, tooltip):
-    shown = _escape(text)
-    if "\n" in text:  # keep the line break, and show that a newline token is there
-        shown = shown.replace("\n", '<span style="opacity:0.45">↵</span>\n')
-    return f'<span title="{_escape(tooltip)}" style="background-color:{colour}; border-radius:2px">{shown}</span>'
-
-
-def prob_colour(p):
-    """Background colour for a token probability: red (unlikely) -> yellow -> green (likely)."""
-    p = min(max(float(p), 0.0), 1.0)
-    return f"hsla({120 * p:.0f}, 75%, 62%, 0.55)"
-
-
-def prob_html(prompt, token_texts, probs):
-    """The prompt in grey, then every generated token on a background coloured by its probability."""
-    spans = [f'<span style="color:#888">{_escape(prompt)}</span>'] if prompt else []
-    spans += [_span(t, prob_colour(p), f"p = {p:.3f}") for t, p in zip(token_texts, probs)]
-    return f'<div style="{_BOX}">{"".join(spans)}</div>'
-
-
-def prob_legend_html():
-    cells = "".join(f'<span style="background-color:{prob_colour(p)}; padding:0 0.45rem; margin-right:2px">'
-                    f"{p:g}</span>" for p in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0))
-    return (f'<div style="font-size:0.8rem; color:#555">Background = the model\'s probability of the chosen '
-            f"token (untempered): {cells} · grey = your prompt · hover a token for its value</div>")
-
-
-def activation_colour(value, vmin, vmax, diverging):
-    """Blue (low/negative) -> white -> red (high/positive) for diverging ranges; white -> purple otherwise."""
-    if diverging:
-        bound = max(abs(vmin), abs(vmax), 1e-9)
-        x = max(-1.0, min(1.0, value / bound))
-        rgb = (214, 39, 40) if x > 0 else (31, 119, 180)
-        return f"rgba({rgb[0]}, {rgb[1]}, {rgb[2]}, {abs(x) * 0.8:.2f})"
-    x = 0.0 if vmax <= vmin else max(0.0, min(1.0, (value - vmin) / (vmax - vmin)))
-    return f"rgba(106, 27, 154, {x * 0.8:.2f})"
-
-
-def gate_range(gate, values):
-    """(vmin, vmax, diverging) for a gate: sigmoid gates on [0, 1], tanh on [-1, 1], c symmetric."""
-    if gate in SIGMOID_GATES:
-        return 0.0, 1.0, False
-    if gate in ("n", "g", "h") and np.abs(values).max() <= 1.0 + 1e-6:
-        return -1.0, 1.0, True
-    bound = float(np.abs(values).max()) or 1.0  # cell state c, a scan's h: unbounded
-    return -bound, bound, True
-
-
-def activation_html(token_texts, values, gate):
-    """Each token on a background coloured by one unit's value at that step."""
-    vmin, vmax, diverging = gate_range(gate, values)
-    spans = [_span(t, activation_colour(v, vmin, vmax, diverging), f"{gate} = {v:+.3f}")
-             for t, v in zip(token_texts, values)]
-    return f'<div style="{_BOX}">{"".join(spans)}</div>'
-
-
-def activation_legend_html(gate, values):
-    vmin, vmax, diverging = gate_range(gate, values)
-    stops = np.linspace(vmin, vmax, 5)
-    cells = "".join(f'<span style="background-color:{activation_colour(v, vmin, vmax, diverging)}; '
-                    f'padding:0 0.45rem; margin-right:2px">{v:+.2g}</span>' for v in stops)
-    return f'<div style="font-size:0.8rem; color:#555">{_escape(gate)} value: {cells}</div>'
 
 
 # ---------------------------------------------------------------------------
@@ -294,23 +249,25 @@ def _token_axis(pieces, max_labels=70, max_lines=14):
     return starts, labels
 
 
-def gate_heatmap(values, pieces, gate, n_units):
-    """Heatmap of one gate (T, H): tokens along x (labelled with pieces), the first n_units units along y."""
-    shown = values[:, :n_units].T  # (U, T)
+def gate_heatmap(values, pieces, gate, units):
+    """Heatmap of one gate (T, H): tokens along x (labelled with pieces), the given units along y, top
+    to bottom in the order given (lab.units.unit_order)."""
+    shown = values[:, units].T  # (U, T)
     vmin, vmax, diverging = gate_range(gate, values)
     hover = np.array([visible_piece(p) for p in pieces])[None, :].repeat(shown.shape[0], 0)
     fig = go.Figure(go.Heatmap(
-        z=shown, x=list(range(len(pieces))), y=list(range(shown.shape[0])), zmin=vmin, zmax=vmax,
+        z=shown, x=list(range(len(pieces))), y=[f"u{u}" for u in units], zmin=vmin, zmax=vmax,
         colorscale="RdBu_r" if diverging else "Viridis", customdata=hover,
-        hovertemplate="token %{x} '%{customdata}'<br>unit %{y}<br>" + gate + " = %{z:.3f}<extra></extra>",
+        hovertemplate="token %{x} '%{customdata}'<br>%{y}<br>" + gate + " = %{z:.3f}<extra></extra>",
         colorbar=dict(thickness=10, len=0.9)))
     ticks, labels = _token_axis(pieces)
     fig.update_layout(
-        title=dict(text=f"{gate} · {GATE_KINDS.get(gate, '')}", font=dict(size=14)), height=280,
-        margin=dict(l=40, r=10, t=36, b=60),
+        title=dict(text=f"{gate} · {GATE_KINDS.get(gate, '')}", font=dict(size=14)),
+        height=96 + int(min(max(2.5 * len(units), 184), 640)),  # 64 units in 280 px; more units, taller rows
+        margin=dict(l=50, r=10, t=36, b=60),
         xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels, tickangle=-30 if len(ticks) > 12 else 0,
                    tickfont=dict(size=11, family="monospace")),
-        yaxis=dict(title="unit", autorange="reversed"))
+        yaxis=dict(title="unit", autorange="reversed", type="category", tickfont=dict(size=9)))
     return fig
 
 
@@ -328,6 +285,18 @@ def saturation_histogram(values, gate):
                    font=dict(size=13)),
         height=230, margin=dict(l=40, r=10, t=40, b=30), xaxis=dict(range=[0, 1], title=f"{gate} value"),
         yaxis=dict(title="% of values"), bargap=0.05)
+    return fig
+
+
+def next_token_figure(top):
+    """Horizontal bars of the most likely next tokens (lab.prediction.next_tokens), the likeliest on top."""
+    labels = [f"{visible_piece(p)} " for p in top["piece"]]
+    fig = go.Figure(go.Bar(x=top["probability"], y=labels, orientation="h", marker_color="#2e7d32",
+                           text=[f"{p:.1%}" for p in top["probability"]], textposition="outside",
+                           hovertemplate="'%{y}': %{x:.3f}<extra></extra>"))
+    fig.update_layout(height=60 + 34 * len(top), margin=dict(l=10, r=40, t=10, b=30),
+                      xaxis=dict(range=[0, 1.1], title="probability of the next token", tickformat=".0%"),
+                      yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=15, family="monospace")))
     return fig
 
 

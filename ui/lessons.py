@@ -30,6 +30,7 @@ from lab.sampling import SamplingConfig, generate, repetition_report, reproduced
 from lab.scans import race_scans
 from lab.train import LMTask, TrainConfig, TrainingJob
 from ui import inspect_views as views
+from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
 from ui.common import TRAIN_IN_PROCESS, cached_checkpoint, page_link, plain, register_job, session_key, user_errors
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
@@ -161,8 +162,7 @@ def state_is_memory():
             generation = samples[stateful]
             with column:
                 st.markdown("**Stateful**: the state carried" if stateful else "**Stateless**: reset before every token")
-                st.html(views.prob_html(PROMPT, views.token_texts(checkpoint.tokenizer, generation.token_ids),
-                                        generation.probs))
+                st.html(prob_html(PROMPT, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
         notice(f"Reset before every token, {plain(name.removesuffix('_latest'))} predicts from the previous "
                f"token alone and pays **{reset:.2f} nats/char**: that is $P(s_t \\mid s_{{t-1}})$, the collapse "
                f"the Scribe design warns about. Carried through the whole passage "
@@ -222,13 +222,12 @@ def choosing_the_next_token():
     st.dataframe(table.style.format({"mean p(chosen)": "{:.3f}", "mean entropy (nats)": "{:.2f}",
                                      "words in a repeated 4-word run": "{:.0%}"}),
                  hide_index=True, width="stretch")
-    st.html(views.prob_legend_html())
+    st.html(prob_legend_html())
     columns = st.columns(2)
     for column, (generation, _) in zip(columns, runs.values()):
         with column:
             st.markdown(f"**{plain(generation.strategy)}**")
-            st.html(views.prob_html(PROMPT, views.token_texts(checkpoint.tokenizer, generation.token_ids),
-                                    generation.probs))
+            st.html(prob_html(PROMPT, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
     (greedy, g_report), (chosen, c_report) = runs.values()
     loop = (f"and it ends by repeating a {g_report['cycle_period']}-character loop "
             f"{g_report['cycle_repeats']:.1f} times" if g_report["ends_in_cycle"] else "though it does not end in a loop")
@@ -383,7 +382,7 @@ def characters_or_subwords():
         return
     for label, (ids, pieces, _) in read.items():
         st.markdown(f"**{label}**: {len(ids)} steps")
-        st.code(" | ".join(views.visible_piece(p) for p in pieces), language=None, wrap_lines=True)
+        st.code(" | ".join(visible_piece(p) for p in pieces), language=None, wrap_lines=True)
     (n_c, _, char_row), (n_s, _, sub_row) = [(len(ids), p, row) for ids, p, row in read.values()]
     metrics = st.columns(4)
     metrics[0].metric("character steps", n_c)
@@ -614,7 +613,7 @@ def learning_view(text):
     samples = [e["text"] for e in events if e["type"] == "sample"]
     if samples:
         st.markdown(f"**Latest sample** (step {timeline['step'].iloc[-1]}), greedy from "
-                    f"“{plain(views.visible_piece(learned[:LEARN_PROMPT_CHARS]))}”")
+                    f"“{plain(visible_piece(learned[:LEARN_PROMPT_CHARS]))}”")
         st.code(samples[-1], language=None, wrap_lines=True)
     st.dataframe(timeline, hide_index=True, width="stretch",
                  column_config={"sample": st.column_config.TextColumn(width="large")})

@@ -20,7 +20,7 @@ import streamlit as st
 class Field:
     """One setting: its kind, bounds (or choices) and label; `key` is its widget key."""
 
-    kind: str  # "choice", "int", "float", "bool", "text"
+    kind: str  # "choice", "int", "float", "bool", "text", "range" (two ints low <= a <= b <= high, "a-b")
     label: str
     low: float = None
     high: float = None  # for "text": the longest value (64 characters if not given)
@@ -41,6 +41,11 @@ class Field:
             if len(raw) > longest:
                 raise ValueError(f"must be at most {longest:,} characters")
             return raw
+        if self.kind == "range":
+            first, _, last = raw.partition("-")
+            if not (first.isdigit() and last.isdigit() and self.low <= int(first) <= int(last) <= self.high):
+                raise ValueError(f"must be two integers a-b with {self.low:g} <= a <= b <= {self.high:g}")
+            return int(first), int(last)
         try:
             value = int(raw) if self.kind == "int" else float(raw)
         except ValueError:
@@ -53,6 +58,8 @@ class Field:
     def format(self, value):
         if self.kind == "bool":
             return "true" if value else "false"
+        if self.kind == "range":
+            return f"{value[0]}-{value[1]}"
         return f"{value:g}" if self.kind == "float" else str(value)
 
 
