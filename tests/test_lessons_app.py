@@ -201,7 +201,7 @@ def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
     at = lesson("scan")
     ok(at)
     race = at.dataframe[0].value
-    assert race["T"].tolist() == ui.lessons.SCAN_LENGTHS
+    assert race["T"].tolist() == ui.lessons.scanning.SCAN_LENGTHS
     assert (race["max_abs_diff"] < 1e-5).all()
     assert f"H = 64 units" in notice(at)
     at.select_slider(key="lessons_scan_hidden").set_value(8).run()
@@ -248,14 +248,14 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
     assert f"at step {timeline['step'].iloc[-1]}, **{timeline['characters reproduced'].iloc[-1]}**" in notice(at)
     assert "never trained on" in notice(at) and "memorised" in answer(at)
     # another paragraph: the run shown is marked as the old one until a new run learns the new text
-    other = ui.lessons.PASSAGE * 2
+    other = ui.lessons.common.PASSAGE * 2
     at.text_area(key="lessons_learn_text").set_value(other).run()
     assert any("earlier version" in i.value for i in at.info)
     at.button(key="lessons_learn_start").click().run()
     second_job = at.session_state["lessons_learn_job"]
     assert second_job is not first_job and second_job.wait(120) == "finished"
     samples = [e["text"] for e in second_job.events() if e["type"] == "sample"]
-    assert samples and all(s.startswith(other[:ui.lessons.LEARN_PROMPT_CHARS]) for s in samples)
+    assert samples and all(s.startswith(other[:ui.lessons.learning.LEARN_PROMPT_CHARS]) for s in samples)
     at.run()
     assert not at.dataframe[0].value["sample"].equals(timeline["sample"])
 
@@ -270,7 +270,7 @@ def test_watch_it_learn_asks_for_a_longer_paragraph():
 
 @pytest.mark.parametrize("slug", list(LESSONS))
 def test_a_missing_bundled_model_gives_a_clear_message(slug, monkeypatch, tmp_path):
-    monkeypatch.setattr(ui.lessons, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(ui.lessons.common, "MODELS_DIR", tmp_path)
     at = lesson(slug, lessons_forget_steps=20)
     assert not at.exception, [e.value for e in at.exception]
     if slug not in ("scan", "learn-your-text"):  # these two need no bundled model
