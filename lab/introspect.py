@@ -22,7 +22,7 @@ character model both are the character itself; for a subword "▁the" the
 first character is the space, so is_space marks word starts.
 """
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -82,6 +82,7 @@ class GateTrace:
     cells: list  # (L,) cell keys of lab.cells.CELLS
     gate_names: list  # (L,) tuples, the order the cell documents its gates in
     conventions: list  # (L,) one line of equations per layer
+    inputs: list = field(default_factory=list)  # (L,) (T, I) arrays: what each layer read (layer 0: embeddings)
 
     @property
     def text(self):
@@ -105,7 +106,8 @@ def trace_text(model, tokenizer, text, max_tokens=MAX_TRACE_TOKENS):
     """Run `model` once over `text` from the zero state and record every gate.
 
     model: any lab model (RecurrentLM, ScanMarkov); text: str of T tokens
-    (1 <= T <= max_tokens). Returns a GateTrace whose gates are (T, H) arrays.
+    (1 <= T <= max_tokens). Returns a GateTrace whose gates are (T, H) arrays
+    and whose inputs are each layer's (T, I) input.
     """
     ids = encode_text(tokenizer, text, "text", max_tokens)
     model = to_reference(model)
@@ -122,6 +124,7 @@ def trace_text(model, tokenizer, text, max_tokens=MAX_TRACE_TOKENS):
         cells=[layer.cell for layer in layers],
         gate_names=[tuple(layer.gate_names) for layer in layers],
         conventions=[layer.convention for layer in layers],
+        inputs=[tr["x"][0].float().cpu().numpy() for tr in trace],
     )
 
 

@@ -102,6 +102,76 @@ def test_the_url_names_the_lesson_and_a_bad_slug_is_ignored_with_a_warning():
     assert at.query_params["lesson"] == "chars-or-subwords"
 
 
+def step_tables(at):
+    """The step-through's tables, as lists of rows (every table but the embedding charts)."""
+    return [t.value.to_dict("list") for t in at.dataframe]
+
+
+def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
+    at = lesson("step-through")
+    ok(at)
+    assert at.session_state["lessons_step_t"] == 1 and at.query_params["lesson"] == "step-through"
+    # the GRU in both conventions: 4 equations each, then the decision in both letters
+    tables = step_tables(at)
+    assert len(tables) == 9
+    seed_update, torch_update, decision = tables[3], tables[7], tables[8]
+    assert list(seed_update) == ["unit", "z_t", "h_{t−1}", "h̃_t", "h_t"]
+    assert list(torch_update) == ["unit", "z_t", "n_t", "h_{t−1}", "h_t"]
+    assert seed_update["h_{t−1}"] == [0.0] * 5  # the first step starts from the zero state
+    assert decision["equations appendix: z_t (overwrites)"] == seed_update["z_t"]
+    assert decision["PyTorch: z_t (keeps)"] == torch_update["z_t"]
+    for a, b in zip(decision["equations appendix: 1 − z_t (keeps)"], seed_update["z_t"]):
+        assert a == pytest.approx(1 - b)
+    assert "unit 0: h_t = (1 − " in notice(at) and "0.43" in answer(at)
+    assert full_page_link(at) == ("Gates", {"model": "char-gru-seed_latest", "text": "To+be%2C+or+not+to+be",
+                                            "unit": "0"})
+    # a step on: the numbers move, the state it starts from is the one the first step left, the URL follows
+    at.button(key="lessons_step_next").click().run()
+    ok(at)
+    assert at.session_state["lessons_step_t"] == 2 and at.query_params["t"] == "2"
+    second = step_tables(at)
+    assert second[3]["h_{t−1}"] == seed_update["h_t"] and second[3]["h_t"] != seed_update["h_t"]
+    assert second[8] != decision
+    at.slider(key="lessons_step_t").set_value(19).run()
+    assert "Step t = 19 of 19" in " ".join(m.value for m in at.markdown)
+    assert at.button(key="lessons_step_next").disabled
+    at.button(key="lessons_step_back").click().run()
+    assert at.session_state["lessons_step_t"] == 18
+
+
+@pytest.mark.parametrize("cell, equations, last", [("rnn", 1, ["unit", "h_{t−1}", "h_t"]),
+                                                   ("lstm", 6, ["unit", "o_t", "c_t", "h_t"]),
+                                                   ("scan", 2, ["unit", "A_t", "h_{t−1}", "B_t", "e_t", "h_t"])])
+def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, equations, last):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.switch_page(LESSONS_PAGE)
+    at.query_params.update({"lesson": "step-through", "cell": cell, "t": "3", "text": "Ham. To be"})
+    at.run()
+    ok(at)
+    assert not at.warning
+    assert at.session_state["lessons_step_t"] == 3 and at.session_state["lessons_step_cell"] == cell
+    tables = step_tables(at)
+    assert len(tables) == equations and list(tables[-1]) == last
+    assert "Step t = 3 of 10" in " ".join(m.value for m in at.markdown)
+    at.multiselect(key="lessons_step_units").set_value([7, 100]).run()
+    assert step_tables(at)[-1]["unit"] == [7, 100]
+    assert dict(at.query_params) == {"lesson": "step-through", "cell": cell, "t": "3", "text": "Ham. To be"}
+    # a shorter text: the step stays on the text
+    at.text_input(key="lessons_step_text").set_value("To").run()
+    ok(at)
+    assert at.session_state["lessons_step_t"] == 2
+
+
+def test_the_step_throughs_equations_are_the_cells_and_its_settings_are_its_own():
+    from lab.stepping import EQUATIONS
+    from ui.inspect_views import CELL_EQUATIONS
+    from ui.lessons import URL_SETTINGS
+
+    assert {cell: len(e) for cell, e in EQUATIONS.items()} == {cell: len(e) for cell, e in CELL_EQUATIONS.items()}
+    names = [name for lesson in LESSONS.values() for name in lesson.settings]
+    assert len(names) == len(set(names)) == len(URL_SETTINGS) and "lesson" not in names
+
+
 def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
     at = lesson("state-is-memory")
     ok(at)

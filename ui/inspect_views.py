@@ -211,6 +211,12 @@ def prob_colour(p):
     return f"hsla({120 * p:.0f}, 75%, 62%, 0.55)"
 
 
+def marked_html(token_texts, index, colour="hsla(45, 100%, 60%, 0.8)"):
+    """A text token by token with one token (by index) on a coloured background: where a step is."""
+    spans = [_span(t, colour, "this step reads it") if i == index else _escape(t) for i, t in enumerate(token_texts)]
+    return f'<div style="{_BOX}">{"".join(spans)}</div>'
+
+
 def prob_html(prompt, token_texts, probs):
     """The prompt in grey, then every generated token on a background coloured by its probability."""
     spans = [f'<span style="color:#888">{_escape(prompt)}</span>'] if prompt else []

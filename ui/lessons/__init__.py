@@ -11,7 +11,7 @@ lab.scans, lab.train, lab.experiments.ablation), through the cached calls of
 ui.inspect_views where those exist. Widget keys start with "lessons_". The
 lessons live in a few modules by theme; what they share is in ui.lessons.common.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import streamlit as st
@@ -19,6 +19,7 @@ import streamlit as st
 from ui.lessons.learning import watch_it_learn
 from ui.lessons.memory import gate_biases_over_1024_steps, keep_or_overwrite, why_the_rnn_forgets
 from ui.lessons.reading import characters_or_subwords, choosing_the_next_token, state_is_memory
+from ui.lessons import stepping
 from ui.lessons.scanning import a_recurrence_you_can_scan
 
 
@@ -27,9 +28,16 @@ class Lesson:
     title: str
     question: str  # one or two sentences, in the student's words
     show: Callable[[], None]  # draws the experiment, what to notice, the check and the link
+    settings: dict = field(default_factory=dict)  # its settings in a link: URL name -> (ui.links.Field, widget key)
+    defaults: dict = field(default_factory=dict)  # URL name -> value, for each of `settings`
 
 
 LESSONS = {  # slug (the ?lesson= of a link) -> lesson, in teaching order
+    "step-through": Lesson(
+        "One step of a recurrent cell, step by step",
+        "A recurrent cell reads one token and turns its old state into a new one through a few equations. What "
+        "numbers do those equations actually produce, gate by gate, in a trained model?", stepping.one_step,
+        stepping.SETTINGS, stepping.DEFAULTS),
     "state-is-memory": Lesson(
         "The state is the memory",
         "A recurrent model carries a hidden state from token to token. How much worse does it predict a text "
@@ -63,6 +71,11 @@ LESSONS = {  # slug (the ?lesson= of a link) -> lesson, in teaching order
         "What does a recurrent model do, step by step, while it learns? Give it one paragraph and watch its "
         "samples.", watch_it_learn),
 }
+
+
+# every lesson's settings, for the page's link (each URL name belongs to one lesson)
+URL_SETTINGS = {name: setting for lesson in LESSONS.values() for name, setting in lesson.settings.items()}
+URL_DEFAULTS = {name: value for lesson in LESSONS.values() for name, value in lesson.defaults.items()}
 
 
 def show_lesson(slug):
