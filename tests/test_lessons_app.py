@@ -6,6 +6,7 @@ link within the session that brings a page new settings.
 Kept small for 2 CPU cores: the lessons read a 500-character passage and generate 120-200 tokens;
 cached results are shared between the tests of one process.
 """
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 import ui.lessons  # noqa: E402
 from ui.common import PAGES  # noqa: E402
+from lab.probe import TOY_CELLS  # noqa: E402
+from ui.inspect_views import cell_label  # noqa: E402
 from ui.lessons import LESSONS  # noqa: E402
 
 APP = str(ROOT / "app.py")
@@ -328,6 +331,43 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
     assert samples and all(s.startswith(other[:ui.lessons.learning.LEARN_PROMPT_CHARS]) for s in samples)
     at.run()
     assert not at.dataframe[0].value["sample"].equals(timeline["sample"])
+
+
+def chart_data(at, key):
+    """The traces of the plotly chart whose key ends with `key`: [(name, x, y), ...]."""
+    charts = [c for c in at.get("plotly_chart") if c.proto.id.endswith(key)]
+    assert len(charts) == 1
+    return [(t.get("name"), t["x"], t["y"]) for t in json.loads(charts[0].proto.spec)["data"]]
+
+
+def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
+    at = lesson("toy-tasks", lessons_toy_seconds=5)
+    ok(at)
+    shipped = metrics(at)
+    assert list(shipped) == [f"{cell_label(c)}, shipped" for c in TOY_CELLS]
+    recall = chart_data(at, "lessons_toy_chart")
+    assert [name.split()[0] for name, _, _ in recall] == list(TOY_CELLS)  # a curve per cell, from the shipped table
+    assert "At k = 20" in notice(at) and all(cell_label(c) in notice(at) for c in TOY_CELLS)
+    assert "→" in at.code[0].value and at.code[0].value.count(" ") > 20  # an example sequence of 21 tokens
+    at.radio(key="lessons_toy_task").set_value("brackets").run()
+    ok(at)
+    assert chart_data(at, "lessons_toy_chart") != recall and at.query_params["task"] == "brackets"
+    at.select_slider(key="lessons_toy_k").set_value("5").run()
+    assert "At k = 5" in notice(at) and at.query_params["distance"] == "5"
+    assert "Counting brackets is a sum" in answer(at)
+    assert full_page_link(at) == ("Memory", {"probe_task": "brackets"})
+    # the live run: all four cells at once, each a job of its own that reports its accuracy
+    at.button(key="lessons_toy_start").click().run()
+    ok(at)
+    jobs = at.session_state["lessons_toy_jobs"]
+    assert list(jobs) == list(TOY_CELLS) and all(job.wait(120) == "finished" for job in jobs.values())
+    at.run()
+    live = at.dataframe[0].value
+    assert live["cell"].tolist() == list(TOY_CELLS) and (live["steps"] > 0).all()
+    assert live["accuracy"].between(0, 1).all()
+    assert len(chart_data(at, "lessons_toy_chart")) == 8  # the shipped curves and the live points
+    at.radio(key="lessons_toy_task").set_value("parity").run()
+    assert any("press Train to run this task" in i.value for i in at.info)
 
 
 def test_watch_it_learn_asks_for_a_longer_paragraph():

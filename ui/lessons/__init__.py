@@ -6,8 +6,8 @@ figures just computed (never canned numbers); a check-yourself question with
 its answer behind a reveal; and a link that opens the full instrument page with
 the same settings (ui.links reads them from the URL).
 
-Presentation only: the numbers come from `lab` (lab.memory, lab.sampling,
-lab.scans, lab.train, lab.experiments.ablation), through the cached calls of
+Presentation only: the numbers come from `lab` (lab.stepping, lab.memory, lab.sampling,
+lab.scans, lab.probe, lab.train, lab.experiments.ablation), through the cached calls of
 ui.inspect_views where those exist. Widget keys start with "lessons_". The
 lessons live in a few modules by theme; what they share is in ui.lessons.common.
 """
@@ -19,7 +19,7 @@ import streamlit as st
 from ui.lessons.learning import watch_it_learn
 from ui.lessons.memory import gate_biases_over_1024_steps, keep_or_overwrite, why_the_rnn_forgets
 from ui.lessons.reading import characters_or_subwords, choosing_the_next_token, state_is_memory
-from ui.lessons import stepping
+from ui.lessons import stepping, toy_tasks
 from ui.lessons.scanning import a_recurrence_you_can_scan
 
 
@@ -70,6 +70,11 @@ LESSONS = {  # slug (the ?lesson= of a link) -> lesson, in teaching order
         "Watch it learn your text",
         "What does a recurrent model do, step by step, while it learns? Give it one paragraph and watch its "
         "samples.", watch_it_learn),
+    "toy-tasks": Lesson(
+        "Toy tasks that train in seconds",
+        "A memory has to last from the token that matters to the question asked about it. How far can each "
+        "cell carry one, trained from scratch on a task that needs nothing else?", toy_tasks.toy_tasks,
+        toy_tasks.SETTINGS, toy_tasks.DEFAULTS),
 }
 
 
