@@ -109,7 +109,8 @@ def what_the_curves_show(rows, task, distance):
         parts.append(f"- **{label}** {holds}{falls}.")
     beating = [views.cell_label(c) for c, r in here.iterrows()
                if not r["skipped"] and r["accuracy"] >= r["chance"] + AT_CHANCE]
-    at_k = (f"At k = {distance}, " + (", ".join(beating) + " beat chance" if beating else "no cell beats chance")
+    listed = " and ".join([", ".join(beating[:-1]), beating[-1]] if len(beating) > 1 else beating)
+    at_k = (f"At k = {distance}, " + (f"{listed} beat chance" if beating else "no cell beats chance")
             + f" ({here['chance'].iloc[0]:.0%}, always giving the commonest answer).") if len(here) else ""
     return "\n".join(parts) + "\n\n" + at_k
 
@@ -150,17 +151,20 @@ def toy_tasks():
                f"{first['steps_budget']:,} steps of {first['batch_size']} fresh sequences, stopped early once "
                f"{first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
                f"further):\n\n{what_the_curves_show(rows, task, distance)}\n\nThe live run trains the same four "
-               f"models for {seconds} s: at short distances it matches the shipped curve within seconds; at long "
-               "ones the shipped runs had more steps, and a cell that needs them shows it here.")
+               f"models from scratch for {seconds} s on this server's shared CPU, so it takes fewer steps than the "
+               "shipped runs did (hover a point for its steps): at short distances a few hundred steps are "
+               "enough, at long ones watch which cell gets off chance first.")
     check_yourself("The selective scan's gates A_t and B_t read only the current token, never the state. Which "
-                   "of these tasks can such a cell do over any distance, and which can it not do even over a few "
-                   "steps?",
+                   "of these tasks suits such a cell over any distance, and which does not suit it even over a "
+                   "few steps?",
                    "Counting brackets is a sum: with A = 1 (keep everything) and B·e = +1 for “(”, −1 for “)” and "
-                   "0 for a distractor, h_t is the depth, exactly, however far back the brackets are. Adding two "
-                   "marked digits is a sum too, of the two marked tokens. Recalling the first symbol is not: the "
-                   "first symbol looks the same to the gates as every distractor after it, so the scan cannot keep "
-                   "it while shutting the others out, and parity needs a flip (h → −h) that no gate in (0, 1) "
-                   "makes. A GRU or LSTM can, because its gates see the state: they can shut once something has "
-                   "been stored.")
+                   "0 for a distractor, h_t is the depth, exactly, however far back the brackets are; look how far "
+                   "the scan's bracket curve goes. Recalling the first symbol is not a sum: the first symbol looks "
+                   "the same to the gates as every distractor after it, so the scan cannot keep it and shut the "
+                   "others out; all it can do is let older tokens fade more, which picks out the first one now and "
+                   "then over a few steps and not over many. Parity is not a sum it can read either: the answer "
+                   "flips with every 1, and a count of 1s (0, 1, 2, 3, ...) is not something its linear readout "
+                   "can turn into even, odd, even, odd. A GRU or an LSTM has gates that read the state, so it can "
+                   "shut once the first symbol is stored: that is why they recall over longer distances.")
     open_full_page("Memory", "Open the Memory page on this task (train one cell at distances you choose)",
                    probe_task=task)
