@@ -41,7 +41,7 @@ def start_live_run(task, distance, seconds):
     """All four cells at once, each a TrainingJob of `seconds` in a process of its own."""
     for job in st.session_state.get("lessons_toy_jobs", {}).values():
         job.stop()
-    config = ProbeConfig(tasks=(task,), distances=(distance,), seconds=seconds, eval_every=25)
+    config = ProbeConfig(tasks=(task,), distances=(distance,), seconds=seconds, eval_every=25, eval_sequences=256)
     jobs = {}
     for cell in TOY_CELLS:
         model, probe_task, train_config = probe_run(config, task, cell, distance)
