@@ -353,7 +353,9 @@ class RecurrentStack(nn.Module):
 
         x -> layer_1 -> dropout -> [LayerNorm] -> layer_2 -> ... -> layer_L -> out
 
-    `state` is a list with one entry per layer; `trace` a list of dicts. The
+    `state` is a list with one entry per layer; `trace` a list of dicts, each
+    filled by its layer and given the layer's input as "x" (B, T, I): what every
+    gate of that layer read (lab.stepping shows it beside the gates). The
     stack's output is the last layer's raw output; the model adds its own
     dropout -> LayerNorm -> head after it.
     """
@@ -373,6 +375,8 @@ class RecurrentStack(nn.Module):
                 x = self.dropout(x)
                 if self.norms is not None:
                     x = self.norms[l - 1](x)
+            if trace is not None:
+                trace[l]["x"] = x
             x, s = layer(x, state[l], None if trace is None else trace[l])
             new_state.append(s)
         return x, new_state

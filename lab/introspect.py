@@ -15,7 +15,7 @@ Every cell writes the gates its docstring names (lab.cells): rnn {h}; both GRUs
 lab.units' question; the features of the text it asks about are in lab.features.
 """
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -74,6 +74,7 @@ class GateTrace:
     cells: list  # (L,) cell keys of lab.cells.CELLS
     gate_names: list  # (L,) tuples, the order the cell documents its gates in
     conventions: list  # (L,) one line of equations per layer
+    inputs: list = field(default_factory=list)  # (L,) (T, I) arrays: what each layer read (layer 0: embeddings)
 
     @property
     def text(self):
@@ -113,6 +114,7 @@ def _gate_trace(model, tokenizer, ids, layer_values):
         cells=[layer.cell for layer in layers],
         gate_names=[tuple(layer.gate_names) for layer in layers],
         conventions=[layer.convention for layer in layers],
+        inputs=[values["x"] for values in layer_values],
     )
 
 
@@ -120,7 +122,8 @@ def trace_text(model, tokenizer, text, max_tokens=MAX_TRACE_TOKENS):
     """Run `model` once over `text` from the zero state and record every gate.
 
     model: any lab model (RecurrentLM, ScanMarkov); text: str of T tokens
-    (1 <= T <= max_tokens). Returns a GateTrace whose gates are (T, H) arrays.
+    (1 <= T <= max_tokens). Returns a GateTrace whose gates are (T, H) arrays
+    and whose inputs are each layer's (T, I) input.
     """
     ids = encode_text(tokenizer, text, "text", max_tokens)
     model = to_reference(model)

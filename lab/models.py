@@ -8,7 +8,8 @@ Every model answers
 
 so one trainer, one sampler and one introspection path serve them all. `loss`
 is None without targets; `state` is explicit and can be carried; `trace` is a
-list with one dict per recurrent layer, filled with gate activations.
+list with one dict per recurrent layer, filled with gate activations and the
+layer's input "x".
 
 Families (registry `MODEL_FAMILIES`, keyed by the config's `family`):
     lm            embedding -> stacked cells -> dropout -> LayerNorm -> linear (seeds 000, 002)
@@ -202,6 +203,8 @@ class ScanMarkov(nn.Module):
         T = idx.size(1)
         pos = torch.arange(start, start + T, device=idx.device).clamp(max=self.config.max_positions - 1)
         e = self.embedding(idx) + self.pos_embedding(pos)  # (B, T, E)
+        if trace is not None:
+            trace[0]["x"] = e  # the scan's input, as RecurrentStack records each layer's
         hs, h = self.scan(e, h, None if trace is None else trace[0])  # (B, T, E)
         z = self.decoder(self.dropout(self.ln(hs)))  # (B, T, E)
         logits = F.linear(z, self.embedding.weight, self.out_bias)  # (B, T, V)

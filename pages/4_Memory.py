@@ -5,7 +5,7 @@ import streamlit as st
 
 from lab.cells import CELLS
 from lab.memory import KEEP_GATE_LABELS, bias_time_constants, constant_gate_retention
-from lab.probe import ProbeConfig, run_memory_probe
+from lab.probe import TOY_TASKS, ProbeConfig, results_table, run_memory_probe
 from ui import inspect_views as views
 from ui.common import checkpoint_infos, plain, setup_page, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
@@ -60,9 +60,11 @@ SETTINGS = {
     "g": (Field("float", "Keep gate g", 0.5, 0.99999), "memory_g"),
     "biases": (Field("text", "Biases", high=200), "memory_biases"),
     "steps": (Field("int", "Steps T", 10, 400), "memory_grad_steps"),
+    "probe_task": (Field("choice", "Probe task", choices=tuple(TOY_TASKS)), "memory_probe_task"),
     "probe_cell": (Field("choice", "Probe cell", choices=tuple(CELLS)), "memory_probe_cell"),
 }
-DEFAULTS = {"text": TEXT, "lag": 64, "g": 0.99, "biases": "-1, 0, 1, 2, 4, 6.2", "steps": 100, "probe_cell": "rnn"}
+DEFAULTS = {"text": TEXT, "lag": 64, "g": 0.99, "biases": "-1, 0, 1, 2, 4, 6.2", "steps": 100, "probe_task": "recall",
+            "probe_cell": "rnn"}
 restore_from_url(SETTINGS, DEFAULTS)
 if st.session_state.memory_g not in G_VALUES:  # the slider offers these values only
     st.session_state.memory_g = min(G_VALUES, key=lambda g: abs(g - st.session_state.memory_g))
@@ -168,54 +170,59 @@ if trained:
                "bottom of the chart has underflowed to 0 in float32.")
 
 # ---------------------------------------------------------------------------
-st.header("4 · Memory probe: delayed recall")
-st.markdown("Random symbols in; at step $t$ output the symbol seen $k$ steps earlier. Nothing but memory helps, "
-            "so accuracy falls to chance ($1/S$) once $k$ exceeds what the cell can hold. One ~5,000-parameter "
-            "model per cell and lag, trained from scratch (lab.probe.run_memory_probe).")
+st.header("4 · Memory probe: toy tasks")
+st.markdown("Sequences that end in a question mark whose answer depends on a token read $k$ steps earlier, with "
+            "other tokens in between: nothing but memory helps, so accuracy falls to chance (always giving the "
+            "commonest answer) once $k$ is longer than the cell can hold or learn to hold. One ~5,000-parameter "
+            "model per task, cell and distance, trained from scratch (lab.probe.run_memory_probe).")
+task = st.radio("Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True,
+                key="memory_probe_task")
+st.caption(f"At the “?”: {TOY_TASKS[task].question} Example (k = 6): `{TOY_TASKS[task].example(6)}`")
 shipped = views.load_probe_results()
 live = st.session_state.get("memory_probe_live")
+live = live[live.task == task] if live is not None else None
 if shipped is None:
-    st.info("No shipped probe results yet: run `python scripts/build_probe_results.py` (about 4 minutes).")
+    st.info("No shipped probe results yet: run `python scripts/build_probe_results.py` (about 15 minutes).")
 else:
+    shipped = shipped[shipped.task == task]
     first = shipped.iloc[0]
-    st.caption(f"Shipped results (`checkpoints/memory_probe.csv`, by `scripts/build_probe_results.py`): alphabet "
-               f"S = {first['alphabet']}, {first['steps']} AdamW steps of {first['batch_size']} sequences of "
-               f"{first['seq_len']} symbols, ~{first['param_budget']:,} parameters per model.")
+    st.caption(f"Shipped results (`checkpoints/memory_probe.csv`, by `scripts/build_probe_results.py`): at most "
+               f"{first['steps_budget']:,} AdamW steps of {first['batch_size']} fresh sequences, stopped early at "
+               f"{first['solved']:.0%} right; ~{first['param_budget']:,} parameters per model. A cell at chance at "
+               "two distances in a row was not trained at the longer ones.")
 if shipped is not None or live is not None:
     st.plotly_chart(views.probe_figure(shipped, live), key="memory_probe_chart")
-    st.caption("Every model gets the same few hundred steps, so read a curve as what that cell learns to hold "
-               "at this size and budget, not as a hard capacity limit: more steps move the long lags.")
+    st.caption("Read a curve as what that cell learns to hold at this size and budget, not as a hard capacity "
+               "limit: more steps, or another learning rate, can move the long distances.")
 if shipped is not None:
     with st.expander("Shipped table"):
-        pivot = shipped.pivot(index="cell", columns="lag", values="accuracy").reindex(shipped["cell"].unique())
-        pivot.columns = [f"lag {k}" for k in pivot.columns]
-        pivot.insert(0, "params", shipped.groupby("cell")["params"].first())
-        pivot.insert(1, "hidden size", shipped.groupby("cell")["hidden_size"].first())
-        st.dataframe(pivot.style.format("{:.2f}", subset=list(pivot.columns[2:])), width="stretch")
+        table = results_table(shipped)
+        st.dataframe(table.style.format("{:.2f}", subset=[c for c in table.columns if c.startswith("k = ")],
+                                        na_rep="skipped"), width="stretch")
 
 st.subheader("Run a small probe yourself")
 cols = st.columns([1, 2, 1])
 probe_cell = cols[0].selectbox("Cell", list(CELLS), format_func=views.cell_label, key="memory_probe_cell")
-probe_lags = cols[1].multiselect("Lags", [1, 2, 4, 8, 16, 32], default=[1, 4, 16], key="memory_probe_lags")
-probe_steps = cols[2].slider("Training steps per lag", 50, 300, 150, step=50, key="memory_probe_steps")
+probe_distances = cols[1].multiselect("Distances k", [2, 5, 10, 20, 50, 100], default=[2, 5, 10],
+                                      key="memory_probe_distances")
+probe_steps = cols[2].slider("Training steps per distance", 50, 1000, 300, step=50, key="memory_probe_steps")
 if st.button("Run the probe", key="memory_probe_run", type="primary"):
     with user_errors("The probe"):
-        config = ProbeConfig(cells=(probe_cell,), lags=tuple(sorted(probe_lags)), steps=probe_steps)
+        config = ProbeConfig(tasks=(task,), cells=(probe_cell,), distances=tuple(sorted(probe_distances)),
+                             steps=probe_steps, give_up_after=0)
         bar = st.progress(0.0, text=f"Training {views.cell_label(probe_cell)}…")
-        total = len(config.lags) * config.steps
+        total = len(config.distances) * config.steps
 
         def on_event(event):
-            if event["event"] == "probe_step":
-                done = config.lags.index(event["lag"]) * config.steps + event["step"]
-                bar.progress(min(done / total, 1.0), text=f"lag {event['lag']}: step {event['step']}/"
-                                                          f"{config.steps}, loss {event['loss']:.3f}")
-            elif event["event"] == "probe_model":
-                bar.progress(0.0, text=f"{views.cell_label(probe_cell)}: hidden size {event['hidden_size']}, "
-                                       f"{event['params']:,} parameters")
+            if event["type"] == "step" and event["step"] % 50 == 0:
+                done = config.distances.index(event["distance"]) * config.steps + event["step"]
+                bar.progress(min(done / total, 1.0), text=f"k = {event['distance']}: step {event['step']}/"
+                                                          f"{config.steps}, loss {event['train_loss']:.3f}")
 
         st.session_state.memory_probe_live = run_memory_probe(config, callback=on_event)
         bar.progress(1.0, text="Done.")
         st.rerun()
-if live is not None:
-    st.dataframe(live[["cell", "lag", "accuracy", "chance", "params", "hidden_size", "seconds"]].style.format(
-        {"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}), hide_index=True, width="stretch")
+if live is not None and len(live):
+    st.dataframe(live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style
+                 .format({"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}),
+                 hide_index=True, width="stretch")

@@ -5,7 +5,7 @@ A link to one lesson: ?lesson=<slug> (ui.lessons.LESSONS)."""
 import streamlit as st
 
 from ui.common import setup_page
-from ui.lessons import LESSONS, show_lesson
+from ui.lessons import LESSONS, URL_DEFAULTS, URL_SETTINGS, show_lesson
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Lessons")
@@ -13,15 +13,15 @@ st.title("🎓 Lessons")
 st.caption("Short lessons, each on one screen: a question, an experiment you steer, what to notice, a question to "
            "check yourself, and a link to the full page. Words you do not know are in the sidebar's glossary.")
 
-SETTINGS = {"lesson": (Field("choice", "Lesson", choices=tuple(LESSONS)), "lessons_lesson")}
-DEFAULTS = {"lesson": None}  # None: the first lesson, and the URL always names the lesson shown
+SETTINGS = {"lesson": (Field("choice", "Lesson", choices=tuple(LESSONS)), "lessons_lesson"), **URL_SETTINGS}
+DEFAULTS = {"lesson": None, **URL_DEFAULTS}  # lesson None: the first, and the URL always names the lesson shown
 restore_from_url(SETTINGS, DEFAULTS)
 slugs = list(LESSONS)
 slug = st.selectbox("Lesson", slugs, key="lessons_lesson",
                     format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}")
-mirror_to_url(SETTINGS, DEFAULTS)
 
 show_lesson(slug)
+mirror_to_url(SETTINGS, DEFAULTS, shown=["lesson", *LESSONS[slug].settings])  # after the lesson: its step moves
 
 st.divider()
 position = slugs.index(slug)

@@ -1,65 +1,90 @@
-"""Run the memory probe (lab.probe) for every cell and ship the table the Memory page shows.
+"""Train every toy task of lab.probe for every cell and ship the table the Memory page and the
+toy-tasks lesson show.
 
-    python scripts/build_probe_results.py [--steps 300] [--lags 1 2 4 8 16 32] [--out checkpoints/memory_probe.csv]
+    python scripts/build_probe_results.py [--jobs 2] [--steps 1500] [--distances 5 10 20 50 100 200]
 
-Delayed recall: a model of ~5,000 parameters per cell reads random symbols and
-must output the symbol it saw k steps ago (chance 1/S). One model per (cell,
-lag), trained from scratch on the CPU for the same number of steps, scored on
-fresh sequences. With the defaults the whole table takes about 4 minutes on
-two busy CPU cores. The file also records the probe settings, one column each,
-so the page can say what was run; the accuracy table is printed as Markdown.
+One model of ~5,000 parameters per (task, cell, distance), trained from scratch on the CPU
+by lab.train.train until it answers 99% of fresh sequences right or has taken --steps
+steps; a cell at chance at two distances in a row skips the longer ones (lab.probe). The
+tasks run in --jobs processes of one thread each. With the defaults the table took about
+15 minutes on two CPU cores shared with another training job (BENCHMARKS.md, "Toy tasks").
+The file also records the settings, one column each, so a page can say what was run; the
+accuracy tables are printed as Markdown.
 """
 import argparse
 import dataclasses
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lab.cells import CELLS  # noqa: E402
-from lab.probe import ProbeConfig, run_memory_probe  # noqa: E402
+from lab.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, results_table, run_memory_probe  # noqa: E402
 
-SETTINGS = ("alphabet", "param_budget", "embed_dim", "steps", "batch_size", "seq_len", "lr", "eval_sequences", "seed")
+# the settings written beside the results, one column each ("steps" is a row's own: the steps it took)
+SETTINGS = {"param_budget": "param_budget", "embed_dim": "embed_dim", "steps": "steps_budget",
+            "batch_size": "batch_size", "lr": "lr", "eval_sequences": "eval_sequences", "solved": "solved",
+            "seed": "seed"}
+
+
+def run_tasks(config):
+    """One worker: the config's tasks, one thread, a line on stderr per result."""
+    torch.set_num_threads(1)
+
+    def report(event):
+        if event["type"] == "probe_result":
+            what = "skipped" if event["skipped"] else (f"accuracy {event['accuracy']:.3f} (chance "
+                                                       f"{event['chance']:.3f}) after {event['steps']} steps")
+            print(f"  {event['task']:>8} {event['cell']:>9} k={event['distance']:>3}: {what} "
+                  f"({event['seconds']:.0f} s)", file=sys.stderr, flush=True)
+
+    return run_memory_probe(config, callback=report)
+
+
+def markdown_table(results, task):
+    rows = results[results.task == task]
+    accuracy, steps = results_table(rows), results_table(rows, "steps")
+    distances = [c for c in accuracy.columns if c.startswith("k = ")]
+    lines = [f"{TOY_TASKS[task].title} (chance {rows['chance'].max():.2f})", "",
+             "| cell | params | " + " | ".join(distances) + " |", "|---|---|" + "---|" * len(distances)]
+    for cell, row in accuracy.iterrows():
+        shown = ["—" if pd.isna(row[k]) else f"{row[k]:.2f} ({steps.loc[cell, k]:.0f})" for k in distances]
+        lines.append(f"| {cell} | {int(row['params']):,} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cells", nargs="*", default=list(CELLS), choices=sorted(CELLS))
-    parser.add_argument("--lags", nargs="*", type=int, default=[1, 2, 4, 8, 16, 32])
-    parser.add_argument("--steps", type=int, default=300, help="AdamW steps per (cell, lag) model")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (tiny models: 1 is fastest)")
+    parser.add_argument("--tasks", nargs="*", default=list(TOY_TASKS), choices=list(TOY_TASKS))
+    parser.add_argument("--cells", nargs="*", default=list(TOY_CELLS), choices=sorted(CELLS))
+    parser.add_argument("--distances", nargs="*", type=int, default=list(ProbeConfig.distances))
+    parser.add_argument("--steps", type=int, default=ProbeConfig.steps, help="most AdamW steps per model")
+    parser.add_argument("--jobs", type=int, default=2, help="processes (tasks are shared out between them)")
     parser.add_argument("--out", default=str(ROOT / "checkpoints" / "memory_probe.csv"))
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    config = ProbeConfig(cells=tuple(args.cells), lags=tuple(args.lags), steps=args.steps)
+    configs = [ProbeConfig(tasks=(task,), cells=tuple(args.cells), distances=tuple(args.distances), steps=args.steps)
+               for task in args.tasks]
 
     start = time.perf_counter()
-
-    def report(event):
-        if event["event"] == "probe_result":
-            print(f"  {event['cell']:>9} lag {event['lag']:>2}: accuracy {event['accuracy']:.3f} "
-                  f"({event['seconds']:.1f} s)", file=sys.stderr, flush=True)
-
-    results = run_memory_probe(config, callback=report)
-    for field in SETTINGS:
-        results[field] = getattr(config, field)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        results = pd.concat(list(pool.map(run_tasks, configs)), ignore_index=True)
+    for field, column in SETTINGS.items():
+        results[column] = getattr(configs[0], field)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     results.to_csv(out, index=False, float_format="%.4f")
 
-    table = results.pivot(index="cell", columns="lag", values="accuracy").reindex(list(config.cells))
-    params = results.groupby("cell")["params"].first()
-    print(f"Memory probe: accuracy vs lag (chance {1 / config.alphabet:.3f}), "
-          f"{config.steps} steps per model, {time.perf_counter() - start:.0f} s in all; wrote {out}")
-    print("| cell | params | " + " | ".join(f"lag {k}" for k in table.columns) + " |")
-    print("|---|---|" + "---|" * len(table.columns))
-    for cell, row in table.iterrows():
-        print(f"| {cell} | {params[cell]:,} | " + " | ".join(f"{a:.2f}" for a in row) + " |")
-    print("settings: " + ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(config).items() if k in SETTINGS))
+    print(f"Toy tasks: accuracy at the \"?\" against the distance k (steps taken in brackets; — skipped), "
+          f"{time.perf_counter() - start:.0f} s in all; wrote {out}\n")
+    for task in args.tasks:
+        print(markdown_table(results, task) + "\n")
+    print("settings: " + ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(configs[0]).items() if k in SETTINGS))
 
 
 if __name__ == "__main__":

@@ -258,14 +258,16 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     at.text_input(key="memory_biases").set_value("1, two").run()
     assert "Biases" in errors(at)
 
+    at.radio(key="memory_probe_task").set_value("brackets")
     at.selectbox(key="memory_probe_cell").set_value("scan")
-    at.multiselect(key="memory_probe_lags").set_value([1])
+    at.multiselect(key="memory_probe_distances").set_value([2])
     at.slider(key="memory_probe_steps").set_value(50)
     at.button(key="memory_probe_run").click().run()
     no_exception(at)
     live = at.session_state["memory_probe_live"]
-    assert list(live["lag"]) == [1] and 0 <= live["accuracy"].iloc[0] <= 1
+    assert list(live["distance"]) == [2] and list(live["task"]) == ["brackets"] and 0 <= live["accuracy"].iloc[0] <= 1
     assert any(k.endswith("memory_probe_chart") for k in chart_keys(at))
+    assert at.query_params["probe_task"] == "brackets"
 
 
 @pytest.mark.parametrize("page_path, query, expected", [

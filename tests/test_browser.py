@@ -1,7 +1,8 @@
 """One real-browser journey through the app: `streamlit run app.py` driven by Debian's chromium.
 
 Every page (Home and whatever pages/ holds) renders without an exception; every
-lesson opens from its link, reveals its answer and links to its full page; on
+lesson opens from its link and reveals its answer, the step-through steps on, and a lesson's
+link carries its settings to the full page; on
 Train a tiny model's loss chart gains points after Start, and bad corpus
 uploads give an error; on Checkpoints a pickle upload is refused; closing a tab
 stops that session's training. Screenshots go to test-artifacts/screenshots/.
@@ -122,6 +123,14 @@ def test_every_lesson_opens_from_its_link_and_reveals_its_answer(server, page):
         page.wait_for_selector(f"h2:has-text('{number} · {lesson.title}')")
         page.wait_for_timeout(300)  # charts settle
         assert_no_exception(page, f"lesson {slug}")
+        if slug == "step-through":  # step on: the numbers move (the worked update in the notice), the URL follows
+            worked = page.locator('[data-testid="stMarkdownContainer"]:has(h4:has-text("What to notice"))')
+            first = worked.inner_text()
+            page.locator(".st-key-lessons_step_next button").click()
+            page.wait_for_url("**/Lessons?*t=2*")
+            page.wait_for_selector("text=Step t = 2 of")
+            page.wait_for_selector(SCRIPT_DONE)
+            assert worked.inner_text() != first, "step 2 shows step 1's numbers"
         if slug == "learn-your-text":  # a live run: the shortest, then the timeline fills in by itself
             page.locator(".st-key-lessons_learn_seconds input[type='range']").press("Home")
             page.wait_for_selector(SCRIPT_DONE)
@@ -133,9 +142,9 @@ def test_every_lesson_opens_from_its_link_and_reveals_its_answer(server, page):
         assert answer.count() == 1 and len(answer.inner_text()) > 80, f"no answer revealed in {slug}"
         screenshot(page, f"Lesson-{number}-{slug}")
         print(f"lesson {slug}: {seconds:.2f} s")
-    # the last lesson visited links to its full page with the same settings
-    follow_to_full_page(page, page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a'),
-                        "**/Train?*hidden=128*", "train_hidden", "128")
+        if slug == "learn-your-text":  # it links to its full page with the same settings
+            follow_to_full_page(page, page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a'),
+                                "**/Train?*hidden=128*", "train_hidden", "128")
 
 
 def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, page):

@@ -6,6 +6,7 @@ link within the session that brings a page new settings.
 Kept small for 2 CPU cores: the lessons read a 500-character passage and generate 120-200 tokens;
 cached results are shared between the tests of one process.
 """
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 import ui.lessons  # noqa: E402
 from ui.common import PAGES  # noqa: E402
+from lab.probe import TOY_CELLS  # noqa: E402
+from ui.inspect_views import cell_label  # noqa: E402
 from ui.lessons import LESSONS  # noqa: E402
 
 APP = str(ROOT / "app.py")
@@ -100,6 +103,76 @@ def test_the_url_names_the_lesson_and_a_bad_slug_is_ignored_with_a_warning():
     at.button(key="lessons_next").click().run()
     ok(at)
     assert at.query_params["lesson"] == "chars-or-subwords"
+
+
+def step_tables(at):
+    """The step-through's tables, as lists of rows (every table but the embedding charts)."""
+    return [t.value.to_dict("list") for t in at.dataframe]
+
+
+def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
+    at = lesson("step-through")
+    ok(at)
+    assert at.session_state["lessons_step_t"] == 1 and at.query_params["lesson"] == "step-through"
+    # the GRU in both conventions: 4 equations each, then the decision in both letters
+    tables = step_tables(at)
+    assert len(tables) == 9
+    seed_update, torch_update, decision = tables[3], tables[7], tables[8]
+    assert list(seed_update) == ["unit", "z_t", "h_{t−1}", "h̃_t", "h_t"]
+    assert list(torch_update) == ["unit", "z_t", "n_t", "h_{t−1}", "h_t"]
+    assert seed_update["h_{t−1}"] == [0.0] * 5  # the first step starts from the zero state
+    assert decision["equations appendix: z_t (overwrites)"] == seed_update["z_t"]
+    assert decision["PyTorch: z_t (keeps)"] == torch_update["z_t"]
+    for a, b in zip(decision["equations appendix: 1 − z_t (keeps)"], seed_update["z_t"]):
+        assert a == pytest.approx(1 - b)
+    assert "unit 0: h_t = (1 − " in notice(at) and "0.43" in answer(at)
+    assert full_page_link(at) == ("Gates", {"model": "char-gru-seed_latest", "text": "To+be%2C+or+not+to+be",
+                                            "unit": "0"})
+    # a step on: the numbers move, the state it starts from is the one the first step left, the URL follows
+    at.button(key="lessons_step_next").click().run()
+    ok(at)
+    assert at.session_state["lessons_step_t"] == 2 and at.query_params["t"] == "2"
+    second = step_tables(at)
+    assert second[3]["h_{t−1}"] == seed_update["h_t"] and second[3]["h_t"] != seed_update["h_t"]
+    assert second[8] != decision
+    at.slider(key="lessons_step_t").set_value(19).run()
+    assert "Step t = 19 of 19" in " ".join(m.value for m in at.markdown)
+    assert at.button(key="lessons_step_next").disabled
+    at.button(key="lessons_step_back").click().run()
+    assert at.session_state["lessons_step_t"] == 18
+
+
+@pytest.mark.parametrize("cell, equations, last", [("rnn", 1, ["unit", "h_{t−1}", "h_t"]),
+                                                   ("lstm", 6, ["unit", "o_t", "c_t", "h_t"]),
+                                                   ("scan", 2, ["unit", "A_t", "h_{t−1}", "B_t", "e_t", "h_t"])])
+def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, equations, last):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.switch_page(LESSONS_PAGE)
+    at.query_params.update({"lesson": "step-through", "cell": cell, "t": "3", "text": "Ham. To be"})
+    at.run()
+    ok(at)
+    assert not at.warning
+    assert at.session_state["lessons_step_t"] == 3 and at.session_state["lessons_step_cell"] == cell
+    tables = step_tables(at)
+    assert len(tables) == equations and list(tables[-1]) == last
+    assert "Step t = 3 of 10" in " ".join(m.value for m in at.markdown)
+    at.multiselect(key="lessons_step_units").set_value([7, 100]).run()
+    assert step_tables(at)[-1]["unit"] == [7, 100]
+    assert dict(at.query_params) == {"lesson": "step-through", "cell": cell, "t": "3", "text": "Ham. To be"}
+    # a shorter text: the step stays on the text
+    at.text_input(key="lessons_step_text").set_value("To").run()
+    ok(at)
+    assert at.session_state["lessons_step_t"] == 2
+
+
+def test_the_step_throughs_equations_are_the_cells_and_its_settings_are_its_own():
+    from lab.stepping import EQUATIONS
+    from ui.inspect_views import CELL_EQUATIONS
+    from ui.lessons import URL_SETTINGS
+
+    assert {cell: len(e) for cell, e in EQUATIONS.items()} == {cell: len(e) for cell, e in CELL_EQUATIONS.items()}
+    names = [name for lesson in LESSONS.values() for name in lesson.settings]
+    assert len(names) == len(set(names)) == len(URL_SETTINGS) and "lesson" not in names
 
 
 def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
@@ -201,7 +274,7 @@ def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
     at = lesson("scan")
     ok(at)
     race = at.dataframe[0].value
-    assert race["T"].tolist() == ui.lessons.SCAN_LENGTHS
+    assert race["T"].tolist() == ui.lessons.scanning.SCAN_LENGTHS
     assert (race["max_abs_diff"] < 1e-5).all()
     assert f"H = 64 units" in notice(at)
     at.select_slider(key="lessons_scan_hidden").set_value(8).run()
@@ -248,16 +321,53 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
     assert f"at step {timeline['step'].iloc[-1]}, **{timeline['characters reproduced'].iloc[-1]}**" in notice(at)
     assert "never trained on" in notice(at) and "memorised" in answer(at)
     # another paragraph: the run shown is marked as the old one until a new run learns the new text
-    other = ui.lessons.PASSAGE * 2
+    other = ui.lessons.common.PASSAGE * 2
     at.text_area(key="lessons_learn_text").set_value(other).run()
     assert any("earlier version" in i.value for i in at.info)
     at.button(key="lessons_learn_start").click().run()
     second_job = at.session_state["lessons_learn_job"]
     assert second_job is not first_job and second_job.wait(120) == "finished"
     samples = [e["text"] for e in second_job.events() if e["type"] == "sample"]
-    assert samples and all(s.startswith(other[:ui.lessons.LEARN_PROMPT_CHARS]) for s in samples)
+    assert samples and all(s.startswith(other[:ui.lessons.learning.LEARN_PROMPT_CHARS]) for s in samples)
     at.run()
     assert not at.dataframe[0].value["sample"].equals(timeline["sample"])
+
+
+def chart_data(at, key):
+    """The traces of the plotly chart whose key ends with `key`: [(name, x, y), ...]."""
+    charts = [c for c in at.get("plotly_chart") if c.proto.id.endswith(key)]
+    assert len(charts) == 1
+    return [(t.get("name"), t["x"], t["y"]) for t in json.loads(charts[0].proto.spec)["data"]]
+
+
+def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
+    at = lesson("toy-tasks", lessons_toy_seconds=5)
+    ok(at)
+    shipped = metrics(at)
+    assert list(shipped) == [f"{cell_label(c)}, shipped" for c in TOY_CELLS]
+    recall = chart_data(at, "lessons_toy_chart")
+    assert [name.split()[0] for name, _, _ in recall] == list(TOY_CELLS)  # a curve per cell, from the shipped table
+    assert "At k = 20" in notice(at) and all(cell_label(c) in notice(at) for c in TOY_CELLS)
+    assert "→" in at.code[0].value and at.code[0].value.count(" ") > 20  # an example sequence of 21 tokens
+    at.radio(key="lessons_toy_task").set_value("brackets").run()
+    ok(at)
+    assert chart_data(at, "lessons_toy_chart") != recall and at.query_params["task"] == "brackets"
+    at.select_slider(key="lessons_toy_k").set_value("5").run()
+    assert "At k = 5" in notice(at) and at.query_params["distance"] == "5"
+    assert "Counting brackets is a sum" in answer(at)
+    assert full_page_link(at) == ("Memory", {"probe_task": "brackets"})
+    # the live run: all four cells at once, each a job of its own that reports its accuracy
+    at.button(key="lessons_toy_start").click().run()
+    ok(at)
+    jobs = at.session_state["lessons_toy_jobs"]
+    assert list(jobs) == list(TOY_CELLS) and all(job.wait(120) == "finished" for job in jobs.values())
+    at.run()
+    live = at.dataframe[0].value
+    assert live["cell"].tolist() == list(TOY_CELLS) and (live["steps"] > 0).all()
+    assert live["accuracy"].between(0, 1).all()
+    assert len(chart_data(at, "lessons_toy_chart")) == 8  # the shipped curves and the live points
+    at.radio(key="lessons_toy_task").set_value("parity").run()
+    assert any("press Train to run this task" in i.value for i in at.info)
 
 
 def test_watch_it_learn_asks_for_a_longer_paragraph():
@@ -270,7 +380,7 @@ def test_watch_it_learn_asks_for_a_longer_paragraph():
 
 @pytest.mark.parametrize("slug", list(LESSONS))
 def test_a_missing_bundled_model_gives_a_clear_message(slug, monkeypatch, tmp_path):
-    monkeypatch.setattr(ui.lessons, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(ui.lessons.common, "MODELS_DIR", tmp_path)
     at = lesson(slug, lessons_forget_steps=20)
     assert not at.exception, [e.value for e in at.exception]
     if slug not in ("scan", "learn-your-text"):  # these two need no bundled model

@@ -1,4 +1,5 @@
-"""Memory: measured retention against g**k, time constants, gradients through time, the recall probe."""
+"""Memory: measured retention against g**k, time constants, gradients through time (the toy-task
+probe is tests/test_probe.py)."""
 import math
 
 import numpy as np
@@ -12,7 +13,6 @@ from lab.memory import (KEEP_GATE_LABELS, KEEP_GATES, bias_time_constants, const
 from lab.cells import CELLS
 from lab.introspect import gate_summary, trace_text
 from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers, to_reference
-from lab.probe import ProbeConfig, hidden_size_for_budget, recall_batch, run_memory_probe
 from lab.units import top_units
 
 TEXT = load_bundled_corpus()[20000:26000]
@@ -124,36 +124,6 @@ def test_gradient_through_time_for_every_family(tok):
         gradient_through_time(markov, TEXT[:30])
     with pytest.raises(ValueError, match="tokens"):
         gradient_through_time(markov, torch.tensor([[1]]))
-
-
-def test_recall_batch_targets_are_the_input_k_steps_back():
-    config = ProbeConfig(seq_len=10, lags=(3,))
-    x, y = recall_batch(config, 3, 4, torch.Generator().manual_seed(0))
-    assert x.shape == y.shape == (4, 10) and (y[:, :3] == -100).all() and torch.equal(y[:, 3:], x[:, :7])
-
-
-def test_models_are_sized_to_the_budget():
-    config = ProbeConfig(param_budget=3000)
-    for cell in config.cells:
-        hidden, params = hidden_size_for_budget(config, cell)
-        assert abs(params - 3000) < 0.1 * 3000, cell
-
-
-@pytest.mark.parametrize("field, value", [("cells", ("transformer",)), ("lags", (0,)), ("lags", (20,)),
-                                          ("steps", 0), ("alphabet", 1)])
-def test_bad_probe_config_names_the_field(field, value):
-    with pytest.raises(ValueError, match=field):
-        ProbeConfig(seq_len=20, **{field: value})
-
-
-def test_every_cell_solves_lag_one():
-    events = []
-    config = ProbeConfig(lags=(1,), alphabet=4, param_budget=2000, steps=150, seq_len=12, eval_sequences=128)
-    table = run_memory_probe(config, callback=events.append)
-    assert list(table.cell) == list(config.cells)
-    assert {"cell", "lag", "accuracy", "params"} <= set(table.columns)
-    assert (table.accuracy > 0.9).all(), table[["cell", "accuracy"]]
-    assert [e["event"] for e in events].count("probe_result") == len(config.cells)
 
 
 @pytest.mark.parametrize("cell", sorted(CELLS))

@@ -379,30 +379,31 @@ def log_range(*arrays):
     return [math.floor(np.log10(values.min())) - 0.2, math.ceil(np.log10(values.max())) + 0.2]
 
 
-def probe_figure(results, live=None):
-    """Accuracy vs lag, one line per cell, with chance; `live` (a DataFrame) dashed on top."""
+def probe_figure(results, live=None, marked=None):
+    """Toy-task accuracy against the distance k, one line per cell, with chance (lab.probe's rows of one
+    task); `live` (a DataFrame of the same columns) as diamonds on top; `marked` a distance to mark."""
     fig = go.Figure()
     frames = [f for f in (results, live) if f is not None and len(f)]
-    if results is not None:
-        for cell, rows in results.groupby("cell", sort=False):
-            rows = rows.sort_values("lag")
+    for frame, is_live in ((results, False), (live, True)):
+        if frame is None:
+            continue
+        for cell, rows in frame[~frame.get("skipped", False)].groupby("cell", sort=False):
+            rows = rows.sort_values("distance")
+            name = f"{cell}: your live run" if is_live else f"{cell} ({int(rows['params'].iloc[0]):,} params)"
             fig.add_trace(go.Scatter(
-                x=rows["lag"], y=rows["accuracy"], mode="lines+markers",
-                name=f"{cell} ({int(rows['params'].iloc[0]):,} params)", line=dict(color=CELL_COLOURS.get(cell),
-                                                                                  width=2.5)))
-    if live is not None:
-        for cell, rows in live.groupby("cell", sort=False):
-            rows = rows.sort_values("lag")
-            fig.add_trace(go.Scatter(x=rows["lag"], y=rows["accuracy"], mode="lines+markers",
-                                     name=f"{cell}: your live run", marker=dict(symbol="diamond", size=10),
-                                     line=dict(color=CELL_COLOURS.get(cell), dash="dash", width=2)))
+                x=rows["distance"], y=rows["accuracy"], mode="lines+markers" if not is_live else "markers",
+                name=name, line=dict(color=CELL_COLOURS.get(cell), width=2.5),
+                marker=dict(symbol="diamond", size=12) if is_live else None,
+                customdata=rows["steps"], hovertemplate="k = %{x}: %{y:.2f} after %{customdata} steps<extra></extra>"))
     if frames:
-        chance = float(frames[0]["chance"].iloc[0])
-        fig.add_hline(y=chance, line=dict(color="#999", dash="dot"), annotation_text=f"chance 1/S = {chance:.3f}",
+        chance = float(frames[0]["chance"].max())
+        fig.add_hline(y=chance, line=dict(color="#999", dash="dot"), annotation_text=f"chance {chance:.2f}",
                       annotation_position="bottom right")
-    lags = sorted(set().union(*[set(int(k) for k in f["lag"]) for f in frames])) if frames else []
+    if marked is not None:
+        fig.add_vline(x=marked, line=dict(color="#bbb", width=1))
+    distances = sorted(set().union(*[set(int(k) for k in f["distance"]) for f in frames])) if frames else []
     fig.update_layout(height=380, margin=dict(l=50, r=10, t=20, b=40),
-                      xaxis=dict(type="log", title="lag k (recall the symbol seen k steps back)", tickvals=lags),
-                      yaxis=dict(title="accuracy on fresh sequences", range=[0, 1.03]),
+                      xaxis=dict(type="log", title="distance k (steps the memory must span)", tickvals=distances),
+                      yaxis=dict(title="accuracy at the “?” on fresh sequences", range=[0, 1.03]),
                       legend=dict(orientation="h", y=-0.2))
     return fig

@@ -104,10 +104,13 @@ def restore_from_url(settings, defaults):
         st.warning(warning)
 
 
-def mirror_to_url(settings, defaults):
-    """Write the settings that differ from the defaults into the URL (the link stays short)."""
+def mirror_to_url(settings, defaults, shown=None):
+    """Write the settings that differ from the defaults into the URL (the link stays short); only
+    those named in `shown` when given (a page showing one part of what its settings cover)."""
     query = {}
     for name, (field, key) in settings.items():
+        if shown is not None and name not in shown:
+            continue
         value = st.session_state.get(key, defaults[name])
         if value != defaults[name]:
             query[name] = field.format(value)

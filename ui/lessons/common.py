@@ -1,0 +1,93 @@
+"""What every lesson shares: the bundled models and texts, the documents the lessons cite, and
+the parts of a lesson's screen (where it comes from, what to notice, check yourself, the link
+to the full page).
+
+A lesson whose bundled model is missing says so and stops (`bundled`); the other lessons still
+work. Files shipped beside the models are found through `shipped`, so that a test can point
+MODELS_DIR elsewhere.
+"""
+import streamlit as st
+
+from lab.checkpoints import BUNDLED_DIR, CheckpointError
+from lab.memory import state_reset_curve
+from ui.common import cached_checkpoint, page_link, plain
+
+MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
+PASSAGE = ("Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+           "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
+           "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
+           "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n")
+PROMPT = "ROMEO.\n"
+CHAR_MODELS = ["char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", "char-rnn_latest",
+               "char-scan_latest"]
+SUBWORD_MODEL = "scribe-alpha_latest"
+# the documents the lab grew from, named as a student meets them, each with where it comes from
+SOURCES = {
+    "scribe": "**the Scribe design**: the design note of the Scribe subword GRUs, the family of the bundled "
+              "scribe-alpha",
+    "equations": "**the equations appendix**: the note that writes out the RNN, GRU and LSTM equations this "
+                 "lab implements",
+    "leviathan": "**the Leviathan notebook**: a 24-million-parameter character LSTM trained on Shakespeare, whose "
+                 "notes also work out how fast a GRU's memory decays",
+    "gate_bias": "**the gate-bias study**: a GRU reading small images one pixel per step, trained with and "
+                 "without its gate biases",
+    "scan": "**the ScanMarkov design**: a Mamba-style scan trained on character n-grams, the source of the "
+            "scan cell",
+}
+
+
+# ---------------------------------------------------------------------------
+# the parts every lesson has
+
+
+def bundled(name):
+    """The bundled checkpoint `name`, or None after a message saying what is missing and how to get it."""
+    path = shipped(f"{name}.safetensors")
+    if not path.is_file():
+        st.warning(f"This lesson needs the bundled model **{plain(name)}**, which is missing from this "
+                   "installation. Regenerate the bundled models with `python scripts/build_checkpoints.py` "
+                   "(or choose another model above, if there is a choice).", icon="📦")
+        return None
+    try:
+        return cached_checkpoint(str(path), path.stat().st_mtime)
+    except (CheckpointError, OSError) as e:
+        st.error(f"Could not load the bundled model {plain(name)}: {plain(e)}")
+        return None
+
+
+def shipped(relative):
+    """The path of a file shipped beside the bundled models (it may be missing)."""
+    return MODELS_DIR / relative
+
+
+def sources(*keys):
+    st.caption("Where this comes from: " + "; ".join(SOURCES[k] for k in keys) + ".")
+
+
+def notice(markdown):
+    st.markdown("#### What to notice\n" + markdown)
+
+
+def check_yourself(question, answer):
+    st.markdown(f"#### Check yourself\n{question}")
+    with st.expander("Show the answer"):
+        st.markdown(answer)
+
+
+def open_full_page(page, label, **settings):
+    """A link to the instrument page with this lesson's settings in its URL."""
+    page_link(page, label=label, query_params={k: str(v) for k, v in settings.items()})
+
+
+def model_choice(key, names, default, label="Model"):
+    if st.session_state.get(key) not in names:
+        st.session_state[key] = default
+    return st.selectbox(label, names, key=key, format_func=lambda n: n.removesuffix("_latest"))
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading the text with the state reset every k tokens…")
+def cached_reset_curve(path, mtime, text, resets=None):
+    """lab.memory.state_reset_curve of a checkpoint (resets: a tuple, or None for 1, 2, 4, ..., full)."""
+    checkpoint = cached_checkpoint(path, mtime)
+    return state_reset_curve(checkpoint.model, checkpoint.tokenizer, text, None if resets is None else list(resets))
+

@@ -1,0 +1,206 @@
+"""Lessons on how long a memory lasts: keep or overwrite, why the vanilla RNN forgets, and the
+gate-bias study read as a lesson."""
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from lab.data import DataError
+from lab.experiments.ablation import epoch_rows, load_results
+from lab.memory import bias_time_constants, constant_gate_retention, gradient_decay_per_step, keep_gate_biases
+from ui import inspect_views as views
+from ui.common import plain, user_errors
+from ui.lessons.common import (PASSAGE, SUBWORD_MODEL, bundled, check_yourself, model_choice, notice,
+                               open_full_page, shipped, sources)
+
+
+# ---------------------------------------------------------------------------
+# keep or overwrite
+
+KEEP_MODELS = ["char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", SUBWORD_MODEL]
+KEEP_LAGS = 64
+
+
+def keep_or_overwrite():
+    sources("leviathan", "gate_bias")
+    cols = st.columns(2)
+    bias = cols[0].slider("Keep-gate bias b", -2.0, 8.0, 1.0, 0.1, key="lessons_keep_bias",
+                          help="The bias of the factor that keeps, with every input at zero.")
+    with cols[1]:
+        name = model_choice("lessons_keep_model", KEEP_MODELS, KEEP_MODELS[0], "Trained model to compare")
+    implied = bias_time_constants([bias]).iloc[0]
+    metrics = st.columns(3)
+    metrics[0].metric("kept per step σ(b)", f"{implied['retention']:.4f}")
+    metrics[1].metric("time constant 1 / (1 − σ(b))", f"{implied['tau']:.1f} steps")
+    metrics[2].metric("half-life", f"{implied['half_life']:.1f} steps")
+    checkpoint = bundled(name)
+    if checkpoint is None:
+        return
+    learned = keep_gate_biases(checkpoint.model)
+    measured = None
+    with user_errors("Measuring retention"):
+        measured = views.cached_retention(*views.checkpoint_key(checkpoint), PASSAGE, KEEP_LAGS)[0]
+    if measured is None:
+        return
+    first = learned.iloc[0]
+    lags = measured.lags
+    curves = [(f"{name.removesuffix('_latest')} · layer 0 measured ({measured.keep_gate})", measured.cell, lags,
+               measured.median)]
+    reference = (f"a gate held at σ({bias:g}) = {implied['retention']:.3f}", lags,
+                 constant_gate_retention(implied["retention"], lags))
+    st.plotly_chart(views.decay_figure(curves, reference, log_y=True), key="lessons_keep_chart")
+    st.dataframe(learned.style.format({c: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
+                                      | {"half_life": "{:.1f}"}),
+                 hide_index=True, width="stretch")
+    half = measured.half_life
+    where = (f"keeps half or less after **{half} step{'s' if half > 1 else ''}**" if half is not None
+             else f"still keeps more than half after {KEEP_LAGS} steps")
+    seed_note = (" In the equations appendix's convention z overwrites, so the factor that keeps is 1 − z and its bias is "
+                 "−b_z: the table shows −b_z." if first["cell"] == "gru_seed" else "")
+    notice(f"A keep factor of σ({bias:g}) = **{implied['retention']:.3f}** multiplies the old memory every step, "
+           f"so k steps keep σ(b)^k: a time constant of {implied['tau']:.1f} steps and half gone after "
+           f"**{implied['half_life']:.1f}**. Since τ = 1 + e^b, above b ≈ 1 each step up in b multiplies the "
+           "time constant by about e: memory time grows exponentially with the bias.\n\n"
+           f"{plain(name.removesuffix('_latest'))} learned a median keep bias of **{first['bias_median']:.2f}** in its first layer "
+           f"(10–90% of units: {first['bias_q10']:.2f} to {first['bias_q90']:.2f}), which alone would keep "
+           f"{first['retention']:.2f} per step, a half-life of {first['half_life']:.1f} steps.{seed_note} Measured "
+           f"on the passage, where the inputs and the state move the gate too, its median unit keeps "
+           f"{measured.median[0]:.2f} after one step and {where}.")
+    check_yourself("The gate-bias study starts its PyTorch-convention GRU with b_z = +1. In the equations appendix's convention "
+                   "(the `gru_seed` cell), which sign of b_z makes a unit remember longer?",
+                   "Negative. In the equations appendix's convention z says how much to overwrite (h = (1 − z)·h + z·h̃), so the "
+                   "factor that keeps is 1 − σ(b_z) = σ(−b_z). In PyTorch's convention z keeps, and +1 means "
+                   "remember more. Same letter, opposite meaning: that is why the lab keeps two GRU cells.")
+    open_full_page("Memory", "Open the Memory page with this bias in its table",
+                   biases=f"-1, 0, 1, 2, 4, 6.2, {bias:g}", lag=KEEP_LAGS)
+
+
+# ---------------------------------------------------------------------------
+# why the vanilla RNN forgets
+
+FORGET_MODELS = ["char-rnn_latest", "char-gru-torch_latest", "char-lstm_latest"]
+FORGET_FIT = 30  # steps back over which the decay per step is fitted
+
+
+def why_the_rnn_forgets():
+    sources("equations", "leviathan")
+    cols = st.columns(2)
+    steps = cols[0].slider("Steps T read before the loss", 20, 200, 100, 10, key="lessons_forget_steps")
+    trained = cols[1].toggle("Trained models (off: the same models at initialisation)", True,
+                             key="lessons_forget_trained")
+    curves, factors = [], {}
+    for name in FORGET_MODELS:
+        checkpoint = bundled(name)
+        if checkpoint is None:
+            continue
+        with user_errors(f"Gradients of {name}"):
+            norms = views.cached_gradient(*views.checkpoint_key(checkpoint), PASSAGE[: steps + 1],
+                                          fresh_seed=None if trained else 0)
+            label = name.removesuffix("_latest")
+            curves.append((label, views.checkpoint_cell(checkpoint), norms))
+            factors[label] = gradient_decay_per_step(norms, FORGET_FIT)
+    if not curves:
+        return
+    st.plotly_chart(views.gradient_figure(curves, "trained" if trained else "at initialisation (torch seed 0)",
+                                          views.log_range(*[c[2] for c in curves])), key="lessons_forget_chart")
+    metrics = st.columns(len(factors))
+    for column, (label, g) in zip(metrics, factors.items()):
+        column.metric(f"{label}: per step g", f"{g:.3f}", help=f"g^50 = {g**50:.1e}")
+    slowest, fastest = max(factors, key=factors.get), min(factors, key=factors.get)
+    notice(f"Over the last {FORGET_FIT} steps each curve falls by a roughly constant factor g per step, so "
+           f"k steps back it is about g^k of its value at the loss: the picture of a product of one factor per "
+           f"step. **{fastest}** loses fastest, g = {factors[fastest]:.2f}: 50 steps back its gradient is "
+           f"g^50 = **{factors[fastest] ** 50:.1e}** of what it was, so training barely learns to use anything "
+           f"that far back. **{slowest}** keeps the most, g = {factors[slowest]:.2f}, g^50 = "
+           f"{factors[slowest] ** 50:.1e}.\n\nThe vanilla RNN squashes its whole state through tanh and one "
+           "matrix every step, and that factor is usually below 1. A gated cell has a path where the factor is "
+           "its keep gate, which training can push towards 1. Flip the toggle: at initialisation the curves "
+           "differ too, so part of the gap is the cell, part is what training did.")
+    check_yourself("A gradient is multiplied by 0.7 per step back. How much of it is left 50 steps back, and "
+                   "what keep factor would leave 60% after 50 steps?",
+                   "0.7^50 ≈ 1.8 × 10⁻⁸: nothing a float32 gradient step can act on. To keep 60% after 50 steps "
+                   "the factor must be 0.6^(1/50) ≈ 0.990: a keep gate near 1, which is what gating offers and "
+                   "the vanilla RNN lacks.")
+    open_full_page("Memory", "Open the Memory page with T = " + str(steps), steps=steps)
+
+
+
+
+# ---------------------------------------------------------------------------
+# do gate biases matter over 1024 steps?
+
+STUDY_METRICS = {  # epoch_rows column -> (label, format, what a higher value means)
+    "val_accuracy": ("test accuracy", "{:.1%}", "better"),
+    "val_loss": ("test loss (nats)", "{:.3f}", "worse"),
+    "z_mean": ("mean update gate z (keeps)", "{:.3f}", "more memory kept per step"),
+}
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_study(path, mtime):
+    return load_results(path)
+
+
+def gate_biases_over_1024_steps():
+    sources("gate_bias")
+    path = shipped("ablation/results.json")
+    if not path.is_file():
+        st.warning("This lesson reads the shipped gate-bias study (`checkpoints/ablation/results.json`), which is "
+                   "missing from this installation. Run it again with `python -m lab ablation`.", icon="📦")
+        return
+    study = None
+    try:
+        study = cached_study(str(path), path.stat().st_mtime)
+    except (DataError, OSError) as e:
+        st.error(f"Could not read the gate-bias study: {plain(e)}")
+    if study is None:
+        return
+    d, config, summary = study["dataset"], study["config"], study["summary"]
+    st.markdown(f"**What was run.** A one-layer GRU in PyTorch's convention (H = {config['hidden_size']}) reads "
+                f"{plain(d['title'])} one grey pixel per step, **{d['sequence_length']} steps** per image, and names "
+                f"the digit. Two arms, {len(config['seeds'])} random seeds each, {config['epochs']} epochs over "
+                f"{d['n_train']} training images: **baseline**, every bias learnable with the update-gate bias "
+                "starting at +1; **ablated**, the reset and update biases held at 0.")
+    metric = st.radio("Follow", list(STUDY_METRICS), format_func=lambda m: STUDY_METRICS[m][0], horizontal=True,
+                      key="lessons_study_metric")
+    label, fmt, higher = STUDY_METRICS[metric]
+    epochs = pd.DataFrame(epoch_rows(study)).dropna(subset=[metric])
+    by_epoch = epochs.groupby(["arm", "epoch"], sort=False)[metric].agg(["mean", "std"]).reset_index()
+    fig = go.Figure([go.Scatter(x=g["epoch"], y=g["mean"], mode="lines+markers", name=f"{arm} (mean of seeds)",
+                                error_y=dict(type="data", array=g["std"].fillna(0), visible=True))
+                     for arm, g in by_epoch.groupby("arm", sort=False)])
+    if metric == "val_accuracy":
+        fig.add_hline(y=1 / d["num_classes"], line_dash="dot", annotation_text="chance")
+    fig.update_layout(height=320, margin=dict(l=60, r=10, t=10, b=40), xaxis_title="epoch", yaxis_title=label,
+                      legend=dict(orientation="h", y=-0.25))
+    st.plotly_chart(fig, key="lessons_study_chart")
+    final = epochs[epochs["epoch"] == epochs["epoch"].max()].groupby("arm", sort=False)[metric]
+    means, stds = final.mean(), final.std()
+    columns = st.columns(len(means))
+    for column, arm in zip(columns, means.index):
+        column.metric(f"{arm}: final {label}", fmt.format(means[arm]), help=f"± {fmt.format(stds[arm])} across seeds")
+    gap = means.get("baseline", np.nan) - means.get("ablated", np.nan)
+    spread = stds.max()
+    tells = ("larger than the spread between random seeds, so the arms do differ here" if abs(gap) > 2 * spread else
+             "no larger than the spread between random seeds: this study cannot tell the arms apart on it")
+    accuracy = {arm: summary[arm]["val_accuracy_mean"] for arm in summary}
+    notice(f"After {config['epochs']} epochs the baseline's {label} is **{fmt.format(means['baseline'])}** and the "
+           f"ablated arm's **{fmt.format(means['ablated'])}** (higher: {higher}). The gap, "
+           f"{fmt.format(abs(gap))}, is {tells} (largest standard deviation across seeds {fmt.format(spread)}).\n\n"
+           f"**What it shows.** The biases change the gates: the update gate keeps "
+           f"{summary['baseline']['z_mean_final']:.2f} per step on average in the baseline and "
+           f"{summary['ablated']['z_mean_final']:.2f} in the ablated arm. **What it cannot show.** Whether that "
+           f"matters for the task: both arms reach only "
+           + " and ".join(f"{v:.0%}" for v in accuracy.values())
+           + f" test accuracy against a chance level of {1 / d['num_classes']:.0%}. {config['epochs']} short "
+           "epochs leave both near the start of learning, where neither is likely to use a memory "
+           f"{d['sequence_length']} steps long yet; a longer run, and more random seeds, would answer the question.")
+    check_yourself("The ablated arm scores a little higher than the baseline. Can you conclude that the gate "
+                   "biases hurt?",
+                   f"No. With {len(config['seeds'])} random seeds per arm a gap within the spread between seeds "
+                   f"can be luck, and both arms sit not far above chance after {config['epochs']} epochs: the "
+                   "models have barely started to learn, so the study says nothing yet about what the biases do "
+                   "to a trained model's memory.")
+    open_full_page("Ablation", "Open the Ablation page, with three random seeds per arm for its live run", seeds=3)
+
+
