@@ -21,8 +21,11 @@ def test_nanogpt_anchors_over_a_shakespeare_corpus_whatever_the_tokenizer():
     assert char_anchors({("char", 76, "bundled"), ("char", 50, "upload:notes.txt")}) == []
 
 
-def test_an_empty_race_chart_starts_at_zero():
-    assert tuple(race_figure([], "elapsed", x_span=60).layout.xaxis.range) == (0, 60)
+def test_an_empty_race_chart_starts_at_zero_and_shows_its_anchors():
+    figure = race_figure([], "elapsed", anchors=[(math.log(76), "uniform"), (1.47, "nanoGPT")], x_span=60)
+    assert tuple(figure.layout.xaxis.range) == (0, 60)
+    low, high = figure.layout.yaxis.range
+    assert low == 0 and high > math.log(76)
 
 
 class FakeJob:

@@ -267,8 +267,10 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
                       template="plotly_white")
     if any(log.steps[x_axis] for log in logs):
         fig.update_xaxes(rangemode="tozero")
-    else:  # plotly would draw an empty axis from -1
+        fig.update_yaxes(rangemode="tozero")
+    else:  # plotly would draw empty axes from -1, and the anchors off the top
         fig.update_xaxes(range=[0, x_span])
+        fig.update_yaxes(range=[0, 1.1 * max([y for y, _ in anchors], default=4.0)])
     return fig
 
 
