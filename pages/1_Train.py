@@ -19,7 +19,7 @@ from lab.sampling import SamplingConfig, sample_text
 from lab.capacity import SERVER_BUDGET
 from lab.cost import check_training_memory, training_memory_bytes
 from lab.presets import PRESETS
-from lab.train import CORPORA, TASKS, TrainingJob
+from lab.train import CORPORA, TASKS, TrainingJob, why_not_resumable
 from ui import train_view as tv
 from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
                        plain, show_anchors, user_dir, user_errors)
@@ -223,7 +223,8 @@ def start_run():
     model = build_model(model_config)
     job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=user_dir(),
                       extra={"preset": values["preset"], "corpus": corpus_label},
-                      sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS)
+                      sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS,
+                      resumable=why_not_resumable(model_config, train_config) is None)  # so it can be continued
     job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
     register_job(job)
     # the first step takes ~0.1-0.3 s: waiting for it (at most a second) lets the chart below
@@ -283,6 +284,7 @@ def live_view(auto, x_axis):
     st.plotly_chart(tv.race_figure(logs, x_axis, tv.char_anchors(kinds), x_span), key="train_chart",
                     width="stretch")
     tv.draw_progress_and_samples(logs)
+    tv.draw_continue_controls(logs)
     if any(log.job.checkpoint_path for log in logs):
         with st.container(horizontal=True):
             for page in ("Sample", "Gates", "Checkpoints"):
