@@ -1,7 +1,8 @@
-"""Data-parallel training over several processes, started by torchrun.
+"""Training over several processes, started by torchrun: one run data-parallel, or a study's runs shared out.
 
     torchrun --nproc_per_node=4 -m lab train --preset leviathan-lstm ...
     torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 -m lab train ...
+    torchrun --nproc_per_node=3 -m lab ablation --seeds 0 1 2 ...
 
 torchrun starts one process per rank and sets RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR and MASTER_PORT; without them everything here is a no-op and a run
