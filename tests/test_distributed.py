@@ -168,3 +168,7 @@ def test_without_torchrun_nothing_is_distributed():
     assert distributed.wrap(model, torch.device("cpu")) is model
     assert distributed.from_rank0([0.5, 2.0]) == [0.5, 2.0]
     assert distributed.stack(torch.arange(3)).tolist() == [[0, 1, 2]]
+    assert distributed.object_from_rank0({"run": 1}) == {"run": 1} and distributed.gather_to_rank0(3) == [3]
+    distributed.check_same_as_rank0([1.0, 2.0], "corpus", "it")
+    with distributed.alone(), distributed.first_on_each_machine():
+        assert distributed.rank_and_world() == (0, 1)
