@@ -394,6 +394,10 @@ def _ablation(args):
     config = config_from_args(args)
     bar = None
 
+    def say(line):  # one write per line, flushed: the ranks share one stdout, and lines must not interleave
+        tqdm.write(line + "\n", end="")
+        sys.stdout.flush()
+
     def on_event(event):
         nonlocal bar
         kind = event["type"]
@@ -403,23 +407,23 @@ def _ablation(args):
             if bar.disable:
                 return
             d = event["dataset"]
-            bar.write(f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} "
-                      f"steps; {event['runs']} runs x {event['steps_per_run']} steps")
+            say(f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} "
+                f"steps; {event['runs']} runs x {event['steps_per_run']} steps")
             if event["resumed"]:
-                bar.write(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done")
+                say(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done")
             if event["ranks"] > 1:
-                bar.write(f"spread over {event['ranks']} ranks, one run each at a time, each trained as one process "
-                          "would; rank 0 writes the results")
+                say(f"spread over {event['ranks']} ranks, one run each at a time, each trained as one process "
+                    "would; rank 0 writes the results")
         elif kind == "step":
             bar.update(1)
             bar.set_postfix_str(f"{event['arm']} seed {event['seed']} loss {event['train_loss']:.3f}", refresh=False)
         elif kind == "epoch":
-            bar.write(f"{event['arm']:8s} seed {event['seed']} epoch {event['epoch']:g}: train {event['train_loss']:.4f}"
-                      f" | test loss {event['val_loss']:.4f} acc {100 * event['val_accuracy']:.1f}% | mean z "
-                      f"{event['z_mean']:.3f} r {event['r_mean']:.3f} b_z {event['b_z_mean']:.3f} | "
-                      f"{event['elapsed']:.0f}s")
+            say(f"{event['arm']:8s} seed {event['seed']} epoch {event['epoch']:g}: train {event['train_loss']:.4f}"
+                f" | test loss {event['val_loss']:.4f} acc {100 * event['val_accuracy']:.1f}% | mean z "
+                f"{event['z_mean']:.3f} r {event['r_mean']:.3f} b_z {event['b_z_mean']:.3f} | "
+                f"{event['elapsed']:.0f}s")
         elif kind == "run_done" and event["frozen_bias_check"]:
-            bar.write(f"{event['arm']:8s} seed {event['seed']} frozen-bias check {event['frozen_bias_check']}")
+            say(f"{event['arm']:8s} seed {event['seed']} frozen-bias check {event['frozen_bias_check']}")
 
     # under torchrun this rank joins in; a rank may wait for the others' runs for hours (RANK_PATIENCE)
     with distributed.process_group(resolve_device(config.device), RANK_PATIENCE):
@@ -473,4 +477,13 @@ def _one_line_error(e):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    if _rank():
+        # a torchrun rank whose work is done ends without finalizing the interpreter: gloo's worker threads may
+        # still be releasing a finished collective's tensors, which takes the GIL, and one that tries while the
+        # interpreter finalizes aborts the process (SIGABRT, "terminate called without an active exception",
+        # after everything was saved; seen in a core dump here, and pytorch/pytorch#179291)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
+    sys.exit(exit_code)

@@ -131,7 +131,7 @@ def test_two_ranks_share_the_ablation_and_write_what_one_process_writes(one_proc
     assert "spread over 2 ranks" in result.stdout and result.stdout.count("results in ") == 1  # rank 0 alone
     epochs = [line.split(" epoch")[0].split() for line in result.stdout.splitlines() if " epoch 1:" in line]
     assert sorted(epochs) == [["ablated", "seed", "0"], ["ablated", "seed", "1"], ["baseline", "seed", "0"],
-                              ["baseline", "seed", "1"]]  # each run trained once, on one rank or the other
+                              ["baseline", "seed", "1"]], result.stdout  # each run trained once, on one rank or the other
     assert_same_study(tmp_path, one_process_study)
 
 
@@ -153,7 +153,7 @@ def test_a_rank_whose_run_fails_fails_the_study_and_a_rerun_continues_it(one_pro
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert f"continuing the study in {out}: 3 of 4 runs already done" in rerun.stdout
     assert [line.split(" epoch")[0].split() for line in rerun.stdout.splitlines() if " epoch 1:" in line] == [
-        ["ablated", "seed", "1"]]  # the finished runs are not trained again
+        ["ablated", "seed", "1"]], rerun.stdout  # the finished runs are not trained again
     assert_same_study(out, one_process_study)
     assert load_results(out)["created"] == saved["created"]
 
