@@ -6,6 +6,7 @@
     python -m lab list
     python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
     torchrun --nproc_per_node=4 -m lab train --preset leviathan-lstm --corpus tiny-shakespeare --resumable
+    torchrun --nproc_per_node=3 -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
 """
 import argparse
 import dataclasses
@@ -137,9 +138,8 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
     resumable = args.resumable or resume is not None
     if resumable:
         check_resumable_size(model.config)
-    fingerprint = [len(task.train_ids), task.train_ids.sum().item()]
-    if distributed.from_rank0(fingerprint) != fingerprint:  # e.g. a corpus file that differs between machines
-        raise ValueError(f"corpus: rank {rank} read or tokenized {corpus} differently from rank 0")
+    distributed.check_same_as_rank0([len(task.train_ids), task.train_ids.sum().item()], "corpus",
+                                    f"or tokenized {corpus}")
     summary = model_summary(model, name)
     say(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
     say(f"corpus {corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
@@ -382,63 +382,78 @@ def build_parser():
 
 
 def _ablation(args):
+    """The study, in one process, or under torchrun with its runs spread over the ranks: every rank
+    prints its runs' epochs, rank 0 alone draws the progress bar of its share and writes the results."""
     from tqdm import tqdm
 
-    from lab.distributed import launched
-    from lab.experiments.ablation import cli_command, config_from_args, run_ablation, summary_markdown
-    from lab.train import configure_cpu
+    from lab import distributed
+    from lab.experiments.ablation import RANK_PATIENCE, cli_command, config_from_args, run_ablation, summary_markdown
+    from lab.train import configure_cpu, resolve_device
 
-    if launched():  # spreading its (arm, seed) runs over ranks is not done yet
-        raise ValueError("ablation: runs as one process; under torchrun every rank would run the whole study into "
-                         "the same folder. Start it with python -m lab ablation")
     configure_cpu(args.threads)
     config = config_from_args(args)
     bar = None
+
+    def say(line):  # one write per line, flushed: the ranks share one stdout, and lines must not interleave
+        tqdm.write(line + "\n", end="")
+        sys.stdout.flush()
 
     def on_event(event):
         nonlocal bar
         kind = event["type"]
         if kind == "study_start":
+            bar = tqdm(total=event["runs_here"] * event["steps_per_run"], unit="step", mininterval=5,
+                       disable=distributed.rank_and_world()[0] != 0)
+            if bar.disable:
+                return
             d = event["dataset"]
-            print(f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} steps; "
-                  f"{event['runs']} runs x {event['steps_per_run']} steps", flush=True)
+            say(f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} "
+                f"steps; {event['runs']} runs x {event['steps_per_run']} steps")
             if event["resumed"]:
-                print(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done",
-                      flush=True)
-            steps_left = (event["runs"] - event["resumed"]) * event["steps_per_run"]
-            bar = tqdm(total=steps_left, unit="step", mininterval=5)
+                say(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done")
+            if event["ranks"] > 1:
+                say(f"spread over {event['ranks']} ranks, one run each at a time, each trained as one process "
+                    "would; rank 0 writes the results")
         elif kind == "step":
             bar.update(1)
             bar.set_postfix_str(f"{event['arm']} seed {event['seed']} loss {event['train_loss']:.3f}", refresh=False)
         elif kind == "epoch":
-            bar.write(f"{event['arm']:8s} seed {event['seed']} epoch {event['epoch']:g}: train {event['train_loss']:.4f}"
-                      f" | test loss {event['val_loss']:.4f} acc {100 * event['val_accuracy']:.1f}% | mean z "
-                      f"{event['z_mean']:.3f} r {event['r_mean']:.3f} b_z {event['b_z_mean']:.3f} | "
-                      f"{event['elapsed']:.0f}s")
+            say(f"{event['arm']:8s} seed {event['seed']} epoch {event['epoch']:g}: train {event['train_loss']:.4f}"
+                f" | test loss {event['val_loss']:.4f} acc {100 * event['val_accuracy']:.1f}% | mean z "
+                f"{event['z_mean']:.3f} r {event['r_mean']:.3f} b_z {event['b_z_mean']:.3f} | "
+                f"{event['elapsed']:.0f}s")
         elif kind == "run_done" and event["frozen_bias_check"]:
-            bar.write(f"{event['arm']:8s} seed {event['seed']} frozen-bias check {event['frozen_bias_check']}")
+            say(f"{event['arm']:8s} seed {event['seed']} frozen-bias check {event['frozen_bias_check']}")
 
-    try:
-        results = run_ablation(config, args.out, on_event, command=cli_command(config, args.out))
-    except KeyboardInterrupt:
-        print(f"\ninterrupted; finished runs are in {args.out}/results.json, and the same command continues "
-              "the study", file=sys.stderr)
-        return 1
-    finally:
-        if bar is not None:
-            bar.close()
+    # under torchrun this rank joins in; a rank may wait for the others' runs for hours (RANK_PATIENCE)
+    with distributed.process_group(resolve_device(config.device), RANK_PATIENCE):
+        try:
+            results = run_ablation(config, args.out, on_event, command=cli_command(config, args.out))
+        except KeyboardInterrupt:
+            if not distributed.rank_and_world()[0]:
+                print(f"\ninterrupted; finished runs are in {args.out}/results.json, and the same command continues "
+                      "the study", file=sys.stderr)
+            return 1
+        finally:
+            if bar is not None:
+                bar.close()
+    if results is None:  # another rank than 0: its runs are in rank 0's results
+        return 0
     print(summary_markdown(results))
     print(f"results in {Path(args.out) / 'results.json'} ({'complete' if results['complete'] else 'incomplete'})")
     return 0
 
 
 def main(argv=None):
+    from lab.distributed import RankFailed
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     # DataError, CheckpointError, CostError, SamplingError and config errors are ValueErrors; OSError: a
-    # file problem; MemoryError: an allocation the cost limits did not foresee (one line, not a traceback)
-    except (ValueError, OSError, MemoryError) as e:
+    # file problem; MemoryError: an allocation the cost limits did not foresee; RankFailed: a rank's run
+    # failed, said by every rank (one line, not a traceback)
+    except (ValueError, OSError, MemoryError, RankFailed) as e:
         return _one_line_error(e)
     except RuntimeError as e:  # under torchrun: a collective that failed, most often because another rank did
         if not _rank():
@@ -462,4 +477,13 @@ def _one_line_error(e):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    if _rank():
+        # a torchrun rank whose work is done ends without finalizing the interpreter: gloo's worker threads may
+        # still be releasing a finished collective's tensors, which takes the GIL, and one that tries while the
+        # interpreter finalizes aborts the process (SIGABRT, "terminate called without an active exception",
+        # after everything was saved; seen in a core dump here, and pytorch/pytorch#179291)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
+    sys.exit(exit_code)

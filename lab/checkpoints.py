@@ -259,10 +259,15 @@ def check_folder(folder):
         raise PermissionError(errno.EACCES, "cannot write checkpoints in this folder", str(existing))
 
 
+def resumable_checkpoint_bytes(config):
+    """About how large a resumable checkpoint of this model is: the weights and AdamW's two moments, all float32."""
+    return 3 * FLOAT_BYTES * parameter_count(config)
+
+
 def check_resumable_size(config):
-    """CheckpointError, before a run trains, when its resumable checkpoint (the weights and AdamW's
-    two moments, all float32) would be over the size limit that loading it enforces."""
-    n_bytes = 3 * FLOAT_BYTES * parameter_count(config)
+    """CheckpointError, before a run trains, when its resumable checkpoint would be over the size
+    limit that loading it enforces."""
+    n_bytes = resumable_checkpoint_bytes(config)
     if n_bytes > MAX_CHECKPOINT_BYTES:
         raise CheckpointError(f"resumable: with its optimizer state this model's checkpoint would be about "
                               f"{n_bytes / 2**20:.0f} MB, over the {MAX_CHECKPOINT_BYTES // 2**20} MB limit "

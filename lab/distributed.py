@@ -1,7 +1,8 @@
-"""Data-parallel training over several processes, started by torchrun.
+"""Training over several processes, started by torchrun: one run data-parallel, or a study's runs shared out.
 
     torchrun --nproc_per_node=4 -m lab train --preset leviathan-lstm ...
     torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 -m lab train ...
+    torchrun --nproc_per_node=3 -m lab ablation --seeds 0 1 2 ...
 
 torchrun starts one process per rank and sets RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR and MASTER_PORT; without them everything here is a no-op and a run
@@ -18,6 +19,10 @@ so the ranks together see exactly the batch a single process would draw, and
 averaging their gradients gives the single process's gradient: W ranks compute
 the run one process computes, only faster. The dropout masks come from a
 generator seeded per rank (seed + rank), so that ranks never share them.
+
+Work made of independent jobs (the ablation's runs) is spread differently: each
+rank trains whole runs on its own (`alone`), and the ranks meet only to share out
+the work and hand their results to rank 0 (`object_from_rank0`, `gather_to_rank0`).
 """
 import os
 from contextlib import contextmanager
@@ -26,33 +31,69 @@ import torch
 import torch.distributed as dist
 
 
+_alone = False  # inside `alone()`: this rank computes as a single process would
+
+
+class RankFailed(RuntimeError):
+    """Some rank's work failed, and every rank stops: the message says which rank and why."""
+
+
 def launched():
     """Whether torchrun (or another launcher setting its variables) started this process."""
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
 def rank_and_world():
-    """(this process's rank, the number of ranks): (0, 1) outside a process group."""
-    if dist.is_available() and dist.is_initialized():
+    """(this process's rank, the number of ranks): (0, 1) outside a process group, or `alone()`."""
+    if dist.is_available() and dist.is_initialized() and not _alone:
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
 
 @contextmanager
-def process_group(device):
+def process_group(device, timeout=None):
     """Join torchrun's process group for the duration, if torchrun started us: nccl for a CUDA
     `device` (each rank on the GPU numbered by its LOCAL_RANK), gloo otherwise. The group is
-    destroyed on the way out, after an error too."""
+    destroyed on the way out, after an error too. `timeout` (a timedelta): how long a rank waits
+    for the others at a collective before failing (default: PyTorch's, 10-30 minutes)."""
     if not launched():
         yield
         return
     if device.type == "cuda":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://")
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://", timeout=timeout)
     try:
         yield
     finally:
         dist.destroy_process_group()
+
+
+@contextmanager
+def alone():
+    """Within: this rank computes on its own, as a single process (rank_and_world() is (0, 1)), though
+    it belongs to torchrun's group: for whole runs given to one rank each, which lab.train must not
+    split into shards nor average with the other ranks' gradients."""
+    global _alone
+    before, _alone = _alone, True
+    try:
+        yield
+    finally:
+        _alone = before
+
+
+@contextmanager
+def first_on_each_machine():
+    """Within: each machine's first rank (LOCAL_RANK 0) runs the body before its other ranks do, so
+    that a download or a cache they share on that machine is made once, not raced for."""
+    if rank_and_world()[1] == 1:
+        yield
+        return
+    first = int(os.environ.get("LOCAL_RANK", 0)) == 0
+    if not first:
+        dist.barrier()  # met by the first ranks once their body is done
+    yield
+    if first:
+        dist.barrier()
 
 
 def wrap(model, device):
@@ -75,6 +116,34 @@ def from_rank0(values):
     tensor = torch.tensor(values, dtype=torch.float64, device=_collective_device())
     dist.broadcast(tensor, src=0)
     return tensor.tolist()
+
+
+def check_same_as_rank0(values, field, what):
+    """ValueError, on the rank concerned, where `values` (floats that sum up what this rank read:
+    sizes, sums) differ from rank 0's: it read `what` differently (e.g. from a file that differs
+    between machines), and the ranks would not compute one run."""
+    if from_rank0(values) != values:
+        raise ValueError(f"{field}: rank {rank_and_world()[0]} read {what} differently from rank 0 "
+                         "(a file that differs between machines?)")
+
+
+def object_from_rank0(value):
+    """Rank 0's `value` (any picklable object), on every rank."""
+    if rank_and_world()[1] == 1:
+        return value
+    values = [value]
+    dist.broadcast_object_list(values, src=0)
+    return values[0]
+
+
+def gather_to_rank0(value):
+    """Every rank's `value` (any picklable object), in rank order, on rank 0; None on the other ranks."""
+    rank, world = rank_and_world()
+    if world == 1:
+        return [value]
+    values = [None] * world if rank == 0 else None
+    dist.gather_object(value, values, dst=0)
+    return values
 
 
 def mean(tensor):

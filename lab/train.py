@@ -24,6 +24,7 @@ checkpoint. A process-wide cap limits how many jobs train at once.
 The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
 learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
 """
+import copy
 import ctypes
 import dataclasses
 import math
@@ -447,6 +448,20 @@ def resume_training_state(checkpoint, config):
     return state
 
 
+def why_not_resumable(model_config, config):
+    """None where a run of this model with this config can be saved with its training state and
+    continued (TrainingJob(resumable=True), then job.continuation), else why not, in a sentence."""
+    from lab.checkpoints import MAX_CHECKPOINT_BYTES, resumable_checkpoint_bytes
+
+    if config.stateful:
+        return "a stateful run carries its hidden state from batch to batch, and that state is not saved"
+    size = resumable_checkpoint_bytes(model_config)
+    if size > MAX_CHECKPOINT_BYTES:
+        return (f"with its optimizer's state this model's checkpoint would be about {size / 2**20:,.0f} MB, over the "
+                f"{MAX_CHECKPOINT_BYTES // 2**20} MB a checkpoint may have")
+    return None
+
+
 def _named_optimizer_state(optimizer, names):
     """AdamW's state_dict keyed by parameter names instead of positions: (per parameter, settings)."""
     saved = optimizer.state_dict()
@@ -700,7 +715,8 @@ class TrainingJob(BackgroundJob):
 
     `resume` (a TrainingState, see resume_training_state) continues a run; with
     `resumable` the checkpoint carries the training state so that it can be
-    continued in turn (about three times the size: the weights and AdamW's two moments).
+    continued in turn (about three times the size: the weights and AdamW's two moments),
+    and `continuation(more_seconds)` makes the job that continues it once it has ended.
 
     `in_process` trains in a niced process of its own (lab.workers), so that a server's
     pages keep its interpreter and the cores come to them first; the sampler must then be
@@ -733,6 +749,28 @@ class TrainingJob(BackgroundJob):
                                                self.task.tokenizer, run_metrics(self.result, self.config),
                                                self.extra, self.result.training_state if self.resumable else None)
         return self.checkpoint_path
+
+    def continuation(self, more_seconds):
+        """A new job, not started, that continues this ended run from its checkpoint for `more_seconds`
+        more seconds of training: the same name, so that it saves the next version beside this one
+        (name_vN+1), resumable in turn, with the same options; its events' steps and seconds go on
+        from this run's. The budget becomes a time budget over the new total, so the learning rate's
+        cosine is stretched over it too. ValueError (CheckpointError) when this run was not saved with
+        its training state or its file cannot be read."""
+        from lab.checkpoints import load_checkpoint  # checkpoints imports models; keep train importable alone
+
+        if not (_number(more_seconds) and more_seconds > 0):
+            raise ValueError(f"more_seconds: must be a number of seconds > 0, got {more_seconds!r}")
+        if self.running or self.checkpoint_path is None:
+            raise ValueError(f"resume: the run {self.name} has not ended and been saved yet")
+        config = dataclasses.replace(self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None,
+                                     max_epochs=None)
+        checkpoint = load_checkpoint(self.checkpoint_path, "cpu")
+        return TrainingJob(self.name, checkpoint.model, copy.copy(self.task), config,
+                           checkpoint_dir=self.checkpoint_path.parent, extra=self.extra, sampler=self.sampler,
+                           sample_every_s=self.sample_every_s, cost_mb=self.cost_mb, owner=self.owner,
+                           budget=self.budget, turns=self.turns, resume=resume_training_state(checkpoint, config),
+                           resumable=True, in_process=self.in_process)
 
     def _next_step_turn(self):
         """train() asks `should_stop()` once before every step: here that also hands this job's turn

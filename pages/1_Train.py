@@ -20,7 +20,7 @@ from lab.sampling import SamplingConfig, sample_text
 from lab.capacity import SERVER_BUDGET
 from lab.cost import check_training_memory, training_memory_bytes
 from lab.presets import PRESETS
-from lab.train import CORPORA, TASKS, TrainingJob, resolve_device
+from lab.train import CORPORA, TASKS, TrainingJob, resolve_device, why_not_resumable
 from ui import train_view as tv
 from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
                        plain, show_anchors, user_dir, user_errors)
@@ -225,7 +225,8 @@ def start_run(run_values, run_model_config):
     model = build_model(run_model_config)
     job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=user_dir(),
                       extra={"preset": run_values["preset"], "corpus": corpus_label},
-                      sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS)
+                      sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS,
+                      resumable=why_not_resumable(run_model_config, train_config) is None)  # so it can be continued
     job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
     register_job(job)
     n = len(training_jobs())
@@ -303,6 +304,7 @@ def live_view(auto, x_axis):
     st.plotly_chart(tv.race_figure(logs, x_axis, tv.char_anchors(kinds), x_span), key="train_chart",
                     width="stretch")
     tv.draw_progress_and_samples(logs)
+    tv.draw_continue_controls(logs)
     if any(log.job.checkpoint_path for log in logs):
         with st.container(horizontal=True):
             for page in ("Sample", "Gates", "Checkpoints"):

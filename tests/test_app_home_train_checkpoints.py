@@ -1,18 +1,21 @@
 """AppTest of the Home, Train and Checkpoints pages: they render, a tiny run trains live and
 stops, and bad input (uploads, settings, links) gives a message instead of a traceback."""
+import base64
+import json
 import pickle
 import re
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 import lab.train
 import ui.common
-from lab.checkpoints import checkpoint_bytes, list_checkpoints
+from lab.checkpoints import checkpoint_bytes, list_checkpoints, load_checkpoint
 from lab.data import CharTokenizer
 from lab.models import LMConfig, build_model
 from lab.presets import PRESETS
@@ -159,11 +162,14 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
 
 
 def chart_traces(at):
-    """The race chart's traces as drawn: (name, y values)."""
-    import json
-
+    """The race chart's traces as drawn: (name, y values). Plotly sends numpy arrays as base64 typed
+    arrays ({"dtype": "f8", "bdata": ...})."""
     (chart,) = [c for c in at.get("plotly_chart") if "train_chart" in c.proto.id]
-    return [(trace["name"], trace.get("y", [])) for trace in json.loads(chart.proto.spec)["data"]]
+
+    def values(y):
+        return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else y
+
+    return [(trace["name"], values(trace.get("y", []))) for trace in json.loads(chart.proto.spec)["data"]]
 
 
 def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_char(user_dir):
@@ -185,6 +191,45 @@ def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_c
         curves = [name for name, y in traces.items() if name.endswith("· train") and len(y)]
         assert len(curves) == 4, traces.keys()
         assert all(0 < y < 6 for name in curves for y in traces[name])  # nats per character: below ln 76 + 2
+    finally:
+        stop_all(at)
+
+
+def wait_until_ended(at, log, timeout=60):
+    deadline = time.monotonic() + timeout
+    while log.job.running and time.monotonic() < deadline:
+        time.sleep(0.3)
+        at.run()
+    assert not log.job.running, "the run did not end"
+    at.run()  # the page as it is once the run has ended
+
+
+def test_a_finished_run_continues_where_it_ended_and_saves_the_next_version(user_dir):
+    at = open_page(TRAIN)
+    for name, value in {**TINY, "seconds": 2}.items():
+        at.number_input(key=f"train_{name}").set_value(value)
+    at.text_input(key="train_name").set_value("apptest-more")
+    at.run()
+    at.button(key="train_start").click().run()
+    try:
+        (first,) = session_logs(at)
+        wait_until_ended(at, first)
+        assert first.job.status == "finished" and first.job.checkpoint_path.name == "apptest-more_v1.safetensors"
+        at.number_input(key=f"train_more_{id(first.job)}").set_value(2)
+        at.button(key=f"train_continue_{id(first.job)}").click().run()
+        assert_clean(at)
+        _, continued = session_logs(at)
+        assert continued.job.name == "apptest-more" and "continued from step" in continued.label
+        wait_until_ended(at, continued)
+        assert continued.job.status == "finished", continued.job.message
+        # its chart goes on from where the first part ended, in steps and in seconds
+        assert continued.steps["step"][0] == first.steps["step"][-1] + 1 == first.job.result.steps + 1
+        assert continued.steps["elapsed"][0] > first.job.result.elapsed
+        assert continued.job.checkpoint_path.name == "apptest-more_v2.safetensors"
+        saved = load_checkpoint(continued.job.checkpoint_path)
+        assert saved.training_state.step == continued.job.result.steps > first.job.result.steps
+        keys = [b.key for b in at.button]
+        assert f"train_continue_{id(continued.job)}" in keys and f"train_continue_{id(first.job)}" not in keys
     finally:
         stop_all(at)
 

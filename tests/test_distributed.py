@@ -1,5 +1,6 @@
-"""Data-parallel training under torchrun (lab.distributed): two CPU processes over gloo train the run one
-process trains, rank 0 alone saves, a failing rank fails the job in one line. Each torchrun costs ~10 s."""
+"""Under torchrun (lab.distributed): two CPU processes over gloo train the run one process trains, rank 0
+alone saves, a failing rank fails the job in one line; the ablation study's runs are spread over the ranks
+and give the files one process writes. Each torchrun costs ~10 s."""
 import os
 import socket
 import subprocess
@@ -8,10 +9,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 import lab.distributed
 from lab.checkpoints import load_checkpoint
-from test_cli import assert_one_line_error, corpus, run  # noqa: F401 (corpus is a fixture)
+from lab.experiments.ablation import RESULTS_FILE, load_results
+from test_ablation import without_timing
+from test_cli import corpus, run  # noqa: F401 (corpus is a fixture)
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--hidden-size", "16", "--embed-dim", "8", "--block-size", "16", "--batch-size", "4", "--threads", "1",
@@ -59,7 +63,7 @@ FAILING_RANK = """
     from lab.data import DataError
 
     if {rank!r} == __import__("os").environ["RANK"]:
-        draw, calls = lab.train.LMTask.train_batch, []
+        draw, calls = lab.train.{task}.train_batch, []
 
         def failing(self, config, generator):  # as a corrupt shard or a full disk would, mid-run
             calls.append(1)
@@ -67,14 +71,14 @@ FAILING_RANK = """
                 raise DataError("the batch could not be read")
             return draw(self, config, generator)
 
-        lab.train.LMTask.train_batch = failing
+        lab.train.{task}.train_batch = failing
     sys.exit(main())
 """
 
 
 def test_a_rank_that_fails_fails_the_job_with_a_one_line_message(corpus, tmp_path):
     script = tmp_path / "failing_rank.py"
-    script.write_text(textwrap.dedent(FAILING_RANK.format(rank="1")))
+    script.write_text(textwrap.dedent(FAILING_RANK.format(rank="1", task="LMTask")))
     result = torchrun("train", "--corpus", corpus, *TINY, "--out", tmp_path / "runs", script=script)
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
@@ -94,11 +98,64 @@ def test_the_batch_must_split_evenly_over_the_ranks(monkeypatch):
         lab.train.train(model, task, lab.train.TrainConfig(batch_size=3, block_size=8, max_steps=1))
 
 
-def test_the_ablation_refuses_to_run_once_per_rank(monkeypatch, tmp_path):
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    code, _, err = run(["ablation", "--out", tmp_path])
-    assert_one_line_error(code, err, "rank 0: ablation: runs as one process")
+# 2 arms x 2 seeds of 2 steps each: two rounds of two runs on two ranks
+STUDY = ["ablation", "--size", "8", "--epochs", "1", "--seeds", "0", "1", "--limit-train", "16", "--limit-test", "8",
+         "--batch-size", "8", "--gate-batch", "2", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def one_process_study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one")
+    code, _, err = run([*STUDY, "--out", out])
+    assert code == 0, err
+    return out
+
+
+def assert_same_study(folder, one_process_folder):
+    """The same runs, numbers, checkpoints and results.csv as the study one process wrote; only the wall-clock
+    times (and the folder in the rerun command) differ."""
+    two, one = load_results(folder), load_results(one_process_folder)
+    assert two["complete"] and two["summary"] == one["summary"]
+    assert [without_timing(r) for r in two["runs"]] == [without_timing(r) for r in one["runs"]]
+    assert (folder / "results.csv").read_text() == (one_process_folder / "results.csv").read_text()
+    assert {p.name for p in folder.iterdir()} == {p.name for p in one_process_folder.iterdir()} == {
+        RESULTS_FILE, "results.csv", "digits-baseline-seed0.safetensors", "digits-ablated-seed0.safetensors"}
+    for name in ("digits-baseline-seed0.safetensors", "digits-ablated-seed0.safetensors"):  # trained on ranks 0, 1
+        two_weights, one_weights = (load_checkpoint(f / name).model.state_dict() for f in (folder, one_process_folder))
+        assert all(torch.equal(two_weights[k], one_weights[k]) for k in one_weights), name
+
+
+def test_two_ranks_share_the_ablation_and_write_what_one_process_writes(one_process_study, tmp_path):
+    result = torchrun(*STUDY, "--out", tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "spread over 2 ranks" in result.stdout and result.stdout.count("results in ") == 1  # rank 0 alone
+    epochs = [line.split(" epoch")[0].split() for line in result.stdout.splitlines() if " epoch 1:" in line]
+    assert sorted(epochs) == [["ablated", "seed", "0"], ["ablated", "seed", "1"], ["baseline", "seed", "0"],
+                              ["baseline", "seed", "1"]], result.stdout  # each run trained once, on one rank or the other
+    assert_same_study(tmp_path, one_process_study)
+
+
+def test_a_rank_whose_run_fails_fails_the_study_and_a_rerun_continues_it(one_process_study, tmp_path):
+    script = tmp_path / "failing_rank.py"  # rank 1 fails at its third batch: in its second run, the last round's
+    script.write_text(textwrap.dedent(FAILING_RANK.format(rank="1", task="ClassificationTask")))
+    out = tmp_path / "study"
+    failed = torchrun(*STUDY, "--out", out, script=script)
+    assert failed.returncode != 0
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("error: ")]
+    message = ("the ablated run at seed 1 failed on rank 1: DataError: the batch could not be read; the finished "
+               f"runs are saved in {out}; the same command continues the study")
+    assert sorted(errors) == [f"error: rank 0: {message}", f"error: rank 1: {message}"], failed.stderr[-3000:]
+    saved = load_results(out)  # the first round's runs, and the run rank 0 finished in the round that failed
+    assert not saved["complete"]
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("baseline", 0), ("ablated", 0), ("baseline", 1)]
+
+    rerun = torchrun(*STUDY, "--out", out)  # one run left: rank 0 trains it, rank 1 waits
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"continuing the study in {out}: 3 of 4 runs already done" in rerun.stdout
+    assert [line.split(" epoch")[0].split() for line in rerun.stdout.splitlines() if " epoch 1:" in line] == [
+        ["ablated", "seed", "1"]], rerun.stdout  # the finished runs are not trained again
+    assert_same_study(out, one_process_study)
+    assert load_results(out)["created"] == saved["created"]
 
 
 def test_without_torchrun_nothing_is_distributed():
@@ -111,3 +168,7 @@ def test_without_torchrun_nothing_is_distributed():
     assert distributed.wrap(model, torch.device("cpu")) is model
     assert distributed.from_rank0([0.5, 2.0]) == [0.5, 2.0]
     assert distributed.stack(torch.arange(3)).tolist() == [[0, 1, 2]]
+    assert distributed.object_from_rank0({"run": 1}) == {"run": 1} and distributed.gather_to_rank0(3) == [3]
+    distributed.check_same_as_rank0([1.0, 2.0], "corpus", "it")
+    with distributed.alone(), distributed.first_on_each_machine():
+        assert distributed.rank_and_world() == (0, 1)

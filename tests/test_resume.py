@@ -1,6 +1,8 @@
 """Resumable runs: a run stopped, saved and resumed takes the steps it would have taken in one go;
 the training state in a checkpoint is checked whole; `python -m lab train --resume`. Tiny and CPU-only."""
+import dataclasses
 import json
+import re
 
 import pytest
 import torch
@@ -10,7 +12,8 @@ from safetensors.torch import save as save_bytes
 from lab.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, save_checkpoint
 from lab.data import load_bundled_corpus
 from lab.models import LMConfig, RecurrentLM
-from lab.train import LMTask, TrainConfig, TrainingJob, resume_training_state, run_metrics, train
+from lab.train import (LMTask, TrainConfig, TrainingJob, resume_training_state, run_metrics, train,
+                       why_not_resumable)
 from test_cli import assert_one_line_error, corpus, run  # noqa: F401 (corpus is a fixture)
 
 K = 5  # steps before and after the save
@@ -170,6 +173,38 @@ def test_a_resumable_job_saves_its_state_and_a_job_can_continue_it(task, tmp_pat
     assert second.start().wait(60) == "finished"
     assert second.result.steps == 2 * K and second.result.training_state is None  # not kept unless resumable
     assert load_checkpoint(second.checkpoint_path).training_state is None
+
+
+def test_an_ended_job_makes_the_job_that_continues_it_for_more_seconds(task, tmp_path):
+    first = TrainingJob("job", tiny_lm(task.vocab_size), task, config(max_steps=K), tmp_path, resumable=True)
+    assert first.start().wait(60) == "finished"
+    with pytest.raises(ValueError, match="more_seconds: must be a number of seconds > 0"):
+        first.continuation(0)
+    more = first.continuation(0.5)
+    assert more.name == "job" and more.resumable and more.resume.step == K
+    assert more.config.max_steps is None and more.config.max_seconds == pytest.approx(first.result.elapsed + 0.5)
+    assert more.start().wait(60) == "finished"
+    steps = [e for e in more.events() if e["type"] == "step"]
+    assert steps[0]["step"] == K + 1 and steps[0]["elapsed"] > first.result.elapsed  # a chart's x goes on
+    assert more.checkpoint_path.name == "job_v2.safetensors"
+    assert load_checkpoint(more.checkpoint_path).training_state.step == more.result.steps > K
+
+    plain = TrainingJob("plain", tiny_lm(task.vocab_size), task, config(max_steps=2), tmp_path)
+    assert plain.start().wait(60) == "finished"
+    with pytest.raises(ValueError, match="has no training state"):
+        plain.continuation(1)
+
+
+def test_why_a_run_could_not_be_continued(task, monkeypatch):
+    import lab.checkpoints
+
+    small = tiny_lm(task.vocab_size).config
+    assert why_not_resumable(small, config()) is None
+    assert "stateful run carries its hidden state" in why_not_resumable(small, config(stateful=True))
+    monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", 2**20)
+    assert why_not_resumable(small, config()) is None
+    assert re.fullmatch(r"with its optimizer's state this model's checkpoint would be about \d+ MB, over the 1 MB "
+                        "a checkpoint may have", why_not_resumable(dataclasses.replace(small, hidden_size=512), config()))
 
 
 # ---------------------------------------------------------------------------

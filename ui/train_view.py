@@ -21,8 +21,8 @@ from lab.backends import BACKENDS, FUSED_MODULES, default_backend
 from lab.cells import CELLS
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
-from lab.train import TrainConfig, resolve_device
-from ui.common import plain, user_errors
+from lab.train import TrainConfig, resolve_device, why_not_resumable
+from ui.common import plain, register_job, user_errors
 from ui.links import Field, parse_query
 
 DEFAULT_PRESET = "astra-alpha"
@@ -338,6 +338,38 @@ def draw_progress_and_samples(logs):
             st.success(f"{log.label} {job.status}{why} and was saved as `{job.checkpoint_path}`; "
                        f"it is listed as **{job.checkpoint_path.name.rsplit('_v', 1)[0]}_latest (yours)** "
                        "on the Sample and Gates pages.")
+
+
+MORE_SECONDS = 60  # what "Continue this run" offers at first: a minute more
+
+
+def draw_continue_controls(logs):
+    """Under the runs table: "Continue this run" for each run that ended and was saved with its training
+    state (lab.train.TrainingJob.continuation). Only a name's newest run offers it: continuing an older
+    one would save versions that interleave with its successor's."""
+    newest = {log.job.name: log for log in logs}
+    for log in logs:
+        job = log.job
+        if job.status not in ("finished", "stopped") or job.checkpoint_path is None or newest[job.name] is not log:
+            continue
+        if not job.resumable:
+            st.caption(f"{log.label} cannot be continued: {why_not_resumable(job.model.config, job.config)}.")
+            continue
+        with st.container(horizontal=True, vertical_alignment="bottom"):
+            more = st.number_input(f"More seconds for {log.label}", FIELDS["seconds"].low, FIELDS["seconds"].high,
+                                   value=MORE_SECONDS, key=f"train_more_{id(job)}")
+            if st.button("Continue this run", key=f"train_continue_{id(job)}",
+                         help="It goes on from where it ended: the same weights, optimizer state and stream of "
+                              "batches, and saves the next version of its checkpoint. Its learning rate follows "
+                              "the cosine over the new total time, so it rises again at first, then anneals."):
+                with user_errors("Continuing the run"):
+                    continued = job.continuation(float(more))
+                    continued.start()  # queued for the server's budget, like a new run
+                    register_job(continued)
+                    st.session_state.setdefault("train_logs", {})[id(continued)] = RunLog(
+                        continued, f"{job.name}, continued from step {continued.resume.step:,}", log.params,
+                        log.cell, log.tokenizer, log.vocab)
+                    st.rerun()  # the whole page: its Stop button and the live chart's refresh
 
 
 def format_eta(seconds):

@@ -7,10 +7,11 @@ Glossary: B batch, T time (pixels per sequence), H hidden units, C classes, N se
     results["summary"]["ablated"]["val_accuracy_mean"]
 
     python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 --out runs/ablation
+    torchrun --nproc_per_node=4 -m lab ablation --dataset digits --epochs 3 --seeds 0 1 --out runs/ablation
 
 Modules: model (arms, the model, frozen biases and their check, gate statistics), config (the config
 and the one table of command-line options), runner (run_ablation, the one runner, resumable per run,
-and AblationJob, the same runner on a background thread), results (results.json / .csv, checkpoints,
+its runs spread over the ranks under torchrun, and AblationJob, the same runner on a background thread), results (results.json / .csv, checkpoints,
 summaries, Markdown and time-constant tables).
 
 The model is seed 003's: one GRU layer in PyTorch's convention (lab.cells.TorchGRULayer;
@@ -52,4 +53,4 @@ from .model import (ARMS, FrozenBiasError, build_arm_model, check_frozen_biases,
                     gate_bias_pairs)
 from .results import (RESULTS_FILE, SHIPPED_DIR, chrono_mean, conclusion, epoch_rows, load_results, step_rows,
                       summary_markdown, time_constant_table)
-from .runner import AblationJob, load_study_data, run_ablation, run_arm
+from .runner import RANK_PATIENCE, AblationJob, load_study_data, run_ablation, run_arm

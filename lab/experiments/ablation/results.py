@@ -182,15 +182,21 @@ def checkpoint_name(config, arm, seed):
     return f"{config.dataset}-{arm}-seed{seed}.safetensors"
 
 
-def save_arm_checkpoint(out_dir, config, data, record, model):
-    """The run's final model as a lab checkpoint (load with lab.checkpoints.load_checkpoint)."""
+def arm_checkpoint(config, data, record, model):
+    """The run's final model as a lab checkpoint (load with lab.checkpoints.load_checkpoint): (file name,
+    bytes), made where the run trained and written where the results are (write_arm_checkpoint)."""
     name = checkpoint_name(config, record["arm"], record["seed"])
     history = [{k: v for k, v in e.items() if k not in ("gates", "biases")} for e in record["epochs"]]
     metrics = {"history": history, "reason": record["reason"], "steps": record["steps_done"],
                "frozen_bias_check": record["frozen_bias_check"]}
     extra = {"experiment": "gru-gate-bias-ablation", "arm": record["arm"], "seed": record["seed"],
              "dataset": data.info, "arm_description": get_arm(record["arm"]).description}
-    data_bytes = checkpoint_bytes(model, None, metrics, name[: -len(".safetensors")], 1, extra)
+    return name, checkpoint_bytes(model, None, metrics, name[: -len(".safetensors")], 1, extra)
+
+
+def write_arm_checkpoint(out_dir, checkpoint):
+    """Write arm_checkpoint's (name, bytes) into `out_dir`, atomically; returns the name."""
+    name, data_bytes = checkpoint
     atomic_write_bytes(Path(out_dir) / name, data_bytes)
     return name
 

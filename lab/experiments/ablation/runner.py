@@ -8,10 +8,12 @@ import math
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import torch
 
+from lab import distributed
 from lab.cost import training_memory_bytes
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
 from lab.train import BackgroundJob, ClassificationTask, TrainConfig, resolve_device, train
@@ -19,7 +21,8 @@ from lab.train import BackgroundJob, ClassificationTask, TrainConfig, resolve_de
 from .config import cli_command
 from .model import (bias_statistics, build_arm_model, check_frozen_biases, gate_statistics, get_arm, model_config,
                     rounded)
-from .results import assemble_results, now, results_to_resume, save_arm_checkpoint, write_results
+from .results import (arm_checkpoint, assemble_results, now, results_to_resume, write_arm_checkpoint,
+                      write_results)
 
 
 @dataclass
@@ -123,6 +126,12 @@ def run_arm(arm_name, seed, config, data, emit=None, should_stop=None, model=Non
     return record, model
 
 
+# Under torchrun a rank waits at the end of each round for the round's slowest run, and a last round
+# with fewer runs than ranks keeps some waiting a whole run (hours for seed 003's 40 CIFAR-10 epochs):
+# longer than PyTorch's default timeout for a collective. A rank that fails is ended by torchrun.
+RANK_PATIENCE = timedelta(days=7)
+
+
 def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None):
     """Every arm under every seed, one after the other, seed by seed (so early results already compare
     arms). With `out_dir`, results.json/.csv are rewritten after every run ("complete": false until
@@ -130,45 +139,118 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
     already begun there with the same config is continued: its finished runs are kept, not rerun
     (a run cut short by should_stop is run again from its start).
 
-    Events: {"type": "study_start", runs, resumed, dataset, steps_per_run}, then run_arm's events and
-    {"type": "run_done", ...} for each run still to do, and {"type": "study_done", path, complete}."""
+    Under torchrun (lab.distributed) the runs still to do are dealt out in rounds, one run per rank:
+    round k gives run k*W + r of that list to rank r, which trains it alone, exactly as one process
+    would (same seed, same batches). At the end of each round rank 0 gathers the round's records and
+    checkpoints and writes them as above, so the files are those of a study run in one process, and a
+    rerun continues after the last round finished. A run that raises on some rank ends the study on
+    every rank with lab.distributed.RankFailed, once the round's other runs are saved.
+
+    Events: {"type": "study_start", runs, resumed, dataset, steps_per_run, ranks, runs_here (this
+    rank's share)}, then run_arm's events for this rank's runs, and on rank 0 {"type": "run_done", ...}
+    for each run trained and {"type": "study_done", path, complete}. Returns the results on rank 0,
+    None on the other ranks."""
     emit = emit or (lambda event: None)
     should_stop = should_stop or (lambda: False)
-    previous = results_to_resume(out_dir, config)
-    if out_dir is not None:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)  # checkpoints land there before results.json
-    created = previous["created"] if previous else now()
-    done = {(r["arm"], r["seed"]): r for r in (previous["runs"] if previous else []) if r["reason"] != "stopped"}
-    device = resolve_device(config.device)
-    data = load_study_data(config)
+    rank, world = distributed.rank_and_world()
     plan = [(arm, seed) for seed in config.seeds for arm in config.arms]
-    emit({"type": "study_start", "runs": len(plan), "resumed": len(done), "dataset": data.info,
-          "steps_per_run": config.epochs * data.steps_per_epoch})
-    path, results, runs = None, None, [done[key] for key in plan if key in done]
-    for index, (arm, seed) in enumerate(plan):
-        if (arm, seed) in done:
-            continue
-        if should_stop():
+    # rank 0 alone reads and writes the study's folder
+    study = _StudyFiles(config, plan, out_dir, command, emit) if rank == 0 else None
+    with distributed.first_on_each_machine():  # a CIFAR-10 download is made once per machine
+        data = load_study_data(config)
+    distributed.check_same_as_rank0([len(data.task.x_train), data.task.x_train.sum().item(), len(data.task.x_test),
+                                     data.task.x_test.sum().item()], "dataset", config.dataset)
+    finished = distributed.object_from_rank0(set(study.done) if study else None)
+    todo = [key for key in plan if key not in finished]
+    emit({"type": "study_start", "runs": len(plan), "resumed": len(finished), "dataset": data.info,
+          "steps_per_run": config.epochs * data.steps_per_epoch, "ranks": world, "runs_here": len(todo[rank::world])})
+    for first in range(0, len(todo), world):
+        if distributed.object_from_rank0(should_stop()):
             break
-        record, model = run_arm(arm, seed, config, data, emit, should_stop)
-        if out_dir is not None and seed in config.saved_seeds and record["steps_done"]:
-            record["checkpoint"] = save_arm_checkpoint(out_dir, config, data, record, model)
-        runs.append(record)
-        runs.sort(key=lambda r: plan.index((r["arm"], r["seed"])))
-        if record["reason"] != "stopped":
-            done[(arm, seed)] = record
-        results = assemble_results(config, data, runs, len(done) == len(plan), created, device, command)
+        round_runs = todo[first:first + world]
+        outcome = None
+        if rank < len(round_runs):
+            outcome = _train_one(*round_runs[rank], config, data, emit, should_stop, out_dir is not None)
+        outcomes = distributed.gather_to_rank0(outcome)
+        failures, stopped = distributed.object_from_rank0(study.add(outcomes, data) if study else None)
+        if failures:
+            saved = f"the finished runs are saved in {out_dir}; " if out_dir is not None else ""
+            raise distributed.RankFailed(f"{'; '.join(failures)}; {saved}the same command continues the study")
+        if stopped:
+            break
+    return study.finish(data) if study else None
+
+
+class _StudyFiles:
+    """Rank 0's side of a study: the runs done so far, and results.json/.csv and the checkpoints,
+    written after every run."""
+
+    def __init__(self, config, plan, out_dir, command, emit):
+        previous = results_to_resume(out_dir, config)
         if out_dir is not None:
-            path = write_results(out_dir, results)
-        emit({"type": "run_done", "index": index, "runs": len(plan), "arm": arm, "seed": seed,
-              "final": record["final"], "reason": record["reason"], "elapsed": record["elapsed"],
-              "frozen_bias_check": record["frozen_bias_check"]})
-        if record["reason"] == "stopped":
-            break
-    if results is None:  # nothing ran (stopped at once, or every run was done before): nothing to rewrite
-        results = assemble_results(config, data, runs, len(done) == len(plan), created, device, command)
-    emit({"type": "study_done", "path": None if path is None else str(path), "complete": results["complete"]})
-    return results
+            Path(out_dir).mkdir(parents=True, exist_ok=True)  # checkpoints land there before results.json
+        self.config, self.plan, self.out_dir, self.command, self.emit = config, plan, out_dir, command, emit
+        self.created = previous["created"] if previous else now()
+        self.done = {(r["arm"], r["seed"]): r for r in (previous["runs"] if previous else [])
+                     if r["reason"] != "stopped"}
+        self.runs = [self.done[key] for key in plan if key in self.done]
+        self.device = resolve_device(config.device)
+        self.path = self.results = None
+
+    def add(self, outcomes, data):
+        """Save a round's outcomes (_train_one's, in rank order) -> (failures, whether a run was stopped)."""
+        failures, stopped = [], False
+        for rank, outcome in enumerate(outcomes):
+            if outcome is None:  # an idle rank in the last round
+                continue
+            if "error" in outcome:
+                failures.append(f"the {outcome['arm']} run at seed {outcome['seed']} failed on rank {rank}: "
+                                f"{outcome['error']}")
+                continue
+            record, key = outcome["record"], (outcome["record"]["arm"], outcome["record"]["seed"])
+            if outcome["checkpoint"] is not None:
+                write_arm_checkpoint(self.out_dir, outcome["checkpoint"])
+            self.runs.append(record)
+            self.runs.sort(key=lambda r: self.plan.index((r["arm"], r["seed"])))
+            if record["reason"] != "stopped":
+                self.done[key] = record
+            self.results = self._assemble(data)
+            if self.out_dir is not None:
+                self.path = write_results(self.out_dir, self.results)
+            self.emit({"type": "run_done", "index": self.plan.index(key), "runs": len(self.plan), "arm": key[0],
+                       "seed": key[1], "final": record["final"], "reason": record["reason"],
+                       "elapsed": record["elapsed"], "frozen_bias_check": record["frozen_bias_check"]})
+            stopped = stopped or record["reason"] == "stopped"
+        return failures, stopped
+
+    def finish(self, data):
+        if self.results is None:  # nothing ran (stopped at once, or every run was done before): nothing to rewrite
+            self.results = self._assemble(data)
+        self.emit({"type": "study_done", "path": None if self.path is None else str(self.path),
+                   "complete": self.results["complete"]})
+        return self.results
+
+    def _assemble(self, data):
+        return assemble_results(self.config, data, self.runs, len(self.done) == len(self.plan), self.created,
+                                self.device, self.command)
+
+
+def _train_one(arm, seed, config, data, emit, should_stop, keep_checkpoint):
+    """One run on this rank, alone -> {"record", "checkpoint": arm_checkpoint's (name, bytes) or None}.
+    In a torchrun group an exception is returned as {"arm", "seed", "error"}, for rank 0 to save the
+    round's other runs before every rank stops; in a single process it is raised as it is."""
+    try:
+        with distributed.alone():
+            record, model = run_arm(arm, seed, config, data, emit, should_stop)
+    except Exception as e:
+        if distributed.rank_and_world()[1] == 1:
+            raise
+        return {"arm": arm, "seed": seed, "error": f"{type(e).__name__}: {e}"}
+    checkpoint = None
+    if keep_checkpoint and seed in config.saved_seeds and record["steps_done"]:
+        checkpoint = arm_checkpoint(config, data, record, model)
+        record["checkpoint"] = checkpoint[0]
+    return {"record": record, "checkpoint": checkpoint}
 
 
 def expected_data_info(config):
