@@ -10,7 +10,7 @@ import streamlit as st
 
 from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, conclusion, epoch_rows,
                                       load_results, step_rows, time_constant_table)
-from ui.common import plain, register_job, session_key, setup_page, show_anchors, user_errors
+from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Ablation")
@@ -210,7 +210,7 @@ if start and not running:
         config = AblationConfig(dataset="digits", size=int(size), epochs=int(epochs), seeds=tuple(range(int(n_seeds))),
                                 arms=("baseline", "ablated"), batch_size=int(batch), lr=LIVE_LR, limit_train=int(n_train),
                                 limit_test=int(n_test), gate_batch=8)
-        job = AblationJob(config, owner=session_key()).start()  # a CapacityError is shown by user_errors
+        job = AblationJob(config, owner=session_key(), in_process=TRAIN_IN_PROCESS).start()  # a CapacityError is shown by user_errors
         register_job(job)
         st.session_state["ablation_job"] = job
         running = True

@@ -399,3 +399,14 @@ def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch)
     assert ablation.wait(60) == "finished", ablation.message
     assert later.wait(30) == "finished"
     assert budget.snapshot()[2:] == (0, 0)  # everything given back
+
+
+def test_a_live_ablation_in_a_process_of_its_own_gives_the_threads_results(tmp_path):
+    config = tiny_config(epochs=1, seeds=(0,), arms=("baseline",))
+    jobs = [AblationJob(config, out_dir=tmp_path / where, cost_mb=1, in_process=where == "process").start()
+            for where in ("thread", "process")]
+    for job in jobs:
+        assert job.wait(120) == "finished", job.message
+    thread, process = (load_results(job.out_dir) for job in jobs)
+    assert [r["final"] for r in process["runs"]] == [r["final"] for r in thread["runs"]]
+    assert [e["type"] for e in jobs[1].events()] == [e["type"] for e in jobs[0].events()]

@@ -17,6 +17,7 @@ from lab import distributed
 from lab.cost import training_memory_bytes
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
 from lab.train import BackgroundJob, ClassificationTask, TrainConfig, resolve_device, train
+from lab.workers import run_in_process
 
 from .config import cli_command
 from .model import (bias_statistics, build_arm_model, check_frozen_biases, gate_statistics, get_arm, model_config,
@@ -269,17 +270,19 @@ class AblationJob(BackgroundJob):
 
         job = AblationJob(config).start(); job.events(since=n); job.stop(); job.wait(); job.results
 
-    status: ready -> queued -> running -> finished | stopped | failed (message says why)."""
+    status: ready -> queued -> running -> finished | stopped | failed (message says why).
+
+    `in_process` computes it in a niced process of its own (lab.workers), as the app's training runs do."""
 
     what = "The live ablation"
 
-    def __init__(self, config, out_dir=None, cost_mb=None, owner=None, budget=None):
+    def __init__(self, config, out_dir=None, cost_mb=None, owner=None, budget=None, in_process=False):
         if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
             info = expected_data_info(config)
             cost_mb = training_memory_bytes(model_config("baseline", config, info), config.batch_size,
                                             info["sequence_length"]) / 2**20
         super().__init__(cost_mb, owner, budget)
-        self.config, self.out_dir, self.results = config, out_dir, None
+        self.config, self.out_dir, self.results, self.in_process = config, out_dir, None, in_process
         self.command = cli_command(config)  # what the page offers: run this study yourself
         self._folder = None
         if out_dir is None:
@@ -287,5 +290,9 @@ class AblationJob(BackgroundJob):
             self.out_dir = self._folder.name
 
     def _work(self):
-        self.results = run_ablation(self.config, self.out_dir, self._log, self._stop.is_set, self.command)
+        if self.in_process:
+            self.results = run_in_process(run_ablation, dict(config=self.config, out_dir=self.out_dir,
+                                                             command=self.command), self._log, self._stop.is_set)
+        else:
+            self.results = run_ablation(self.config, self.out_dir, self._log, self._stop.is_set, self.command)
         return "finished" if self.results["complete"] else "stopped"
