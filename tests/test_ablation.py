@@ -18,7 +18,8 @@ from lab.checkpoints import load_checkpoint  # noqa: E402
 from lab.data import DataError  # noqa: E402
 from lab.experiments.ablation import (ARMS, OPTIONS, RESULTS_FILE, SHIPPED_DIR, AblationConfig,  # noqa: E402
                                       AblationJob, FrozenBiasError, build_arm_model, check_frozen_biases,
-                                      chrono_mean, cli_command, conclusion, config_from_args, epoch_rows,
+                                      chrono_mean, cli_command, compare_with_baseline, conclusion, config_from_args,
+                                      epoch_rows,
                                       freeze_gate_biases,
                                       gate_bias_pairs, load_results, load_study_data, run_ablation, run_arm,
                                       summary_markdown, time_constant_table)
@@ -410,3 +411,22 @@ def test_a_live_ablation_in_a_process_of_its_own_gives_the_threads_results(tmp_p
     thread, process = (load_results(job.out_dir) for job in jobs)
     assert [r["final"] for r in process["runs"]] == [r["final"] for r in thread["runs"]]
     assert [e["type"] for e in jobs[1].events()] == [e["type"] for e in jobs[0].events()]
+
+
+def test_welchs_t_test_against_the_baseline_by_hand():
+    def study(accuracies):
+        return {"summary": {arm: {"val_accuracy_by_seed": dict(enumerate(v))} for arm, v in accuracies.items()}}
+
+    (apart,) = compare_with_baseline(study({"baseline": [0.90, 0.91, 0.92], "ablated": [0.60, 0.62, 0.61]}))
+    # means 0.61 and 0.91, each variance 1e-4 over 3 seeds: t = -0.30 / sqrt(2 * 1e-4 / 3) = -36.74, 4 d.o.f.
+    assert apart["arm"] == "ablated" and apart["difference"] == pytest.approx(-0.30)
+    assert apart["t"] == pytest.approx(-36.742, abs=1e-3) and apart["p"] < 1e-5 and apart["n"] == (3, 3)
+    (close,) = compare_with_baseline(study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}))
+    assert close["t"] == pytest.approx(-0.612, abs=1e-3) and close["p"] > 0.5  # the seeds alone explain it
+    assert compare_with_baseline(study({"baseline": [0.80], "chrono": [0.85, 0.86]})) == []  # no spread yet
+    table = summary_markdown({**study({"baseline": [0.9, 0.91], "chrono": [0.95, 0.96]}), "summary": {
+        arm: {"n_seeds": 2, "val_accuracy_by_seed": dict(enumerate(v)), "val_accuracy_mean": sum(v) / 2,
+              "val_accuracy_std": 0.007, "val_loss_mean": None, "val_loss_std": None, "train_loss_mean": None,
+              "train_loss_std": None, "z_mean_final": None, "b_z_mean_final": None}
+        for arm, v in {"baseline": [0.9, 0.91], "chrono": [0.95, 0.96]}.items()}})
+    assert "| chrono | +5.0 points |" in table

@@ -253,6 +253,28 @@ def conclusion(results):
             f"spread ({listed}): in this study the choice of gate biases mattered.")
 
 
+def compare_with_baseline(results, baseline="baseline"):
+    """Each other arm's final test accuracy against the baseline's over the random seeds: the
+    difference of the means and Welch's t-test (unequal variances; scipy), which asks whether a gap
+    that size is likely between seeds alone. -> [{"arm", "difference", "t", "p", "n"}], empty until
+    both sides have two finished seeds (a t-test needs a spread on each side)."""
+    from scipy.stats import ttest_ind
+
+    def accuracies(arm):
+        return [v for v in results["summary"].get(arm, {}).get("val_accuracy_by_seed", {}).values() if v is not None]
+
+    base = accuracies(baseline)
+    rows = []
+    for arm in results["summary"]:
+        other = accuracies(arm)
+        if arm == baseline or len(base) < 2 or len(other) < 2:
+            continue
+        test = ttest_ind(other, base, equal_var=False)
+        rows.append({"arm": arm, "difference": statistics.fmean(other) - statistics.fmean(base),
+                     "t": float(test.statistic), "p": float(test.pvalue), "n": (len(other), len(base))})
+    return rows
+
+
 def summary_markdown(results):
     """The accuracy table as Markdown (BENCHMARKS.md, the CLI's closing print)."""
     lines = ["| arm | seeds | test accuracy (mean ± std) | test loss | train loss (last epoch) | mean z | b_z |",
@@ -271,4 +293,10 @@ def summary_markdown(results):
         lines.append(f"| {arm} | {s['n_seeds']} ({by_seed}) | {pm(s['val_accuracy_mean'], s['val_accuracy_std'], True)} "
                      f"| {pm(s['val_loss_mean'], s['val_loss_std'])} | {pm(s['train_loss_mean'], s['train_loss_std'])} "
                      f"| {pm(s['z_mean_final'], None)} | {pm(s['b_z_mean_final'], None)} |")
+    comparisons = compare_with_baseline(results)
+    if comparisons:
+        lines += ["", "| arm vs baseline | difference in test accuracy | Welch's t | p (two-sided) | seeds |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {c['arm']} | {100 * c['difference']:+.1f} points | {c['t']:+.2f} | {c['p']:.3f} | "
+                  f"{c['n'][0]} vs {c['n'][1]} |" for c in comparisons]
     return "\n".join(lines)
