@@ -33,10 +33,13 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCRIPT_DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # number of (x, y) points in the first plotly chart of the page, -1 when there is none
+# plotly sends numpy arrays as base64 typed arrays ({dtype: "f8", bdata}): their length is bytes / width
 CHART_POINTS_JS = """() => {
     const chart = document.querySelector('.js-plotly-plot');
     if (!chart || !chart.data) return -1;
-    return chart.data.reduce((n, trace) => n + (trace.x ? trace.x.length : 0), 0);
+    const length = x => !x ? 0 : x.bdata !== undefined ? atob(x.bdata).length / parseInt(x.dtype.slice(1))
+                                                       : x.length;
+    return chart.data.reduce((n, trace) => n + length(trace.x), 0);
 }"""
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.app import (CHROMIUM, ROOT, SCRIPT_DONE, AppServer, app_pages, chart_points,
+from benchmarks.app import (CHART_POINTS_JS, CHROMIUM, ROOT, SCRIPT_DONE, AppServer, app_pages, chart_points,
                             click_start_and_time_first_point, launch_browser, open_page, stop_training)
 from lab.checkpoints import checkpoint_bytes, read_info
 from lab.data import CharTokenizer
@@ -167,8 +167,7 @@ def test_start_draws_loss_points_that_keep_coming(server, page):
     print(f"click Start -> first loss point: {latency:.2f} s")
     assert latency < 15, f"first loss point after {latency:.1f} s"
     first = chart_points(page)
-    page.wait_for_function(f"(() => {{ const c = document.querySelector('.js-plotly-plot'); "
-                           f"return c && c.data.reduce((n, t) => n + t.x.length, 0) > {first}; }})")
+    page.wait_for_function(f"({CHART_POINTS_JS})() > {first}")
     assert "tokens/s" in page.inner_text('[data-testid="stMain"]')
     screenshot(page, "Train-running")
     stop_training(page)
