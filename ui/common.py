@@ -209,8 +209,10 @@ HEARTBEAT_SECONDS = 5.0  # how often every open page tells the server it is stil
 # a job whose session sent no heartbeat for this long is stopped: a closed tab, a lost laptop. Generous,
 # because browsers slow the timers of hidden tabs (Chrome: to once a minute after five minutes hidden)
 UNATTENDED_SECONDS = float(os.environ.get("RNNLAB_UNATTENDED_SECONDS", "150"))
-# each run trains in a niced process of its own (lab.workers), so the pages keep the interpreter
-TRAIN_IN_PROCESS = os.environ.get("RNNLAB_TRAIN_IN_PROCESS", "1") != "0"
+# 1: each run trains in a niced process of its own (lab.workers). Off by default: with ten runs at
+# once each process held ~400 MB where threads hold ~60 MB, and a run's first point came later
+# (BENCHMARKS.md, the classroom runs), which a 1-2.7 GB host cannot afford
+TRAIN_IN_PROCESS = os.environ.get("RNNLAB_TRAIN_IN_PROCESS", "0") != "0"
 
 
 @st.cache_resource
