@@ -83,7 +83,7 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     plateau, state, done = Plateau(patience), None, False
     if progress_path.is_file():
         saved = load_checkpoint(progress_path, device="cpu")
-        model, done = saved.model, saved.metrics.get("done", False)
+        model, metrics, done = saved.model, saved.metrics, saved.metrics.get("done", False)
         plateau = Plateau(patience, **saved.metrics["plateau"])
         if not done:
             state = resume_training_state(saved, train_config)
@@ -114,9 +114,8 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
         metrics = run_metrics(result, train_config, reason=reason, done=done, plateau=dataclasses.asdict(plateau))
         del metrics["plateau"]["patience"]
         atomic_write_bytes(progress_path, checkpoint_bytes(model, task.tokenizer, metrics, name, 0, None, state))
-    saved = load_checkpoint(progress_path, device="cpu")
     model.load_state_dict(best_weights)
-    return model.eval(), saved.metrics
+    return model.eval(), metrics
 
 
 def evaluate(model, task, train_config):
