@@ -1,7 +1,7 @@
 """The app in a real browser (issue 5): how fast the first loss point appears, how fast pages load,
 how much memory the server uses while training.
 
-    python -m benchmarks.app [--seconds 20] [--repeats 3]
+    python -m benchmarks.app [--seconds 20] [--repeats 3] [--race 90]
 
 Starts `streamlit run app.py` on a free port (user checkpoints in a temporary
 folder), drives Debian's /usr/bin/chromium with Playwright, and prints:
@@ -11,7 +11,9 @@ folder), drives Debian's /usr/bin/chromium with Playwright, and prints:
   H=256, B=32, T=64) on the bundled corpus; the first click of a fresh server
   and later clicks (task cached) are reported apart;
 * each page's warm load time: navigation -> script finished (target <= 3 s);
-* the server process's peak resident memory (VmHWM) after training.
+* the server process's peak resident memory (VmHWM) after training;
+* with --race SECONDS: each page's warm load in a second browser session, idle and while the
+  first session's four-way race (🏁: RNN, GRU, LSTM, scan) trains for SECONDS.
 
 The same driver (server, browser, chart probe) serves tests/test_browser.py.
 """
@@ -142,13 +144,47 @@ def stop_training(page, timeout_ms=30_000):
     page.wait_for_selector(SCRIPT_DONE, timeout=timeout_ms)
 
 
+# how many traces of the first plotly chart have points: the runs drawn on the race chart
+CHART_CURVES_JS = CHART_POINTS_JS.replace(
+    "return chart.data.reduce((n, trace) => n + length(trace.x), 0);",
+    "return chart.data.filter(trace => length(trace.x) > 0).length;")
+
+
+def race_page_loads(browser, server, seconds, repeats):
+    """{page: (idle load, load during a four-way race)} from a second session, and the curves drawn."""
+    viewport = {"width": 1400, "height": 1000}
+    racer, visitor = (browser.new_context(viewport=viewport).new_page() for _ in range(2))
+    idle = {}
+    for path, name in app_pages():
+        open_page(visitor, f"{server.url}/{path}")  # cold: caches fill
+        idle[name] = statistics.median(open_page(visitor, f"{server.url}/{path}") for _ in range(repeats))
+    open_page(racer, f"{server.url}/Train?seconds={seconds}")
+    racer.locator(".st-key-train_race button").click()
+    racer.wait_for_function(f"({CHART_CURVES_JS})() >= 4", polling=250, timeout=60_000)
+    during = {name: statistics.median(open_page(visitor, f"{server.url}/{path}") for _ in range(repeats))
+              for path, name in app_pages()}
+    curves = racer.evaluate(f"({CHART_CURVES_JS})()")
+    still_racing = racer.locator(".st-key-train_stop button").is_enabled()
+    return {name: (idle[name], during[name]) for name in idle}, curves, still_racing
+
+
 def main():
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=20, help="training budget of each benchmark run")
     parser.add_argument("--repeats", type=int, default=3, help="Start clicks to time (and page loads per page)")
+    parser.add_argument("--race", type=int, metavar="SECONDS",
+                        help="only the page loads during a four-way race of SECONDS (long enough to outlast them)")
     args = parser.parse_args()
+    if args.race:
+        with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
+            loads, curves, still_racing = race_page_loads(launch_browser(p), server, args.race, args.repeats)
+        print(f"warm page loads in a second session, median of {args.repeats}: idle, then during a four-way race "
+              f"({curves} curves on the racer's chart; still racing at the end: {still_racing})")
+        for name, (idle, during) in loads.items():
+            print(f"  {name:28s} {idle:5.2f} s -> {during:5.2f} s ({during / idle:.1f}x)")
+        return
     with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
         browser = launch_browser(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})

@@ -1,6 +1,6 @@
 """The sweep of short runs behind the bundled models' recipe (scripts/build_checkpoints.py).
 
-    python -m benchmarks.bundle_sweep [--minutes 7] [--only NAME ...]
+    python -m benchmarks.bundle_sweep [--minutes 7 | --steps 6000] [--only NAME ...]
 
 Trains each variant below on the bundled corpus for the same budget of training
 minutes on 2 threads (the cosine schedule spans the budget, so each run anneals
@@ -30,14 +30,18 @@ VARIANTS = {  # name: (model overrides, training overrides) on astra-alpha's rec
     "LSTM 1x512, dropout 0.2, B=64": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.2}, {"batch_size": 64}),
     "LSTM 2x384, dropout 0.2": ({"cell": "lstm", "hidden_size": 384, "num_layers": 2, "dropout": 0.2}, {"lr": 2e-3}),
     "LSTM 2x512, dropout 0.3": ({"cell": "lstm", "hidden_size": 512, "num_layers": 2, "dropout": 0.3}, {"lr": 2e-3}),
+    # the second sweep, at a budget of steps on quiet cores: more dropout against the over-fitting above
+    "LSTM 1x512, dropout 0.4": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.4}, {}),
+    "LSTM 1x512, dropout 0.5": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.5}, {}),
+    "LSTM 2x512, dropout 0.5": ({"cell": "lstm", "hidden_size": 512, "num_layers": 2, "dropout": 0.5}, {"lr": 2e-3}),
 }
 
 
-def run(name, minutes, task, work):
+def run(name, minutes, steps, task, work):
     preset = get_preset("astra-alpha")
     model_overrides, train_overrides = VARIANTS[name]
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, backend="fused", **model_overrides)
-    train_config = preset.train_config(**train_overrides, max_steps=None, max_seconds=minutes * 60,
+    train_config = preset.train_config(**train_overrides, max_steps=steps, max_seconds=None if steps else minutes * 60,
                                        eval_interval=EVAL_INTERVAL, eval_windows=EVAL_WINDOWS)
     folder = work / re.sub(r"[^a-z0-9]+", "-", name.lower())
     model, metrics = train_until_plateau(name, config, train_config, task, folder, log=lambda line: None)
@@ -51,17 +55,18 @@ def run(name, minutes, task, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=7)
+    parser.add_argument("--steps", type=int, help="a budget of steps instead of minutes (fair on busy cores)")
     parser.add_argument("--only", nargs="+", choices=list(VARIANTS), metavar="NAME", help="run only these variants")
     parser.add_argument("--work", default=str(ROOT / "build" / "sweep"))
     args = parser.parse_args()
     configure_cpu(2)
     task = LMTask.from_text(load_bundled_corpus(), "char")
-    print(f"{args.minutes:g} minutes each, 2 threads")
+    print(f"{args.steps:,} steps each" if args.steps else f"{args.minutes:g} minutes each", "2 threads")
     print("| variant | parameters | steps | tokens/s | last train loss | best val nats/char (512 windows of T) "
           "| the same weights, split read in order |")
     print("|---|---|---|---|---|---|---|")
     for name in args.only or VARIANTS:
-        print(run(name, args.minutes, task, Path(args.work)), flush=True)
+        print(run(name, args.minutes, args.steps, task, Path(args.work)), flush=True)
 
 
 if __name__ == "__main__":
