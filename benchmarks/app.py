@@ -159,7 +159,7 @@ def race_page_loads(browser, server, seconds, repeats):
         open_page(visitor, f"{server.url}/{path}")  # cold: caches fill
         idle[name] = statistics.median(open_page(visitor, f"{server.url}/{path}") for _ in range(repeats))
     open_page(racer, f"{server.url}/Train?seconds={seconds}")
-    racer.locator(".st-key-train_race button").click()
+    racer.get_by_role("button", name="🏁 Race").click()
     racer.wait_for_function(f"({CHART_CURVES_JS})() >= 4", polling=250, timeout=60_000)
     during = {name: statistics.median(open_page(visitor, f"{server.url}/{path}") for _ in range(repeats))
               for path, name in app_pages()}
@@ -181,7 +181,8 @@ def main():
         with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
             loads, curves, still_racing = race_page_loads(launch_browser(p), server, args.race, args.repeats)
         print(f"warm page loads in a second session, median of {args.repeats}: idle, then during a four-way race "
-              f"({curves} curves on the racer's chart; still racing at the end: {still_racing})")
+              f"({curves} traces with points on the racer's chart, a training and a validation curve per run; "
+              f"still racing at the end: {still_racing})")
         for name, (idle, during) in loads.items():
             print(f"  {name:28s} {idle:5.2f} s -> {during:5.2f} s ({during / idle:.1f}x)")
         return
