@@ -34,6 +34,10 @@ VARIANTS = {  # name: (model overrides, training overrides) on astra-alpha's rec
     "LSTM 1x512, dropout 0.4": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.4}, {}),
     "LSTM 1x512, dropout 0.5": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.5}, {}),
     "LSTM 2x512, dropout 0.5": ({"cell": "lstm", "hidden_size": 512, "num_layers": 2, "dropout": 0.5}, {"lr": 2e-3}),
+    # the state carried from window to window (truncated BPTT over the text read in order, as
+    # word_language_model trains): the model learns to use more than 64 characters of context
+    "LSTM 1x512, dropout 0.2, state carried": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.2},
+                                               {"stateful": True}),
 }
 
 
