@@ -14,6 +14,7 @@ should use: the train/validation gap says how soon a recipe over-fits.
 """
 import argparse
 import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -48,7 +49,10 @@ def run(name, minutes, steps, task, work):
     train_config = preset.train_config(**train_overrides, max_steps=steps, max_seconds=None if steps else minutes * 60,
                                        eval_interval=EVAL_INTERVAL, eval_windows=EVAL_WINDOWS)
     folder = work / re.sub(r"[^a-z0-9]+", "-", name.lower())
-    model, metrics = train_until_plateau(name, config, train_config, task, folder, log=lambda line: None)
+    # a run that carries its state cannot be resumed (the state is not saved), so it trains in one piece
+    chunk_seconds = math.inf if train_config.stateful else 300
+    model, metrics = train_until_plateau(name, config, train_config, task, folder, chunk_seconds=chunk_seconds,
+                                         log=lambda line: None)
     tokens_per_s = metrics["steps"] * train_config.batch_size * train_config.block_size / metrics["elapsed"]
     best = min(event["val_nats_per_char"] for event in metrics["history"])
     in_order = task.evaluate_in_order(model, torch.device("cpu"))["val_nats_per_char_in_order"]

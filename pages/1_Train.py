@@ -1,7 +1,7 @@
 """Train: pick a model family and a corpus, start a background run, watch the loss race live.
 
 Widgets -> ui.train_view settings -> lab configs -> lab.train.TrainingJob; a
-fragment polls the session's jobs every two seconds and draws their events.
+fragment polls the session's jobs every two seconds (less often on a busy server) and draws their events.
 The settings are mirrored in the URL, so a link opens with the same settings.
 """
 import copy
@@ -281,7 +281,11 @@ st.radio(F["x"].label, ["elapsed", "step"], key=tv.key("x"), horizontal=True,
 # live view: redrawn every two seconds while a run of this session trains
 
 
-def live_view(auto, x_axis):
+def waiting_for_first_point(logs):
+    return any(log.job.running and log.last_step is None for log in logs)
+
+
+def live_view(auto, x_axis, refresh):
     logs_by_id = st.session_state.setdefault("train_logs", {})
     jobs = training_jobs()
     for stale in set(logs_by_id) - {id(job) for job in jobs}:  # cleared runs
@@ -311,8 +315,11 @@ def live_view(auto, x_axis):
                 page_link(page, label=f"Open the {page} page")
     active = [log for log in logs if log.job.running]
     if auto and not active:
-        st.rerun()  # the last run ended: redraw the page once, without the 1 s refresh
+        st.rerun()  # the last run ended: redraw the page once, without the refresh
+    if auto and refresh < tv.live_refresh_seconds(n_running, waiting_for_first_point(logs)):
+        st.rerun()  # the first points are drawn and the server is busy: redraw less often from now on
 
 
-# every 2 s: each watching student's redraw costs the server's one interpreter some tens of milliseconds
-st.fragment(run_every=2.0 if running else None)(live_view)(bool(running), values["x"])
+refresh = tv.live_refresh_seconds(SERVER_BUDGET.snapshot()[2],
+                                  waiting_for_first_point(st.session_state.get("train_logs", {}).values()))
+st.fragment(run_every=refresh if running else None)(live_view)(bool(running), values["x"], refresh)

@@ -3,6 +3,7 @@ reference lines it draws."""
 import math
 from types import SimpleNamespace
 
+from ui import train_view as tv
 from ui.train_view import RunLog, char_anchors, race_figure
 
 NANOGPT = ["nanoGPT char, CPU 1.88", "nanoGPT char, GPU 1.47"]
@@ -54,3 +55,12 @@ def test_the_runs_table_never_shows_none_before_the_first_validation():
     log = RunLog(FakeJob([{"type": "step", "step": 1, "elapsed": 0.5, "train_loss": 4.0}], 1.0),
                  "rnn", 1, "rnn", "char", 76).update()
     assert None not in log.row().values() and log.row()["val nats/char"] == "…"
+
+
+def test_live_charts_redraw_less_often_only_on_a_busy_server_and_after_the_first_points():
+    busy = tv.BUSY_SERVER_RUNS
+    assert tv.live_refresh_seconds(1, waiting_for_first_point=False) == 2.0
+    assert tv.live_refresh_seconds(busy - 1, waiting_for_first_point=False) == 2.0
+    assert tv.live_refresh_seconds(busy, waiting_for_first_point=True) == 2.0  # a new run's first point comes fast
+    assert tv.live_refresh_seconds(busy, waiting_for_first_point=False) > 2.0
+    assert tv.live_refresh_seconds(busy + 20, waiting_for_first_point=False) <= 5.0  # never slower than 5 s

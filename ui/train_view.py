@@ -167,6 +167,17 @@ def default_run_name(values):
 # run logs: a job's events, read incrementally
 
 
+BUSY_SERVER_RUNS = 6  # from this many runs on the server, the watching students' charts redraw less often
+
+
+def live_refresh_seconds(runs_on_server, waiting_for_first_point):
+    """How often a student's live chart redraws: every 2 s, or every 5 s once this student's runs
+    have drawn their first points while the server trains BUSY_SERVER_RUNS runs or more. Each
+    redraw takes some tens of milliseconds of the server's one interpreter, which every student
+    shares: with ten students watching, fewer redraws leave more of it for another student's page."""
+    return 5.0 if runs_on_server >= BUSY_SERVER_RUNS and not waiting_for_first_point else 2.0
+
+
 class RunLog:
     """What the page shows of one TrainingJob, updated from `job.events(since)`.
 
