@@ -278,7 +278,7 @@ st.radio(F["x"].label, ["elapsed", "step"], key=tv.key("x"), horizontal=True,
          format_func={"elapsed": "seconds (a fair race)", "step": "training steps"}.get)
 
 # ---------------------------------------------------------------------------
-# live view: redrawn every two seconds while a run of this session trains
+# live view: redrawn every two seconds (five on a busy server) while a run of this session trains
 
 
 def waiting_for_first_point(logs):
