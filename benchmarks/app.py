@@ -124,6 +124,11 @@ def open_page(page, url, timeout_ms=60_000):
     return time.perf_counter() - start
 
 
+def page_load(page, url, repeats=3):
+    """The median of `repeats` loads of `url` (warm, if the caller loaded it once before)."""
+    return statistics.median(open_page(page, url) for _ in range(repeats))
+
+
 def chart_points(page):
     return page.evaluate(CHART_POINTS_JS)
 
@@ -157,12 +162,11 @@ def race_page_loads(browser, server, seconds, repeats):
     idle = {}
     for path, name in app_pages():
         open_page(visitor, f"{server.url}/{path}")  # cold: caches fill
-        idle[name] = statistics.median(open_page(visitor, f"{server.url}/{path}") for _ in range(repeats))
+        idle[name] = page_load(visitor, f"{server.url}/{path}", repeats)
     open_page(racer, f"{server.url}/Train?seconds={seconds}")
     racer.get_by_role("button", name="🏁 Race").click()
     racer.wait_for_function(f"({CHART_CURVES_JS})() >= 4", polling=250, timeout=60_000)
-    during = {name: statistics.median(open_page(visitor, f"{server.url}/{path}") for _ in range(repeats))
-              for path, name in app_pages()}
+    during = {name: page_load(visitor, f"{server.url}/{path}", repeats) for path, name in app_pages()}
     curves = racer.evaluate(f"({CHART_CURVES_JS})()")
     still_racing = racer.locator(".st-key-train_stop button").is_enabled()
     return {name: (idle[name], during[name]) for name in idle}, curves, still_racing

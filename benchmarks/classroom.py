@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.app import CHART_POINTS_JS, CHROMIUM, CHROMIUM_ARGS, AppServer, open_page
+from benchmarks.app import CHART_POINTS_JS, CHROMIUM, CHROMIUM_ARGS, AppServer, open_page, page_load
 
 BUDGET_LINE = "This server's training budget"
 
@@ -89,10 +89,6 @@ def launch_niced_browser(playwright, folder):
     wrapper.write_text(f'#!/bin/sh\nexec nice -n 10 {CHROMIUM} "$@"\n')
     wrapper.chmod(0o755)
     return playwright.chromium.launch(executable_path=str(wrapper), args=CHROMIUM_ARGS)
-
-
-def page_load(page, url, repeats=3):
-    return statistics.median(open_page(page, url) for _ in range(repeats))
 
 
 def main():
