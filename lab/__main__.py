@@ -9,9 +9,12 @@
     torchrun --nproc_per_node=3 -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
 """
 import argparse
+import contextlib
 import dataclasses
 import os
+import signal
 import sys
+import threading
 import tempfile
 from pathlib import Path
 
@@ -167,13 +170,15 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
 
     first_step = resume.step if resume is not None else 0
     try:
-        result = train(model, task, train_config, on_event, resume=resume)
-    except KeyboardInterrupt:
+        with stop_on_signal(lambda line: bar.write(line, file=sys.stderr)) as stop:
+            result = train(model, task, train_config, on_event, should_stop=stop.is_set, resume=resume)
+    except KeyboardInterrupt:  # the second Ctrl-C
         result = None
     finally:  # also before an error message, which must not land on the bar's line
         bar.close()
     if result is None or result.steps == first_step:
-        say("interrupted before a step was taken; nothing saved")
+        say("interrupted before a step was taken; nothing saved" if result is not None else
+            "interrupted; nothing saved")
         return 1
     if rank != 0:
         return 0
@@ -191,7 +196,32 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
         print(f"validation split read in order, state carried: {in_order['val_loss_in_order']:.4f} "
               f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)")
     print(f"saved {path}")
+    if result.reason == "stopped":
+        print(f"continue it with: python -m lab train --resume {path} --out {args.out}" if resumable else
+              "(a run started with --resumable can be continued after a stop)")
     return 0
+
+
+@contextlib.contextmanager
+def stop_on_signal(say):
+    """While training: a Ctrl-C (SIGINT) or a SIGTERM (a machine shutting down, a scheduler's end of
+    time) asks for a stop after the current step, so that the run is saved as if it had ended; a
+    second Ctrl-C raises KeyboardInterrupt at once. Yields the threading.Event that says a stop was asked."""
+    requested = threading.Event()
+
+    def handler(signum, frame):
+        if requested.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        requested.set()
+        say(f"{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to quit without "
+            "saving)")
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield requested
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def epoch_budget(preset, epochs):

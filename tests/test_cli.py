@@ -6,6 +6,7 @@ import os
 import math
 import pickle
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -180,6 +181,35 @@ def test_train_with_sentencepiece_stateful_and_scan_markov(corpus, tmp_path):
     assert checkpoint.config.family == "scan_markov" and checkpoint.config.embed_dim == 8
     assert checkpoint.metrics["train_config"]["max_epochs"] == 10 and checkpoint.metrics["steps"] == 2
     assert {f"val_accuracy_n{n}" for n in range(2, 6)} <= set(checkpoint.metrics["history"][-1])
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_stops_training_after_a_step_and_saves_what_was_trained(signum, corpus, tmp_path):
+    """Ctrl-C (or a shutdown's SIGTERM) an hour into a run must not lose the hour: the run stops
+    after its current step, is saved as resumable, and --resume continues it."""
+    argv = [sys.executable, "-m", "lab", "train", "--corpus", str(corpus), "--hidden-size", "16", "--embed-dim", "8",
+            "--block-size", "16", "--batch-size", "4", "--steps", "100000", "--eval-interval", "3", "--threads", "1", "--resumable", "--name", "long", "--out", str(tmp_path)]
+    process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stdout:  # the first evaluation: steps have been taken
+            if line.startswith("step"):
+                break
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert f"{signal.Signals(signum).name}: stopping after this step and saving" in err
+    assert "Traceback" not in err
+    checkpoint = load_checkpoint(tmp_path / "long_v1.safetensors")
+    assert checkpoint.metrics["reason"] == "stopped" and 3 <= checkpoint.metrics["steps"] < 100000
+    assert checkpoint.training_state.step == checkpoint.metrics["steps"]
+    assert f"continue it with: python -m lab train --resume {tmp_path / 'long_v1.safetensors'}" in out
+    steps = checkpoint.metrics["steps"]
+    code, out, err = run(["train", "--resume", tmp_path / "long_v1.safetensors", "--steps", steps + 2,
+                          "--out", tmp_path])
+    assert code == 0, err
+    assert load_checkpoint(tmp_path / "long_v2.safetensors").metrics["steps"] == steps + 2
 
 
 def test_epochs_are_the_seeds_own():
