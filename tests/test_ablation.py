@@ -330,7 +330,8 @@ def _study(accuracies, complete=True):
 
     return {"complete": complete, "config": {"epochs": 6}, "dataset": {"num_classes": 10},
             "summary": {arm: {"val_accuracy_mean": statistics.fmean(v) if v else None,
-                              "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None}
+                              "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None,
+                              "val_accuracy_by_seed": dict(enumerate(v))}
                         for arm, v in accuracies.items()}}
 
 
@@ -338,9 +339,17 @@ def test_the_conclusion_follows_the_numbers():
     shipped = conclusion(load_results(SHIPPED_DIR))  # the shipped 6-epoch study: both arms near 23%
     assert "still near chance" in shipped and "cannot yet say" in shipped and "guessing gives 10%" in shipped
     same = conclusion(_study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}))
-    assert "within their seed-to-seed spread" in same and "no difference" in same
-    apart = conclusion(_study({"baseline": [0.90, 0.91, 0.92], "ablated": [0.60, 0.62, 0.61]}))
-    assert apart.startswith("baseline beat ablated by 30.0 points") and "mattered" in apart
+    assert same == ("after 6 epochs (baseline 82.0%, ablated 81.0%), ablated does not differ from the baseline "
+                    "beyond the luck of the seeds (-1.0 points, Welch's t-test p = 0.57).")  # t = -0.61, 4 df
+    apart = conclusion(_study({"baseline": [0.60, 0.62, 0.61], "ablated": [0.60, 0.61, 0.62],
+                               "chrono": [0.90, 0.91, 0.92]}))
+    assert "ablated does not differ from the baseline" in apart
+    assert "chrono differs from the baseline by more than the luck of the seeds explains (+30.0 points" in apart
+    two = conclusion(_study({"baseline": [0.80, 0.84], "ablated": [0.60, 0.62, 0.61]}, complete=False))
+    assert two.startswith("So far (the study is incomplete): after 6 epochs") and "differs" in two
+    # one seed on a side: no test, the spread of the other decides nothing
+    spread = conclusion(_study({"baseline": [0.90], "ablated": [0.60, 0.62, 0.61]}))
+    assert "single seed" in spread
     one_seed = conclusion(_study({"baseline": [0.75], "ablated": [0.72]}, complete=False))
     assert one_seed.startswith("So far (the study is incomplete): baseline ended 3.0 points above ablated")
     assert "single seed" in one_seed

@@ -224,11 +224,13 @@ def time_constant_table(biases=None, seq_len=1024):
 
 
 LEARNED = 0.5  # test accuracy below which an arm has not learned the task: a gap between arms then says nothing
+SIGNIFICANT = 0.05  # Welch's p below which a gap is called more than the luck of the seeds
 
 
 def conclusion(results):
     """The study's answer in one plain sentence, from its own summary: whether the arms learned the
-    task at all (at least LEARNED test accuracy), and whether their gap exceeds the seed-to-seed spread."""
+    task at all (at least LEARNED test accuracy), and whether each arm's gap to the baseline is more
+    than the seeds' luck (Welch's t-test, with two seeds or more per arm; else the seed-to-seed spread)."""
     arms = sorted(((s["val_accuracy_mean"], s["val_accuracy_std"], arm)
                    for arm, s in results["summary"].items() if s["val_accuracy_mean"] is not None), reverse=True)
     so_far = "" if results["complete"] else "So far (the study is incomplete): "
@@ -243,6 +245,15 @@ def conclusion(results):
                 f"{chance:.0f}%), so this study cannot yet say whether the gate biases matter.")
     if len(arms) == 1:
         return f"{so_far}only the {winner} arm has results ({listed}), so there is nothing to compare yet."
+    comparisons = compare_with_baseline(results)
+    if comparisons:  # two seeds or more on each side: a test of each arm against the baseline
+        found = []
+        for c in comparisons:
+            gap = f"{100 * c['difference']:+.1f} points, Welch's t-test p = {c['p']:.2f}"
+            found.append(f"{c['arm']} differs from the baseline by more than the luck of the seeds explains ({gap})"
+                         if c["p"] < SIGNIFICANT else
+                         f"{c['arm']} does not differ from the baseline beyond the luck of the seeds ({gap})")
+        return f"{so_far}after {epochs} epochs ({listed}), " + "; ".join(found) + "."
     if best_std is None or worst_std is None:  # one seed: no spread to measure the gap against
         return (f"{so_far}{winner} ended {100 * (best - worst):.1f} points above {loser} ({listed}) with a single "
                 "seed, too few to tell a real difference from the luck of one initialisation.")
