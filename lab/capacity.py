@@ -147,12 +147,17 @@ class StepTurns:
         self._changed = threading.Condition()
         self._free, self._waiting = self.concurrent, collections.deque()
 
-    def take(self, should_stop=None, poll_seconds=0.2):
+    def take(self, should_stop=None, poll_seconds=0.2, first=False):
         """First come, first served: a job that gives its turn back and asks again queues behind the
-        others (a plain semaphore lets it take the turn straight back, and the others starve)."""
+        others (a plain semaphore lets it take the turn straight back, and the others starve). A job's
+        `first` step goes to the front: a student who just pressed Start sees a loss point after one
+        step of the others, not after a round of all of them, and each job does this once."""
         me = object()
         with self._changed:
-            self._waiting.append(me)
+            if first:
+                self._waiting.appendleft(me)
+            else:
+                self._waiting.append(me)
             while not (self._free and self._waiting[0] is me):
                 if should_stop is not None and should_stop():
                     self._waiting.remove(me)

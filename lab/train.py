@@ -778,11 +778,12 @@ class TrainingJob(BackgroundJob):
         runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
         if self._holds_turn:
             self.turns.give_back()
-        self._holds_turn = self.turns.take(self._stop.is_set)
+        self._holds_turn = self.turns.take(self._stop.is_set, first=not self._turns_taken)
+        self._turns_taken += 1
         return not self._holds_turn or self._stop.is_set()
 
     def _work(self):
-        self._holds_turn = False
+        self._holds_turn, self._turns_taken = False, 0
         try:
             if self.in_process:  # lab.workers: the weights travel there and back, the events as they come
                 weights, self.result = run_in_process(

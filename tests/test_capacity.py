@@ -2,6 +2,7 @@
 caps each owner's share, and refuses a job that could never fit with a message."""
 import math
 import threading
+import time
 
 import pytest
 
@@ -89,3 +90,26 @@ def test_step_turns_let_only_so_many_steps_compute_at_once():
     assert turns.take(stop.is_set) is True
     with pytest.raises(ValueError):
         StepTurns(0)
+
+
+def test_step_turns_go_round_in_order_and_a_first_step_goes_first():
+    from lab.capacity import StepTurns
+
+    turns, order = StepTurns(concurrent=1), []
+    assert turns.take()  # a run is stepping; two runs already training wait, then a new one asks
+
+    def job(name, first):
+        assert turns.take(poll_seconds=0.01, first=first)
+        order.append(name)
+        turns.give_back()
+
+    waiting = []
+    for name, first in [("old-1", False), ("old-2", False), ("new", True)]:
+        waiting.append(threading.Thread(target=job, args=(name, first)))
+        waiting[-1].start()
+        while len(turns._waiting) < len(waiting):  # queued in this order
+            time.sleep(0.001)
+    turns.give_back()
+    for thread in waiting:
+        thread.join(10)
+    assert order == ["new", "old-1", "old-2"]
