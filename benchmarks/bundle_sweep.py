@@ -22,7 +22,9 @@ import torch
 
 from lab.models import count_parameters
 from lab.presets import get_preset
-from lab.train import LMTask, configure_cpu, load_bundled_corpus
+from lab.data import load_bundled_corpus
+from lab.tasks import LMTask
+from lab.train import configure_cpu
 from scripts.build_checkpoints import EVAL_INTERVAL, EVAL_WINDOWS, ROOT, train_until_plateau
 
 VARIANTS = {  # name: (model overrides, training overrides) on astra-alpha's recipe

@@ -16,7 +16,7 @@ import sys
 import time
 
 from lab.data import BUNDLED_CORPUS, MAX_CORPUS_BYTES, read_text
-from lab.train import LMTask
+from lab.tasks import LMTask
 
 TOKENIZERS = ("char", "sentencepiece")
 

@@ -53,7 +53,8 @@ def _new_run(args):
     from lab.cost import check_training_memory
     from lab.models import build_model
     from lab.presets import get_preset
-    from lab.train import TASKS, load_corpus, resolve_device
+    from lab.tasks import TASKS, load_corpus
+    from lab.train import resolve_device
 
     preset = get_preset(args.preset or DEFAULT_PRESET)
     if preset.model.family == "classifier":
@@ -101,7 +102,8 @@ def _resumed_run(args):
     """--resume: the saved run and its settings; an option that would change what it computes is refused."""
     from lab.checkpoints import check_folder, load_checkpoint, sanitize_name
     from lab.presets import get_preset
-    from lab.train import TASKS, TrainConfig, load_corpus, resume_training_state
+    from lab.tasks import TASKS, load_corpus
+    from lab.train import TrainConfig, resume_training_state
 
     checkpoint = load_checkpoint(args.resume, "cpu")
     preset, corpus = checkpoint.meta["extra"].get("preset"), checkpoint.metrics.get("corpus", DEFAULT_CORPUS)

@@ -32,7 +32,7 @@ class Preset:
     train: dict = field(default_factory=dict)  # the recipe: lab.train.TrainConfig fields
     seed_epochs: int = None  # the seed's epochs: what `python -m lab train --epochs` trains when given no number
     expected_params: int = None  # the seed's published count, checked by tests
-    task: str = "lm"  # key of lab.train.TASKS: "lm" (windows of text) or "ngram" (seed 004's n-gram samples)
+    task: str = "lm"  # key of lab.tasks.TASKS: "lm" (windows of text) or "ngram" (seed 004's n-gram samples)
     steps_per_epoch: int = None  # the seed's own epoch when it is a fixed number of steps; None: one pass
 
     def train_config(self, **overrides):

@@ -241,7 +241,7 @@ def generate(model, tokenizer, prompt, config=None):
 
 def sample_text(tokenizer, prompt, config, model):
     """generate(...)'s text, arguments in the order functools.partial fixes them: a picklable
-    sampler for lab.train.TrainingJob, `partial(sample_text, tokenizer, prompt, config)`."""
+    sampler for lab.jobs.TrainingJob, `partial(sample_text, tokenizer, prompt, config)`."""
     return generate(model, tokenizer, prompt, config).text
 
 

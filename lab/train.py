@@ -17,20 +17,17 @@ A run can continue where it stopped: `train` returns its `TrainingState`
 save it beside the weights, and `train(..., resume=state)` goes on from there
 as if it had never stopped (`resume_training_state` checks a checkpoint first).
 
-`TrainingJob` runs `train` on a background thread with start() / stop() /
-status, keeps a thread-safe event log a UI can poll, and saves the final
-checkpoint. A process-wide cap limits how many jobs train at once.
+What it trains on is a task (lab.tasks); lab.jobs runs `train` in the
+background for the app.
 
 The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
 learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
 """
-import copy
 import ctypes
 import dataclasses
 import math
 import os
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -38,16 +35,9 @@ from typing import Optional
 import torch
 
 from lab import distributed
-from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.cells import detach_state
 from lab.cost import check_training_memory
-from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
-                      download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, ngram_samples, random_windows,
-                      read_text, split_train_val)
-from lab.ngram import model_predictor, score_by_order
-from lab.workers import run_in_process
 
-CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
 MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
 MAX_BATCH_SIZE = MAX_BLOCK_SIZE = 4096  # each also bounded by lab.cost's training memory limit
 MAX_STEPS = 10**9
@@ -79,24 +69,24 @@ class TrainConfig:
         # the fields come from a CLI, a form or a file: every one is checked, finite, and within what a
         # run on a shared server can mean (lr 1e6 or inf only ever produced NaN weights)
         for field, ok, rule in [
-            ("lr", _number(self.lr) and 0 < self.lr <= MAX_LR, f"must be a number in (0, {MAX_LR:g}]"),
-            ("min_lr", _number(self.min_lr) and 0 <= self.min_lr <= self.lr, "must be a number in [0, lr]"),
-            ("weight_decay", _number(self.weight_decay) and 0 <= self.weight_decay <= 1, "must be in [0, 1]"),
+            ("lr", is_finite_number(self.lr) and 0 < self.lr <= MAX_LR, f"must be a number in (0, {MAX_LR:g}]"),
+            ("min_lr", is_finite_number(self.min_lr) and 0 <= self.min_lr <= self.lr, "must be a number in [0, lr]"),
+            ("weight_decay", is_finite_number(self.weight_decay) and 0 <= self.weight_decay <= 1, "must be in [0, 1]"),
             ("batch_size", _integer(self.batch_size, 1, MAX_BATCH_SIZE),
              f"must be an integer in [1, {MAX_BATCH_SIZE}]"),
             ("block_size", _integer(self.block_size, 1, MAX_BLOCK_SIZE),
              f"must be an integer in [1, {MAX_BLOCK_SIZE}]"),
             ("max_steps", self.max_steps is None or _integer(self.max_steps, 1, MAX_STEPS),
              f"must be None or an integer in [1, {MAX_STEPS:,}]"),
-            ("max_seconds", self.max_seconds is None or _number(self.max_seconds) and 0 < self.max_seconds,
+            ("max_seconds", self.max_seconds is None or is_finite_number(self.max_seconds) and 0 < self.max_seconds,
              "must be None or a finite number of seconds > 0"),
-            ("max_epochs", self.max_epochs is None or _number(self.max_epochs) and 0 < self.max_epochs,
+            ("max_epochs", self.max_epochs is None or is_finite_number(self.max_epochs) and 0 < self.max_epochs,
              "must be None or a finite number > 0"),
-            ("grad_clip", _number(self.grad_clip) and self.grad_clip > 0, "must be a finite number > 0"),
-            ("label_smoothing", _number(self.label_smoothing) and 0 <= self.label_smoothing < 1, "must be in [0, 1)"),
+            ("grad_clip", is_finite_number(self.grad_clip) and self.grad_clip > 0, "must be a finite number > 0"),
+            ("label_smoothing", is_finite_number(self.label_smoothing) and 0 <= self.label_smoothing < 1, "must be in [0, 1)"),
             ("stateful", isinstance(self.stateful, bool), "must be True or False"),
             ("eval_interval", _integer(self.eval_interval, 1, MAX_STEPS), "must be a positive integer"),
-            ("eval_seconds", self.eval_seconds is None or _number(self.eval_seconds) and self.eval_seconds > 0,
+            ("eval_seconds", self.eval_seconds is None or is_finite_number(self.eval_seconds) and self.eval_seconds > 0,
              "must be None or a finite number of seconds > 0"),
             ("eval_windows", _integer(self.eval_windows, 1, MAX_EVAL_WINDOWS),
              f"must be an integer in [1, {MAX_EVAL_WINDOWS}]"),
@@ -115,7 +105,7 @@ DEVICES = ("auto", "cpu", "cuda")
 AMP_MODES = ("auto", "off", "bf16", "fp16")
 
 
-def _number(value):
+def is_finite_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -192,191 +182,6 @@ def configure_cpu(max_threads=4):
             mallopt(_M_MMAP_THRESHOLD, 64 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
             mallopt(_M_TRIM_THRESHOLD, 256 << 20)
     return threads
-
-
-def load_corpus(source="bundled"):
-    """A corpus by name ("bundled", "tiny-shakespeare") or from a file path."""
-    if source in CORPORA:
-        return CORPORA[source]()
-    return read_text(source)
-
-
-# ---------------------------------------------------------------------------
-# tasks: what to train on. Both give train batches and an evaluation.
-
-
-class LMTask:
-    """Next-token prediction on a text: a tokenizer, a contiguous 90/10 split, windows."""
-
-    def __init__(self, text, tokenizer, val_fraction=0.1):
-        self.tokenizer = tokenizer
-        ids = encode_to_tensor(tokenizer, text)
-        self.train_ids, self.val_ids = split_train_val(ids, val_fraction)
-        n_val_chars = int(len(text) * val_fraction)
-        # characters per token on held-out text turns loss per token into nats per character
-        self.chars_per_token = chars_per_token(tokenizer, text[-n_val_chars:]) if n_val_chars else 1.0
-        self._stream, self._stream_run = None, None
-
-    @classmethod
-    def from_text(cls, text, tokenizer_kind="char", val_fraction=0.1, **tokenizer_options):
-        return cls(text, build_tokenizer(tokenizer_kind, text, **tokenizer_options), val_fraction)
-
-    @property
-    def vocab_size(self):
-        return self.tokenizer.vocab_size
-
-    def sequence_length(self, config):
-        """Time steps backpropagated through per item: the window."""
-        return config.block_size
-
-    def check(self, config):
-        check_long_enough(len(self.train_ids), config.block_size, "training split")
-        check_long_enough(len(self.val_ids), config.block_size, "validation split")
-
-    def items_per_epoch(self, config):
-        return len(self.train_ids) / (config.batch_size * config.block_size)
-
-    def train_batch(self, config, generator):
-        """-> x, y (B, T) and whether a carried state must be reset first."""
-        if not config.stateful:
-            return (*random_windows(self.train_ids, config.batch_size, config.block_size, generator), True)
-        # a new run (it brings its own generator) starts at the beginning of the streams with its own B
-        # and T, so that a task reused by several runs gives the same batches every time
-        restart = self._stream is None or self._stream_run is not generator
-        batch = None if restart else next(self._stream, None)
-        if batch is None:  # a new pass over the streams starts from a fresh state
-            self._stream = iter(ConsecutiveWindows(self.train_ids, config.batch_size, config.block_size))
-            self._stream_run = generator
-            batch, restart = next(self._stream), True
-        return (*batch, restart)
-
-    def tokens(self, x):
-        return x.numel()
-
-    @torch.no_grad()
-    def evaluate(self, model, config, device):
-        generator = torch.Generator().manual_seed(config.seed + 1)  # the same windows every time
-        x, y = random_windows(self.val_ids, config.eval_windows, config.block_size, generator)
-        total = 0.0
-        for x_batch, y_batch in zip(x.split(config.batch_size), y.split(config.batch_size)):
-            total += model(x_batch.to(device), y_batch.to(device))[1].item() * y_batch.numel()
-        val_loss = total / y.numel()
-        return {"val_loss": val_loss, "val_nats_per_char": val_loss / self.chars_per_token}
-
-    @torch.no_grad()
-    def evaluate_in_order(self, model, device, streams=16, chunk=256):
-        """Validation loss with the split read in order, as an RNN reads a text: `streams` rows of
-        consecutive chunks, the state carried from chunk to chunk, so no window starts from a cold
-        zero state as evaluate()'s do (seed 001: the state is the model's memory). A model trained
-        on long enough windows scores lower here (astra-alpha: ~0.03 nats/char); one trained only
-        on short windows may score higher, its state drifting where training never took it."""
-        n = len(self.val_ids)
-        streams = max(1, min(streams, n // (chunk + 1)))  # a short split: fewer streams, then shorter chunks
-        windows = ConsecutiveWindows(self.val_ids, streams, min(chunk, n // streams - 1))
-        state, total, count = None, 0.0, 0
-        for x, y in windows:
-            _, loss, state = model(x.to(device), y.to(device), state)
-            total, count = total + loss.item() * y.numel(), count + y.numel()
-        return {"val_loss_in_order": total / count, "val_nats_per_char_in_order": total / count / self.chars_per_token}
-
-
-class ClassificationTask:
-    """Sequence classification (seed 003): (x (N, T, F), y (N,)) tensors for train and test."""
-
-    def __init__(self, train_set, test_set):
-        self.x_train, self.y_train = _as_tensors(train_set)
-        self.x_test, self.y_test = _as_tensors(test_set)
-        self.tokenizer = None
-
-    def sequence_length(self, config):
-        """Time steps backpropagated through per item: the whole sequence."""
-        return self.x_train.shape[1]
-
-    def check(self, config):
-        if len(self.x_train) == 0 or len(self.x_test) == 0:
-            raise DataError("the sequence dataset is empty")
-
-    def items_per_epoch(self, config):
-        return len(self.x_train) / config.batch_size
-
-    def train_batch(self, config, generator):
-        i = torch.randint(len(self.x_train), (config.batch_size,), generator=generator)
-        return self.x_train[i], self.y_train[i], True
-
-    def tokens(self, x):
-        return x.shape[0] * x.shape[1]  # pixels
-
-    @torch.no_grad()
-    def evaluate(self, model, config, device):
-        correct, loss_sum = 0, 0.0
-        for start in range(0, len(self.x_test), config.batch_size):
-            x = self.x_test[start:start + config.batch_size].to(device)
-            y = self.y_test[start:start + config.batch_size].to(device)
-            logits, loss, _ = model(x, y)
-            correct += (logits.argmax(-1) == y).sum().item()
-            loss_sum += loss.item() * len(y)
-        return {"val_loss": loss_sum / len(self.x_test), "val_accuracy": correct / len(self.x_test)}
-
-
-def _as_tensors(dataset):
-    if hasattr(dataset, "tensors"):
-        return dataset.tensors
-    xs, ys = zip(*(dataset[i] for i in range(len(dataset))))
-    return torch.stack(xs), torch.as_tensor(ys)
-
-
-class NgramTask(LMTask):
-    """Seed 004's training data: mixed 2..5-gram samples from the same text, tokenizer and split as
-    LMTask. Each sample is a context of n - 1 = 1..4 characters and the character after it
-    (lab.data.ngram_samples, n uniform); an epoch is every (position, n) pair once in expectation
-    (~4M samples of Tiny Shakespeare, as the seed says), drawn with replacement.
-
-    A batch is x, y (B, K = n_max - 1) with each context at the LEFT, from position 0 as the seed
-    composes it, and y = IGNORE everywhere except under the context's last character:
-
-        context "ab" -> target c     x = [a b . .]    y = [- c - -]      (. any token, - IGNORE)
-
-    The model is causal, so what follows the context never reaches the prediction, and the loss
-    (with its label smoothing) is taken on the B real targets alone: train() needs no special case.
-    """
-
-    IGNORE = -100  # torch.nn.functional.cross_entropy's default ignore_index
-    n_min, n_max = 2, 5
-
-    def sequence_length(self, config):
-        return self.n_max - 1
-
-    def check(self, config):
-        for ids, what in ((self.train_ids, "training split"), (self.val_ids, "validation split")):
-            check_long_enough(len(ids), self.n_max, what)
-
-    def items_per_epoch(self, config):
-        return (self.n_max - self.n_min + 1) * len(self.train_ids) / config.batch_size
-
-    def train_batch(self, config, generator):
-        K = self.n_max - 1
-        contexts, lengths, targets = ngram_samples(self.train_ids, num_samples=config.batch_size, pad_index=0,
-                                                   n_min=self.n_min, n_max=self.n_max, generator=generator)
-        # ngram_samples right-aligns each context after its padding; rotate it to start at column 0
-        x = contexts.gather(1, (torch.arange(K) + K - lengths[:, None]) % K)  # (B, K)
-        y = torch.full_like(x, self.IGNORE)  # (B, K)
-        y[torch.arange(len(x)), lengths - 1] = targets
-        return x, y, True
-
-    @torch.no_grad()
-    def evaluate(self, model, config, device):
-        """Loss and accuracy at every n on the same eval_windows validation targets (fixed), and
-        nats/char at n = n_max."""
-        generator = torch.Generator().manual_seed(config.seed + 1)
-        positions = torch.randint(self.n_max - 1, len(self.val_ids), (config.eval_windows,), generator=generator)
-        scores = score_by_order(model_predictor(model, device), self.val_ids, range(self.n_min, self.n_max + 1),
-                                positions, batch=config.batch_size)
-        metrics = {f"val_{name}_n{n}": s[name] for n, s in scores.items() for name in ("loss", "accuracy")}
-        val_loss = scores[self.n_max]["loss"]
-        return {"val_loss": val_loss, "val_nats_per_char": val_loss / self.chars_per_token, **metrics}
-
-
-TASKS = {"lm": LMTask, "ngram": NgramTask}  # a preset's `task`: windows of text, or seed 004's n-gram samples
 
 
 # ---------------------------------------------------------------------------
@@ -621,221 +426,3 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
                                         "data": generator.get_state()},
                                    history=list(history))
     return TrainResult(reason, step, elapsed, history, loss_value, training_state)
-
-
-# ---------------------------------------------------------------------------
-# background jobs
-
-class BackgroundJob:
-    """What every background job shares: a thread, a status, a stop flag honoured between
-    steps, a place in the server's training budget (lab.capacity), and a thread-safe event
-    log that a UI polls with `events(since)`. A job says what it is (`what`), what it costs
-    (`cost_mb`) and does its work in `_work()`, which returns its final status.
-
-    status: ready -> queued (waiting for the budget) -> running -> finished | stopped | failed
-    (`message` says why).
-    """
-
-    what = "This job"
-
-    def __init__(self, cost_mb=0.0, owner=None, budget=None):
-        self.status, self.message = "ready", ""
-        self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
-        self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
-        self._ticket = self._thread = None
-
-    def start(self):
-        """Queue for the budget (CapacityError at once if the job could never fit) and start the thread."""
-        if self._thread is not None:
-            raise RuntimeError("this job has already been started")
-        self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
-        self.status = "queued"
-        self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
-        self._thread.start()
-        return self
-
-    def wait(self, timeout=None):
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.status
-
-    def stop(self):
-        """Ask the job to stop: it leaves the queue, or stops before its next step."""
-        self._stop.set()
-
-    @property
-    def running(self):
-        """Not ended yet: queued for the budget or training."""
-        return self.status in ("queued", "running")
-
-    @property
-    def queue_position(self):
-        """1 if this job starts next, 2 after that, ...; 0 when it is not waiting."""
-        return self._ticket.position if self._ticket is not None and self.status == "queued" else 0
-
-    def events(self, since=0):
-        with self._lock:
-            return self._events[since:]
-
-    def _log(self, event):
-        with self._lock:
-            self._events.append(event)
-
-    def _work(self):
-        raise NotImplementedError
-
-    def _run(self):
-        status = "failed"
-        try:
-            if not self._ticket.wait(self._stop.is_set):
-                status, self.message = "stopped", "stopped before it started"
-                return
-            self.status = "running"
-            status = self._work()
-        except Exception as e:  # reported to the UI, which must never show a traceback
-            status, self.message = "failed", f"{type(e).__name__}: {e}"
-            self._log({"type": "error", "message": self.message})
-        finally:
-            self._ticket.release()
-            # last: a UI that sees a final status finds the results saved and the budget free for a new job
-            self.status = status
-
-
-class TrainingJob(BackgroundJob):
-    """`train` on a background thread, with an event log a UI polls.
-
-        job = TrainingJob("astra", model, task, config, checkpoint_dir="runs")
-        job.start(); ...; job.events(since=n); job.stop(); job.wait()
-
-    The final weights are saved as a versioned checkpoint (also after stop, and after a
-    non-finite loss, which keeps the last good weights). `sampler(model)`, if given, runs
-    in the training thread every `sample_every_s` seconds and its text is logged as a
-    {"type": "sample"} event (no race with the optimiser). Its cost in the server's
-    budget is the training memory lab.cost estimates, unless `cost_mb` says otherwise.
-
-    `resume` (a TrainingState, see resume_training_state) continues a run; with
-    `resumable` the checkpoint carries the training state so that it can be
-    continued in turn (about three times the size: the weights and AdamW's two moments),
-    and `continuation(more_seconds)` makes the job that continues it once it has ended.
-
-    `in_process` trains in a niced process of its own (lab.workers), so that a server's
-    pages keep its interpreter and the cores come to them first; the sampler must then be
-    picklable (a module-level function or a functools.partial of one, see lab.sampling.sample_text).
-    """
-
-    def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
-                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None, resume=None,
-                 resumable=False, in_process=False):
-        from lab.cost import training_memory_bytes
-
-        self.name, self.model, self.task, self.config = name, model, task, config
-        self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
-        self.resume, self.resumable, self.in_process = resume, resumable, in_process
-        self.sampler, self.sample_every_s = sampler, sample_every_s
-        if cost_mb is None:
-            cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
-        super().__init__(cost_mb, owner, budget)
-        self.what = f"The run {name}"
-        self.turns = turns or SERVER_TURNS
-        self.checkpoint_path, self.result = None, None
-
-    def save(self, folder=None):
-        """Save the trained weights as name_vN in `folder` (default: checkpoint_dir) and return the
-        path. After a failed save (a full disk) the weights are still here, so this retries, elsewhere
-        if need be."""
-        from lab.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
-
-        self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
-                                               self.task.tokenizer, run_metrics(self.result, self.config),
-                                               self.extra, self.result.training_state if self.resumable else None)
-        return self.checkpoint_path
-
-    def continuation(self, more_seconds):
-        """A new job, not started, that continues this ended run from its checkpoint for `more_seconds`
-        more seconds of training: the same name, so that it saves the next version beside this one
-        (name_vN+1), resumable in turn, with the same options; its events' steps and seconds go on
-        from this run's. The budget becomes a time budget over the new total, so the learning rate's
-        cosine is stretched over it too. ValueError (CheckpointError) when this run was not saved with
-        its training state or its file cannot be read."""
-        from lab.checkpoints import load_checkpoint  # checkpoints imports models; keep train importable alone
-
-        if not (_number(more_seconds) and more_seconds > 0):
-            raise ValueError(f"more_seconds: must be a number of seconds > 0, got {more_seconds!r}")
-        if self.running or self.checkpoint_path is None:
-            raise ValueError(f"resume: the run {self.name} has not ended and been saved yet")
-        config = dataclasses.replace(self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None,
-                                     max_epochs=None)
-        checkpoint = load_checkpoint(self.checkpoint_path, "cpu")
-        return TrainingJob(self.name, checkpoint.model, copy.copy(self.task), config,
-                           checkpoint_dir=self.checkpoint_path.parent, extra=self.extra, sampler=self.sampler,
-                           sample_every_s=self.sample_every_s, cost_mb=self.cost_mb, owner=self.owner,
-                           budget=self.budget, turns=self.turns, resume=resume_training_state(checkpoint, config),
-                           resumable=True, in_process=self.in_process)
-
-    def _next_step_turn(self):
-        """train() asks `should_stop()` once before every step: here that also hands this job's turn
-        to compute (lab.capacity.StepTurns) back and waits for the next, so that the steps of many
-        runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
-        if self._holds_turn:
-            self.turns.give_back()
-        self._holds_turn = self.turns.take(self._stop.is_set, first=not self._turns_taken)
-        self._turns_taken += 1
-        return not self._holds_turn or self._stop.is_set()
-
-    def _work(self):
-        self._holds_turn, self._turns_taken = False, 0
-        try:
-            if self.in_process:  # lab.workers: the weights travel there and back, the events as they come
-                weights, self.result = run_in_process(
-                    _train_in_child, dict(model_config=self.model.config, weights=self.model.state_dict(),
-                                          task=self.task, config=self.config, resume=self.resume,
-                                          sampler=self.sampler, sample_every_s=self.sample_every_s),
-                    self._log, self._stop.is_set)
-                self.model.load_state_dict(weights)
-                self.model.eval()
-            else:
-                self.result = train_with_samples(self.model, self.task, self.config, self._log, self._next_step_turn,
-                                                 self.resume, self.sampler, self.sample_every_s)
-            if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
-                self.result.training_state = None
-        finally:
-            if self._holds_turn:
-                self.turns.give_back()
-        reason = self.result.reason
-        status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
-        if self.checkpoint_dir is not None and self.result.steps > 0:
-            try:
-                self.save()
-            except OSError as e:  # the run is not lost: its weights stay in this job
-                reason, status = (f"{reason}; saving failed: {e}; the trained weights are kept in memory, "
-                                  "job.save(folder) retries"), "failed"
-        self.message = reason
-        return status
-
-
-def train_with_samples(model, task, config, emit, should_stop=None, resume=None, sampler=None, sample_every_s=3.0):
-    """`train`, with `sampler(model)`'s text emitted as {"type": "sample", step, text} every
-    `sample_every_s` seconds, between steps (so it never races the optimiser), from the first step."""
-    last_sample = -math.inf
-
-    def emit_with_samples(event):
-        nonlocal last_sample
-        emit(event)
-        now = time.perf_counter()
-        if sampler is not None and event["type"] == "step" and now - last_sample >= sample_every_s:
-            last_sample = now
-            text = sampler(model)
-            model.train()
-            emit({"type": "sample", "step": event["step"], "text": text})
-
-    return train(model, task, config, emit_with_samples, should_stop, resume)
-
-
-def _train_in_child(emit, should_stop, model_config, weights, **kwargs):
-    """TrainingJob's work in a process of its own (lab.workers): -> (trained weights, TrainResult)."""
-    from lab.models import build_model
-
-    model = build_model(model_config)
-    model.load_state_dict(weights)
-    result = train_with_samples(model, emit=emit, should_stop=should_stop, **kwargs)
-    return {k: v.cpu() for k, v in model.state_dict().items()}, result

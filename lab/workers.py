@@ -12,7 +12,7 @@ priority (`os.nice`) it takes the cores only when the pages leave them idle.
 `on_event` in the calling thread, in order; its return value is returned here;
 an exception it raises is raised here as WorkerError with its one-line message.
 The children are forked from a server process started once, which has imported
-lab.train (and so PyTorch) already: a new run starts in milliseconds and shares
+lab.jobs (and so PyTorch) already: a new run starts in milliseconds and shares
 that memory with the others instead of loading PyTorch again.
 """
 import multiprocessing
@@ -36,7 +36,7 @@ def _shared():
     with _lock:
         if _context is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["lab.train"])
+            context.set_forkserver_preload(["lab.jobs"])
             _context, _running = context, context.Value("i", 0)
     return _context, _running
 

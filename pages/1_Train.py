@@ -1,6 +1,6 @@
 """Train: pick a model family and a corpus, start a background run, watch the loss race live.
 
-Widgets -> ui.train_view settings -> lab configs -> lab.train.TrainingJob; a
+Widgets -> ui.train_view settings -> lab configs -> lab.jobs.TrainingJob; a
 fragment polls the session's jobs every two seconds (less often on a busy server) and draws their events.
 The settings are mirrored in the URL, so a link opens with the same settings.
 """
@@ -20,7 +20,9 @@ from lab.sampling import SamplingConfig, sample_text
 from lab.capacity import SERVER_BUDGET
 from lab.cost import check_training_memory, training_memory_bytes
 from lab.presets import PRESETS
-from lab.train import CORPORA, TASKS, TrainingJob, resolve_device, why_not_resumable
+from lab.jobs import TrainingJob
+from lab.tasks import CORPORA, TASKS
+from lab.train import resolve_device, why_not_resumable
 from ui import train_view as tv
 from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
                        plain, show_anchors, user_dir, user_errors)

@@ -30,8 +30,9 @@ from lab.backends import default_backend  # noqa: E402
 from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes, load_checkpoint  # noqa: E402
 from lab.models import build_model, count_parameters  # noqa: E402
 from lab.presets import get_preset  # noqa: E402
-from lab.train import (TASKS, configure_cpu, load_bundled_corpus, resume_training_state,  # noqa: E402
-                       run_metrics, train)
+from lab.data import load_bundled_corpus  # noqa: E402
+from lab.tasks import TASKS  # noqa: E402
+from lab.train import configure_cpu, resume_training_state, run_metrics, train  # noqa: E402
 
 # name: (preset it starts from, model overrides, train overrides). The character models share
 # astra-alpha's recipe (AdamW, weight decay 0.1, B=32, T=64, cosine lr) at about 1.2M parameters

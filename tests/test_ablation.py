@@ -381,7 +381,9 @@ def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch)
     import lab.experiments.ablation.runner
     from lab.capacity import Budget
     from lab.models import LMConfig, build_model
-    from lab.train import LMTask, TrainConfig, TrainingJob
+    from lab.jobs import TrainingJob
+    from lab.tasks import LMTask
+    from lab.train import TrainConfig
 
     task = LMTask.from_text("abcdefgh" * 40, "char")
     budget = Budget(capacity=1, owner_share=1.0)  # room for one job at a time

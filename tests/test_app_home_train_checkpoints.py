@@ -13,7 +13,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import lab.train
+import lab.data
+import lab.jobs
+import lab.tasks
 import ui.common
 from lab.checkpoints import checkpoint_bytes, list_checkpoints, load_checkpoint
 from lab.data import CharTokenizer
@@ -272,9 +274,9 @@ def test_fused_backend_only_where_torch_has_the_cell():
 
 def test_offline_download_shows_the_data_error(monkeypatch):
     def offline():
-        raise lab.train.DataError("could not download Tiny Shakespeare: offline")
+        raise lab.data.DataError("could not download Tiny Shakespeare: offline")
 
-    monkeypatch.setitem(lab.train.CORPORA, "tiny-shakespeare", offline)
+    monkeypatch.setitem(lab.tasks.CORPORA, "tiny-shakespeare", offline)
     at = open_page(TRAIN, {"corpus": "tiny-shakespeare", "hidden": "32"})
     assert_clean(at)
     assert "offline" in texts(at.error)
@@ -413,7 +415,7 @@ def test_a_run_that_does_not_fit_beside_the_others_waits_in_the_queue(monkeypatc
     import lab.capacity
 
     budget = lab.capacity.Budget(capacity=1024, owner_share=1.0)
-    monkeypatch.setattr(lab.train, "SERVER_BUDGET", budget)
+    monkeypatch.setattr(lab.jobs, "SERVER_BUDGET", budget)
     holder = budget.request(1023.99, owner="another student")  # the server is full
     at = open_page(TRAIN)
     for name, value in TINY.items():

@@ -5,8 +5,9 @@ import torch
 import scripts.build_checkpoints as build
 from lab.checkpoints import load_checkpoint
 from lab.data import load_bundled_corpus
-from lab.models import LMConfig, build_model
-from lab.train import LMTask, TrainConfig
+from lab.models import LMConfig
+from lab.tasks import LMTask
+from lab.train import TrainConfig
 
 
 @pytest.fixture(scope="module")

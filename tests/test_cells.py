@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from lab.backends import BACKENDS, FUSED_MODULES, FusedLayer, check_cell, default_backend, make_layer
-from lab.cells import (CELLS, LSTMLayer, RecurrentStack, RNNLayer, ScanLayer, SeedGRULayer, TorchGRULayer,
+from lab.cells import (CELLS, LSTMLayer, RecurrentStack, ScanLayer, SeedGRULayer, TorchGRULayer,
                        scan_parallel, scan_sequential, sigmoid_time_constant)
 from lab.kernels import _LSTMFunction, _TorchGRUFunction
 

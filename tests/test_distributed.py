@@ -58,12 +58,12 @@ def test_two_ranks_train_what_one_process_trains_and_rank_0_saves(corpus, tmp_pa
 
 FAILING_RANK = """
     import sys
-    import lab.train
+    import lab.tasks
     from lab.__main__ import main
     from lab.data import DataError
 
     if {rank!r} == __import__("os").environ["RANK"]:
-        draw, calls = lab.train.{task}.train_batch, []
+        draw, calls = lab.tasks.{task}.train_batch, []
 
         def failing(self, config, generator):  # as a corrupt shard or a full disk would, mid-run
             calls.append(1)
@@ -71,7 +71,7 @@ FAILING_RANK = """
                 raise DataError("the batch could not be read")
             return draw(self, config, generator)
 
-        lab.train.{task}.train_batch = failing
+        lab.tasks.{task}.train_batch = failing
     sys.exit(main())
 """
 
@@ -87,12 +87,13 @@ def test_a_rank_that_fails_fails_the_job_with_a_one_line_message(corpus, tmp_pat
 
 
 def test_the_batch_must_split_evenly_over_the_ranks(monkeypatch):
+    import lab.tasks
     import lab.train
     from lab.data import load_bundled_corpus
     from lab.models import LMConfig, build_model
 
     monkeypatch.setattr(lab.distributed, "rank_and_world", lambda: (0, 2))  # refused before any collective
-    task = lab.train.LMTask.from_text(load_bundled_corpus()[:2000], "char")
+    task = lab.tasks.LMTask.from_text(load_bundled_corpus()[:2000], "char")
     model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=4))
     with pytest.raises(ValueError, match="batch_size: 3 windows cannot be split evenly over 2 ranks; give a multiple"):
         lab.train.train(model, task, lab.train.TrainConfig(batch_size=3, block_size=8, max_steps=1))

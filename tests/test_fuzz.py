@@ -25,7 +25,6 @@ import io
 import json
 import math
 import os
-import string
 import tempfile
 from datetime import timedelta
 from pathlib import Path

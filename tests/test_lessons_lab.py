@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from lab.checkpoints import BUNDLED_DIR, load_checkpoint
-from lab.data import CharTokenizer, load_bundled_corpus
+from lab.data import CharTokenizer
 from lab.memory import (Retention, gradient_decay_per_step, keep_gate_biases, loss_with_state_reset,
                         state_reset_curve)
 from lab.models import LMConfig, build_model

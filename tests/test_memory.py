@@ -12,7 +12,7 @@ from lab.memory import (KEEP_GATE_LABELS, KEEP_GATES, bias_time_constants, const
                         gradient_through_time, retention)
 from lab.cells import CELLS
 from lab.introspect import gate_summary, trace_text
-from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers, to_reference
+from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers
 from lab.units import top_units
 
 TEXT = load_bundled_corpus()[20000:26000]

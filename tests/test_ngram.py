@@ -8,7 +8,8 @@ from lab.data import CharTokenizer, load_bundled_corpus
 from lab.models import ScanMarkovConfig, build_model
 from lab.ngram import (KneserNey, contexts_at, kneser_ney_scores, model_predictor, score_by_order, target_positions,
                        truncated_scores)
-from lab.train import NgramTask, TrainConfig, train
+from lab.tasks import NgramTask
+from lab.train import TrainConfig, train
 
 HAND = "abcdefghijklmnopqrstuvwxyz" * 4  # every character determines the next: contexts are easy to check
 

@@ -12,8 +12,9 @@ from safetensors.torch import save as save_bytes
 from lab.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, save_checkpoint
 from lab.data import load_bundled_corpus
 from lab.models import LMConfig, RecurrentLM
-from lab.train import (LMTask, TrainConfig, TrainingJob, resume_training_state, run_metrics, train,
-                       why_not_resumable)
+from lab.jobs import TrainingJob
+from lab.tasks import LMTask
+from lab.train import TrainConfig, resume_training_state, run_metrics, train, why_not_resumable
 from test_cli import assert_one_line_error, corpus, run  # noqa: F401 (corpus is a fixture)
 
 K = 5  # steps before and after the save

@@ -17,8 +17,9 @@ from lab.checkpoints import load_checkpoint, save_checkpoint
 from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows
 from lab.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
 from lab.capacity import Budget, CapacityError
-from lab.train import (ClassificationTask, LMTask, TrainConfig, TrainingJob, cosine_lr, load_corpus,
-                       resolve_device, train)
+from lab.jobs import TrainingJob
+from lab.tasks import ClassificationTask, LMTask, load_corpus
+from lab.train import TrainConfig, cosine_lr, resolve_device, train
 
 STEP_KEYS = {"type", "step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "elapsed", "eta", "progress"}
 

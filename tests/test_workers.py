@@ -12,7 +12,9 @@ from lab.checkpoints import load_checkpoint
 from lab.data import load_bundled_corpus
 from lab.models import LMConfig, build_model
 from lab.sampling import SamplingConfig, sample_text
-from lab.train import LMTask, TrainConfig, TrainingJob
+from lab.jobs import TrainingJob
+from lab.tasks import LMTask
+from lab.train import TrainConfig
 from lab.workers import NICENESS, WorkerError, run_in_process
 
 

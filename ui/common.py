@@ -110,7 +110,8 @@ def _warm_up_training():
     the optimiser and its kernels lazily (about a second on a busy CPU), which the first Start
     on the Train page would otherwise wait for before its first loss point."""
     from lab.models import LMConfig, build_model
-    from lab.train import LMTask, TrainConfig, train
+    from lab.tasks import LMTask
+    from lab.train import TrainConfig, train
 
     task = LMTask.from_text("to be or not to be " * 20, "char")
     train(build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)), task,

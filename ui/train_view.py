@@ -2,7 +2,7 @@
 the configs they make, run logs read from a job's events, and the race chart.
 
 Nothing here computes model math: settings become `lab` configs, and the
-events of `lab.train.TrainingJob` become plotly traces, progress bars and a table.
+events of `lab.jobs.TrainingJob` become plotly traces, progress bars and a table.
 
 Settings live in one flat dict of plain values, keyed by the short names used
 in the URL (`?preset=astra-beta&hidden=128&seconds=30`). Only values that
@@ -356,7 +356,7 @@ MORE_SECONDS = 60  # what "Continue this run" offers at first: a minute more
 
 def draw_continue_controls(logs):
     """Under the runs table: "Continue this run" for each run that ended and was saved with its training
-    state (lab.train.TrainingJob.continuation). Only a name's newest run offers it: continuing an older
+    state (lab.jobs.TrainingJob.continuation). Only a name's newest run offers it: continuing an older
     one would save versions that interleave with its successor's."""
     newest = {log.job.name: log for log in logs}
     for log in logs:

@@ -6,7 +6,9 @@ import streamlit as st
 
 from lab.models import LMConfig, build_model
 from lab.sampling import SamplingConfig, reproduced_prefix, sample_text
-from lab.train import LMTask, TrainConfig, TrainingJob
+from lab.jobs import TrainingJob
+from lab.tasks import LMTask
+from lab.train import TrainConfig
 from ui.coloured_text import visible_piece
 from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, user_errors
 from ui.lessons.common import check_yourself, notice, open_full_page

@@ -7,7 +7,7 @@ import streamlit as st
 
 from lab.models import count_parameters
 from lab.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
-from lab.train import TrainingJob
+from lab.jobs import TrainingJob
 from ui import inspect_views as views
 from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, user_errors
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped

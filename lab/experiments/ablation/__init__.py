@@ -43,7 +43,7 @@ at the end of every ablated run, and raises FrozenBiasError otherwise.
 
 Training is lab.train.train with seed 003's recipe: AdamW, lr 5e-4 cosine-annealed to 1e-5,
 batch 128, weight decay 0.01, gradient-norm clipping at 1.0 (lab's default). An epoch is
-ceil(N / B) steps; batches are drawn uniformly with replacement (lab.train.ClassificationTask);
+ceil(N / B) steps; batches are drawn uniformly with replacement (lab.tasks.ClassificationTask);
 the test split is evaluated in full after every epoch. Gate statistics (z and r: mean,
 quantiles, histogram, time profile) come from the step-by-step twin of the model (model.traceable_twin) reading
 a fixed batch of test sequences, at initialisation and after every epoch.

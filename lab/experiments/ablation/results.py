@@ -62,7 +62,7 @@ NOTES = [
     "Ablated arm: the r and z chunks [0:2H] of both b_ih and b_hh are frozen at exactly 0 by gradient hooks "
     "(AdamW's decoupled decay multiplies by 1 - lr*wd, which keeps 0 at 0); checked exactly after every epoch.",
     "An epoch is ceil(N / batch) AdamW steps on batches drawn uniformly with replacement "
-    "(lab.train.ClassificationTask); the whole test split is evaluated after every epoch.",
+    "(lab.tasks.ClassificationTask); the whole test split is evaluated after every epoch.",
     "std is the sample standard deviation (n - 1) across seeds; null with a single seed.",
 ]
 

@@ -16,7 +16,9 @@ import torch
 from lab import distributed
 from lab.cost import training_memory_bytes
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
-from lab.train import BackgroundJob, ClassificationTask, TrainConfig, resolve_device, train
+from lab.jobs import BackgroundJob
+from lab.tasks import ClassificationTask
+from lab.train import TrainConfig, resolve_device, train
 from lab.workers import run_in_process
 
 from .config import cli_command

@@ -1,0 +1,232 @@
+"""Training in the background, for the app: a job runs `train` on a thread, takes its place in
+the server's budget (lab.capacity), keeps a thread-safe event log a page polls, and saves its
+checkpoint when it ends.
+
+    job = TrainingJob("astra", model, task, config, checkpoint_dir="runs").start()
+    job.events(since=n); job.stop(); job.wait()
+"""
+import copy
+import dataclasses
+import math
+import threading
+import time
+
+from lab.capacity import SERVER_BUDGET, SERVER_TURNS
+from lab.train import is_finite_number, resume_training_state, run_metrics, train
+from lab.workers import run_in_process
+
+
+
+class BackgroundJob:
+    """What every background job shares: a thread, a status, a stop flag honoured between
+    steps, a place in the server's training budget (lab.capacity), and a thread-safe event
+    log that a UI polls with `events(since)`. A job says what it is (`what`), what it costs
+    (`cost_mb`) and does its work in `_work()`, which returns its final status.
+
+    status: ready -> queued (waiting for the budget) -> running -> finished | stopped | failed
+    (`message` says why).
+    """
+
+    what = "This job"
+
+    def __init__(self, cost_mb=0.0, owner=None, budget=None):
+        self.status, self.message = "ready", ""
+        self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
+        self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
+        self._ticket = self._thread = None
+
+    def start(self):
+        """Queue for the budget (CapacityError at once if the job could never fit) and start the thread."""
+        if self._thread is not None:
+            raise RuntimeError("this job has already been started")
+        self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        self.status = "queued"
+        self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout=None):
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.status
+
+    def stop(self):
+        """Ask the job to stop: it leaves the queue, or stops before its next step."""
+        self._stop.set()
+
+    @property
+    def running(self):
+        """Not ended yet: queued for the budget or training."""
+        return self.status in ("queued", "running")
+
+    @property
+    def queue_position(self):
+        """1 if this job starts next, 2 after that, ...; 0 when it is not waiting."""
+        return self._ticket.position if self._ticket is not None and self.status == "queued" else 0
+
+    def events(self, since=0):
+        with self._lock:
+            return self._events[since:]
+
+    def _log(self, event):
+        with self._lock:
+            self._events.append(event)
+
+    def _work(self):
+        raise NotImplementedError
+
+    def _run(self):
+        status = "failed"
+        try:
+            if not self._ticket.wait(self._stop.is_set):
+                status, self.message = "stopped", "stopped before it started"
+                return
+            self.status = "running"
+            status = self._work()
+        except Exception as e:  # reported to the UI, which must never show a traceback
+            status, self.message = "failed", f"{type(e).__name__}: {e}"
+            self._log({"type": "error", "message": self.message})
+        finally:
+            self._ticket.release()
+            # last: a UI that sees a final status finds the results saved and the budget free for a new job
+            self.status = status
+
+
+class TrainingJob(BackgroundJob):
+    """`train` on a background thread, with an event log a UI polls.
+
+        job = TrainingJob("astra", model, task, config, checkpoint_dir="runs")
+        job.start(); ...; job.events(since=n); job.stop(); job.wait()
+
+    The final weights are saved as a versioned checkpoint (also after stop, and after a
+    non-finite loss, which keeps the last good weights). `sampler(model)`, if given, runs
+    in the training thread every `sample_every_s` seconds and its text is logged as a
+    {"type": "sample"} event (no race with the optimiser). Its cost in the server's
+    budget is the training memory lab.cost estimates, unless `cost_mb` says otherwise.
+
+    `resume` (a TrainingState, see resume_training_state) continues a run; with
+    `resumable` the checkpoint carries the training state so that it can be
+    continued in turn (about three times the size: the weights and AdamW's two moments),
+    and `continuation(more_seconds)` makes the job that continues it once it has ended.
+
+    `in_process` trains in a niced process of its own (lab.workers), so that a server's
+    pages keep its interpreter and the cores come to them first; the sampler must then be
+    picklable (a module-level function or a functools.partial of one, see lab.sampling.sample_text).
+    """
+
+    def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
+                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None, resume=None,
+                 resumable=False, in_process=False):
+        from lab.cost import training_memory_bytes
+
+        self.name, self.model, self.task, self.config = name, model, task, config
+        self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
+        self.resume, self.resumable, self.in_process = resume, resumable, in_process
+        self.sampler, self.sample_every_s = sampler, sample_every_s
+        if cost_mb is None:
+            cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
+        super().__init__(cost_mb, owner, budget)
+        self.what = f"The run {name}"
+        self.turns = turns or SERVER_TURNS
+        self.checkpoint_path, self.result = None, None
+
+    def save(self, folder=None):
+        """Save the trained weights as name_vN in `folder` (default: checkpoint_dir) and return the
+        path. After a failed save (a full disk) the weights are still here, so this retries, elsewhere
+        if need be."""
+        from lab.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
+
+        self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
+                                               self.task.tokenizer, run_metrics(self.result, self.config),
+                                               self.extra, self.result.training_state if self.resumable else None)
+        return self.checkpoint_path
+
+    def continuation(self, more_seconds):
+        """A new job, not started, that continues this ended run from its checkpoint for `more_seconds`
+        more seconds of training: the same name, so that it saves the next version beside this one
+        (name_vN+1), resumable in turn, with the same options; its events' steps and seconds go on
+        from this run's. The budget becomes a time budget over the new total, so the learning rate's
+        cosine is stretched over it too. ValueError (CheckpointError) when this run was not saved with
+        its training state or its file cannot be read."""
+        from lab.checkpoints import load_checkpoint  # checkpoints imports models; keep train importable alone
+
+        if not (is_finite_number(more_seconds) and more_seconds > 0):
+            raise ValueError(f"more_seconds: must be a number of seconds > 0, got {more_seconds!r}")
+        if self.running or self.checkpoint_path is None:
+            raise ValueError(f"resume: the run {self.name} has not ended and been saved yet")
+        config = dataclasses.replace(self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None,
+                                     max_epochs=None)
+        checkpoint = load_checkpoint(self.checkpoint_path, "cpu")
+        return TrainingJob(self.name, checkpoint.model, copy.copy(self.task), config,
+                           checkpoint_dir=self.checkpoint_path.parent, extra=self.extra, sampler=self.sampler,
+                           sample_every_s=self.sample_every_s, cost_mb=self.cost_mb, owner=self.owner,
+                           budget=self.budget, turns=self.turns, resume=resume_training_state(checkpoint, config),
+                           resumable=True, in_process=self.in_process)
+
+    def _next_step_turn(self):
+        """train() asks `should_stop()` once before every step: here that also hands this job's turn
+        to compute (lab.capacity.StepTurns) back and waits for the next, so that the steps of many
+        runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
+        if self._holds_turn:
+            self.turns.give_back()
+        self._holds_turn = self.turns.take(self._stop.is_set, first=not self._turns_taken)
+        self._turns_taken += 1
+        return not self._holds_turn or self._stop.is_set()
+
+    def _work(self):
+        self._holds_turn, self._turns_taken = False, 0
+        try:
+            if self.in_process:  # lab.workers: the weights travel there and back, the events as they come
+                weights, self.result = run_in_process(
+                    _train_in_child, dict(model_config=self.model.config, weights=self.model.state_dict(),
+                                          task=self.task, config=self.config, resume=self.resume,
+                                          sampler=self.sampler, sample_every_s=self.sample_every_s),
+                    self._log, self._stop.is_set)
+                self.model.load_state_dict(weights)
+                self.model.eval()
+            else:
+                self.result = train_with_samples(self.model, self.task, self.config, self._log, self._next_step_turn,
+                                                 self.resume, self.sampler, self.sample_every_s)
+            if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
+                self.result.training_state = None
+        finally:
+            if self._holds_turn:
+                self.turns.give_back()
+        reason = self.result.reason
+        status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
+        if self.checkpoint_dir is not None and self.result.steps > 0:
+            try:
+                self.save()
+            except OSError as e:  # the run is not lost: its weights stay in this job
+                reason, status = (f"{reason}; saving failed: {e}; the trained weights are kept in memory, "
+                                  "job.save(folder) retries"), "failed"
+        self.message = reason
+        return status
+
+
+def train_with_samples(model, task, config, emit, should_stop=None, resume=None, sampler=None, sample_every_s=3.0):
+    """`train`, with `sampler(model)`'s text emitted as {"type": "sample", step, text} every
+    `sample_every_s` seconds, between steps (so it never races the optimiser), from the first step."""
+    last_sample = -math.inf
+
+    def emit_with_samples(event):
+        nonlocal last_sample
+        emit(event)
+        now = time.perf_counter()
+        if sampler is not None and event["type"] == "step" and now - last_sample >= sample_every_s:
+            last_sample = now
+            text = sampler(model)
+            model.train()
+            emit({"type": "sample", "step": event["step"], "text": text})
+
+    return train(model, task, config, emit_with_samples, should_stop, resume)
+
+
+def _train_in_child(emit, should_stop, model_config, weights, **kwargs):
+    """TrainingJob's work in a process of its own (lab.workers): -> (trained weights, TrainResult)."""
+    from lab.models import build_model
+
+    model = build_model(model_config)
+    model.load_state_dict(weights)
+    result = train_with_samples(model, emit=emit, should_stop=should_stop, **kwargs)
+    return {k: v.cpu() for k, v in model.state_dict().items()}, result
