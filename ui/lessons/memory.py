@@ -1,12 +1,12 @@
 """Lessons on how long a memory lasts: keep or overwrite, why the vanilla RNN forgets, and the
 gate-bias study read as a lesson."""
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from lab.data import DataError
-from lab.experiments.ablation import epoch_rows, load_results
+from lab.experiments.ablation import (LEARNED, SIGNIFICANT, compare_with_baseline, conclusion, epoch_rows,
+                                      load_results)
 from lab.memory import bias_time_constants, constant_gate_retention, gradient_decay_per_step, keep_gate_biases
 from ui import inspect_views as views
 from ui.common import plain, user_errors
@@ -136,6 +136,13 @@ STUDY_METRICS = {  # epoch_rows column -> (label, format, what a higher value me
 }
 
 
+ARM_MEANINGS = {  # what each arm does, in a student's words (lab.experiments.ablation.ARMS has the details)
+    "baseline": "every bias learnable, the update-gate bias starting at +1 (keep a little more)",
+    "ablated": "the reset and update biases held at exactly 0",
+    "chrono": "the update-gate bias starting at log U[1, T - 1] (keep for hundreds of steps), every bias learnable",
+}
+
+
 @st.cache_data(max_entries=4, show_spinner=False)
 def cached_study(path, mtime):
     return load_results(path)
@@ -156,11 +163,12 @@ def gate_biases_over_1024_steps():
     if study is None:
         return
     d, config, summary = study["dataset"], study["config"], study["summary"]
+    arms = list(summary)
     st.markdown(f"**What was run.** A one-layer GRU in PyTorch's convention (H = {config['hidden_size']}) reads "
                 f"{plain(d['title'])} one grey pixel per step, **{d['sequence_length']} steps** per image, and names "
-                f"the digit. Two arms, {len(config['seeds'])} random seeds each, {config['epochs']} epochs over "
-                f"{d['n_train']} training images: **baseline**, every bias learnable with the update-gate bias "
-                "starting at +1; **ablated**, the reset and update biases held at 0.")
+                f"the digit. {len(arms)} arms, {len(config['seeds'])} random seeds each, {config['epochs']} epochs "
+                f"over {d['n_train']} training images:\n\n"
+                + "\n".join(f"- **{arm}**: {ARM_MEANINGS.get(arm, '')}" for arm in arms))
     metric = st.radio("Follow", list(STUDY_METRICS), format_func=lambda m: STUDY_METRICS[m][0], horizontal=True,
                       key="lessons_study_metric")
     label, fmt, higher = STUDY_METRICS[metric]
@@ -179,28 +187,40 @@ def gate_biases_over_1024_steps():
     columns = st.columns(len(means))
     for column, arm in zip(columns, means.index):
         column.metric(f"{arm}: final {label}", fmt.format(means[arm]), help=f"± {fmt.format(stds[arm])} across seeds")
-    gap = means.get("baseline", np.nan) - means.get("ablated", np.nan)
-    spread = stds.max()
-    tells = ("larger than the spread between random seeds, so the arms do differ here" if abs(gap) > 2 * spread else
-             "no larger than the spread between random seeds: this study cannot tell the arms apart on it")
-    accuracy = {arm: summary[arm]["val_accuracy_mean"] for arm in summary}
-    notice(f"After {config['epochs']} epochs the baseline's {label} is **{fmt.format(means['baseline'])}** and the "
-           f"ablated arm's **{fmt.format(means['ablated'])}** (higher: {higher}). The gap, "
-           f"{fmt.format(abs(gap))}, is {tells} (largest standard deviation across seeds {fmt.format(spread)}).\n\n"
-           f"**What it shows.** The biases change the gates: the update gate keeps "
-           f"{summary['baseline']['z_mean_final']:.2f} per step on average in the baseline and "
-           f"{summary['ablated']['z_mean_final']:.2f} in the ablated arm. **What it cannot show.** Whether that "
-           f"matters for the task: both arms reach only "
-           + " and ".join(f"{v:.0%}" for v in accuracy.values())
-           + f" test accuracy against a chance level of {1 / d['num_classes']:.0%}. {config['epochs']} short "
-           "epochs leave both near the start of learning, where neither is likely to use a memory "
-           f"{d['sequence_length']} steps long yet; a longer run, and more random seeds, would answer the question.")
-    check_yourself("The ablated arm scores a little higher than the baseline. Can you conclude that the gate "
-                   "biases hurt?",
-                   f"No. With {len(config['seeds'])} random seeds per arm a gap within the spread between seeds "
-                   f"can be luck, and both arms sit not far above chance after {config['epochs']} epochs: the "
-                   "models have barely started to learn, so the study says nothing yet about what the biases do "
-                   "to a trained model's memory.")
+    accuracy = {arm: summary[arm]["val_accuracy_mean"] for arm in arms if summary[arm]["val_accuracy_mean"] is not None}
+    keeps = ", ".join(f"{summary[arm]['z_mean_final']:.2f} in the {arm} arm" for arm in arms
+                      if summary[arm]["z_mean_final"] is not None)
+    if max(accuracy.values(), default=0.0) < LEARNED:
+        reading = ("**What it cannot show.** Whether that matters for the task: the arms reach only "
+                   + " and ".join(f"{v:.0%}" for v in accuracy.values())
+                   + f" test accuracy against a chance level of {1 / d['num_classes']:.0%}. {config['epochs']} "
+                   "epochs leave them near the start of learning, where none is likely to use a memory "
+                   f"{d['sequence_length']} steps long yet; a longer run would answer the question.")
+    else:
+        reading = (f"**What it means.** Every arm learned to name digits far above chance "
+                   f"({1 / d['num_classes']:.0%}). How much a gate keeps per step is the arms' largest difference; "
+                   "whether it changed how well the model names the digits is what the test above decides, "
+                   "arm by arm, against the luck of the random seeds.")
+    notice(f"**What the study says.** {conclusion(study)}\n\n"
+           f"**What it shows.** The biases change the gates: on average the update gate keeps {keeps} per step. "
+           + reading)
+    ablated = {c["arm"]: c for c in compare_with_baseline(study)}.get("ablated")
+    if ablated is None:  # fewer than two seeds an arm: no test, the spread cannot be measured
+        check_yourself("The ablated arm scores a little differently from the baseline. Can you conclude that the "
+                       "gate biases matter?",
+                       "No. With a single random seed a gap can be the luck of one initialisation: the study needs "
+                       "several seeds per arm before a difference means anything.")
+    else:
+        side = "above" if ablated["difference"] > 0 else "below"
+        check_yourself(f"The ablated arm ends {abs(100 * ablated['difference']):.1f} points {side} the baseline. "
+                       "Can you conclude that freezing the gate biases at 0 changes how well a GRU learns this task?",
+                       (f"No. Welch's t-test over the {ablated['n'][0]} and {ablated['n'][1]} random seeds gives "
+                        f"p = {ablated['p']:.2f}: a gap that size turns up between seeds alone, so the study cannot "
+                        "tell the arms apart on accuracy, even though their gates differ."
+                        if ablated["p"] >= SIGNIFICANT else
+                        f"For this task and length, yes: Welch's t-test over the {ablated['n'][0]} and "
+                        f"{ablated['n'][1]} random seeds gives p = {ablated['p']:.3f}, a gap that seeds alone "
+                        "rarely make. Other tasks, lengths and sizes may differ."))
     open_full_page("Ablation", "Open the Ablation page, with three random seeds per arm for its live run", seeds=3)
 
 

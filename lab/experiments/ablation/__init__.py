@@ -51,6 +51,6 @@ a fixed batch of test sequences, at initialisation and after every epoch.
 from .config import OPTIONS, AblationConfig, add_arguments, cli_command, config_from_args
 from .model import (ARMS, FrozenBiasError, build_arm_model, check_frozen_biases, freeze_gate_biases,
                     gate_bias_pairs)
-from .results import (RESULTS_FILE, SHIPPED_DIR, chrono_mean, compare_with_baseline, conclusion, epoch_rows,
-                      load_results, step_rows, summary_markdown, time_constant_table)
+from .results import (LEARNED, RESULTS_FILE, SHIPPED_DIR, SIGNIFICANT, chrono_mean, compare_with_baseline, conclusion,
+                      epoch_rows, load_results, step_rows, summary_markdown, time_constant_table)
 from .runner import RANK_PATIENCE, AblationJob, load_study_data, run_ablation, run_arm
