@@ -593,6 +593,8 @@ def scan_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=Tr
     and one line for every *.safetensors file skipped, saying why. Also tidies the user folder:
     temporary files of saves that died are removed (unless a save is running right now)."""
     found, problems = [], []
+    if user_dir is not None and bundled_dir is not None and Path(user_dir).resolve() == Path(bundled_dir).resolve():
+        user_dir = None  # `python -m lab list --dir checkpoints`: the bundled files, listed once, as bundled
     for folder, bundled in ((bundled_dir, True), (user_dir, False)):
         if folder is None or not Path(folder).is_dir():
             continue

@@ -561,6 +561,13 @@ WRONG_SHAPES = [  # (metadata key, what goes in it): the hostile tester's fields
 ]
 
 
+def test_listing_the_bundled_folder_as_the_user_folder_lists_each_file_once(valid, char_tokenizer, tmp_path):
+    model, _ = valid
+    save_checkpoint(tmp_path, "shipped", model, char_tokenizer)
+    infos = list_checkpoints(tmp_path, bundled_dir=tmp_path)  # python -m lab list --dir checkpoints
+    assert [(i.name, i.bundled) for i in infos] == [("shipped_latest", True), ("shipped_v1", True)]
+
+
 @pytest.mark.parametrize("key, value", WRONG_SHAPES, ids=[f"{k}={json.dumps(v)[:40]}" for k, v in WRONG_SHAPES])
 def test_metadata_of_the_wrong_shape_is_refused_at_load_and_listed_as_skipped(key, value, valid, tmp_path):
     _, data = valid
