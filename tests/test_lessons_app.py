@@ -295,7 +295,7 @@ def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
     ok(at)
     accuracy = metrics(at)
     assert set(accuracy) == {f"{arm}: final test accuracy" for arm in study["summary"]}
-    assert f"**What the study says.** {conclusion(study)}" in notice(at)  # the numbers' own verdict
+    assert f"**What the study says:** {conclusion(study)}" in notice(at)  # the numbers' own verdict
     learned = max(s["val_accuracy_mean"] for s in study["summary"].values()) >= 0.5
     assert ("What it means" if learned else "What it cannot show") in notice(at)
     at.radio(key="lessons_study_metric").set_value("z_mean").run()

@@ -201,7 +201,7 @@ def gate_biases_over_1024_steps():
                    f"({1 / d['num_classes']:.0%}). How much a gate keeps per step is the arms' largest difference; "
                    "whether it changed how well the model names the digits is what the test above decides, "
                    "arm by arm, against the luck of the random seeds.")
-    notice(f"**What the study says.** {conclusion(study)}\n\n"
+    notice(f"**What the study says:** {conclusion(study)}\n\n"
            f"**What it shows.** The biases change the gates: on average the update gate keeps {keeps} per step. "
            + reading)
     ablated = {c["arm"]: c for c in compare_with_baseline(study)}.get("ablated")
