@@ -14,8 +14,7 @@ from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, setup_
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Ablation")
-STUDY_DIR = SHIPPED_DIR  # the study this page shows: SHIPPED_DIR.parent / "ablation40" once that one is complete
-RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", STUDY_DIR))
+RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
 COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}
 
@@ -24,7 +23,9 @@ st.markdown(
     "The gate-bias study trains a one-layer GRU (H = 181, **101,732 parameters**) on images read one grey pixel "
     "per step and asks whether the reset and update gate biases matter. **baseline**: every bias learnable, "
     "update-gate bias $b_z = +1$. **ablated**: the reset and update biases (the $r$ and $z$ chunks of both "
-    "$b_{ih}$ and $b_{hh}$) frozen at exactly 0 by gradient hooks; the candidate bias stays learnable.\n\n"
+    "$b_{ih}$ and $b_{hh}$) frozen at exactly 0 by gradient hooks; the candidate bias stays learnable. "
+    "**chrono**: the update-gate bias starts at $\\log U[1, T-1]$ (chrono initialisation, a retention time of "
+    "hundreds of steps at $T = 1024$), every bias learnable.\n\n"
     "PyTorch's convention: $h_t = (1 - z_t)\\,n_t + z_t\\,h_{t-1}$, so $z$ **keeps** memory and $b_z = +1$ "
     "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only; the study's "
     "code fills both bias vectors (effective +2) while its text reasons with $\\sigma(1)$.")
@@ -145,7 +146,8 @@ with user_errors("Reading the shipped results"):
     path = RESULTS_DIR / "results.json"
     if not path.is_file():
         st.info(f"No shipped results in {RESULTS_DIR}. Make them with "
-                "`python -m lab ablation --dataset digits --epochs 6 --seeds 0 1 2 --out checkpoints/ablation`.")
+                "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
+                "chrono --out checkpoints/ablation`.")
     else:
         results = cached_results(str(path), path.stat().st_mtime)
 if results is not None:

@@ -336,8 +336,15 @@ def _study(accuracies, complete=True):
 
 
 def test_the_conclusion_follows_the_numbers():
-    shipped = conclusion(load_results(SHIPPED_DIR))  # the shipped 6-epoch study: both arms near 23%
-    assert "still near chance" in shipped and "cannot yet say" in shipped and "guessing gives 10%" in shipped
+    study = load_results(SHIPPED_DIR)  # the shipped study: seed 003's 40 epochs, three arms, three seeds each
+    shipped = conclusion(study)
+    assert study["complete"] and shipped.startswith(f"after {study['config']['epochs']} epochs (")
+    for c in compare_with_baseline(study):
+        verdict = "differs from" if c["p"] < 0.05 else "does not differ from"
+        assert f"{c['arm']} {verdict} the baseline" in shipped and f"p = {c['p']:.2f}" in shipped
+    near_chance = conclusion(_study({"baseline": [0.22, 0.24], "ablated": [0.23, 0.25]}))
+    assert "still near chance" in near_chance and "cannot yet say" in near_chance
+    assert "guessing gives 10%" in near_chance
     same = conclusion(_study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}))
     assert same == ("after 6 epochs (baseline 82.0%, ablated 81.0%), ablated does not differ from the baseline "
                     "beyond the luck of the seeds (-1.0 points, Welch's t-test p = 0.57).")  # t = -0.61, 4 df
