@@ -78,9 +78,11 @@ class AppServer:
             time.sleep(0.25)
         raise TimeoutError(f"streamlit was not healthy after {timeout} s:\n{self.output()}")
 
-    def output(self):
+    def output(self, last_chars=4000):
+        """The server's log so far (its end: `last_chars`; None for all of it)."""
         self.log.seek(0)
-        return self.log.read().decode(errors="replace")[-4000:]
+        text = self.log.read().decode(errors="replace")
+        return text if last_chars is None else text[-last_chars:]
 
     def peak_rss_mb(self):
         """VmHWM of the server process (peak resident set size), in MiB."""

@@ -7,6 +7,7 @@ checkpoint when it ends.
 """
 import copy
 import dataclasses
+import logging
 import math
 import threading
 import time
@@ -14,6 +15,8 @@ import time
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.train import is_finite_number, resume_training_state, run_metrics, train
 from lab.workers import run_in_process
+
+log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
 
 
 
@@ -40,6 +43,7 @@ class BackgroundJob:
         if self._thread is not None:
             raise RuntimeError("this job has already been started")
         self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        self.started_at = time.time()
         self.status = "queued"
         self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
         self._thread.start()
@@ -88,6 +92,8 @@ class BackgroundJob:
             self._log({"type": "error", "message": self.message})
         finally:
             self._ticket.release()
+            log.info("%s: %s after %.1f s%s", self.what, status, time.time() - self.started_at,
+                     f" ({self.message})" if self.message else "")
             # last: a UI that sees a final status finds the results saved and the budget free for a new job
             self.status = status
 
@@ -129,6 +135,14 @@ class TrainingJob(BackgroundJob):
         self.what = f"The run {name}"
         self.turns = turns or SERVER_TURNS
         self.checkpoint_path, self.result = None, None
+        self.first_step_seconds = None  # from start() to the first step's event: what a student waits for
+
+    def _log(self, event):
+        if event["type"] == "step" and self.first_step_seconds is None:
+            self.first_step_seconds = time.time() - self.started_at
+            log.info("%s: first step %.2f s after Start (runs training on this server: %d)", self.what,
+                     self.first_step_seconds, self.budget.snapshot()[2])
+        super()._log(event)
 
     def save(self, folder=None):
         """Save the trained weights as name_vN in `folder` (default: checkpoint_dir) and return the

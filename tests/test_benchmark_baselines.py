@@ -56,3 +56,20 @@ def test_tidied_seed_cells_match_the_published_ones():
                     w_x.bias.copy_(getattr(p_cell, f"b_{gate}"))
                     u_h.weight.copy_(getattr(p_cell, f"W_{gate}_h").weight)
         torch.testing.assert_close(published(x), tidy(x), rtol=1e-10, atol=1e-10)
+
+
+def test_the_class_benchmark_reads_each_first_step_from_the_server_log():
+    """benchmarks.classroom reads the app's log lines (ui.common's format) back with their times."""
+    import logging
+    import time
+
+    from benchmarks.classroom import first_steps
+    from ui.common import SERVER_LOG_FORMAT
+
+    record = logging.LogRecord("lab.jobs", logging.INFO, __file__, 1, "%s: first step %.2f s after Start "
+                               "(runs training on this server: %d)", ("The run astra-1a2b", 0.42, 3), None)
+    record.created = time.time()
+    record.msecs = int(record.created * 1000) % 1000
+    lines = "\n".join(["2026-11-24 03:00:00.000 INFO streamlit: something else", SERVER_LOG_FORMAT.format(record)])
+    ((at, after),) = first_steps(lines)
+    assert after == 0.42 and abs(at - record.created) < 0.002

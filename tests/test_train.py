@@ -1,5 +1,7 @@
 """lab.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only."""
+import logging
 import math
+import re
 import resource
 import subprocess
 import sys
@@ -630,6 +632,20 @@ def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_job
     assert checkpoint.tokenizer.to_state() == char_task.tokenizer.to_state()
     samples = of_type(job.events(), "sample")
     assert [e["step"] for e in samples] == [1, 2, 3, 4, 5] and {e["text"] for e in samples} == {"sampled text"}
+
+
+def test_a_job_logs_when_it_takes_its_first_step_and_when_it_ends(char_task, no_jobs_left, caplog):
+    """The server's log tells a teacher (and the class benchmark) how long each run waited to start."""
+    caplog.set_level(logging.INFO, logger="lab.jobs")
+    job = TrainingJob("astra", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3))
+    no_jobs_left.append(job)
+    before = time.time()
+    assert job.start().wait(30) == "finished"
+    assert 0 < job.first_step_seconds < time.time() - before
+    lines = [r.getMessage() for r in caplog.records if r.name == "lab.jobs"]
+    first = f"The run astra: first step {job.first_step_seconds:.2f} s after Start (runs training on this server: 1)"
+    assert lines[0] == first
+    assert re.fullmatch(r"The run astra: finished after \d+\.\d s \(finished\)", lines[-1]) and len(lines) == 2
 
 
 def test_sampler_hook_is_rate_limited_and_sees_the_model(char_task, no_jobs_left):

@@ -6,6 +6,7 @@ loader, clear errors instead of tracebacks, per-session training jobs (stopped
 when their browser tab closes), and the published anchors shown beside results.
 """
 import contextlib
+import logging
 import math
 import os
 import re
@@ -96,6 +97,7 @@ def page_link(name, label=None, help=None, query_params=None):
 def _process_setup():
     """Once per server process: cap torch's threads, start the reaper of unattended jobs, warm up."""
     threads = configure_cpu()
+    _log_jobs_to_the_server_log()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
     threading.Thread(target=_reap_unattended_jobs, args=(_job_registry(),), name="rnnlab-reaper",
@@ -103,6 +105,20 @@ def _process_setup():
     # not a daemon: the interpreter waits for its second or so at exit instead of killing it inside torch
     threading.Thread(target=_warm_up_training, name="rnnlab-warm-up").start()
     return threads
+
+
+SERVER_LOG_FORMAT = logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s",
+                                      "%Y-%m-%d %H:%M:%S")
+
+
+def _log_jobs_to_the_server_log():
+    """lab.jobs says when each run starts training and ends; on a class server the teacher reads
+    it in the server's log (Community Cloud: "Manage app"), beside Streamlit's own lines."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(SERVER_LOG_FORMAT)
+    jobs_log = logging.getLogger("lab.jobs")
+    jobs_log.setLevel(logging.INFO)
+    jobs_log.addHandler(handler)
 
 
 def _warm_up_training():
