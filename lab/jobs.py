@@ -19,7 +19,6 @@ from lab.workers import run_in_process
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
 
 
-
 class BackgroundJob:
     """What every background job shares: a thread, a status, a stop flag honoured between
     steps, a place in the server's training budget (lab.capacity), and a thread-safe event
