@@ -14,8 +14,8 @@ import dataclasses
 import os
 import signal
 import sys
-import threading
 import tempfile
+import threading
 from pathlib import Path
 
 DEFAULT_RUNS_DIR = "runs"

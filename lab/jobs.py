@@ -36,6 +36,7 @@ class BackgroundJob:
         self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
         self._ticket = self._thread = None
+        self.started_at = None  # time.time() at start(), for the server log's waits and durations
 
     def start(self):
         """Queue for the budget (CapacityError at once if the job could never fit) and start the thread."""

@@ -150,9 +150,10 @@ def build(name, minutes, work_dir, out_dir, text, patience, steps=None):
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
     if hasattr(config, "backend"):  # the faster of the two equal implementations on this machine
         config = dataclasses.replace(config, backend=default_backend(config.cell, torch.device("cpu")))
-    budget = {"max_steps": steps, "max_seconds": None} if steps else {"max_steps": None, "max_seconds": minutes * 60}
-    if "max_epochs" in train_overrides:  # the recipe's own budget; --steps still caps it
+    if steps or "max_epochs" in train_overrides:  # a recipe's epochs are its own budget; --steps caps it
         budget = {"max_steps": steps, "max_seconds": None}
+    else:
+        budget = {"max_steps": None, "max_seconds": minutes * 60}
     train_config = preset.train_config(**{"eval_interval": EVAL_INTERVAL, "eval_windows": EVAL_WINDOWS,
                                           **train_overrides, **budget})
     model, metrics = train_until_plateau(name, config, train_config, task, work_dir / name, patience)
