@@ -10,13 +10,13 @@ import streamlit as st
 
 from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, conclusion, epoch_rows,
                                       load_results, step_rows, time_constant_table)
-from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, setup_page, show_anchors, user_errors
+from ui.common import (ARM_COLORS, TRAIN_IN_PROCESS, plain, register_job, session_key, setup_page, show_anchors,
+                       user_errors)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Ablation")
 RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
-COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}
 
 st.title("⚖️ The gate-bias study: a GRU gate-bias ablation")
 st.markdown(
@@ -81,16 +81,16 @@ def show_results(results, key):
     loss = go.Figure()
     for (arm, seed), g in steps.groupby(["arm", "seed"]):
         loss.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines", name=f"{arm}, random seed {seed}",
-                                  line=dict(color=COLORS.get(arm), width=1.5), legendgroup=arm))
+                                  line=dict(color=ARM_COLORS.get(arm), width=1.5), legendgroup=arm))
     loss.update_layout(title="Training loss per step (one line per random seed)", xaxis_title="step",
                        yaxis_title="cross-entropy", height=340, margin=dict(t=40, b=10))
     left.plotly_chart(loss, key=f"ablation_{key}_loss")
     acc = go.Figure()
     for arm, g in trained.groupby("arm", sort=False):
         m = g.groupby("epoch")["val_accuracy"].agg(["mean", "std", "count"]).reset_index().fillna(0)
-        band(acc, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), COLORS.get(arm), arm)
+        band(acc, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), ARM_COLORS.get(arm), arm)
         acc.add_trace(go.Scatter(x=m["epoch"], y=100 * m["mean"], mode="lines+markers", name=f"{arm} (mean ± std)",
-                                 line=dict(color=COLORS.get(arm)), legendgroup=arm))
+                                 line=dict(color=ARM_COLORS.get(arm)), legendgroup=arm))
     acc.update_layout(title="Test accuracy per epoch, mean ± std over random seeds", xaxis_title="epoch",
                       yaxis_title="accuracy (%)", yaxis_range=[0, 100], height=340, margin=dict(t=40, b=10))
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
@@ -104,9 +104,9 @@ def show_results(results, key):
         fig = go.Figure()
         for arm, g in epochs.groupby("arm", sort=False):
             m = g.groupby("epoch")[[f"{gate}_mean", f"{gate}_q10", f"{gate}_q90"]].mean().reset_index()
-            band(fig, m["epoch"], m[f"{gate}_q10"], m[f"{gate}_q90"], COLORS.get(arm), arm)
+            band(fig, m["epoch"], m[f"{gate}_q10"], m[f"{gate}_q90"], ARM_COLORS.get(arm), arm)
             fig.add_trace(go.Scatter(x=m["epoch"], y=m[f"{gate}_mean"], mode="lines+markers", name=arm,
-                                     line=dict(color=COLORS.get(arm)), legendgroup=arm))
+                                     line=dict(color=ARM_COLORS.get(arm)), legendgroup=arm))
         what = "update gate z (keeps memory)" if gate == "z" else "reset gate r"
         fig.update_layout(title=f"Mean {what} per epoch", xaxis_title="epoch", yaxis_range=[0, 1], height=320,
                           margin=dict(t=40, b=10))
@@ -120,12 +120,12 @@ def show_results(results, key):
         first = run["seed"] == results["summary"][run["arm"]]["seeds"][0]
         profile.add_trace(go.Scatter(x=z["time"]["t_start"], y=z["time"]["mean"], mode="lines", line_shape="hv",
                                      name=f"{run['arm']}, random seed {run['seed']}",
-                                     line=dict(color=COLORS.get(run["arm"])),
+                                     line=dict(color=ARM_COLORS.get(run["arm"])),
                                      legendgroup=run["arm"]))
         if first:
             edges = [i / len(z["histogram"]) for i in range(len(z["histogram"]))]
             hist.add_trace(go.Bar(x=edges, y=z["histogram"], name=f"{run['arm']}, random seed {run['seed']}", offset=0,
-                                  width=1 / len(z["histogram"]), marker_color=COLORS.get(run["arm"]), opacity=0.6))
+                                  width=1 / len(z["histogram"]), marker_color=ARM_COLORS.get(run["arm"]), opacity=0.6))
     profile.update_layout(title="Mean z over the sequence, last epoch", xaxis_title="time step", yaxis_title="z",
                           height=320, margin=dict(t=40, b=10))
     hist.update_layout(title="Distribution of z, last epoch (first random seed)", xaxis_title="z",
@@ -242,7 +242,7 @@ def live_view():
             for (arm, seed), g in steps.groupby(["arm", "seed"]):
                 fig.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines",
                                          name=f"{arm}, random seed {seed}",
-                                         line=dict(color=COLORS.get(arm))))
+                                         line=dict(color=ARM_COLORS.get(arm))))
             fig.update_layout(title="Live training loss", xaxis_title="step", height=320, margin=dict(t=40, b=10))
             st.plotly_chart(fig, key="ablation_live_loss")
         if done:

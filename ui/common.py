@@ -26,6 +26,7 @@ USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))  #
 KEEP_SECONDS = 3600 * float(os.environ.get("RNNLAB_KEEP_HOURS", "48"))  # a session's files, after it was last seen
 USER_DIR_MAX_BYTES = 2**20 * float(os.environ.get("RNNLAB_USER_DIR_MAX_MB", "500"))  # oldest files go first
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
+ARM_COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}  # the gate-bias study's arms
 
 # Published numbers a student can hold a result against (cited where shown).
 ANCHORS = {

@@ -9,7 +9,7 @@ from lab.experiments.ablation import (LEARNED, SIGNIFICANT, compare_with_baselin
                                       load_results)
 from lab.memory import bias_time_constants, constant_gate_retention, gradient_decay_per_step, keep_gate_biases
 from ui import inspect_views as views
-from ui.common import plain, user_errors
+from ui.common import ARM_COLORS, plain, user_errors
 from ui.lessons.common import (PASSAGE, SUBWORD_MODEL, bundled, check_yourself, model_choice, notice,
                                open_full_page, shipped, sources)
 
@@ -175,6 +175,7 @@ def gate_biases_over_1024_steps():
     epochs = pd.DataFrame(epoch_rows(study)).dropna(subset=[metric])
     by_epoch = epochs.groupby(["arm", "epoch"], sort=False)[metric].agg(["mean", "std"]).reset_index()
     fig = go.Figure([go.Scatter(x=g["epoch"], y=g["mean"], mode="lines+markers", name=f"{arm} (mean of seeds)",
+                                line=dict(color=ARM_COLORS.get(arm)),
                                 error_y=dict(type="data", array=g["std"].fillna(0), visible=True))
                      for arm, g in by_epoch.groupby("arm", sort=False)])
     if metric == "val_accuracy":
