@@ -23,7 +23,8 @@ SEED_EPOCHS = "seed"  # --epochs given without a number
 DEFAULT_PRESET, DEFAULT_CORPUS = "astra-alpha", "bundled"
 
 
-MODEL_OPTIONS = ("cell", "backend", "embed_dim", "hidden_size", "num_layers", "dropout")  # override the preset's
+MODEL_OPTIONS = ("cell", "backend", "embed_dim", "hidden_size", "num_layers", "dropout", "embed_dropout",
+                 "weight_dropout")  # override the preset's
 
 
 def _train_options(args):
@@ -336,6 +337,9 @@ def build_parser():
     t.add_argument("--hidden-size", type=int, help="override the hidden units per layer H")
     t.add_argument("--num-layers", type=int, help="override the number of recurrent layers")
     t.add_argument("--dropout", type=float, help="override dropout between layers and before the head")
+    t.add_argument("--embed-dropout", type=float, help="dropout on the token embeddings (language models)")
+    t.add_argument("--weight-dropout", type=float,
+                   help="DropConnect on the hidden-to-hidden weights, one mask per sequence (language models)")
     t.add_argument("--corpus",
                    help="'bundled' (shipped Shakespeare, offline), 'tiny-shakespeare' (download), or a text file")
     t.add_argument("--tokenizer", choices=["char", "sentencepiece"], help="default: the preset's")

@@ -29,6 +29,7 @@ import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 # ---------------------------------------------------------------------------
 # initialisation (seed 003): orthogonal recurrent weights, Xavier input weights
@@ -358,14 +359,27 @@ class RecurrentStack(nn.Module):
     gate of that layer read (lab.stepping shows it beside the gates). The
     stack's output is the last layer's raw output; the model adds its own
     dropout -> LayerNorm -> head after it.
+
+    With `weight_dropout` p, each training forward pass zeroes a fraction p of every
+    layer's hidden-to-hidden weights (DropConnect, as AWD-LSTM regularises its LSTMs):
+    one mask for the whole sequence, so the recurrence itself is regularised while
+    the cell's kernel, fused or not, runs unchanged.
     """
 
-    def __init__(self, layers, dropout=0.0, norm_between_layers=False):
+    def __init__(self, layers, dropout=0.0, norm_between_layers=False, weight_dropout=0.0):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         inner = [layer.hidden_size for layer in layers[:-1]]
         self.norms = nn.ModuleList(nn.LayerNorm(h) for h in inner) if norm_between_layers else None
         self.dropout = nn.Dropout(dropout)
+        self.weight_dropout = weight_dropout
+
+    def _run_layer(self, layer, x, state, trace):
+        if not (self.training and self.weight_dropout):
+            return layer(x, state, trace)
+        dropped = {name: F.dropout(w, self.weight_dropout) for name, w in layer.named_parameters()
+                   if name.rsplit(".", 1)[-1].startswith("weight_hh")}  # reference and fast: weight_hh; fused: weight_hh_l0
+        return torch.func.functional_call(layer, dropped, (x, state, trace))
 
     def forward(self, x, state=None, trace=None):
         state = state if state is not None else [None] * len(self.layers)
@@ -377,7 +391,7 @@ class RecurrentStack(nn.Module):
                     x = self.norms[l - 1](x)
             if trace is not None:
                 trace[l]["x"] = x
-            x, s = layer(x, state[l], None if trace is None else trace[l])
+            x, s = self._run_layer(layer, x, state[l], None if trace is None else trace[l])
             new_state.append(s)
         return x, new_state
 

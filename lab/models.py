@@ -45,8 +45,10 @@ def _check_common(cfg, *positive_fields):
         value = getattr(cfg, field)
         _require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, field,
                  f"must be a positive integer, got {value!r}")
-    if hasattr(cfg, "dropout"):
-        _require(0.0 <= cfg.dropout < 1.0, "dropout", f"must be in [0, 1), got {cfg.dropout!r}")
+    for field in ("dropout", "embed_dropout", "weight_dropout"):
+        if hasattr(cfg, field):
+            value = getattr(cfg, field)
+            _require(0.0 <= value < 1.0, field, f"must be in [0, 1), got {value!r}")
     if hasattr(cfg, "keep_bias"):  # inf or NaN would make every keep gate shut or undefined from step 1
         _require(isinstance(cfg.keep_bias, (int, float)) and math.isfinite(cfg.keep_bias), "keep_bias",
                  f"must be a finite number, got {cfg.keep_bias!r}")
@@ -67,6 +69,8 @@ class LMConfig:
     hidden_size: int = 256  # H: recurrent units per layer
     num_layers: int = 1  # L: stacked recurrent layers
     dropout: float = 0.0  # between layers and before the head
+    embed_dropout: float = 0.0  # on the token embeddings, while training (AWD-LSTM's input dropout)
+    weight_dropout: float = 0.0  # DropConnect on each layer's hidden-to-hidden weights, while training
     norm: str = "last"  # "last": one LayerNorm before the head (seed 002); "every": after every layer (Scribe)
     keep_bias: float = 1.0  # initial keep-gate bias: retention sigmoid(1) = 0.73 (seed 003); LSTM forget bias
     chrono_tmax: Optional[int] = None  # chrono initialisation of keep gates, b ~ log U[1, T_max-1]
@@ -77,6 +81,8 @@ class LMConfig:
         _check_common(self, "vocab_size", "embed_dim", "hidden_size", "num_layers")
         _require(self.norm in NORMS, "norm", f"must be one of {list(NORMS)}, got {self.norm!r}")
         _require(self.scan_mode in SCAN_MODES, "scan_mode", f"must be one of {sorted(SCAN_MODES)}")
+        _require(not (self.weight_dropout and self.cell == "scan"), "weight_dropout",
+                 "the scan cell has no hidden-to-hidden weight matrix to drop; use dropout instead")
 
 
 @dataclass
@@ -140,13 +146,15 @@ class RecurrentLM(nn.Module):
         self.embedding = nn.Embedding(c.vocab_size, c.embed_dim)
         layers = [make_layer(c.cell, c.embed_dim if l == 0 else c.hidden_size, c.hidden_size, c.backend,
                              c.keep_bias, c.chrono_tmax, c.scan_mode) for l in range(c.num_layers)]
-        self.rnn = RecurrentStack(layers, c.dropout, norm_between_layers=c.norm == "every")
+        self.rnn = RecurrentStack(layers, c.dropout, norm_between_layers=c.norm == "every",
+                                  weight_dropout=c.weight_dropout)
+        self.embed_dropout = nn.Dropout(c.embed_dropout)
         self.dropout = nn.Dropout(c.dropout)
         self.ln_f = nn.LayerNorm(c.hidden_size)
         self.head = nn.Linear(c.hidden_size, c.vocab_size)
 
     def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
-        x = self.embedding(idx)  # (B, T, E)
+        x = self.embed_dropout(self.embedding(idx))  # (B, T, E)
         x, state = self.rnn(x, state, trace)  # (B, T, H)
         logits = self.head(self.ln_f(self.dropout(x)))  # (B, T, V)
         return logits, _loss(logits, targets, label_smoothing), state

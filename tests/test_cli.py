@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 OPTIONS = {
     "train": ["--preset", "--cell", "--backend", "--embed-dim", "--hidden-size", "--num-layers", "--dropout",
+              "--embed-dropout", "--weight-dropout",
               "--corpus", "--tokenizer", "--vocab-size", "--steps", "--seconds", "--epochs", "--lr", "--weight-decay", "--batch-size",
               "--block-size", "--eval-interval", "--stateful", "--seed", "--device", "--threads", "--name", "--out"],
     "sample": ["checkpoint", "--prompt", "--strategy", "--length", "--temperature", "--top-k", "--top-p", "--seed",
@@ -100,6 +101,14 @@ def test_train_help_lists_the_presets_and_cells():
 
 # ---------------------------------------------------------------------------
 # train -> summary -> list -> sample
+
+
+def test_train_takes_the_regularisers_into_the_saved_config(corpus, tmp_path):
+    code, _, err = run(["train", "--corpus", corpus, *TINY, "--cell", "lstm", "--weight-dropout", "0.3",
+                        "--embed-dropout", "0.1", "--name", "reg", "--out", tmp_path])
+    assert code == 0, err
+    config = load_checkpoint(tmp_path / "reg_v1.safetensors").config
+    assert (config.cell, config.weight_dropout, config.embed_dropout) == ("lstm", 0.3, 0.1)
 
 
 def test_train_saves_a_checkpoint_and_prints_the_final_val_loss(trained):
@@ -255,6 +264,8 @@ def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
     (["--lr", "-1"], "lr: must be a number in (0, 1]"),
     (["--weight-decay", "-0.1"], "weight_decay: must be in [0, 1]"),
     (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
+    (["--weight-dropout", "1"], "weight_dropout: must be in [0, 1)"),
+    (["--cell", "scan", "--weight-dropout", "0.2"], "weight_dropout: the scan cell has no hidden-to-hidden"),
     (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
     (["--name", ".."], "name: '..' has no usable characters"),
     # issue 14's hostile values: each used to hang, be ignored, or fail after training or with a traceback

@@ -119,6 +119,41 @@ def test_to_reference_keeps_the_function_and_traces(backend, cell):
     assert trace[1]["h"].shape == (2, 9, 5)
 
 
+@pytest.mark.parametrize("backend, cell", [(backend, cell) for backend in BACKENDS for cell in BACKENDS[backend]
+                                           if cell != "scan"])
+def test_weight_dropout_masks_the_hidden_weights_while_training_only(backend, cell):
+    """DropConnect: in training, the layer runs with F.dropout(weight_hh) (one mask for the
+    whole sequence); in evaluation, with its own weights."""
+    torch.manual_seed(0)
+    config = LMConfig(cell=cell, backend=backend, vocab_size=7, embed_dim=4, hidden_size=5, weight_dropout=0.5)
+    model = build_model(config)
+    plain = build_model(dataclasses.replace(config, weight_dropout=0.0))
+    plain.load_state_dict(model.state_dict())
+    idx = torch.randint(0, 7, (2, 9))
+    torch.testing.assert_close(model.eval()(idx)[0], plain.eval()(idx)[0])
+    model.train()
+    torch.manual_seed(1)
+    logits = model(idx)[0]
+    (name, weight), = [(n, w) for n, w in model.rnn.layers[0].named_parameters() if "weight_hh" in n]
+    torch.manual_seed(1)  # the same draw: the mask model.train() used
+    masked = torch.nn.functional.dropout(weight.detach(), 0.5)
+    assert (masked == 0).any() and (masked != 0).any()
+    plain.rnn.layers[0].get_parameter(name).data.copy_(masked)
+    torch.testing.assert_close(logits, plain(idx)[0], atol=1e-5, rtol=0)
+    logits.sum().backward()
+    assert weight.grad is not None and (weight.grad[masked == 0] == 0).all()  # a dropped weight learns nothing
+
+
+def test_embedding_dropout_acts_while_training_only():
+    torch.manual_seed(0)
+    model = build_model(LMConfig(vocab_size=7, embed_dim=16, hidden_size=5, embed_dropout=0.5))
+    idx = torch.randint(0, 7, (2, 9))
+    model.train()
+    assert not torch.equal(model(idx)[0], model(idx)[0])
+    model.eval()
+    assert torch.equal(model(idx)[0], model(idx)[0])
+
+
 def test_to_reference_returns_a_reference_model_itself():
     model = build_model(LMConfig(cell="lstm", backend="reference", vocab_size=7, embed_dim=4, hidden_size=5))
     assert to_reference(model) is model
@@ -135,8 +170,10 @@ def test_legacy_scratch_backend_loads_as_fast():
 
 
 def test_config_round_trip_and_unknown_fields():
-    for config in (LMConfig(cell="lstm"), ClassifierConfig(), ScanMarkovConfig()):
+    for config in (LMConfig(cell="lstm", embed_dropout=0.1, weight_dropout=0.3), ClassifierConfig(), ScanMarkovConfig()):
         assert config_from_dict(config_to_dict(config)) == config
+    older = {k: v for k, v in config_to_dict(LMConfig()).items() if k not in ("embed_dropout", "weight_dropout")}
+    assert config_from_dict(older) == LMConfig()  # files saved before these fields load without them
     with pytest.raises(ValueError, match="family"):
         config_from_dict({"family": "transformer"})
     with pytest.raises(ValueError, match="colour"):
@@ -153,6 +190,9 @@ def test_config_round_trip_and_unknown_fields():
     ({"cell": "gru_seed", "backend": "fused"}, "backend"),
     ({"norm": "sometimes"}, "norm"),
     ({"chrono_tmax": 1}, "chrono_tmax"),
+    ({"embed_dropout": 1.0}, "embed_dropout"),
+    ({"weight_dropout": -0.5}, "weight_dropout"),
+    ({"cell": "scan", "weight_dropout": 0.3}, "weight_dropout"),
 ])
 def test_bad_configuration_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
