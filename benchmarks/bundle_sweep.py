@@ -41,6 +41,11 @@ VARIANTS = {  # name: (model overrides, training overrides) on astra-alpha's rec
     # word_language_model trains): the model learns to use more than 64 characters of context
     "LSTM 1x512, dropout 0.2, state carried": ({"cell": "lstm", "hidden_size": 512, "dropout": 0.2},
                                                {"stateful": True}),
+    # the ninth session: AWD-LSTM's regularisers (LMConfig.weight_dropout, embed_dropout), then width with them
+    "LSTM 1x512, dropout 0.2, weight drop 0.5, embedding dropout 0.1": (
+        {"cell": "lstm", "hidden_size": 512, "dropout": 0.2, "weight_dropout": 0.5, "embed_dropout": 0.1}, {}),
+    "LSTM 1x768, dropout 0.25, weight drop 0.25": (
+        {"cell": "lstm", "hidden_size": 768, "dropout": 0.25, "weight_dropout": 0.25}, {}),
 }
 
 
