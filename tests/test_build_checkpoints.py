@@ -1,11 +1,14 @@
 """scripts/build_checkpoints.py: early stopping, a build continued after a crash, float16 export."""
+import dataclasses
+
 import pytest
 import torch
 
 import scripts.build_checkpoints as build
-from lab.checkpoints import load_checkpoint
+from lab.checkpoints import BUNDLED_DIR, load_checkpoint, read_info
 from lab.data import load_bundled_corpus
-from lab.models import LMConfig
+from lab.models import LMConfig, config_from_dict
+from lab.presets import get_preset
 from lab.tasks import LMTask
 from lab.train import TrainConfig
 
@@ -92,8 +95,6 @@ def test_float16_weights_change_the_validation_loss_by_less_than_0_005_nats_per_
 def test_every_bundled_float16_file_lost_less_than_0_005_nats_per_char_to_its_rounding():
     """What each shipped float16 file recorded when it was built: its loss on the weights it holds
     against the float32 weights it was rounded from."""
-    from lab.checkpoints import BUNDLED_DIR, read_info
-
     halves = [read_info(p, bundled=True) for p in sorted(BUNDLED_DIR.glob("*_latest.safetensors"))]
     halves = [info for info in halves if info.metrics.get("weights") == "float16"]
     assert halves, "no bundled model is stored in float16 (scripts/build_checkpoints.py writes them so)"
@@ -102,3 +103,15 @@ def test_every_bundled_float16_file_lost_less_than_0_005_nats_per_char_to_its_ro
         assert abs(metrics["val_nats_per_char"] - metrics["float32_val_nats_per_char"]) < 0.005, info.path
         loaded = load_checkpoint(info.path, device="cpu")
         assert all(p.dtype == torch.float32 for p in loaded.model.parameters())
+
+
+@pytest.mark.parametrize("name", sorted(build.RECIPES))
+def test_every_bundled_file_is_what_its_recipe_builds(name):
+    """RECIPES is the record of how each shipped model was made: the file's config is its preset's
+    with the recipe's overrides (the backend is the build machine's fastest, the vocabulary the
+    tokenizer's)."""
+    preset_name, model_overrides, _ = build.RECIPES[name]
+    shipped = config_from_dict(read_info(BUNDLED_DIR / f"{name}_latest.safetensors", bundled=True).config)
+    expected = dataclasses.replace(get_preset(preset_name).model, **model_overrides,
+                                   **{k: getattr(shipped, k) for k in ("vocab_size", "backend") if hasattr(shipped, k)})
+    assert shipped == expected
