@@ -265,6 +265,8 @@ def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
     (["--weight-decay", "-0.1"], "weight_decay: must be in [0, 1]"),
     (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
     (["--weight-dropout", "1"], "weight_dropout: must be in [0, 1)"),
+    (["--weight-dropout", "nan"], "weight_dropout: must be in [0, 1), got nan"),
+    (["--embed-dropout", "inf"], "embed_dropout: must be in [0, 1), got inf"),
     (["--cell", "scan", "--weight-dropout", "0.2"], "weight_dropout: the scan cell has no hidden-to-hidden"),
     (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
     (["--name", ".."], "name: '..' has no usable characters"),
