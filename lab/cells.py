@@ -377,8 +377,9 @@ class RecurrentStack(nn.Module):
     def _run_layer(self, layer, x, state, trace):
         if not (self.training and self.weight_dropout):
             return layer(x, state, trace)
+        # the hidden-to-hidden matrix is weight_hh in reference and fast layers, rnn.weight_hh_l0 in fused ones
         dropped = {name: F.dropout(w, self.weight_dropout) for name, w in layer.named_parameters()
-                   if name.rsplit(".", 1)[-1].startswith("weight_hh")}  # reference and fast: weight_hh; fused: weight_hh_l0
+                   if name.rsplit(".", 1)[-1].startswith("weight_hh")}
         return torch.func.functional_call(layer, dropped, (x, state, trace))
 
     def forward(self, x, state=None, trace=None):
