@@ -54,7 +54,7 @@ def _new_run(args):
     from lab.cost import check_training_memory
     from lab.models import build_model
     from lab.presets import get_preset
-    from lab.tasks import TASKS, load_corpus
+    from lab.tasks import TASKS
     from lab.train import resolve_device
 
     preset = get_preset(args.preset or DEFAULT_PRESET)
@@ -92,7 +92,7 @@ def _new_run(args):
     # again below with the corpus's own
     check_training_memory(dataclasses.replace(preset.model, **overrides), train_config.batch_size,
                           train_config.block_size)
-    task = TASKS[preset.task].from_text(load_corpus(args.corpus or DEFAULT_CORPUS), tokenizer_kind, **options)
+    task = TASKS[preset.task].from_corpus(args.corpus or DEFAULT_CORPUS, tokenizer_kind, **options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
     check_training_memory(config, train_config.batch_size, task.sequence_length(train_config))
     torch.manual_seed(train_config.seed)
@@ -103,7 +103,7 @@ def _resumed_run(args):
     """--resume: the saved run and its settings; an option that would change what it computes is refused."""
     from lab.checkpoints import check_folder, load_checkpoint, sanitize_name
     from lab.presets import get_preset
-    from lab.tasks import TASKS, load_corpus
+    from lab.tasks import TASKS, corpus_split
     from lab.train import TrainConfig, resume_training_state
 
     checkpoint = load_checkpoint(args.resume, "cpu")
@@ -125,7 +125,7 @@ def _resumed_run(args):
     saved = {k: v for k, v in checkpoint.metrics.get("train_config", {}).items() if k in fields}
     train_config = TrainConfig(**{**saved, **budgets, **_train_options(args)})
     state = resume_training_state(checkpoint, train_config)  # refuses a changed setting, or no budget left
-    task = TASKS[get_preset(preset).task if preset else "lm"](load_corpus(corpus), tokenizer)
+    task = TASKS[get_preset(preset).task if preset else "lm"](*corpus_split(corpus), tokenizer)
     return name, preset, corpus, checkpoint.model, task, train_config, state
 
 

@@ -107,6 +107,12 @@ def default_backend(cell, device="cpu"):
     return "fast"
 
 
+def default_scan_mode(device="cpu"):
+    """The scan's faster form on `device`: the parallel scan on CUDA, where its log2(T) rounds spread over
+    thousands of cores; the loop on a CPU, where the parallel form measured 5.7-15.9x slower (BENCHMARKS.md)."""
+    return "parallel" if torch.device(device).type == "cuda" else "sequential"
+
+
 def make_layer(cell, input_size, hidden_size, backend="fast", keep_bias=1.0, chrono_tmax=None,
                scan_mode="parallel", gate_hidden=None):
     """Build one recurrent layer from the registry."""

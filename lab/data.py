@@ -14,8 +14,10 @@ Public names, one line each:
     read_at_most               a file's bytes, never more than a limit + 1, whatever its size claims
     read_text                  validate and decode a user-supplied text file or upload
     check_long_enough          raise DataError when a corpus cannot fill one training window
-    BUNDLED_CORPUS             path of the shipped ~1 MB Shakespeare corpus
-    load_bundled_corpus        read the shipped corpus (no network)
+    BUNDLED_CORPUS             folder of the shipped Shakespeare corpus (35 plays, 4.6 MB)
+    load_bundled_split         the shipped corpus as (training plays, validation plays), no network
+    load_bundled_corpus        the same as one text
+    split_text                 a text's contiguous split: the first 1 - val_fraction, the rest
     TINY_SHAKESPEARE_URL       where karpathy's Tiny Shakespeare lives
     TINY_SHAKESPEARE_SHA256    SHA-256 of its 1,115,394 bytes
     default_cache_dir          $RNNLAB_CACHE or ~/.cache/rnnlab
@@ -155,15 +157,23 @@ def check_long_enough(n_tokens: int, window: int, what: str = "corpus") -> None:
 # -----------------------------------------------------------------------------
 # corpora
 
-BUNDLED_CORPUS = Path(__file__).parent / "corpus" / "shakespeare.txt"
+BUNDLED_CORPUS = Path(__file__).parent / "corpus"
+BUNDLED_TRAIN, BUNDLED_VALIDATION = BUNDLED_CORPUS / "shakespeare_train.txt", BUNDLED_CORPUS / "shakespeare_validation.txt"
 
 TINY_SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 TINY_SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 
 
+def load_bundled_split() -> tuple[str, str]:
+    """The shipped Shakespeare corpus as (training text, validation text): 31 plays to learn from and
+    4 whole plays held out (lab/corpus/README.md). No network."""
+    return read_text(BUNDLED_TRAIN), read_text(BUNDLED_VALIDATION)
+
+
 def load_bundled_corpus() -> str:
-    """~1 MB of Shakespeare plays shipped with the package; see lab/corpus/README.md."""
-    return read_text(BUNDLED_CORPUS)
+    """The shipped corpus as one text, the validation plays last (where split_text's 10% cut falls
+    near; LMTask.from_corpus("bundled") uses the exact play boundary instead)."""
+    return "\n\n".join(load_bundled_split())
 
 
 def default_cache_dir() -> Path:
@@ -471,6 +481,15 @@ def chars_per_token(tokenizer, text: str) -> float:
 #
 # Row b of batch i + 1 continues exactly where row b of batch i stopped, so the
 # hidden state left by batch i is the right initial state for batch i + 1.
+
+
+def split_text(text: str, val_fraction: float = 0.1) -> tuple[str, str]:
+    """A text's contiguous split, in characters: the first 1 - val_fraction for training, the rest for
+    validation. Split before tokenizing, so that a tokenizer is fitted on training text only."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    cut = int(len(text) * (1 - val_fraction))
+    return text[:cut], text[cut:]
 
 
 def split_train_val(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:

@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lab.backends import check_cell, make_layer, to_reference_layer
+from lab.backends import check_cell, default_backend, default_scan_mode, make_layer, to_reference_layer
 from lab.cells import CELLS, SCAN_MODES, RecurrentStack, ScanLayer
 from lab.cost import check_model_size
 
@@ -289,6 +289,27 @@ def to_reference(model):
     for l, layer in enumerate(twin.rnn.layers):
         twin.rnn.layers[l] = to_reference_layer(layer)
     return twin
+
+
+def for_device(model, device):
+    """A copy of a language model computed the fastest measured way on `device` (the backend and, for
+    the scan, the loop or the parallel form): the same function and weights. A model trained on a GPU
+    with cuDNN is shipped so for CPUs."""
+    config = model.config
+    if config.family != "lm":
+        return model
+    fastest = dataclasses.replace(config, backend=default_backend(config.cell, device),
+                                  scan_mode=default_scan_mode(device))
+    p = next(model.parameters())
+    twin = build_model(fastest).to(p.device, p.dtype)
+    twin.load_state_dict({k: v for k, v in to_reference(model).state_dict().items() if not k.startswith("rnn.layers.")},
+                         strict=False)  # the embedding, norms and head; the layers below
+    for layer, reference in zip(twin.rnn.layers, to_reference(model).rnn.layers):
+        if hasattr(layer, "load_reference"):  # a torch.nn layer
+            layer.load_reference(reference)
+        else:  # the fast and reference cells share their parameters' names
+            layer.load_state_dict(reference.state_dict())
+    return twin.train(model.training)
 
 
 @dataclass

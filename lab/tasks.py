@@ -1,6 +1,6 @@
 """What a run learns from: a task gives `train` its batches and evaluates a model.
 
-    task = LMTask.from_text(load_corpus("bundled"), "char")
+    task = LMTask.from_corpus("bundled", "char")
     x, y, restart = task.train_batch(config, generator)   # (B, T) ids and their next ids
     task.evaluate(model, config, device)                  # {"val_loss", "val_nats_per_char", ...}
 
@@ -11,35 +11,54 @@ ClassificationTask: sequences and their labels (seed 003's pixel sequences).
 import torch
 
 from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
-                      download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, ngram_samples, random_windows,
-                      read_text, split_train_val)
+                      download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, load_bundled_split,
+                      ngram_samples, random_windows, read_text, split_text)
 from lab.ngram import model_predictor, score_by_order
 
 CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
 
 
 def load_corpus(source="bundled"):
-    """A corpus by name ("bundled", "tiny-shakespeare") or from a file path."""
+    """A corpus by name ("bundled", "tiny-shakespeare") or from a file path, as one text."""
     if source in CORPORA:
         return CORPORA[source]()
     return read_text(source)
 
 
-class LMTask:
-    """Next-token prediction on a text: a tokenizer, a contiguous 90/10 split, windows."""
+def corpus_split(source="bundled", val_fraction=0.1):
+    """A corpus as (training text, validation text): the bundled one's held-out plays, or any other
+    text's last `val_fraction` (lab.data.split_text)."""
+    if source == "bundled":
+        return load_bundled_split()
+    return split_text(load_corpus(source), val_fraction)
 
-    def __init__(self, text, tokenizer, val_fraction=0.1):
+
+class LMTask:
+    """Next-token prediction on a text: a tokenizer, a training and a validation text, windows."""
+
+    def __init__(self, train_text, val_text, tokenizer):
         self.tokenizer = tokenizer
-        ids = encode_to_tensor(tokenizer, text)
-        self.train_ids, self.val_ids = split_train_val(ids, val_fraction)
-        n_val_chars = int(len(text) * val_fraction)
+        self.train_ids, self.val_ids = encode_to_tensor(tokenizer, train_text), encode_to_tensor(tokenizer, val_text)
         # characters per token on held-out text turns loss per token into nats per character
-        self.chars_per_token = chars_per_token(tokenizer, text[-n_val_chars:]) if n_val_chars else 1.0
+        self.chars_per_token = chars_per_token(tokenizer, val_text) if val_text else 1.0
         self._stream, self._stream_run = None, None
 
     @classmethod
+    def from_split(cls, train_text, val_text, tokenizer_kind="char", **tokenizer_options):
+        # A subword tokenizer learns its pieces from training text only, so validation text stays unseen.
+        # A character vocabulary is the alphabet of both: a character met only in validation must still encode.
+        fitted_on = train_text + val_text if tokenizer_kind == "char" else train_text
+        return cls(train_text, val_text, build_tokenizer(tokenizer_kind, fitted_on, **tokenizer_options))
+
+    @classmethod
     def from_text(cls, text, tokenizer_kind="char", val_fraction=0.1, **tokenizer_options):
-        return cls(text, build_tokenizer(tokenizer_kind, text, **tokenizer_options), val_fraction)
+        """A text split contiguously: validation is its last `val_fraction`."""
+        return cls.from_split(*split_text(text, val_fraction), tokenizer_kind, **tokenizer_options)
+
+    @classmethod
+    def from_corpus(cls, source="bundled", tokenizer_kind="char", **tokenizer_options):
+        """A named corpus or a file (corpus_split): the bundled one is split at its held-out plays."""
+        return cls.from_split(*corpus_split(source), tokenizer_kind, **tokenizer_options)
 
     @property
     def vocab_size(self):

@@ -234,7 +234,7 @@ def resume_training_state(checkpoint, config):
     saved run's in anything but RESUME_MAY_CHANGE, or if its budgets are already spent.
 
         config = TrainConfig(**{**checkpoint.metrics["train_config"], "max_steps": 2000})
-        job = TrainingJob(name, checkpoint.model, LMTask(text, checkpoint.tokenizer), config,
+        job = TrainingJob(name, checkpoint.model, LMTask(train_text, val_text, checkpoint.tokenizer), config,
                           resume=resume_training_state(checkpoint, config), resumable=True)
     """
     state = checkpoint.training_state

@@ -14,14 +14,14 @@ import streamlit as st
 from lab.backends import default_backend
 from lab.cells import CELLS, ScanLayer
 from lab.checkpoints import sanitize_name
-from lab.data import read_text
+from lab.data import read_text, split_text
 from lab.models import build_model, config_to_dict
 from lab.sampling import SamplingConfig, sample_text
 from lab.capacity import SERVER_BUDGET
 from lab.cost import check_training_memory, training_memory_bytes
 from lab.presets import PRESETS
 from lab.jobs import TrainingJob
-from lab.tasks import CORPORA, TASKS
+from lab.tasks import TASKS, corpus_split
 from lab.train import resolve_device, why_not_resumable
 from ui import train_view as tv
 from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
@@ -57,15 +57,16 @@ def apply_preset():
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def corpus_text(source):
-    return CORPORA[source]()
+    """(training text, validation text) of a named corpus."""
+    return corpus_split(source)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def lm_task(corpus_key, tokenizer, vocab_size, _text, kind="lm"):
+def lm_task(corpus_key, tokenizer, vocab_size, _split, kind="lm"):
     """One task per (corpus, tokenizer, kind: windows or n-gram samples), shared read-only by every
     session (each run gets a copy). Few entries: a 20 MB upload makes 160 MB of token ids."""
     options = {"vocab_size": vocab_size, "model_type": "bpe"} if tokenizer == "sentencepiece" else {}
-    return TASKS[kind].from_text(_text, tokenizer, **options)
+    return TASKS[kind].from_split(*_split, tokenizer, **options)
 
 
 F = tv.FIELDS
@@ -148,7 +149,7 @@ with data_col:
                 corpus_label = f"upload:{upload.name}"
                 with st.spinner("Tokenizing…"):
                     task = lm_task(f"upload:{hashlib.sha256(data).hexdigest()}", values["tokenizer"],
-                                   values["vocab"], text, PRESETS[values["preset"]].task)
+                                   values["vocab"], split_text(text), PRESETS[values["preset"]].task)
     else:
         failed = st.session_state.get("train_corpus_error")
         if not (failed and failed[0] == values["corpus"]):
@@ -177,7 +178,8 @@ with data_col:
     if task is not None:
         st.caption(f"{len(task.train_ids) + len(task.val_ids):,} tokens ({values['tokenizer']}, vocabulary "
                    f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
-                   f"{len(task.train_ids):,} to train on, the last 10% to validate.")
+                   f"{len(task.train_ids):,} to train on, {len(task.val_ids):,} to validate"
+                f"{' (four whole plays it never trains on)' if values['corpus'] == 'bundled' else ' (the last 10%)'}.")
 
 model_config = None
 with model_col:

