@@ -3,8 +3,7 @@
     python -m benchmarks.unit_features [--checkpoints checkpoints/char-lstm_latest.safetensors ...]
 
 Every checkpoint (default: every bundled model with a character tokenizer) reads the
-validation text, the last 10% of lab.data.load_bundled_corpus() as the trainer splits it,
-in one pass from the zero state with the state carried (lab.units.unit_correlations_over).
+validation text, the bundled corpus's four held-out plays (lab.data.load_bundled_split), in one pass from the zero state with the state carried (lab.units.unit_correlations_over).
 For each feature of lab.features.FEATURES, the table gives the strongest Pearson r of any
 unit of any gate or state of any layer, and which unit it is ("c 45": unit 45 of the cell
 state c, layer 0; "1:h 7" for layer 1). A first table names the models measured, with a
@@ -22,12 +21,11 @@ sys.path.insert(0, str(ROOT))
 
 from lab.checkpoints import load_checkpoint  # noqa: E402
 from lab.cost import parameter_count  # noqa: E402
-from lab.data import load_bundled_corpus  # noqa: E402
+from lab.data import load_bundled_split  # noqa: E402
 from lab.features import FEATURES  # noqa: E402
 from lab.train import configure_cpu  # noqa: E402
 from lab.units import strongest_per_feature, unit_correlations_over  # noqa: E402
 
-VAL_FRACTION = 0.1  # lab.data.split_train_val's default: the trainer's validation split
 # Karpathy, Johnson & Fei-Fei (2015) found such units in well-trained character LSTMs; the issue
 # expects at least one unit this strong for one of these features
 EXPECTED = (0.5, ("line_position", "in_brackets"))
@@ -39,8 +37,7 @@ def bundled_char_models():
 
 
 def validation_text():
-    text = load_bundled_corpus()
-    return text[int(len(text) * (1 - VAL_FRACTION)):]  # a character model's ids are its characters
+    return load_bundled_split()[1]
 
 
 def unit_name(layer, gate, unit):
@@ -72,7 +69,7 @@ def main():
         table = unit_correlations_over(checkpoint.model, checkpoint.tokenizer, text)
         best[Path(path).name] = strongest_per_feature(table).set_index("feature")
         rows.append(model_row(path, checkpoint, time.perf_counter() - start))
-    print(f"Validation text: the last 10% of the bundled corpus, {len(text):,} characters.\n")
+    print(f"Validation text: the bundled corpus's four held-out plays, {len(text):,} characters.\n")
     print("| model | cell | layers × units | parameters | validation nats/char (its own record) | SHA-256 | "
           "measured in |")
     print("|---|---|---|---|---|---|---|")

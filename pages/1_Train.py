@@ -13,7 +13,7 @@ import streamlit as st
 
 from lab.backends import default_backend
 from lab.cells import CELLS, ScanLayer
-from lab.checkpoints import sanitize_name
+from lab.checkpoints import list_checkpoints, sanitize_name
 from lab.data import read_text, split_text
 from lab.models import build_model, config_to_dict
 from lab.sampling import SamplingConfig, sample_text
@@ -42,7 +42,7 @@ linked = st.query_params.to_dict() not in ({}, st.session_state.get("_train_quer
 if "train_settings" not in st.session_state or linked:
     st.session_state.train_settings, warnings = tv.values_from_query(st.query_params.to_dict())
     for warning in warnings:
-        st.warning(warning)
+        st.warning(plain(warning))
 saved = st.session_state.train_settings
 for name in tv.FIELDS:
     if tv.key(name) not in st.session_state or linked:  # first visit, a link, or a widget hidden in the last run
@@ -309,7 +309,8 @@ def live_view(auto, x_axis, refresh):
              or {(values["tokenizer"], task and task.vocab_size, corpus_label)})
     # drawn even before the first run, so the chart (and plotly.js) is ready when the first point comes
     x_span = values["seconds"] if x_axis == "elapsed" else 100
-    st.plotly_chart(tv.race_figure(logs, x_axis, tv.char_anchors(kinds), x_span), key="train_chart",
+    anchors = tv.char_anchors(kinds, tv.bundled_anchors(list_checkpoints(None, include_versions=False)))
+    st.plotly_chart(tv.race_figure(logs, x_axis, anchors, x_span), key="train_chart",
                     width="stretch")
     tv.draw_progress_and_samples(logs)
     tv.draw_continue_controls(logs)

@@ -7,9 +7,8 @@ from lab.prediction import TypingReader, next_tokens
 from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, default_strategy, encode_prompt,
                           repetition_report)
 from ui import inspect_views as views
-from ui.coloured_text import (influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts,
-                              visible_piece)
-from ui.common import checkpoint_picker, plain, setup_page, show_anchors, user_errors
+from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
+from ui.common import checkpoint_picker, piece_label, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Sample")
@@ -163,14 +162,14 @@ ids = prompt_ids + generation.token_ids
 st.session_state.sample_influence_token = min(st.session_state.sample_influence_token, len(generation.token_ids))
 nth = drove_cols[1].select_slider(
     "The generated character", options=range(1, len(generation.token_ids) + 1), key="sample_influence_token",
-    format_func=lambda n: f"{n}: {visible_piece(generation.pieces[n - 1])}")
+    format_func=lambda n: f"{n}: {piece_label(generation.pieces[n - 1])}")
 influence = None
 with user_errors("Tracing the influence"):
     influence = views.cached_influence(*views.checkpoint_key(checkpoint), tuple(ids), len(prompt_ids) + nth - 1)
 if influence is not None:
     st.html(influence_legend_html())
     st.html(influence_html(token_texts(checkpoint.tokenizer, ids), influence))
-    st.caption(f"The model gave the framed “{plain(visible_piece(generation.pieces[nth - 1]))}” a probability of "
+    st.caption(f"The model gave the framed “{piece_label(generation.pieces[nth - 1])}” a probability of "
                f"{influence.probability:.3f} (untempered). Each earlier character is coloured by the gradient of "
                "that log-probability with respect to its embedding: how much nudging it would move the "
                "prediction (Distill, “Memorization in RNNs”).")
@@ -194,7 +193,7 @@ if probs is not None:
     with typing:
         st.caption("Type the next one:")
         for n, row in enumerate(top5.itertuples()):
-            st.button(f"+ {visible_piece(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
+            st.button(f"+ {piece_label(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
     if reader.new_tokens == len(reader.ids):
         st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
     else:

@@ -11,8 +11,8 @@ from lab.introspect import MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
 from lab.units import UNIT_ORDERS, span_units, top_units, unit_gallery
 from ui import inspect_views as views
 from ui.coloured_text import (activation_html, activation_legend_html, influence_html, influence_legend_html,
-                              span_html, visible_piece)
-from ui.common import checkpoint_picker, plain, setup_page, show_anchors, user_errors
+                              span_html)
+from ui.common import checkpoint_picker, piece_label, plain, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Gates")
@@ -21,7 +21,7 @@ st.caption("The model reads your text once, from the zero state. Below: the unit
            "can name, the units behind any stretch of text you select, and what every gate does at every step.")
 show_anchors("uniform_char", "leviathan")
 
-TEXTS = {  # passages of the bundled corpus (lab/corpus/shakespeare.txt)
+TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbeth is held out
     "Hamlet meets the Ghost (a [stage direction])": (
         "Hor.\nLook, my lord, it comes!\n\n[Enter Ghost.]\n\nHam.\nAngels and ministers of grace defend us!--\n"
         "Be thou a spirit of health or goblin damn'd,\nBring with thee airs from heaven or blasts from hell,\n"),
@@ -34,9 +34,9 @@ TEXTS = {  # passages of the bundled corpus (lab/corpus/shakespeare.txt)
         "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
         "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"),
 }
-# a longer passage from the validation split (the corpus's last 10%, never trained on): A Midsummer
-# Night's Dream, where Bottom is "translated"; stage directions, songs and short speeches
-PASSAGE = ("[Exeunt Clowns.]\n\nPUCK.\nI'll follow you", 1200)
+# a longer passage from a held-out play (never trained on): Macbeth's witches at their cauldron;
+# stage directions, a chant in short lines and short speeches
+PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH.\nThrice the brinded cat", 1200)
 # the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
 SETTINGS = {
     "model": (Field("text", "Model"), "gates_checkpoint"),
@@ -137,7 +137,7 @@ else:
     # value= makes it a range slider (Streamlit reads range or single from it); the session state decides the value
     start, last = st.select_slider("Span of the text (first and last character)", options=range(T),
                                    value=st.session_state.gates_span, key="gates_span",
-                                   format_func=lambda t: f"{t}: {visible_piece(trace.pieces[t])}")
+                                   format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}")
     st.html(span_html(trace.token_texts, start, last + 1))
     found = None
     with user_errors("Selecting"):
@@ -169,8 +169,8 @@ values = gates[unit_gate][:, unit]
 with unit_cols[3]:
     st.html(activation_legend_html(unit_gate, gates[unit_gate]))
 st.html(activation_html(trace.token_texts, values, unit_gate))
-st.markdown("**The same unit over a longer passage** the model never trained on (the validation split: "
-            "*A Midsummer Night's Dream*, where Bottom is “translated”)")
+st.markdown("**The same unit over a longer passage** from a play the model never trained on "
+            "(*Macbeth*: the witches at their cauldron)")
 with user_errors("Reading the longer passage"):
     st.html(activation_html(*views.cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate,
                             compact=True))
@@ -185,14 +185,14 @@ else:
     if predict is None or not 1 <= predict < T:  # first visit or a shorter text: the first "]", else the last
         st.session_state.gates_predict = max(first_token_with(trace.token_texts, "]", T - 1), 1)
     target = st.select_slider("The predicted character", options=range(1, T), key="gates_predict",
-                              format_func=lambda t: f"{t}: {visible_piece(trace.pieces[t])}")
+                              format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}")
     influence = None
     with user_errors("Tracing the influence"):
         influence = views.cached_influence(*key, tuple(trace.token_ids), target)
     if influence is not None:
         st.html(influence_legend_html())
         st.html(influence_html(trace.token_texts, influence))
-        st.caption(f"The model gave the framed “{plain(visible_piece(trace.pieces[target]))}” a probability of "
+        st.caption(f"The model gave the framed “{piece_label(trace.pieces[target])}” a probability of "
                    f"{influence.probability:.3f}. Each earlier character is coloured by the size of the gradient "
                    "of that log-probability with respect to the character's embedding: how much a small change "
                    "to it would move the prediction (Distill, “Memorization in RNNs”). Try the vanilla RNN and a "

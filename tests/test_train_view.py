@@ -4,22 +4,27 @@ import math
 from types import SimpleNamespace
 
 from ui import train_view as tv
-from ui.train_view import RunLog, char_anchors, race_figure
+from ui.train_view import NANOGPT_ANCHORS, RunLog, char_anchors, race_figure
 
-NANOGPT = ["nanoGPT char, CPU 1.88", "nanoGPT char, GPU 1.47"]
+NANOGPT = [label for _, label in NANOGPT_ANCHORS]
 
 
-def test_nanogpt_anchors_over_a_shakespeare_corpus_whatever_the_tokenizer():
-    bundled = char_anchors({("char", 76, "bundled")})
-    assert [label for _, label in bundled][1:] == NANOGPT
-    assert bundled[0][0] == math.log(76)
-    uploaded = char_anchors({("char", 50, "upload:notes.txt")})
+BUNDLED = [(1.40, "the lab's LSTM, 6 minutes on a GPU 1.40")]
+
+
+def test_anchors_compare_like_with_like():
+    tiny = char_anchors({("char", 65, "tiny-shakespeare")}, BUNDLED)
+    assert [label for _, label in tiny][1:] == NANOGPT and tiny[0][0] == math.log(65)
+    bundled = char_anchors({("char", 76, "bundled")}, BUNDLED)
+    assert bundled[1:] == BUNDLED  # nanoGPT scored other text: never drawn over runs on the bundled plays
+    uploaded = char_anchors({("char", 50, "upload:notes.txt")}, BUNDLED)
     assert [y for y, _ in uploaded] == [math.log(50)]  # the uniform guess still holds for any text
-    # per character, a subword run on Shakespeare is compared with nanoGPT's character figures too
-    assert [label for _, label in char_anchors({("sentencepiece", 1000, "bundled")})] == NANOGPT
-    assert [label for _, label in char_anchors({("char", 76, "bundled"), ("sentencepiece", 1000, "bundled")})] \
-        == NANOGPT  # no uniform guess: ln V is per token
-    assert char_anchors({("char", 76, "bundled"), ("char", 50, "upload:notes.txt")}) == []
+    # per character, a subword run is compared with the same text's character figures too
+    assert char_anchors({("sentencepiece", 1000, "tiny-shakespeare")}) == NANOGPT_ANCHORS
+    assert char_anchors({("char", 76, "bundled"), ("sentencepiece", 1000, "bundled")}, BUNDLED) \
+        == BUNDLED  # no uniform guess: ln V is per token
+    assert char_anchors({("char", 76, "bundled"), ("char", 65, "tiny-shakespeare")}, BUNDLED) == []
+    assert char_anchors({("char", 76, "bundled"), ("char", 50, "upload:notes.txt")}, BUNDLED) == []
 
 
 def test_an_empty_race_chart_starts_at_zero_and_shows_its_anchors():

@@ -33,6 +33,12 @@ def visible_piece(piece):
     return piece.replace("\n", "↵").replace("\t", "⇥").replace(" ", "␣") or "∅"
 
 
+def chart_piece(piece):
+    """A token as text in a chart: plotly reads a few HTML tags (links among them) in its labels and
+    hover text, so the piece is HTML-escaped as well as made visible."""
+    return html.escape(visible_piece(piece))
+
+
 def token_texts(tokenizer, token_ids):
     """Each token's own text (" the" for the subword "▁the"), for colouring token by token."""
     return [tokenizer.decode([i]) for i in token_ids]

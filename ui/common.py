@@ -20,6 +20,7 @@ from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
 from lab.data import DataError
 from lab.spaces import is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.train import configure_cpu
+from ui.coloured_text import visible_piece
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
 USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))  # one folder per session inside
@@ -141,16 +142,21 @@ def show_anchors(*keys):
         st.table([{"reference": ANCHORS[k][0], "result": ANCHORS[k][1]} for k in keys])
 
 
-# what Markdown or Streamlit's extensions act on mid-line: links and images, HTML and autolinks,
-# emphasis, code, :colour[...] directives and :emoji:, $LaTeX$, and the escape character itself
-_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]<>!:$~|])")
+# Every ASCII punctuation character: Markdown lets a backslash escape each one, and escaped, none can
+# start a link, an image, HTML, emphasis, code, a :colour[...] directive, :emoji:, $LaTeX$ or, since
+# "www\." and "http\:\/\/" are no longer what GitHub's autolinks look for, a bare URL or address
+_MARKDOWN_SYNTAX = re.compile(r"([!-/:-@\[-`{-~])")
 
 
 def plain(text):
-    """`text` (from a file, a link or a user) made inert inside Markdown: the characters that could
-    make it a link, an image, HTML, a directive or a formula are backslash-escaped, so it renders
-    as the characters it is."""
+    """`text` (from a file, a link or a user) made inert inside Markdown: every punctuation character
+    is backslash-escaped, so it renders as the characters it is, never as a link, an image or HTML."""
     return _MARKDOWN_SYNTAX.sub(r"\\\1", str(text)).replace("\n", "  \n")
+
+
+def piece_label(piece):
+    """A token as a widget label (Markdown): whitespace made visible, nothing in it live."""
+    return plain(visible_piece(piece))
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ comes from `ui.common.cached_checkpoint` (one shared copy per process).
 Glossary: T time (tokens), H hidden units, K lags.
 """
 import copy
+import html
 import math
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from lab.models import build_model
 from lab.prediction import input_influence
 from lab.sampling import SamplingConfig, generate
 from lab.units import unit_correlations, unit_order
-from ui.coloured_text import gate_range, visible_piece
+from ui.coloured_text import chart_piece, gate_range
 from ui.common import cached_checkpoint
 
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
@@ -229,7 +230,7 @@ def _token_axis(pieces, max_labels=70, max_lines=14):
     like the text (evenly thinned when there are many lines).
     """
     if len(pieces) <= max_labels:
-        return list(range(len(pieces))), [visible_piece(p) for p in pieces]
+        return list(range(len(pieces))), [chart_piece(p) for p in pieces]
     starts = [0] + [t + 1 for t, p in enumerate(pieces[:-1]) if p.endswith("\n")]
     min_gap = math.ceil(len(pieces) / max_lines)  # keep labels about one label-width apart
     kept = []
@@ -245,7 +246,7 @@ def _token_axis(pieces, max_labels=70, max_lines=14):
                 break
             line += piece.replace("▁", " ")
         line = line.strip()
-        labels.append(line if len(line) <= 10 else line[:9] + "…")
+        labels.append(html.escape(line if len(line) <= 10 else line[:9] + "…"))
     return starts, labels
 
 
@@ -254,7 +255,7 @@ def gate_heatmap(values, pieces, gate, units):
     to bottom in the order given (lab.units.unit_order)."""
     shown = values[:, units].T  # (U, T)
     vmin, vmax, diverging = gate_range(gate, values)
-    hover = np.array([visible_piece(p) for p in pieces])[None, :].repeat(shown.shape[0], 0)
+    hover = np.array([chart_piece(p) for p in pieces])[None, :].repeat(shown.shape[0], 0)
     fig = go.Figure(go.Heatmap(
         z=shown, x=list(range(len(pieces))), y=[f"u{u}" for u in units], zmin=vmin, zmax=vmax,
         colorscale="RdBu_r" if diverging else "Viridis", customdata=hover,
@@ -290,7 +291,7 @@ def saturation_histogram(values, gate):
 
 def next_token_figure(top):
     """Horizontal bars of the most likely next tokens (lab.prediction.next_tokens), the likeliest on top."""
-    labels = [f"{visible_piece(p)} " for p in top["piece"]]
+    labels = [f"{chart_piece(p)} " for p in top["piece"]]
     fig = go.Figure(go.Bar(x=top["probability"], y=labels, orientation="h", marker_color="#2e7d32",
                            text=[f"{p:.1%}" for p in top["probability"]], textposition="outside",
                            hovertemplate="'%{y}': %{x:.3f}<extra></extra>"))
@@ -303,7 +304,7 @@ def next_token_figure(top):
 def unit_trace_figure(values, pieces, gate, unit):
     """One unit's value over the text, as a line under the coloured text."""
     fig = go.Figure(go.Scatter(y=values, mode="lines+markers", marker=dict(size=3), line=dict(color="#6a1b9a"),
-                               customdata=[visible_piece(p) for p in pieces],
+                               customdata=[chart_piece(p) for p in pieces],
                                hovertemplate="token %{x} '%{customdata}': %{y:.3f}<extra></extra>"))
     ticks, labels = _token_axis(pieces)
     fig.update_layout(height=230, margin=dict(l=40, r=10, t=30, b=60),

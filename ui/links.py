@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from ui.common import plain
+
 
 @dataclass(frozen=True)
 class Field:
@@ -65,10 +67,11 @@ class Field:
 
 def parse_query(query, fields):
     """A URL's query ({name: str}) -> ({name: value} for the valid ones, warnings for the rest).
-    `fields`: URL name -> Field. The warnings quote the link as code, so nothing in it renders."""
+    `fields`: URL name -> Field. The warnings are plain text, the link's words quoted in them: the page
+    shows them with ui.common.plain, so nothing in a link renders as Markdown, a link or an image."""
     values, warnings = {}, []
     for name, raw in query.items():
-        quoted = "`" + f"{name}={raw}".replace("`", "'") + "`"
+        quoted = f"“{name}={raw}”"
         if name not in fields:
             warnings.append(f"Ignored {quoted} in the link: there is no such setting on this page.")
             continue
@@ -101,7 +104,7 @@ def restore_from_url(settings, defaults):
         if value is not None:  # None: the page chooses the first value itself (e.g. the best unit)
             st.session_state[key] = value
     for warning in warnings:
-        st.warning(warning)
+        st.warning(plain(warning))
 
 
 def mirror_to_url(settings, defaults, shown=None):

@@ -10,8 +10,8 @@ import streamlit as st
 from lab.cells import CELLS
 from lab.stepping import MAX_STEP_TOKENS, step_through
 from ui import inspect_views as views
-from ui.coloured_text import span_html, visible_piece
-from ui.common import cached_checkpoint, plain, user_errors
+from ui.coloured_text import span_html
+from ui.common import cached_checkpoint, piece_label, plain, user_errors
 from ui.lessons.common import bundled, check_yourself, notice, open_full_page, sources
 from ui.links import Field
 
@@ -127,7 +127,7 @@ def one_step():
     steps = [s.step(t) for s in stepped]
     names = [name.removesuffix("_latest") for name in STEP_MODELS[choice]]
     st.html(span_html(stepped[0].trace.token_texts, t - 1, t))
-    st.markdown(f"**Step t = {t} of {length}**: the cell reads “{plain(visible_piece(steps[0].token))}” and "
+    st.markdown(f"**Step t = {t} of {length}**: the cell reads “{piece_label(steps[0].token)}” and "
                 "turns h_{t−1}, the state the steps before left, into h_t.")
     if [u for u in st.session_state.get("lessons_step_units", []) if u >= hidden]:
         del st.session_state["lessons_step_units"]  # units another model had

@@ -1,0 +1,60 @@
+"""Every string from a URL, a file or a user is shown as text: never Markdown, never a link or an image.
+
+The hostile battery's payload: an ignored URL parameter whose value ends the warning's code span
+with a blank line, then an image that fetches from another server and a phishing link."""
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui.coloured_text import chart_piece
+from ui.common import PAGES, piece_label, plain
+from ui.links import parse_query
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAYLOADS = [
+    "x\n\n![p](http://127.0.0.1:8765/p.png) [Log in again](http://127.0.0.1:8765/phish)",
+    "<img src=http://127.0.0.1:8765/p.png>",
+    "http://127.0.0.1:8765/phish www.example.com someone@example.com",
+    ":red[alarm] **bold** `code` $x^2$ :material/home:",
+]
+# what would act in rendered Markdown: an image or link, raw HTML, a bare URL, an address, a directive
+LIVE = [r"!\[", r"\]\(", r"<img", r"https?:", r"www\.", r"@example", r":red\[", r"\*\*", r"`", r"\$"]
+
+
+def live_syntax(markdown):
+    """The live constructs left in `markdown` (a construct is inert when a backslash precedes it)."""
+    return [pattern for pattern in LIVE if re.search(r"(?<!\\)" + pattern, markdown)]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_plain_leaves_nothing_live(payload):
+    assert live_syntax(plain(payload)) == []
+    assert live_syntax(piece_label(payload)) == []
+    assert "<" not in chart_piece(payload)  # plotly reads <a href> in labels: escaped as &lt;
+
+
+def test_plain_keeps_the_characters():
+    shown = plain("It's 3.5 (a*b) [x]_y!")
+    assert re.sub(r"\\(.)", r"\1", shown) == "It's 3.5 (a*b) [x]_y!"  # unescaped, the same text
+
+
+def test_a_links_warnings_are_plain_text():
+    _, warnings = parse_query({"zz": PAYLOADS[0]}, {})
+    assert warnings and "`" not in warnings[0]  # no code span for a blank line to end
+
+
+@pytest.mark.parametrize("page", [script for script, _ in PAGES.values()])
+def test_no_page_renders_a_links_markdown(page):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"zz": PAYLOADS[0], "yy": PAYLOADS[2]})
+    if page != "app.py":
+        at.switch_page(page)
+    at.run()
+    assert not at.exception
+    shown = [str(e.value) for e in [*at.markdown, *at.caption, *at.warning, *at.error, *at.info, *at.success]]
+    warned = [s for s in shown if "8765" in s or "example" in s]
+    assert warned or page == "app.py", "a page with settings in its link quotes what it ignored"
+    for text in warned:
+        assert live_syntax(text) == [], text
