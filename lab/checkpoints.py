@@ -31,18 +31,20 @@ and refreshes astra_latest. Several sessions may save under one name at once:
   `_latest` that a dead save left behind its newest version at that version.
 """
 import errno
-import fcntl
+import hashlib
 import json
 import math
 import os
 import re
 import secrets
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
+from filelock import FileLock, Timeout
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
@@ -113,20 +115,32 @@ def _inside(folder, filename):
 # writing: temporary file, folder lock, exclusive publication
 
 
+def _lock_path(folder):
+    """The folder's lock file: in the system's temporary folder, named by the folder's resolved path,
+    so that every process on this machine finds it and the folder holds only checkpoints."""
+    digest = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:24]
+    locks = Path(tempfile.gettempdir()) / "rnnlab-locks"
+    locks.mkdir(exist_ok=True)
+    return locks / f"{digest}.lock"
+
+
 @contextmanager
 def _folder_lock(folder, blocking=True):
     """Hold the folder's exclusive lock; yields False instead of waiting when not `blocking`
-    and another process or thread holds it. The kernel drops the lock of a killed process."""
-    fd = os.open(folder, os.O_RDONLY)
+    and another process or thread holds it. The OS drops the lock of a killed process (filelock:
+    flock on POSIX, LockFileEx on Windows)."""
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such folder", str(folder))
+    lock = FileLock(_lock_path(folder), timeout=-1 if blocking else 0, thread_local=False)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
+        lock.acquire()
+    except Timeout:
+        yield False
+        return
+    try:
         yield True
     finally:
-        os.close(fd)  # releases the lock
+        lock.release()
 
 
 def _write_temp(folder, stem, data):

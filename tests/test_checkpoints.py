@@ -723,3 +723,13 @@ def test_a_full_disk_names_the_file_being_written(valid, tmp_path, monkeypatch):
     with pytest.raises(OSError, match=f"No space left on device: '{tmp_path / 'run_v1.safetensors'}'"):
         save_checkpoint(tmp_path, "run", valid[0])
     assert not list(tmp_path.iterdir())
+
+
+def test_lab_and_the_app_import_without_fcntl():
+    """Windows has no fcntl: nothing the app imports may need it (a subprocess where importing it fails)."""
+    code = ("import sys; sys.modules['fcntl'] = None\n"
+            "import lab.checkpoints, lab.jobs, lab.workers, lab.spaces, lab.capacity, lab.__main__, ui.common\n"
+            "print('imported')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-2000:]

@@ -4,6 +4,7 @@ import http.server
 import json
 import os
 import pickle
+import re
 import socket
 import threading
 from pathlib import Path
@@ -251,7 +252,7 @@ def test_bundled_corpus(corpus):
     assert len(corpus) > 900_000
     lower = corpus.lower()
     for boilerplate in ["gutenberg", "etext", "ebook", "small print", "copyright", "http"]:
-        assert boilerplate not in lower
+        assert not re.search(rf"\b{boilerplate}\b", lower), boilerplate  # a word of its own ("pretext" is Timon's)
     assert "\r" not in corpus
     assert "To be, or not to be" in corpus and "MACBETH" in corpus
     assert BUNDLED_CORPUS.stat().st_size < 1_200_000

@@ -96,7 +96,7 @@ def test_the_url_names_the_lesson_and_a_bad_slug_is_ignored_with_a_warning():
     assert at.query_params["lesson"] == first
     assert at.header[0].value == f"1 · {LESSONS[first].title}"
     at = lesson("no-such-lesson")
-    assert any("no-such-lesson" in w.value for w in at.warning)
+    assert any("no-such-lesson" in w.value.replace("\\", "") for w in at.warning)
     assert at.header[0].value.endswith(LESSONS[first].title)
     # the next-lesson button moves on, and the URL follows
     at = lesson("vanilla-forgets", lessons_forget_steps=30)
@@ -227,7 +227,7 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
     assert "σ(4) = **0.982**" in notice(at)
     assert full_page_link(at) == ("Memory", {"biases": "-1%2C+0%2C+1%2C+2%2C+4%2C+6.2%2C+4", "lag": "64"})
     learned = at.dataframe[0].value
-    assert learned["cell"].tolist() == ["gru_torch"]
+    assert set(learned["cell"]) == {"gru_torch"} and learned["layer"].tolist() == list(range(len(learned)))
     at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
     ok(at)
     learned = at.dataframe[0].value

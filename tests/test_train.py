@@ -16,7 +16,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 import lab.capacity
 import lab.train
 from lab.checkpoints import load_checkpoint, save_checkpoint
-from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows
+from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows, split_text
 from lab.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
 from lab.capacity import Budget, CapacityError
 from lab.jobs import TrainingJob
@@ -135,7 +135,7 @@ def test_optimiser_is_adamw_with_decoupled_weight_decay(text):
     # an embedding row of a token that never occurs gets a zero gradient; AdamW still shrinks it by
     # exactly (1 - lr * weight_decay) in one step, while Adam's L2 (or no decay) would not
     tokenizer = CharTokenizer("".join(sorted(set(text))) + "\x01\x02")
-    task = LMTask(text, tokenizer)
+    task = LMTask(*split_text(text), tokenizer)
     model = tiny_lm(task.vocab_size)
     unused = model.embedding.weight[-2:].detach().clone()
     used = model.embedding.weight[:-2].detach().clone()
@@ -364,7 +364,7 @@ def test_in_order_validation_equals_one_pass_over_each_stream(char_task):
     # a carried state changes the score (a model trained on short windows may even do worse with it)
     assert abs(metrics["val_loss_in_order"] - cold) > 1e-3
     assert metrics["val_nats_per_char_in_order"] == pytest.approx(expected / char_task.chars_per_token)
-    short = LMTask(load_bundled_corpus()[:3000], char_task.tokenizer)  # 300 validation characters
+    short = LMTask(*split_text(load_bundled_corpus()[:3000]), char_task.tokenizer)  # 300 validation characters
     assert len(short.val_ids) < 16 * 257
     assert math.isfinite(short.evaluate_in_order(model, "cpu")["val_loss_in_order"])
 
