@@ -14,7 +14,7 @@ import time
 
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.train import is_finite_number, resume_training_state, run_metrics, train
-from lab.workers import run_in_process
+from lab.workers import WorkerError, run_in_process
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
 
@@ -87,9 +87,11 @@ class BackgroundJob:
                 return
             self.status = "running"
             status = self._work()
-        except Exception as e:  # reported to the UI, which must never show a traceback
+        except Exception as e:  # reported to the UI as one line, never a traceback ...
             status, self.message = "failed", f"{type(e).__name__}: {e}"
             self._log({"type": "error", "message": self.message})
+            # ... while the server's log keeps where it came from (a child's, lab.workers logged already)
+            log.error("%s failed", self.what, exc_info=not isinstance(e, WorkerError))
         finally:
             self._ticket.release()
             log.info("%s: %s after %.1f s%s", self.what, status, time.time() - self.started_at,

@@ -10,18 +10,22 @@ priority (`os.nice`) it takes the cores only when the pages leave them idle.
 
 `function(emit, should_stop, **kwargs)` runs in the child. Its events reach
 `on_event` in the calling thread, in order; its return value is returned here;
-an exception it raises is raised here as WorkerError with its one-line message.
+an exception it raises is raised here as WorkerError with its one-line message, its
+traceback written to the server's log.
 The children are forked from a server process started once, which has imported
 lab.jobs (and so PyTorch) already: a new run starts in milliseconds and shares
 that memory with the others instead of loading PyTorch again.
 """
+import logging
 import multiprocessing
 import os
 import pickle
 import threading
+import traceback
 
 import torch
 
+log = logging.getLogger(__name__)
 NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
 _context, _running, _lock = None, None, threading.Lock()
 
@@ -31,7 +35,8 @@ class WorkerError(RuntimeError):
 
 
 def _shared():
-    """The forkserver context and the count of running children, made on first use."""
+    """The forkserver context and the count of running children, made on first use. The parent
+    counts its children (a killed child cannot count itself out); each child reads the count."""
     global _context, _running
     with _lock:
         if _context is None:
@@ -39,11 +44,6 @@ def _shared():
             context.set_forkserver_preload(["lab.jobs"])
             _context, _running = context, context.Value("i", 0)
     return _context, _running
-
-
-def running_children():
-    """How many runs compute in processes of their own now."""
-    return 0 if _running is None else _running.value
 
 
 def _send(connection, message):
@@ -56,8 +56,6 @@ def _send(connection, message):
 def _child(connection, stop, running, threads, function, kwargs):
     kwargs = pickle.loads(kwargs)
     os.nice(NICENESS)
-    with running.get_lock():
-        running.value += 1
     shared_threads = [0]
 
     def should_stop():
@@ -72,11 +70,9 @@ def _child(connection, stop, running, threads, function, kwargs):
     try:
         result = function(emit=lambda event: _send(connection, ("event", event)), should_stop=should_stop, **kwargs)
         _send(connection, ("result", result))
-    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it as one line
-        _send(connection, ("error", f"{type(e).__name__}: {e}"))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent: one line, and the traceback for its log
+        _send(connection, ("error", (f"{type(e).__name__}: {e}", traceback.format_exc())))
     finally:
-        with running.get_lock():
-            running.value -= 1
         connection.close()
 
 
@@ -90,6 +86,8 @@ def run_in_process(function, kwargs, on_event, stopped, poll_seconds=0.2):
                               args=(sender, stop, running, torch.get_num_threads(), function,
                                     pickle.dumps(kwargs)))
     process.start()
+    with running.get_lock():
+        running.value += 1
     sender.close()  # the child holds the only writing end: its exit ends the pipe (EOFError below)
     try:
         while True:
@@ -108,9 +106,14 @@ def run_in_process(function, kwargs, on_event, stopped, poll_seconds=0.2):
             elif kind == "result":
                 return payload
             else:
-                raise WorkerError(payload)
+                line, trace = payload
+                log.error("a run's process failed:\n%s", trace)
+                raise WorkerError(line)
     finally:
         receiver.close()
         process.join(timeout=10)
         if process.is_alive():
             process.kill()
+            process.join()
+        with running.get_lock():
+            running.value -= 1

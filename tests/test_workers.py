@@ -1,6 +1,7 @@
 """Runs trained in processes of their own (lab.workers, TrainingJob(in_process=True)): the same
 run as in a thread, events in order, stop, a failure as one line, a killed child as a clear error."""
 import functools
+import logging
 import os
 import signal
 import time
@@ -15,6 +16,7 @@ from lab.sampling import SamplingConfig, sample_text
 from lab.jobs import TrainingJob
 from lab.tasks import LMTask
 from lab.train import TrainConfig
+from lab import workers
 from lab.workers import NICENESS, WorkerError, run_in_process
 
 
@@ -100,3 +102,31 @@ def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task,
     assert job.wait(120) == "failed"
     assert "Traceback" not in job.message and job.message.startswith("WorkerError: IndexError")
     assert [e["type"] for e in job.events()][-1] == "error"
+
+
+def test_a_killed_child_leaves_the_count_of_running_children_as_it_was():
+    """The count sets each child's share of the threads: a child killed mid-run must not stay counted."""
+    _, running = workers._shared()
+    before = running.value
+    for _ in range(3):
+        with pytest.raises(WorkerError):
+            run_in_process(_die, {}, lambda event: None, lambda: False)
+        assert running.value == before
+
+
+def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(caplog):
+    with caplog.at_level(logging.ERROR, logger="lab.workers"), \
+            pytest.raises(WorkerError, match=r"^ValueError: corpus: too short$"):
+        run_in_process(_fail, {"message": "corpus: too short"}, lambda event: None, lambda: False)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "Traceback (most recent call last)" in logged and "_fail" in logged  # where it was raised
+
+
+def test_a_jobs_internal_error_is_one_line_on_the_page_and_a_traceback_in_the_log(task, tmp_path, caplog):
+    wrong = build_model(LMConfig(vocab_size=3, embed_dim=8, hidden_size=16))  # the corpus has more characters
+    with caplog.at_level(logging.ERROR, logger="lab.jobs"):
+        job = TrainingJob("wrong", wrong, task, config(), checkpoint_dir=tmp_path).start()
+        assert job.wait(120) == "failed"
+    assert "\n" not in job.message and job.message.startswith("IndexError")
+    (record,) = [r for r in caplog.records if r.name == "lab.jobs" and r.levelno == logging.ERROR]
+    assert record.exc_info and "Traceback" in caplog.text
