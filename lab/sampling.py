@@ -40,6 +40,9 @@ import torch
 from lab.introspect import encode_text, evaluating
 
 MAX_NEW_TOKENS = 5000
+# a prompt is read in one forward pass, so its length is bounded where it enters (the CLI, the pages): with
+# at most 1,000 new tokens after it, a generation stays within what influence and traces read (2,000 tokens)
+MAX_PROMPT_CHARS = 1000
 
 
 class SamplingError(ValueError):
@@ -170,8 +173,10 @@ def encode_prompt(tokenizer, prompt):
 
     An empty prompt starts from START_TEXT ("\\n") when the vocabulary has it,
     else from token 0; the start token is not part of the returned text.
-    Characters the vocabulary lacks raise ValueError naming them.
+    Characters the vocabulary lacks, or more than MAX_PROMPT_CHARS, raise ValueError naming them.
     """
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise ValueError(f"prompt: has {len(prompt):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}")
     if prompt:
         return encode_text(tokenizer, prompt, "prompt")
     return tokenizer.encode(START_TEXT) if not tokenizer.unknown(START_TEXT) else [0]

@@ -3,8 +3,8 @@ its probability; greedy's loops; stateful vs stateless generation (seeds 000, 00
 which earlier characters drove a generated one; the next-character bars as you type."""
 import streamlit as st
 
-from lab.prediction import TypingReader, next_tokens
-from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, default_strategy, encode_prompt,
+from lab.prediction import MAX_INFLUENCE_TOKENS, TypingReader, next_tokens
+from lab.sampling import (MAX_PROMPT_CHARS, STRATEGIES, SamplingConfig, default_strategy, encode_prompt,
                           repetition_report)
 from ui import inspect_views as views
 from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
@@ -18,12 +18,12 @@ st.caption("One prompt, four ways to pick the next token. Every generated token 
 show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
 
 # Widget bounds; lab.sampling.SamplingConfig checks the same rules again for any other path in.
-BOUNDS = {"tokens": (1, min(2000, MAX_NEW_TOKENS)), "seed": (0, 2**31 - 1), "temperature": (0.05, 5.0),
+BOUNDS = {"tokens": (1, MAX_INFLUENCE_TOKENS - MAX_PROMPT_CHARS), "seed": (0, 2**31 - 1), "temperature": (0.05, 5.0),
           "top_k": (1, 10_000), "top_p": (0.01, 1.0)}
 # the page's settings as they appear in a link: ?model=...&prompt=...&temperature=...
 SETTINGS = {
     "model": (Field("text", "Model"), "sample_checkpoint"),
-    "prompt": (Field("text", "Prompt", high=1000), "sample_prompt"),
+    "prompt": (Field("text", "Prompt", high=MAX_PROMPT_CHARS), "sample_prompt"),
     "tokens": (Field("int", "New tokens", *BOUNDS["tokens"]), "sample_tokens"),
     "seed": (Field("int", "Random seed", *BOUNDS["seed"]), "sample_seed"),
     "temperature": (Field("float", "Temperature", *BOUNDS["temperature"]), "sample_temperature_T"),
@@ -35,7 +35,7 @@ SETTINGS = {
     "drove": (Field("choice", "Strategy of the prediction traced back", choices=tuple(STRATEGIES)),
               "sample_influence_strategy"),
     "drove_token": (Field("int", "Generated token traced back", *BOUNDS["tokens"]), "sample_influence_token"),
-    "typed": (Field("text", "Typed text", high=1000), "sample_typed"),
+    "typed": (Field("text", "Typed text", high=MAX_PROMPT_CHARS), "sample_typed"),
 }
 DEFAULTS = {"model": "char-gru-torch_latest", "prompt": "ROMEO.\n", "tokens": 300, "seed": 0, "temperature": 0.8,
             "top_k": 20, "top_k_temperature": 0.8, "top_p": 0.9, "top_p_temperature": 0.8, "stateless": "top_k",
@@ -50,7 +50,7 @@ top = st.columns([1.2, 2, 1, 1])
 with top[0]:
     checkpoint = checkpoint_picker("sample_checkpoint", default_name=DEFAULTS["model"])
 with top[1]:
-    prompt = st.text_area("Prompt", key="sample_prompt", height=68,
+    prompt = st.text_area("Prompt", key="sample_prompt", height=68, max_chars=MAX_PROMPT_CHARS,
                           help="Any text made of characters the model knows; empty starts a new line.")
 with top[2]:
     n_tokens = st.number_input("New tokens", *BOUNDS["tokens"], step=50, key="sample_tokens")
@@ -177,7 +177,7 @@ if influence is not None:
 # ---- the next character as you type, the state carried
 st.divider()
 st.subheader("⌨️ What comes next? Type and watch")
-typed = st.text_input("Your text (press Enter to read it)", key="sample_typed",
+typed = st.text_input("Your text (press Enter to read it)", key="sample_typed", max_chars=MAX_PROMPT_CHARS,
                       help="The model reads only what you added since the last time, from the state it carried.")
 reader_key = ("sample_typing_reader", views.checkpoint_key(checkpoint))
 if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model

@@ -37,10 +37,11 @@ TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbet
 # a longer passage from a held-out play (never trained on): Macbeth's witches at their cauldron;
 # stage directions, a chant in short lines and short speeches
 PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH.\nThrice the brinded cat", 1200)
+TEXT_MAX_CHARS = 4000  # the box and the link alike; the trace itself reads at most MAX_TRACE_TOKENS
 # the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
 SETTINGS = {
     "model": (Field("text", "Model"), "gates_checkpoint"),
-    "text": (Field("text", "Text", high=4000), "gates_text"),
+    "text": (Field("text", "Text", high=TEXT_MAX_CHARS), "gates_text"),
     "layer": (Field("int", "Layer", 0, 63), "gates_layer"),
     "cards": (Field("int", "Units in the gallery", 1, 12), "gates_cards"),
     "span": (Field("range", "Span", 0, MAX_TRACE_TOKENS - 1), "gates_span"),
@@ -86,7 +87,7 @@ with top[0]:
     checkpoint = checkpoint_picker("gates_checkpoint", default_name=DEFAULTS["model"])
     st.selectbox("Example text", list(TEXTS), key="gates_preset", on_change=use_preset)
 with top[1]:
-    text = st.text_area("Text to read", key="gates_text", height=150, help="Up to 2,000 tokens.")
+    text = st.text_area("Text to read", key="gates_text", height=150, max_chars=TEXT_MAX_CHARS, help="Up to 2,000 tokens.")
 if checkpoint is None:
     st.stop()
 

@@ -53,12 +53,13 @@ def key_of(name):
     return str(info.path), info.path.stat().st_mtime
 
 
+TEXT_MAX_CHARS, BIASES_MAX_CHARS = 4000, 200  # the boxes and the link alike
 # the page's settings as they appear in a link: ?text=...&lag=...&g=...&biases=...
 SETTINGS = {
-    "text": (Field("text", "Text", high=4000), "memory_text"),
+    "text": (Field("text", "Text", high=TEXT_MAX_CHARS), "memory_text"),
     "lag": (Field("int", "Longest lag", 8, 128), "memory_max_lag"),
     "g": (Field("float", "Keep gate g", 0.5, 0.99999), "memory_g"),
-    "biases": (Field("text", "Biases", high=200), "memory_biases"),
+    "biases": (Field("text", "Biases", high=BIASES_MAX_CHARS), "memory_biases"),
     "steps": (Field("int", "Steps T", 10, 400), "memory_grad_steps"),
     "probe_task": (Field("choice", "Probe task", choices=tuple(TOY_TASKS)), "memory_probe_task"),
     "probe_cell": (Field("choice", "Probe cell", choices=tuple(CELLS)), "memory_probe_cell"),
@@ -71,7 +72,8 @@ if st.session_state.memory_g not in G_VALUES:  # the slider offers these values 
 st.session_state.memory_max_lag -= st.session_state.memory_max_lag % 8  # the slider's step
 st.session_state.memory_grad_steps -= st.session_state.memory_grad_steps % 10
 mirror_to_url(SETTINGS, DEFAULTS)
-text = st.text_area("Text the models read (for retention and gradients)", height=120, key="memory_text")
+text = st.text_area("Text the models read (for retention and gradients)", height=120, key="memory_text",
+                    max_chars=TEXT_MAX_CHARS)
 
 # ---------------------------------------------------------------------------
 st.header("1 · Retention of the keep gates")
@@ -120,7 +122,7 @@ with right:
                 "The LSTM's $f = 1$ keeps $c$ exactly.")
 
 st.subheader("Keep-gate bias → time constant and half-life")
-biases_text = st.text_input("Biases (comma separated)", key="memory_biases",
+biases_text = st.text_input("Biases (comma separated)", key="memory_biases", max_chars=BIASES_MAX_CHARS,
                             help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
                                  "−b_z for the gru_seed GRU (z overwrites there).")
 try:

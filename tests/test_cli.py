@@ -383,3 +383,9 @@ def test_sample_refusals_exit_2_with_one_line(trained, tmp_path):
 def test_argparse_errors_exit_2(argv, message):
     code, out, err = run(argv)
     assert code == 2 and out == "" and message in err and "Traceback" not in err
+
+
+def test_sample_refuses_a_100000_character_prompt(trained):
+    *_, folder = trained
+    code, _, err = run(["sample", folder / "tiny_latest.safetensors", "--prompt", "a" * 100_000])
+    assert_one_line_error(code, err, "prompt: has 100,000 characters, more than the limit of 1,000")

@@ -58,3 +58,16 @@ def test_no_page_renders_a_links_markdown(page):
     assert warned or page == "app.py", "a page with settings in its link quotes what it ignored"
     for text in warned:
         assert live_syntax(text) == [], text
+
+
+@pytest.mark.parametrize("page", [script for script, _ in PAGES.values()])
+def test_every_text_box_is_bounded_where_text_enters(page):
+    """A text box without max_chars let one student send 100,000 characters through one forward pass."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    if page != "app.py":
+        at.switch_page(page)
+    at.run()
+    assert not at.exception
+    boxes = [*at.text_area, *at.text_input]
+    unbounded = [box.label for box in boxes if not box.proto.max_chars]
+    assert unbounded == [], unbounded

@@ -6,8 +6,8 @@ import torch
 
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
 from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.sampling import (MAX_NEW_TOKENS, STRATEGIES, SamplingConfig, SamplingError, default_strategy, generate,
-                          generate_by_rerunning_prefix, repetition_report, sample_top_p)
+from lab.sampling import (MAX_NEW_TOKENS, MAX_PROMPT_CHARS, STRATEGIES, SamplingConfig, SamplingError, default_strategy, generate,
+                          encode_prompt, generate_by_rerunning_prefix, repetition_report, sample_top_p)
 
 TEXT = load_bundled_corpus()[20000:26000]  # Hamlet I.3: speeches, names, a stage direction
 PROMPT = "Laer.\nMy necessaries are embark'd"
@@ -264,3 +264,10 @@ def test_scan_markov_generates_as_seed_004_describes(tok):
             picked.append(sample_top_p(logits[0, -1], config, generator))  # decode, then nucleus at T
             logits, _, state = model(torch.tensor([[picked[-1]]]), state=state)  # compose the new character
     assert generate(model, tok, PROMPT, config).token_ids == picked
+
+
+def test_a_prompt_over_the_limit_is_refused_before_it_is_read():
+    tokenizer = CharTokenizer.from_text("ab")
+    assert len(encode_prompt(tokenizer, "a" * MAX_PROMPT_CHARS)) == MAX_PROMPT_CHARS
+    with pytest.raises(ValueError, match=r"^prompt: has 100,000 characters, more than the limit of 1,000$"):
+        encode_prompt(tokenizer, "a" * 100_000)
