@@ -392,6 +392,8 @@ def _check_metrics(metrics, source):
             raise CheckpointError(f"{source}: checkpoint metrics {key!r} must be {rule}, "
                                   f"not {_json_kind(metrics[key])}")
     for n, event in enumerate(metrics.get("history", [])):
+        if "step" not in event:  # every chart of a run's history is drawn over its steps
+            raise CheckpointError(f"{source}: checkpoint metrics history[{n}] has no 'step'")
         for key, value in event.items():
             rule, ok = _EVENT_RULES.get(key, ("a number", _is_number) if key.startswith("val_") else (None, None))
             if ok is not None and not ok(value):
@@ -403,16 +405,55 @@ def _is_count(value):
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+MAX_ELAPSED_SECONDS = 10**9  # 31 years: a longer "elapsed" is an edited file, and the schedule divides by it
+
+
+def _is_seconds(value):
+    return _is_number(value) and math.isfinite(value) and 0 <= value <= MAX_ELAPSED_SECONDS
+
+
+def _is_fraction(value, low=0.0, high=1.0):
+    return _is_number(value) and math.isfinite(value) and low <= value <= high
+
+
+# AdamW's settings as lab.train saves them: key -> (rule, test). A resumed run restores them, so each is
+# checked: amsgrad, maximize, capturable or differentiable would make it train differently or not at all
+_ADAMW_RULES = {
+    "lr": ("a number in [0, 1]", _is_fraction),
+    "initial_lr": ("a number in [0, 1]", _is_fraction),
+    "betas": ("two numbers in [0, 1)", lambda v: isinstance(v, list) and len(v) == 2 and all(
+        _is_fraction(b) and b < 1 for b in v)),
+    "eps": ("a number in (0, 0.001]", lambda v: _is_fraction(v, 0, 1e-3) and v > 0),
+    "weight_decay": ("a number in [0, 1]", _is_fraction),
+    **{key: ("false", lambda v: v is False) for key in ("amsgrad", "maximize", "capturable", "differentiable")},
+    **{key: ("true, false or null", lambda v: v is None or isinstance(v, bool)) for key in ("foreach", "fused")},
+    "decoupled_weight_decay": ("true", lambda v: v is True),
+}
+_ADAMW_REQUIRED = ("lr", "betas", "eps", "weight_decay")
+
+
+def _check_hyperparameters(value, source):
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{source}: checkpoint training_state 'hyperparameters' must be an object")
+    for key in _ADAMW_REQUIRED:
+        if key not in value:
+            raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} is missing")
+    for key, entry in value.items():
+        if key not in _ADAMW_RULES:
+            raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} is not an AdamW "
+                                  f"setting this trainer restores (known: {sorted(_ADAMW_RULES)})")
+        rule, ok = _ADAMW_RULES[key]
+        if not ok(entry):
+            raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} must be {rule}")
+
+
 _RNG_NAMES = {"torch", "data", "cuda"}  # the generators a run restores: dropout (CPU, CUDA) and the batch sampler
 # training_state entries -> (rule, test)
 _TRAINING_STATE_RULES = {
-    "step": ("a non-negative integer", _is_count),
-    "elapsed": ("a non-negative number", lambda v: _is_number(v) and math.isfinite(v) and v >= 0),
-    "train_loss": ("a number or null", lambda v: v is None or _is_number(v)),
-    "hyperparameters": ("an object of numbers, booleans, null or lists of numbers",
-                        lambda v: isinstance(v, dict) and all(
-                            x is None or isinstance(x, (bool, int, float)) or
-                            isinstance(x, list) and all(_is_number(e) for e in x) for x in v.values())),
+    "step": ("an integer in [0, 10**9]", lambda v: _is_count(v) and v <= 10**9),
+    "elapsed": (f"a number of seconds in [0, {MAX_ELAPSED_SECONDS:,}]", _is_seconds),
+    "train_loss": ("a number or null", lambda v: v is None or _is_number(v) and math.isfinite(v)),
+    "hyperparameters": ("an object of AdamW settings", lambda v: isinstance(v, dict)),
     "optimizer": ("a list of distinct parameter names",
                   lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v) and len(set(v)) == len(v)),
     "rng": (f"a list of generator names including 'torch' and 'data', from {sorted(_RNG_NAMES)}",
@@ -431,6 +472,7 @@ def _check_training_state(metadata, source):
             raise CheckpointError(f"{source}: checkpoint training_state {key!r} is missing")
         if not ok(state[key]):
             raise CheckpointError(f"{source}: checkpoint training_state {key!r} must be {rule}")
+    _check_hyperparameters(state["hyperparameters"], source)
     return state
 
 
@@ -527,7 +569,11 @@ def load_checkpoint(source, device="auto"):
                            for what, keys in [("missing", missing), ("unexpected", unexpected),
                                               ("wrong shape", wrong)] if keys)
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
-    not_finite = sorted(k for k, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all())
+    wrong_type = sorted(k for k, t in tensors.items() if t.dtype not in FLOAT_DTYPES)
+    if wrong_type:
+        raise CheckpointError(f"{label}: weight {wrong_type[0]!r} has type {tensors[wrong_type[0]].dtype}; weights must "
+                              f"be {', '.join(str(d).removeprefix('torch.') for d in FLOAT_DTYPES)}")
+    not_finite = sorted(k for k, t in tensors.items() if not _finite_as_float32(t))
     if not_finite:  # a diverged run's NaN or inf weights can only produce NaN probabilities
         raise CheckpointError(f"{label}: weights are not finite (NaN or infinite values in {', '.join(not_finite[:4])}"
                               f"{' ...' if len(not_finite) > 4 else ''}); the run that saved them had diverged")
@@ -535,6 +581,15 @@ def load_checkpoint(source, device="auto"):
     model.load_state_dict(tensors)
     model.to(resolve_device(device)).eval()
     return Checkpoint(model, header.config, header.tokenizer, header.metrics, header.meta, path, training_state)
+
+
+# the weights a checkpoint may hold: they load as float32, so each must also be finite once cast (a float64
+# 1e300 is finite, and inf in float32)
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def _finite_as_float32(t):
+    return bool(torch.isfinite(t.to(torch.float32)).all())
 
 
 _RNG_STATE_BYTES = torch.get_rng_state().numel()  # the CPU generator's (Mersenne Twister) state
@@ -548,13 +603,13 @@ def _training_state(tensors, state, parameters, history, label):
         if key not in tensors:
             raise CheckpointError(f"{label}: training state entry {key!r} is missing")
         t = tensors.pop(key)
-        if not t.is_floating_point() if dtype is None else t.dtype != dtype:
+        if t.dtype not in FLOAT_DTYPES if dtype is None else t.dtype != dtype:
             raise CheckpointError(f"{label}: training state entry {key!r} has type {t.dtype}")
         if t.dim() != len(shape) or any(s is not None and s != n for s, n in zip(shape, t.shape)):
             raise CheckpointError(f"{label}: training state entry {key!r} has shape {tuple(t.shape)}, "
                                   f"expected {tuple('any' if s is None else s for s in shape)}")
-        if t.is_floating_point() and not torch.isfinite(t).all():
-            raise CheckpointError(f"{label}: training state entry {key!r} is not finite")
+        if dtype is None and not _finite_as_float32(t):
+            raise CheckpointError(f"{label}: training state entry {key!r} is not finite (as float32)")
         return t
 
     unknown = [name for name in state["optimizer"] if name not in parameters]

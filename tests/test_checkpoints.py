@@ -383,6 +383,17 @@ BAD_FILES = {
                                                         for k, v in load_safetensors_bytes(data).items()}),
                            r"weights are not finite \(NaN or infinite values in head\.bias\)"),
     "missing-weight": (_missing_weight, r"missing: head\.bias"),
+    # the hostile battery's dtypes: float8 once raised "isfinite not implemented"; bool, complex and int loaded
+    **{f"{dtype}-weights".replace("torch.", ""): (
+        lambda data, dtype=dtype: rebuild(data, {k: v.to(dtype) if k == "head.bias" else v
+                                                 for k, v in load_safetensors_bytes(data).items()}),
+        rf"weight 'head\.bias' has type {dtype}; weights must be float32, float16, bfloat16, float64")
+       for dtype in (torch.float8_e4m3fn, torch.bool, torch.complex64, torch.int64, torch.uint8)},
+    "float64-beyond-float32": (lambda data: rebuild(data, {k: v.double().fill_(1e300) if k == "head.bias" else v
+                                                           for k, v in load_safetensors_bytes(data).items()}),
+                               r"weights are not finite \(NaN or infinite values in head\.bias\)"),
+    "history-entry-without-step": (_with_metadata(metrics=json.dumps({"history": [{"type": "eval", "val_loss": 1.0}]})),
+                                   r"checkpoint metrics history\[0\] has no 'step'"),
 }
 
 

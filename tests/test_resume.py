@@ -145,9 +145,22 @@ def resumable_bytes(task):
     (dict(tensors=lambda t: t.update({"optim.extra.exp_avg": torch.zeros(1)})),
      "'optim.extra.exp_avg' is not listed in its header"),
     (dict(state=lambda s: s.pop("step")), "checkpoint training_state 'step' is missing"),
-    (dict(state=lambda s: s.update(step=-1)), "'step' must be a non-negative integer"),
+    (dict(state=lambda s: s.update(step=-1)), "'step' must be an integer in [0, 10**9]"),
+    (dict(state=lambda s: s.update(elapsed=1e308)), "'elapsed' must be a number of seconds in [0, 1,000,000,000]"),
     (dict(state=lambda s: s.update(optimizer=["head.weight", "nowhere"])), "names 'nowhere', which is not a parameter"),
-    (dict(state=lambda s: s.update(hyperparameters={"betas": ["a"]})), "'hyperparameters' must be an object of"),
+    (dict(state=lambda s: s.update(hyperparameters={"betas": ["a"]})), "hyperparameters 'lr' is missing"),
+    (dict(state=lambda s: s["hyperparameters"].update(betas=["a", 0.9])), "hyperparameters 'betas' must be two numbers"),
+    # the hostile battery's edits: each once raised a KeyError, a RuntimeError or an AssertionError on --resume,
+    # or trained uphill without a word
+    (dict(state=lambda s: s["hyperparameters"].update(amsgrad=True)), "hyperparameters 'amsgrad' must be false"),
+    (dict(state=lambda s: s["hyperparameters"].update(maximize=True)), "hyperparameters 'maximize' must be false"),
+    (dict(state=lambda s: s["hyperparameters"].update(capturable=True)), "hyperparameters 'capturable' must be false"),
+    (dict(state=lambda s: s["hyperparameters"].update(betas=[[0.9, 0.1], 0.99])), "'betas' must be two numbers"),
+    (dict(state=lambda s: s["hyperparameters"].update(eps=0)), "hyperparameters 'eps' must be a number in (0, 0.001]"),
+    (dict(state=lambda s: s["hyperparameters"].update(weight_decay=1e30)), "'weight_decay' must be a number in [0, 1]"),
+    (dict(state=lambda s: s["hyperparameters"].update(bogus=1)), "hyperparameters 'bogus' is not an AdamW setting"),
+    (dict(tensors=lambda t: t.update({"optim.head.bias.exp_avg": t["optim.head.bias.exp_avg"].to(
+        torch.float8_e4m3fn)})), "'optim.head.bias.exp_avg' has type torch.float8_e4m3fn"),
     (dict(state=lambda s: s.update(rng=["torch"])), "'rng' must be a list of generator names"),
 ])
 def test_a_corrupt_or_missing_training_state_entry_is_refused_in_one_line(resumable_bytes, change, message):
