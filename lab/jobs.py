@@ -136,7 +136,7 @@ class TrainingJob(BackgroundJob):
         super().__init__(cost_mb, owner, budget)
         self.what = f"The run {name}"
         self.turns = turns or SERVER_TURNS
-        self.checkpoint_path, self.result = None, None
+        self.checkpoint_path, self.result, self.trained_status = None, None, None
         self.first_step_seconds = None  # from start() to the first step's event: what a student waits for
 
     def _log(self, event):
@@ -155,6 +155,8 @@ class TrainingJob(BackgroundJob):
         self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
                                                self.task.tokenizer, run_metrics(self.result, self.config),
                                                self.extra, self.result.training_state if self.resumable else None)
+        if self.status == "failed" and self.trained_status not in (None, "failed"):
+            self.status, self.message = self.trained_status, self.result.reason  # the failed save is behind it
         return self.checkpoint_path
 
     def continuation(self, more_seconds):
@@ -210,6 +212,7 @@ class TrainingJob(BackgroundJob):
                 self.turns.give_back()
         reason = self.result.reason
         status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
+        self.trained_status = status  # what the training reached, whatever becomes of its save
         if self.checkpoint_dir is not None and self.result.steps > 0:
             try:
                 self.save()

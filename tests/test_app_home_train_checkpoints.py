@@ -161,8 +161,21 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
         assert log.job.status == "stopped"
         assert log.job.checkpoint_path is not None and log.job.checkpoint_path.parent.parent == user_dir
         assert "apptest-tiny" in texts(at.success)
+        space_key = log.job.checkpoint_path.parent.name  # the session's secret
+        shown = everything_shown(at)
+        assert space_key not in shown and str(user_dir) not in shown  # no key, no server path, anywhere
     finally:
         stop_all(at)
+
+
+def everything_shown(at):
+    """Every text an AppTest page renders: Markdown, alerts, code, tables, widget labels and values."""
+    parts = [str(e.value) for kind in ("markdown", "caption", "success", "error", "warning", "info", "code", "text",
+                                       "latex") for e in at.get(kind)]
+    parts += [e.value.to_csv() for e in at.dataframe] + [str(t.value) for t in at.table]
+    parts += [f"{w.label} {w.value}" for kind in ("text_input", "text_area", "selectbox", "radio", "number_input")
+              for w in at.get(kind)]
+    return re.sub(r"\\(.)", r"\1", "\n".join(parts))
 
 
 def chart_traces(at):
@@ -498,3 +511,16 @@ def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
     assert sorted(p.name for p in folder.iterdir()) == [f"{name}_latest.safetensors" for name in listed]
     alice.selectbox(key="ckpt_choice").set_value("tokenizer-null_latest").run()
     assert_clean(alice)
+
+
+def test_the_space_cookie_is_written_again_on_every_visit_so_its_expiry_slides(monkeypatch):
+    """A browser that sent its cookie still gets it again with a fresh max-age: files are kept 48 h after
+    the student was last seen, not after the first visit."""
+    key = ui.common.new_space_key()
+    monkeypatch.setattr(ui.common, "space_cookie", lambda: key)
+    for _ in range(2):  # two visits: two sessions, each renewing the cookie
+        at = open_page()
+        assert_clean(at)
+        scripts = [str(h.proto.body) for h in at.get("html") if "document.cookie" in str(h.proto.body)]
+        assert len(scripts) == 1 and f"rnnlab_space={key}" in scripts[0]
+        assert f"max-age={int(ui.common.KEEP_SECONDS)}" in scripts[0]

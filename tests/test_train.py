@@ -1,4 +1,5 @@
 """lab.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only."""
+import errno
 import logging
 import math
 import re
@@ -842,3 +843,26 @@ def test_eval_seconds_puts_a_validation_point_in_every_such_interval_whatever_th
     assert result.steps == 20 and len(evals) >= 4  # without eval_seconds: one, at the end
     gaps = [b["elapsed"] - a["elapsed"] for a, b in zip(evals, evals[1:])]
     assert max(gaps) < 0.1 + 0.2  # one step past the interval, and the evaluation itself
+
+
+def test_a_save_that_succeeds_on_retry_clears_the_runs_failure(text, tmp_path, monkeypatch):
+    """A full disk fails the first save; "Try saving it again" then succeeds and the run is no longer failed."""
+    import lab.checkpoints
+    from lab.jobs import TrainingJob
+
+    real_save, calls = lab.checkpoints.save_checkpoint, []
+
+    def full_disk_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(*args, **kwargs)
+
+    monkeypatch.setattr(lab.checkpoints, "save_checkpoint", full_disk_once)
+    task = LMTask.from_text(text, "char")
+    job = TrainingJob("retry", tiny_lm(task.vocab_size), task,
+                      TrainConfig(max_steps=2, batch_size=4, block_size=8, eval_interval=2, eval_windows=4,
+                                  device="cpu"), checkpoint_dir=tmp_path).start()
+    assert job.wait(60) == "failed" and "saving failed" in job.message
+    path = job.save()
+    assert path.is_file() and job.status == "finished" and job.message == "finished"

@@ -251,14 +251,21 @@ def session_key():
     Kept in a cookie, so a reload or a reconnect finds the same files and running jobs; a
     browser that refuses the cookie gets a fresh key per visit, and its old files expire."""
     if "_rnnlab_session_key" not in st.session_state:
-        cookie = st.context.cookies.get(SPACE_COOKIE, "")
+        cookie = space_cookie()
         st.session_state._rnnlab_session_key = cookie if is_space_key(cookie) else new_space_key()
     return st.session_state._rnnlab_session_key
 
 
+def space_cookie():
+    """The space key the browser sent in its cookie ("" when none)."""
+    return st.context.cookies.get(SPACE_COOKIE, "")
+
+
 def _remember_space_in_a_cookie():
+    """Write the space's cookie once per session (each visit, each reload), whether or not the browser
+    sent it: its max-age then counts from the last visit, as "kept 48 h after last seen" promises."""
     key = session_key()
-    if st.context.cookies.get(SPACE_COOKIE) != key and not st.session_state.get("_rnnlab_cookie_sent"):
+    if not st.session_state.get("_rnnlab_cookie_sent"):
         st.session_state._rnnlab_cookie_sent = True  # once per session: the script is ours, the key is ours
         st.html(f"<script>document.cookie = '{SPACE_COOKIE}={key}; path=/; max-age={int(KEEP_SECONDS)}; "
                 "SameSite=Lax';</script>", unsafe_allow_javascript=True)

@@ -227,7 +227,8 @@ class RunLog:
                 "steps": last.get("step", 0), "seconds": round(last.get("elapsed", 0.0), 1),
                 "train nats/char": latest(self.steps["nats_per_char"]),
                 "val nats/char": latest(self.evals["nats_per_char"]), "val loss/token": latest(self.evals["loss"]),
-                "checkpoint": str(job.checkpoint_path) if job.checkpoint_path else ""}
+                # the file's name only: its folder's path holds the session's secret key
+                "checkpoint": job.checkpoint_path.stem if job.checkpoint_path else ""}
 
 
 def _thin(xs, *series, max_points=400):
@@ -363,11 +364,13 @@ def draw_progress_and_samples(logs):
                 # the save failed (a full disk, say): the weights are still in the job, so try again
                 if st.button("Try saving it again", key=f"train_resave_{id(job)}"):
                     with user_errors("Saving"):
-                        st.success(f"Saved as `{job.save()}`.")
+                        job.save()
+                        st.rerun()  # the run is saved now: drawn again without its failure
         elif job.checkpoint_path is not None:
             why = f" ({job.message})" if job.message != job.status else ""
-            st.success(f"{log.label} {job.status}{why} and was saved as `{job.checkpoint_path}`; "
-                       f"it is listed as **{job.checkpoint_path.name.rsplit('_v', 1)[0]}_latest (yours)** "
+            # its name only: the folder's path holds the session's secret key
+            st.success(f"{log.label} {job.status}{plain(why)} and was saved: it is listed as "
+                       f"**{plain(job.checkpoint_path.name.rsplit('_v', 1)[0])}\_latest (yours)** "
                        "on the Sample and Gates pages.")
 
 
