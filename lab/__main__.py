@@ -49,7 +49,7 @@ def _new_run(args):
     """A run from a preset: (name, preset name, corpus, model, task, train config, None)."""
     import torch
 
-    from lab.backends import default_backend
+    from lab.backends import default_backend, default_scan_mode
     from lab.checkpoints import check_folder, sanitize_name
     from lab.cost import check_training_memory
     from lab.models import build_model
@@ -60,10 +60,11 @@ def _new_run(args):
     preset = get_preset(args.preset or DEFAULT_PRESET)
     if preset.model.family == "classifier":
         raise ValueError("preset: use `python -m lab ablation` for the sequence-classification preset")
-    backend = args.backend
-    if backend is None and preset.model.family == "lm":  # the fastest measured on the device that trains
-        backend = default_backend(args.cell or preset.model.cell, resolve_device(args.device or "auto"))
-    overrides = {k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None}
+    backend, overrides = args.backend, {k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None}
+    if preset.model.family == "lm":  # the fastest measured on the device that trains: backend and the scan's form
+        device = resolve_device(args.device or "auto")
+        backend = backend or default_backend(args.cell or preset.model.cell, device)
+        overrides["scan_mode"] = default_scan_mode(device)
     overrides.update({"backend": backend} if backend is not None else {})
     ignored = sorted(set(overrides) - {f.name for f in dataclasses.fields(preset.model)})
     if ignored:  # ScanMarkov has no cell, hidden size or layers: say so rather than drop the option
@@ -137,7 +138,7 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
     from lab import distributed
     from lab.checkpoints import check_resumable_size
     from lab.models import model_summary
-    from lab.train import run_metrics, train
+    from lab.train import resolve_device, run_metrics, train
 
     rank, world = distributed.rank_and_world()
     say = print if rank == 0 else (lambda *args, **kwargs: None)
@@ -195,7 +196,8 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
           f"val loss {last.get('val_loss', float('nan')):.4f} "
           f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)")
     if model.config.family == "lm":  # a recurrent LM's memory, beyond the cold-started validation windows
-        in_order = task.evaluate_in_order(model, "cpu")
+        device = resolve_device(train_config.device)  # where it trained: CUDA when there is one
+        in_order = task.evaluate_in_order(model.to(device), device)
         print(f"validation split read in order, state carried: {in_order['val_loss_in_order']:.4f} "
               f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)")
     print(f"saved {path}")

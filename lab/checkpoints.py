@@ -288,9 +288,11 @@ def check_resumable_size(config):
                               "for a checkpoint; train it without --resumable")
 
 
-def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None, training_state=None):
+def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None, training_state=None,
+                    room=None):
     """Save name_vN (N one more than the newest) and point name_latest at it; returns the versioned path.
-    With a training_state (lab.train.TrainingState) the run can be continued from the file.
+    With a training_state (lab.train.TrainingState) the run can be continued from the file. `room`,
+    if given, is called with the file's size first and raises to refuse it (lab.spaces.check_room).
 
     Safe to call from several threads or processes at once: each gets its own N. An OSError
     (a full disk, a read-only folder) names the file it was writing; the model is untouched,
@@ -307,6 +309,8 @@ def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=Non
             path = _inside(folder, f"{name}_v{version}{SUFFIX}")
             with _naming_the_path(path):
                 data = checkpoint_bytes(model, tokenizer, metrics, name, version, extra, training_state)
+                if room is not None:
+                    room(len(data))
                 tmp = _write_temp(folder, name, data)
                 try:
                     os.link(tmp, path)  # fails if the name exists, as O_EXCL would: never two savers' vN

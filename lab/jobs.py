@@ -124,11 +124,11 @@ class TrainingJob(BackgroundJob):
 
     def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
                  sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None, resume=None,
-                 resumable=False, in_process=False):
+                 resumable=False, in_process=False, room=None):
         from lab.cost import training_memory_bytes
 
         self.name, self.model, self.task, self.config = name, model, task, config
-        self.checkpoint_dir, self.extra = checkpoint_dir, extra or {}
+        self.checkpoint_dir, self.extra, self.room = checkpoint_dir, extra or {}, room  # room: the folder's quota
         self.resume, self.resumable, self.in_process = resume, resumable, in_process
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
@@ -154,7 +154,8 @@ class TrainingJob(BackgroundJob):
 
         self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
                                                self.task.tokenizer, run_metrics(self.result, self.config),
-                                               self.extra, self.result.training_state if self.resumable else None)
+                                               self.extra, self.result.training_state if self.resumable else None,
+                                               self.room)
         if self.status == "failed" and self.trained_status not in (None, "failed"):
             self.status, self.message = self.trained_status, self.result.reason  # the failed save is behind it
         return self.checkpoint_path
@@ -179,7 +180,7 @@ class TrainingJob(BackgroundJob):
                            checkpoint_dir=self.checkpoint_path.parent, extra=self.extra, sampler=self.sampler,
                            sample_every_s=self.sample_every_s, cost_mb=self.cost_mb, owner=self.owner,
                            budget=self.budget, turns=self.turns, resume=resume_training_state(checkpoint, config),
-                           resumable=True, in_process=self.in_process)
+                           resumable=True, in_process=self.in_process, room=self.room)
 
     def _next_step_turn(self):
         """train() asks `should_stop()` once before every step: here that also hands this job's turn
@@ -216,7 +217,7 @@ class TrainingJob(BackgroundJob):
         if self.checkpoint_dir is not None and self.result.steps > 0:
             try:
                 self.save()
-            except OSError as e:  # the run is not lost: its weights stay in this job
+            except (OSError, ValueError) as e:  # a full disk or quota: the run is not lost, its weights stay here
                 reason, status = (f"{reason}; saving failed: {e}; the trained weights are kept in memory, "
                                   "job.save(folder) retries"), "failed"
         self.message = reason

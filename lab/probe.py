@@ -42,7 +42,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from lab.backends import default_backend
+from lab.backends import default_backend, default_scan_mode
 from lab.cells import CELLS
 from lab.cost import parameter_count
 from lab.models import LMConfig, build_model, count_parameters
@@ -274,7 +274,8 @@ class ProbeConfig:
 
 
 def model_config(config, task, cell, hidden_size):
-    return LMConfig(cell=cell, backend=default_backend(cell, resolve_device(config.device)),
+    device = resolve_device(config.device)
+    return LMConfig(cell=cell, backend=default_backend(cell, device), scan_mode=default_scan_mode(device),
                     vocab_size=TOY_TASKS[task].vocab_size, embed_dim=config.embed_dim, hidden_size=hidden_size)
 
 

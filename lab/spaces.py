@@ -1,16 +1,23 @@
 """Per-session folders under one user directory, for a hosted app that a whole class shares.
 
-Each browser session saves its runs and uploads in a folder of its own, named by a random key
-(128 bits: not guessable from another session), so no session can list, load, overwrite or
-delete another's files. A folder's modification time is when its session was last seen:
-`sweep` deletes folders not seen for `keep_seconds` and, if the user directory is still over
-`max_bytes`, the oldest files first, so the disk does not fill.
+Each browser session saves its runs and uploads in a folder of its own, named by a key the server
+issued: 128 random bits and a MAC of them under a secret kept in the user directory, so no
+session can guess another's key, and a key the server never issued (a hand-made cookie) is
+refused. A folder's modification time is when its session was last seen: `sweep` deletes folders
+not seen for `keep_seconds`, and the temporary files of saves that were killed. Each space has its
+own quota, counted by what is on disk (a file under two names, name_vN and name_latest, once):
+`check_room` refuses a save that would pass it, or the whole directory's bound, so no student's
+save ever deletes another student's file.
 
-    key = new_space_key()
+    key = new_space_key("user_checkpoints")
     folder = space_dir("user_checkpoints", key)      # user_checkpoints/<key>/, made on first use
     mark_seen("user_checkpoints", key)
-    sweep("user_checkpoints", keep_seconds=2 * 86400, max_bytes=500 * 2**20)
+    check_room("user_checkpoints", folder, n_bytes, space_bytes=200 * 2**20, total_bytes=500 * 2**20)
+    sweep("user_checkpoints", keep_seconds=2 * 86400)
 """
+import base64
+import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -18,20 +25,54 @@ import shutil
 import time
 from pathlib import Path
 
-SPACE_KEY = re.compile(r"[A-Za-z0-9_-]{22}")  # secrets.token_urlsafe(16)
+SPACE_KEY = re.compile(r"[A-Za-z0-9_-]{38}")  # secrets.token_urlsafe(16) and 16 characters of its MAC
+SECRET_NAME = ".space-secret"
+STALE_TEMP_SECONDS = 3600  # a save's temporary file this old belongs to a save that was killed
+_secrets = {}
 
 
-def new_space_key():
-    return secrets.token_urlsafe(16)
+class SpaceFullError(ValueError):
+    """A save that would pass a space's quota or the user directory's bound."""
 
 
-def is_space_key(text):
-    return isinstance(text, str) and SPACE_KEY.fullmatch(text) is not None
+def _secret(root):
+    """The user directory's secret (32 random bytes), made once and shared by every app process."""
+    root = Path(root).resolve()
+    if root not in _secrets:
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / SECRET_NAME
+        if not path.is_file():  # written whole, then linked: a second process never reads half of it
+            tmp = root / f"{SECRET_NAME}.{secrets.token_hex(8)}"
+            tmp.write_bytes(secrets.token_bytes(32))
+            os.chmod(tmp, 0o600)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+            tmp.unlink()
+        _secrets[root] = path.read_bytes()
+    return _secrets[root]
+
+
+def _mac(root, token):
+    digest = hmac.new(_secret(root), token.encode(), hashlib.sha256).digest()[:12]
+    return base64.urlsafe_b64encode(digest).decode()  # 16 characters
+
+
+def new_space_key(root):
+    token = secrets.token_urlsafe(16)
+    return token + _mac(root, token)
+
+
+def is_space_key(root, text):
+    """Whether `text` is a key this server issued for the user directory `root`."""
+    return (isinstance(text, str) and SPACE_KEY.fullmatch(text) is not None
+            and hmac.compare_digest(text[22:], _mac(root, text[:22])))
 
 
 def space_dir(root, key, create=True):
     """The folder of one session's files; a key that is not one of ours is refused (no path tricks)."""
-    if not is_space_key(key):
+    if not is_space_key(root, key):
         raise ValueError("not a valid space key")
     folder = Path(root) / key
     if create:
@@ -49,27 +90,55 @@ def mark_seen(root, key, now=None):
 
 def _spaces(root):
     root = Path(root)
-    return [p for p in root.iterdir() if p.is_dir() and is_space_key(p.name)] if root.is_dir() else []
+    return [p for p in root.iterdir() if p.is_dir() and is_space_key(root, p.name)] if root.is_dir() else []
 
 
-def sweep(root, keep_seconds, max_bytes, now=None):
-    """Delete the spaces not seen for keep_seconds, then the oldest files until the spaces hold at
-    most max_bytes. Returns the paths removed. Files outside space folders are never touched."""
+def folder_bytes(folder):
+    """What a folder's files hold on disk: every file once, however many names it has (a checkpoint is
+    name_vN and name_latest), temporary files of unfinished or killed saves included."""
+    seen, total = set(), 0
+    for path in Path(folder).iterdir() if Path(folder).is_dir() else ():
+        try:
+            stat = path.lstat()
+        except FileNotFoundError:  # removed since the folder was read
+            continue
+        if path.is_file() and (stat.st_dev, stat.st_ino) not in seen:
+            seen.add((stat.st_dev, stat.st_ino))
+            total += stat.st_size
+    return total
+
+
+def check_room(root, folder, n_bytes, space_bytes, total_bytes):
+    """SpaceFullError, one line, unless `n_bytes` more fit in `folder` (a space of `root`) within its
+    quota and in `root` within its bound."""
+    used = folder_bytes(folder)
+    if used + n_bytes > space_bytes:
+        raise SpaceFullError(f"saving: your files use {used / 2**20:,.1f} MB of your {space_bytes / 2**20:,.0f} MB "
+                             f"and this file needs {n_bytes / 2**20:,.1f} MB; delete some on the Checkpoints page")
+    everyone = sum(folder_bytes(f) for f in _spaces(root))
+    if everyone + n_bytes > total_bytes:
+        raise SpaceFullError(f"saving: this server's disk for students' files is full ({everyone / 2**20:,.0f} of "
+                             f"{total_bytes / 2**20:,.0f} MB); ask your teacher, or delete some of yours")
+
+
+def sweep(root, keep_seconds, now=None):
+    """Delete the spaces not seen for keep_seconds, and temporary files older than an hour (saves that
+    were killed). Returns the paths removed. Files outside space folders are never touched, and
+    nothing in a space that was seen is deleted but its dead temporary files."""
     now = time.time() if now is None else now
     removed = []
     for folder in _spaces(root):
-        if now - folder.stat().st_mtime > keep_seconds:
+        seen = folder.stat().st_mtime
+        if now - seen > keep_seconds:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
-    last_seen = {folder: folder.stat().st_mtime for folder in _spaces(root)}
-    files = [(p.stat(), p) for folder in last_seen for p in folder.iterdir() if p.is_file()]
-    total = sum(stat.st_size for stat, _ in files)
-    for stat, path in sorted(files, key=lambda item: item[0].st_mtime):
-        if total <= max_bytes:
-            break
-        path.unlink(missing_ok=True)
-        total -= stat.st_size
-        removed.append(path)
-        seen = last_seen[path.parent]  # deleting a file touches its folder: keep the last-seen time
-        os.utime(path.parent, (seen, seen))
+            continue
+        for tmp in folder.glob("*.tmp"):
+            try:
+                if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
+                    tmp.unlink()
+                    removed.append(tmp)
+            except FileNotFoundError:
+                pass
+        os.utime(folder, (seen, seen))  # deleting a file touches its folder: keep the last-seen time
     return removed

@@ -24,8 +24,8 @@ from lab.jobs import TrainingJob
 from lab.tasks import TASKS, corpus_split
 from lab.train import resolve_device, why_not_resumable
 from ui import train_view as tv
-from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, register_job, session_jobs, session_key, setup_page,
-                       plain, show_anchors, user_dir, user_errors)
+from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, plain, register_job, room_check,
+                       session_jobs, session_key, setup_page, show_anchors, user_dir, user_errors)
 
 setup_page("Train")
 st.title("🏋️ Train")
@@ -230,7 +230,8 @@ def start_run(run_values, run_model_config):
     job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=user_dir(),
                       extra={"preset": run_values["preset"], "corpus": corpus_label},
                       sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS,
-                      resumable=why_not_resumable(run_model_config, train_config) is None)  # so it can be continued
+                      resumable=why_not_resumable(run_model_config, train_config) is None,  # so it can be continued
+                      room=room_check())
     job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
     register_job(job)
     n = len(training_jobs())

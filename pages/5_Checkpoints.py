@@ -12,7 +12,7 @@ from lab.checkpoints import (CheckpointError, delete_checkpoint, load_checkpoint
                              save_checkpoint)
 from lab.models import config_to_dict, model_summary
 from ui.common import (cached_checkpoint, choose_checkpoint, page_link, parameter_count, plain, setup_page,
-                       show_anchors, user_dir, user_errors)
+                       room_check, show_anchors, user_dir, user_errors)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Checkpoints")
@@ -168,7 +168,7 @@ if upload is not None:
             with user_errors("Saving"):
                 extra = {**checkpoint.meta.get("extra", {}), "uploaded": upload.name}
                 path = save_checkpoint(user_dir(), sanitize_name(name), checkpoint.model, checkpoint.tokenizer,
-                                       checkpoint.metrics, extra)
+                                       checkpoint.metrics, extra, room=room_check())
                 latest = f"{path.name.rsplit('_v', 1)[0]}_latest"
                 st.session_state.ckpt_flash = ("success", f"Saved as {path.name} (and {latest}): the Sample and "
                                                           "Gates pages list it now.")

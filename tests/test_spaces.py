@@ -1,12 +1,27 @@
-"""lab.spaces: every session's files in a folder of its own, swept when unseen or over the bound."""
+"""lab.spaces: every session's files in a folder of its own under a key the server issued, with a quota of
+its own; swept when unseen."""
+import functools
 import os
 import time
 
 import pytest
 
-from lab.spaces import is_space_key, mark_seen, new_space_key, space_dir, sweep
+from lab.checkpoints import save_checkpoint
+from lab.spaces import SpaceFullError, check_room, folder_bytes, is_space_key, mark_seen, new_space_key, space_dir, sweep
 
 DAY = 86400
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    import torch
+
+    from lab.data import CharTokenizer
+    from lab.models import LMConfig, build_model
+
+    torch.manual_seed(0)
+    tokenizer = CharTokenizer.from_text("abc")
+    return build_model(LMConfig(vocab_size=tokenizer.vocab_size, embed_dim=4, hidden_size=8)), tokenizer
 
 
 def write(path, n_bytes, mtime):
@@ -18,39 +33,67 @@ def set_seen(folder, when):
     os.utime(folder, (when, when))
 
 
-def test_keys_are_random_and_only_real_keys_make_folders(tmp_path):
-    keys = {new_space_key() for _ in range(100)}
-    assert len(keys) == 100 and all(is_space_key(k) for k in keys)
-    for bad in ["", "..", "../" + new_space_key()[:19], new_space_key() + "/x", "a" * 21, None, 7]:
-        assert not is_space_key(bad)
+def test_keys_are_random_and_only_keys_this_server_issued_make_folders(tmp_path):
+    keys = {new_space_key(tmp_path) for _ in range(100)}
+    assert len(keys) == 100 and all(is_space_key(tmp_path, k) for k in keys)
+    other_server = tmp_path / "elsewhere"
+    forged = ["A" * 38, new_space_key(tmp_path)[:22] + "A" * 16, new_space_key(other_server)]
+    for bad in ["", "..", "../" + new_space_key(tmp_path)[:35], new_space_key(tmp_path) + "/x", "a" * 21, None, 7,
+                *forged]:
+        assert not is_space_key(tmp_path, bad)
         with pytest.raises(ValueError):
             space_dir(tmp_path, bad)
-    key = new_space_key()
+    key = new_space_key(tmp_path)
     assert space_dir(tmp_path, key) == tmp_path / key and (tmp_path / key).is_dir()
 
 
 def test_sweep_deletes_unseen_spaces_and_keeps_recent_ones(tmp_path):
     now = time.time()
-    old, recent = space_dir(tmp_path, new_space_key()), space_dir(tmp_path, new_space_key())
+    old, recent = space_dir(tmp_path, new_space_key(tmp_path)), space_dir(tmp_path, new_space_key(tmp_path))
     write(old / "a.safetensors", 10, now - 3 * DAY)
     write(recent / "b.safetensors", 10, now - 3 * DAY)
     set_seen(old, now - 3 * DAY)
     mark_seen(tmp_path, recent.name, now=now - 60)
     legacy = tmp_path / "before-spaces.safetensors"  # not in a space folder: never touched
     write(legacy, 10, now - 30 * DAY)
-    assert sweep(tmp_path, keep_seconds=2 * DAY, max_bytes=10**9, now=now) == [old]
+    assert sweep(tmp_path, keep_seconds=2 * DAY, now=now) == [old]
     assert not old.exists() and (recent / "b.safetensors").is_file() and legacy.is_file()
 
 
-def test_sweep_keeps_the_user_directory_under_its_bound_oldest_files_first(tmp_path):
+def test_a_quota_counts_a_file_with_two_names_once_and_temporary_files_too(tmp_path):
+    folder = space_dir(tmp_path, new_space_key(tmp_path))
+    write(folder / "run_v1.safetensors", 1000, time.time())
+    os.link(folder / "run_v1.safetensors", folder / "run_latest.safetensors")  # as save_checkpoint publishes
+    assert folder_bytes(folder) == 1000
+    write(folder / ".run~dead.tmp", 300, time.time())  # a save killed mid-write: on disk until swept
+    assert folder_bytes(folder) == 1300
+
+
+def test_a_save_over_quota_is_refused_and_never_deletes_another_students_file(tmp_path, tiny_model):
     now = time.time()
-    spaces = [space_dir(tmp_path, new_space_key()) for _ in range(3)]
-    for n, folder in enumerate(spaces):
-        for m in range(4):  # 12 files of 100 bytes; file age decreases with n*4+m
-            write(folder / f"f{m}.safetensors", 100, now - 1000 + 10 * (4 * n + m))
+    alice, bob = (space_dir(tmp_path, new_space_key(tmp_path)) for _ in range(2))
+    model, tokenizer = tiny_model
+    size = folder_bytes(save_checkpoint(alice, "alice", model, tokenizer).parent)
+    for folder in (alice, bob):
         set_seen(folder, now - 5)
-    removed = sweep(tmp_path, keep_seconds=DAY, max_bytes=750, now=now)
-    left = sorted((p.parent, p.name) for folder in spaces for p in folder.iterdir())
-    assert len(removed) == 5 and len(left) == 7  # 1200 -> 700 bytes
-    assert set(removed) == {spaces[0] / f"f{m}.safetensors" for m in range(4)} | {spaces[1] / "f0.safetensors"}
-    assert all(abs(folder.stat().st_mtime - (now - 5)) < 1 for folder in spaces)  # eviction is not a visit
+    room = functools.partial(check_room, tmp_path, bob, space_bytes=3 * size, total_bytes=10 * size)
+    for _ in range(3):
+        save_checkpoint(bob, "bob", model, tokenizer, room=room)
+    with pytest.raises(SpaceFullError, match=r"^saving: your files use .* MB of your .* MB"):
+        save_checkpoint(bob, "bob", model, tokenizer, room=room)
+    everyone = functools.partial(check_room, tmp_path, bob, space_bytes=10 * size, total_bytes=4 * size)
+    with pytest.raises(SpaceFullError, match="this server's disk for students' files is full"):
+        save_checkpoint(bob, "bob", model, tokenizer, room=everyone)
+    sweep(tmp_path, keep_seconds=DAY, now=now)
+    assert sorted(p.name for p in alice.iterdir()) == ["alice_latest.safetensors", "alice_v1.safetensors"]
+    assert len(list(bob.glob("*.safetensors"))) == 4  # three versions and latest: nothing evicted
+
+
+def test_sweep_removes_a_killed_saves_temporary_file_once_it_is_an_hour_old(tmp_path):
+    now = time.time()
+    folder = space_dir(tmp_path, new_space_key(tmp_path))
+    write(folder / ".run~old.tmp", 10, now - 2 * 3600)
+    write(folder / ".run~new.tmp", 10, now - 60)  # a save that may still be running
+    set_seen(folder, now - 5)
+    assert sweep(tmp_path, keep_seconds=DAY, now=now) == [folder / ".run~old.tmp"]
+    assert (folder / ".run~new.tmp").is_file() and abs(folder.stat().st_mtime - (now - 5)) < 1

@@ -18,14 +18,17 @@ import streamlit as st
 
 from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
 from lab.data import DataError
-from lab.spaces import is_space_key, mark_seen, new_space_key, space_dir, sweep
+import functools
+
+from lab.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.train import configure_cpu
 from ui.coloured_text import visible_piece
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
 USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))  # one folder per session inside
 KEEP_SECONDS = 3600 * float(os.environ.get("RNNLAB_KEEP_HOURS", "48"))  # a session's files, after it was last seen
-USER_DIR_MAX_BYTES = 2**20 * float(os.environ.get("RNNLAB_USER_DIR_MAX_MB", "500"))  # oldest files go first
+USER_DIR_MAX_BYTES = 2**20 * float(os.environ.get("RNNLAB_USER_DIR_MAX_MB", "500"))  # all sessions' files together
+SPACE_MAX_BYTES = 2**20 * float(os.environ.get("RNNLAB_SPACE_MAX_MB", "100"))  # one session's files
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
 ARM_COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}  # the gate-bias study's arms
 
@@ -252,7 +255,8 @@ def session_key():
     browser that refuses the cookie gets a fresh key per visit, and its old files expire."""
     if "_rnnlab_session_key" not in st.session_state:
         cookie = space_cookie()
-        st.session_state._rnnlab_session_key = cookie if is_space_key(cookie) else new_space_key()
+        # a key the server did not issue (a hand-made cookie) is refused: the browser gets a new one
+        st.session_state._rnnlab_session_key = cookie if is_space_key(USER_DIR, cookie) else new_space_key(USER_DIR)
     return st.session_state._rnnlab_session_key
 
 
@@ -274,6 +278,13 @@ def _remember_space_in_a_cookie():
 def user_dir():
     """This session's folder of checkpoints (made by the first save)."""
     return space_dir(USER_DIR, session_key(), create=False)
+
+
+def room_check():
+    """What a save into this session's folder calls first: SpaceFullError (a ValueError, one line) when
+    the file would pass the session's quota or all sessions' bound (lab.spaces.check_room)."""
+    return functools.partial(check_room, USER_DIR, user_dir(), space_bytes=SPACE_MAX_BYTES,
+                             total_bytes=USER_DIR_MAX_BYTES)
 
 
 def _session_entry(registry):
@@ -342,4 +353,4 @@ def _reap_unattended_jobs(registry, interval=2.0, sweep_every=60.0):
         if time.monotonic() - last_sweep >= sweep_every:
             last_sweep = time.monotonic()
             with contextlib.suppress(OSError):  # a file vanishing mid-sweep is retried next time
-                sweep(USER_DIR, KEEP_SECONDS, USER_DIR_MAX_BYTES)
+                sweep(USER_DIR, KEEP_SECONDS)

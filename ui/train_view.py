@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.backends import BACKENDS, FUSED_MODULES, default_backend
+from lab.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
 from lab.cells import CELLS
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
@@ -137,7 +137,8 @@ def model_config(values, vocab_size):
                                    dropout=values["dropout"])
     return dataclasses.replace(preset.model, vocab_size=vocab_size, cell=values["cell"], backend=values["backend"],
                                embed_dim=values["emb"], hidden_size=values["hidden"],
-                               num_layers=values["layers"], dropout=values["dropout"])
+                               num_layers=values["layers"], dropout=values["dropout"],
+                               scan_mode=default_scan_mode(resolve_device()))  # the scan's faster form here
 
 
 EVAL_SECONDS = 10.0  # a validation point at least this often, whatever the model's speed

@@ -23,7 +23,7 @@ LEARN_PROMPT_CHARS = 8  # every sample starts from the paragraph's first charact
 LEARN_MIN_CHARS = 400  # the held-out last tenth must hold one training window (block + 1 characters)
 # a model and recipe that memorise a paragraph in seconds on one busy CPU core
 LEARN_MODEL = dict(cell="gru_torch", embed_dim=32, hidden_size=128)
-LEARN_RECIPE = dict(lr=1e-2, batch_size=16, block_size=32, eval_interval=20, eval_windows=8, device="cpu")
+LEARN_RECIPE = dict(lr=1e-2, batch_size=16, block_size=32, eval_interval=20, eval_windows=8)  # device: auto
 
 
 def start_learning(text, seconds):
