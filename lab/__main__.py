@@ -18,6 +18,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from lab.errors import LabError
+
 DEFAULT_RUNS_DIR = "runs"
 SEED_EPOCHS = "seed"  # --epochs given without a number
 DEFAULT_PRESET, DEFAULT_CORPUS = "astra-alpha", "bundled"
@@ -59,7 +61,7 @@ def _new_run(args):
 
     preset = get_preset(args.preset or DEFAULT_PRESET)
     if preset.model.family == "classifier":
-        raise ValueError("preset: use `python -m lab ablation` for the sequence-classification preset")
+        raise LabError("preset: use `python -m lab ablation` for the sequence-classification preset")
     backend, overrides = args.backend, {k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None}
     if preset.model.family == "lm":  # the fastest measured on the device that trains: backend and the scan's form
         device = resolve_device(args.device or "auto")
@@ -68,19 +70,19 @@ def _new_run(args):
     overrides.update({"backend": backend} if backend is not None else {})
     ignored = sorted(set(overrides) - {f.name for f in dataclasses.fields(preset.model)})
     if ignored:  # ScanMarkov has no cell, hidden size or layers: say so rather than drop the option
-        raise ValueError(f"{ignored[0].replace('_', '-')}: the {preset.name} preset has no such setting")
+        raise LabError(f"{ignored[0].replace('_', '-')}: the {preset.name} preset has no such setting")
     tokenizer_kind = args.tokenizer or preset.tokenizer
     options = dict(preset.tokenizer_options) if tokenizer_kind == preset.tokenizer else {}
     if args.vocab_size is not None:
         if tokenizer_kind != "sentencepiece":  # a char vocabulary is the text's characters
-            raise ValueError("vocab-size: only a sentencepiece tokenizer has a size to choose; "
+            raise LabError("vocab-size: only a sentencepiece tokenizer has a size to choose; "
                              "add --tokenizer sentencepiece")
         options["vocab_size"] = args.vocab_size
     # everything that can be refused is refused before the corpus is tokenized and the model trained
     name = sanitize_name(args.name or preset.name)
     check_folder(args.out)
     if preset.task == "ngram" and (args.stateful or args.block_size is not None):
-        raise ValueError(f"{'stateful' if args.stateful else 'block-size'}: the {preset.name} preset trains on "
+        raise LabError(f"{'stateful' if args.stateful else 'block-size'}: the {preset.name} preset trains on "
                          "2-5-gram samples, not windows; the scan-markov-windows preset trains on windows")
     no_budget = args.steps is None and args.seconds is None and args.epochs is None
     budget = {"max_steps": 1000 if no_budget else args.steps}
@@ -111,13 +113,13 @@ def _resumed_run(args):
     preset, corpus = checkpoint.meta["extra"].get("preset"), checkpoint.metrics.get("corpus", DEFAULT_CORPUS)
     tokenizer = checkpoint.tokenizer
     if tokenizer is None:
-        raise ValueError(f"resume: {args.resume} is a {checkpoint.config.family}, not a language model")
+        raise LabError(f"resume: {args.resume} is a {checkpoint.config.family}, not a language model")
     for option, given, saved in [("preset", args.preset, preset), ("corpus", args.corpus, corpus),
                                  ("tokenizer", args.tokenizer, tokenizer.kind),
                                  ("vocab_size", args.vocab_size, tokenizer.vocab_size),
                                  *((k, getattr(args, k), getattr(checkpoint.config, k, None)) for k in MODEL_OPTIONS)]:
         if given is not None and given != saved:
-            raise ValueError(f"resume: --{option.replace('_', '-')} {given} differs from the run being resumed "
+            raise LabError(f"resume: --{option.replace('_', '-')} {given} differs from the run being resumed "
                              f"({saved}); leave it out to continue that run")
     name = sanitize_name(args.name or checkpoint.meta["name"])
     check_folder(args.out)
@@ -233,7 +235,7 @@ def epoch_budget(preset, epochs):
     """--epochs N (or --epochs alone: the seed's own number) as TrainConfig budget fields."""
     if epochs == SEED_EPOCHS:
         if preset.seed_epochs is None:
-            raise ValueError(f"epochs: the {preset.name} preset's seed gives no number of epochs; write one, "
+            raise LabError(f"epochs: the {preset.name} preset's seed gives no number of epochs; write one, "
                              "e.g. --epochs 3")
         epochs = preset.seed_epochs
     return preset.epoch_budget(epochs)
@@ -269,7 +271,7 @@ def _sample(args):
 
     checkpoint = load_checkpoint(args.checkpoint, args.device)
     if checkpoint.tokenizer is None:
-        raise ValueError(f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; "
+        raise LabError(f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; "
                          "only language models can generate")
     strategy = args.strategy or default_strategy(checkpoint.config.family)
     config = SamplingConfig(strategy=strategy, temperature=args.temperature, top_k=args.top_k,
@@ -488,10 +490,10 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    # DataError, CheckpointError, CostError, SamplingError and config errors are ValueErrors; OSError: a
+    # LabError: bad input (DataError, CheckpointError, CostError, SamplingError, config errors); OSError: a
     # file problem; MemoryError: an allocation the cost limits did not foresee; RankFailed: a rank's run
-    # failed, said by every rank (one line, not a traceback)
-    except (ValueError, OSError, MemoryError, RankFailed) as e:
+    # failed, said by every rank. One line each: anything else is a bug, and keeps its traceback
+    except (LabError, OSError, MemoryError, RankFailed) as e:
         return _one_line_error(e)
     except RuntimeError as e:  # under torchrun: a collective that failed, most often because another rank did
         if not _rank():

@@ -17,6 +17,7 @@ import torch.nn as nn
 
 from lab.cells import CELLS, ScanLayer
 from lab.kernels import FAST_CELLS
+from lab.errors import LabError
 
 FUSED_MODULES = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
 
@@ -31,7 +32,7 @@ class FusedLayer(nn.Module):
     def __init__(self, cell, input_size, hidden_size, keep_bias=1.0, chrono_tmax=None):
         super().__init__()
         if cell not in FUSED_MODULES:
-            raise ValueError(f"backend 'fused' supports cells {sorted(FUSED_MODULES)}, not {cell!r}")
+            raise LabError(f"backend 'fused' supports cells {sorted(FUSED_MODULES)}, not {cell!r}")
         self.cell, self.input_size, self.hidden_size = cell, input_size, hidden_size
         self.rnn = FUSED_MODULES[cell](input_size, hidden_size, batch_first=True)
         twin = CELLS[cell](input_size, hidden_size, keep_bias, chrono_tmax)
@@ -62,7 +63,7 @@ class FusedLayer(nn.Module):
 
     def forward(self, x, state=None, trace=None):
         if trace is not None:
-            raise ValueError("fused layers cannot trace gates; trace the reference twin (to_reference())")
+            raise LabError("fused layers cannot trace gates; trace the reference twin (to_reference())")
         if state is None:
             out, state = self.rnn(x)
         elif isinstance(state, tuple):
@@ -84,11 +85,11 @@ BACKENDS = {
 def check_cell(cell, backend="fast"):
     """ValueError naming the field unless `backend` computes `cell`."""
     if cell not in CELLS:
-        raise ValueError(f"cell: unknown cell {cell!r}; valid cells are {sorted(CELLS)}")
+        raise LabError(f"cell: unknown cell {cell!r}; valid cells are {sorted(CELLS)}")
     if backend not in BACKENDS:
-        raise ValueError(f"backend: unknown backend {backend!r}; valid backends are {list(BACKENDS)}")
+        raise LabError(f"backend: unknown backend {backend!r}; valid backends are {list(BACKENDS)}")
     if cell not in BACKENDS[backend]:
-        raise ValueError(f"backend: {backend!r} exists only for cells {sorted(BACKENDS[backend])}, not {cell!r}")
+        raise LabError(f"backend: {backend!r} exists only for cells {sorted(BACKENDS[backend])}, not {cell!r}")
 
 
 FUSED_ON_CPU = {"lstm"}  # cells whose torch.nn kernel beats the fast backend on a CPU (BENCHMARKS.md run 15)

@@ -17,8 +17,10 @@ import collections
 import os
 import threading
 
+from lab.errors import LabError
 
-class CapacityError(ValueError):
+
+class CapacityError(LabError):
     """A job that cannot run on this server: larger than the budget or than one owner's share."""
 
 
@@ -54,7 +56,7 @@ class Budget:
 
     def __init__(self, capacity, owner_share=0.5):
         if not capacity > 0 or not 0 < owner_share <= 1:
-            raise ValueError(f"capacity must be > 0 and owner_share in (0, 1], got {capacity!r}, {owner_share!r}")
+            raise LabError(f"capacity must be > 0 and owner_share in (0, 1], got {capacity!r}, {owner_share!r}")
         self.capacity, self.owner_share = float(capacity), float(owner_share)
         self._changed = threading.Condition()
         self._queue, self._running = [], []
@@ -142,7 +144,7 @@ class StepTurns:
 
     def __init__(self, concurrent):
         if not concurrent >= 1:
-            raise ValueError(f"concurrent must be >= 1, got {concurrent!r}")
+            raise LabError(f"concurrent must be >= 1, got {concurrent!r}")
         self.concurrent = int(concurrent)
         self._changed = threading.Condition()
         self._free, self._waiting = self.concurrent, collections.deque()

@@ -31,6 +31,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from lab.errors import LabError
+
 # ---------------------------------------------------------------------------
 # initialisation (seed 003): orthogonal recurrent weights, Xavier input weights
 
@@ -45,7 +47,7 @@ def _init_blocks(weight, n_blocks, init):
 def chrono_bias(hidden_size, t_max, generator=None):
     """Chrono initialisation (Tallec & Ollivier 2018): b ~ log U[1, T_max - 1]."""
     if t_max is None or t_max < 3:
-        raise ValueError(f"chrono_tmax must be an integer >= 3, got {t_max!r}")
+        raise LabError(f"chrono_tmax must be an integer >= 3, got {t_max!r}")
     u = torch.rand(hidden_size, generator=generator) * (t_max - 2) + 1
     return torch.log(u)
 
@@ -319,7 +321,7 @@ class ScanLayer(nn.Module):
     def __init__(self, input_size, hidden_size, gate_hidden=None, scan_mode="parallel"):
         super().__init__()
         if scan_mode not in SCAN_MODES:
-            raise ValueError(f"scan_mode must be one of {sorted(SCAN_MODES)}, got {scan_mode!r}")
+            raise LabError(f"scan_mode must be one of {sorted(SCAN_MODES)}, got {scan_mode!r}")
         self.input_size, self.hidden_size, self.scan_mode = input_size, hidden_size, scan_mode
         gate_hidden = gate_hidden or 4 * hidden_size  # seed 004: 128 -> 512 -> 256
         self.in_proj = nn.Linear(input_size, hidden_size) if input_size != hidden_size else nn.Identity()

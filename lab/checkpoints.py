@@ -54,6 +54,7 @@ from lab.data import DataError, read_at_most, tokenizer_from_state
 from lab.cost import FLOAT_BYTES, check_model_size, parameter_count
 from lab.models import build_model, config_from_dict, config_to_dict, conventions
 from lab.train import TrainingState, resolve_device
+from lab.errors import LabError
 
 FORMAT = "rnnlab-checkpoint"
 FORMAT_VERSION = "1"
@@ -64,7 +65,7 @@ _VERSIONED = re.compile(r"^(?P<name>.+)_v(?P<version>\d+)$")
 TEMP_GLOB = ".*~*.tmp"  # "~" is never in a sanitized name, so these are only ever our temporary files
 
 
-class CheckpointError(ValueError):
+class CheckpointError(LabError):
     """A file that is not a loadable RNN Lab checkpoint; the message says why."""
 
 
@@ -99,7 +100,7 @@ def sanitize_name(name):
     """A checkpoint base name safe to use as a file name inside the checkpoint folder."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name).strip()).strip(".-")[:64]
     if not cleaned:
-        raise ValueError(f"name: {name!r} has no usable characters; use letters, digits, '-', '_' or '.'")
+        raise LabError(f"name: {name!r} has no usable characters; use letters, digits, '-', '_' or '.'")
     return cleaned
 
 
@@ -107,7 +108,7 @@ def _inside(folder, filename):
     folder = Path(folder).resolve()
     path = (folder / filename).resolve()
     if path.parent != folder:
-        raise ValueError(f"name: {filename!r} would leave the checkpoint folder")
+        raise LabError(f"name: {filename!r} would leave the checkpoint folder")
     return path
 
 

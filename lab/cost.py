@@ -21,6 +21,7 @@ room for the app itself and a second job.
 import os
 
 from lab.cells import CELLS
+from lab.errors import LabError
 
 FLOAT_BYTES = 4  # every lab model trains in float32
 DEFAULT_MAX_PARAMS = 50_000_000
@@ -28,7 +29,7 @@ DEFAULT_MAX_LAYERS = 16  # building a module per layer costs time even when the 
 DEFAULT_MAX_TRAIN_MEMORY_MB = 1024
 
 
-class CostError(ValueError):
+class CostError(LabError):
     """A model or a run too large for this server; the message says what to make smaller."""
 
 

@@ -62,8 +62,10 @@ import sentencepiece as spm
 import torch
 import torch.nn.functional as F
 
+from lab.errors import LabError
 
-class DataError(ValueError):
+
+class DataError(LabError):
     """Bad data supplied by the user; the message is meant to be shown as is."""
 
 
@@ -103,15 +105,15 @@ def _decode(raw: bytes, name: str) -> str:
         if b"\x00" in raw:
             half = len(raw) // 2
             if max(raw[0::2].count(0), raw[1::2].count(0)) > 0.4 * half:  # every other byte NUL: UTF-16
-                raise DataError(f"{name} looks like UTF-16 text without a byte order mark, not UTF-8; save it "
+                raise DataError(f"{name}: looks like UTF-16 text without a byte order mark, not UTF-8; save it "
                                 "as UTF-8 (e.g. iconv -f UTF-16LE -t UTF-8) and try again")
-            raise DataError(f"{name} is not UTF-8 text (looks binary): it contains NUL bytes")
+            raise DataError(f"{name}: is not UTF-8 text (looks binary): it contains NUL bytes")
         encoding = "utf-8-sig"
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as e:
         what = "not UTF-8 text (looks binary)" if encoding == "utf-8-sig" else f"not valid {encoding.upper()} text"
-        raise DataError(f"{name} is {what}: byte 0x{raw[e.start]:02x} at offset {e.start} "
+        raise DataError(f"{name}: is {what}: byte 0x{raw[e.start]:02x} at offset {e.start} "
                         "is invalid; save the file as UTF-8 and try again") from None
 
 
@@ -125,24 +127,24 @@ def read_text(source: str | os.PathLike | bytes, max_bytes: int = MAX_CORPUS_BYT
     line endings become "\\n". Raises DataError naming the problem.
     """
     if isinstance(source, bytes):
-        name, raw = "the uploaded text", source
+        name, raw = "uploaded text", source
     else:
         path = Path(source)
         name = str(path)
         if not path.exists():
-            raise DataError(f"file not found: {name}")
+            raise DataError(f"{name}: file not found")
         if not path.is_file():
-            raise DataError(f"{name} is not a file")
+            raise DataError(f"{name}: is not a file")
         try:
             raw = read_at_most(path, max_bytes)  # never more than the limit + 1 byte in memory
         except OSError as e:
-            raise DataError(f"could not read {name}: {e.strerror or e}") from None
+            raise DataError(f"{name}: could not be read ({e.strerror or e})") from None
     if len(raw) > max_bytes:
         size = len(raw) if isinstance(source, bytes) else max(len(raw), path.stat().st_size)
-        raise DataError(f"{name} is {size / _MB:.1f} MB, larger than the {max_bytes / _MB:g} MB limit")
+        raise DataError(f"{name}: is {size / _MB:.1f} MB, larger than the {max_bytes / _MB:g} MB limit")
     text = _decode(raw, name).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
-        raise DataError(f"{name} is empty (or only whitespace)")
+        raise DataError(f"{name}: is empty (or only whitespace)")
     return text
 
 
@@ -399,7 +401,7 @@ TOKENIZERS = {"char": CharTokenizer, "sentencepiece": SentencePieceTokenizer}
 def build_tokenizer(kind: str, text: str, **options):
     """build_tokenizer("char", text) or build_tokenizer("sentencepiece", text, vocab_size=500)."""
     if kind not in TOKENIZERS:
-        raise ValueError(f"unknown tokenizer kind {kind!r}; valid kinds: {', '.join(TOKENIZERS)}")
+        raise LabError(f"unknown tokenizer kind {kind!r}; valid kinds: {', '.join(TOKENIZERS)}")
     return TOKENIZERS[kind].from_text(text, **options)
 
 
@@ -487,7 +489,7 @@ def split_text(text: str, val_fraction: float = 0.1) -> tuple[str, str]:
     """A text's contiguous split, in characters: the first 1 - val_fraction for training, the rest for
     validation. Split before tokenizing, so that a tokenizer is fitted on training text only."""
     if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+        raise LabError(f"val_fraction must be in (0, 1), got {val_fraction}")
     cut = int(len(text) * (1 - val_fraction))
     return text[:cut], text[cut:]
 
@@ -499,7 +501,7 @@ def split_train_val(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch
     windows that overlap training windows.
     """
     if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+        raise LabError(f"val_fraction must be in (0, 1), got {val_fraction}")
     n = int(len(ids) * (1 - val_fraction))
     return ids[:n], ids[n:]
 
@@ -560,7 +562,7 @@ def ngram_samples(
     embedding row) so padding never looks like a real token.
     """
     if not 2 <= n_min <= n_max:
-        raise ValueError(f"need 2 <= n_min <= n_max, got n_min={n_min}, n_max={n_max}")
+        raise LabError(f"need 2 <= n_min <= n_max, got n_min={n_min}, n_max={n_max}")
     K = n_max - 1
     check_long_enough(len(ids), K)
     lengths = torch.randint(n_min - 1, n_max, (num_samples,), generator=generator)  # (N,) context lengths
@@ -661,7 +663,7 @@ def load_sequence_dataset(
     """Load a SEQUENCE_DATASETS entry. `size` is for digits, `root` and `download` for CIFAR-10
     (root defaults to <cache dir>/cifar10)."""
     if name not in SEQUENCE_DATASETS:
-        raise ValueError(f"unknown sequence dataset {name!r}; valid names: {', '.join(SEQUENCE_DATASETS)}")
+        raise LabError(f"unknown sequence dataset {name!r}; valid names: {', '.join(SEQUENCE_DATASETS)}")
     if name == "digits":
         return load_digits_sequences(size=size, train=train)
     return load_cifar10(root if root is not None else default_cache_dir() / "cifar10", train, download)

@@ -30,6 +30,8 @@ from contextlib import contextmanager
 import torch
 import torch.distributed as dist
 
+from lab.errors import LabError
+
 
 _alone = False  # inside `alone()`: this rank computes as a single process would
 
@@ -123,7 +125,7 @@ def check_same_as_rank0(values, field, what):
     sizes, sums) differ from rank 0's: it read `what` differently (e.g. from a file that differs
     between machines), and the ranks would not compute one run."""
     if from_rank0(values) != values:
-        raise ValueError(f"{field}: rank {rank_and_world()[0]} read {what} differently from rank 0 "
+        raise LabError(f"{field}: rank {rank_and_world()[0]} read {what} differently from rank 0 "
                          "(a file that differs between machines?)")
 
 

@@ -25,6 +25,8 @@ from typing import Callable
 
 import numpy as np
 
+from lab.errors import LabError
+
 def _inside(open_char, close_char):
     """1 after reading `open_char` until `close_char` is read (a toggle when they are equal)."""
     def per_char(text):
@@ -131,7 +133,7 @@ def feature_values(token_texts, feature):
     """Per-token values (T,) of a FEATURES entry; token_texts: (T,) each token's own text
     (a GateTrace's `token_texts`), whose concatenation is the text."""
     if feature not in FEATURES:
-        raise ValueError(f"feature: unknown feature {feature!r}; valid features are {sorted(FEATURES)}")
+        raise LabError(f"feature: unknown feature {feature!r}; valid features are {sorted(FEATURES)}")
     f = FEATURES[feature]
     per_char = f.per_char("".join(token_texts))  # (N,)
     lengths = np.array([len(t) for t in token_texts], dtype=int)  # (T,) characters per token

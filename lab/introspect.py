@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 
 from lab.models import recurrent_layers, to_reference
+from lab.errors import LabError
 
 MAX_TRACE_TOKENS = 2000  # a (T, H) array per gate; 2000 x 1024 x 6 gates is ~50 MB of float32
 
@@ -52,14 +53,14 @@ def encode_text(tokenizer, text, what="text", max_tokens=None):
     """Check and encode a text: ValueError naming the empty text, the characters the
     vocabulary cannot represent, or a length over `max_tokens`. Returns list[int] (T,)."""
     if not text:
-        raise ValueError(f"{what}: is empty; type a few characters")
+        raise LabError(f"{what}: is empty; type a few characters")
     missing = tokenizer.unknown(text)
     if missing:
         shown = ", ".join(repr(c) for c in missing)
-        raise ValueError(f"{what}: {len(missing)} characters are not in the model's vocabulary: {shown}")
+        raise LabError(f"{what}: {len(missing)} characters are not in the model's vocabulary: {shown}")
     ids = tokenizer.encode(text)
     if max_tokens is not None and len(ids) > max_tokens:
-        raise ValueError(f"{what}: is {len(ids)} tokens long, more than the limit of {max_tokens}")
+        raise LabError(f"{what}: is {len(ids)} tokens long, more than the limit of {max_tokens}")
     return ids
 
 
@@ -83,13 +84,13 @@ class GateTrace:
     def gates(self, layer):
         """Gate name -> (T, H) array of one layer; ValueError naming the valid layers."""
         if not 0 <= layer < len(self.layers):
-            raise ValueError(f"layer: {layer} is out of range; this model has layers 0..{len(self.layers) - 1}")
+            raise LabError(f"layer: {layer} is out of range; this model has layers 0..{len(self.layers) - 1}")
         return self.layers[layer]
 
     def gate(self, layer, gate):
         """(T, H) values of one gate; ValueError listing the valid layers or gates."""
         if gate not in self.gates(layer):
-            raise ValueError(f"gate: {gate!r} is not a gate of layer {layer} ({self.cells[layer]}); "
+            raise LabError(f"gate: {gate!r} is not a gate of layer {layer} ({self.cells[layer]}); "
                              f"valid gates are {list(self.gate_names[layer])}")
         return self.layers[layer][gate]
 

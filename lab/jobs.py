@@ -15,6 +15,7 @@ import time
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.train import is_finite_number, resume_training_state, run_metrics, train
 from lab.workers import WorkerError, run_in_process
+from lab.errors import LabError
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
 
@@ -170,9 +171,9 @@ class TrainingJob(BackgroundJob):
         from lab.checkpoints import load_checkpoint  # checkpoints imports models; keep train importable alone
 
         if not (is_finite_number(more_seconds) and more_seconds > 0):
-            raise ValueError(f"more_seconds: must be a number of seconds > 0, got {more_seconds!r}")
+            raise LabError(f"more_seconds: must be a number of seconds > 0, got {more_seconds!r}")
         if self.running or self.checkpoint_path is None:
-            raise ValueError(f"resume: the run {self.name} has not ended and been saved yet")
+            raise LabError(f"resume: the run {self.name} has not ended and been saved yet")
         config = dataclasses.replace(self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None,
                                      max_epochs=None)
         checkpoint = load_checkpoint(self.checkpoint_path, "cpu")

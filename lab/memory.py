@@ -33,6 +33,7 @@ from lab.cells import sigmoid_time_constant
 from lab.data import chars_per_token
 from lab.introspect import GateTrace, encode_text, evaluating, trace_text
 from lab.models import recurrent_layers, to_reference
+from lab.errors import LabError
 
 MAX_GRADIENT_TOKENS = 1000  # one forward call per token, then one backward pass
 MAX_RESET_TOKENS = 20_000  # state_reset_curve's k = 1 point is a batch of T one-token rows
@@ -77,7 +78,7 @@ def keep_factor(trace, layer=0):
     """The keep factor a_t (T, H) of one traced layer; ValueError for the vanilla RNN."""
     gates, cell = trace.gates(layer), trace.cells[layer]
     if cell not in KEEP_GATES:
-        raise ValueError(f"cell: the {cell!r} layer has no keep gate (cells with one: {sorted(KEEP_GATES)}); "
+        raise LabError(f"cell: the {cell!r} layer has no keep gate (cells with one: {sorted(KEEP_GATES)}); "
                          "the vanilla RNN's memory is measured by gradient_through_time")
     return KEEP_GATES[cell](gates).astype(np.float64)
 
@@ -93,12 +94,12 @@ def retention(source, layer=0, *, tokenizer=None, text=None, max_lag=64):
     """
     if not isinstance(source, GateTrace):
         if tokenizer is None or text is None:
-            raise ValueError("retention: pass a GateTrace, or a model with tokenizer= and text=")
+            raise LabError("retention: pass a GateTrace, or a model with tokenizer= and text=")
         source = trace_text(source, tokenizer, text)
     a = keep_factor(source, layer)  # (T, H)
     T, H = a.shape
     if T < 2:
-        raise ValueError("text: retention needs at least 2 tokens")
+        raise LabError("text: retention needs at least 2 tokens")
     K = min(max_lag, T - 1)
     per_unit = np.empty((K, H))
     window = np.ones_like(a)
@@ -162,9 +163,9 @@ def loss_with_state_reset(model, tokenizer, text, reset_every=None, max_tokens=M
     """
     ids = torch.tensor(encode_text(tokenizer, text, "text", max_tokens))  # (T,)
     if len(ids) < 2:
-        raise ValueError("text: needs at least 2 tokens, one to read and one to predict")
+        raise LabError("text: needs at least 2 tokens, one to read and one to predict")
     if reset_every is not None and (not isinstance(reset_every, int) or reset_every < 1):
-        raise ValueError(f"reset_every: must be a positive integer or None, got {reset_every!r}")
+        raise LabError(f"reset_every: must be a positive integer or None, got {reset_every!r}")
     x, y = ids[:-1], ids[1:]  # (N,) inputs and the tokens they predict
     N = len(x)
     k = N if reset_every is None else min(reset_every, N)
@@ -235,10 +236,10 @@ def gradient_through_time(model, tokens, tokenizer=None, max_tokens=MAX_GRADIENT
     """
     if isinstance(tokens, str):
         if tokenizer is None:
-            raise ValueError("tokenizer: needed to encode a text")
+            raise LabError("tokenizer: needed to encode a text")
         tokens = torch.tensor([encode_text(tokenizer, tokens, "text", max_tokens + 1)])
     if tokens.dim() != 2 or tokens.size(0) != 1 or not 2 <= tokens.size(1) <= max_tokens + 1:
-        raise ValueError(f"tokens: need shape (1, T+1) with 1 <= T <= {max_tokens}, got {tuple(tokens.shape)}")
+        raise LabError(f"tokens: need shape (1, T+1) with 1 <= T <= {max_tokens}, got {tuple(tokens.shape)}")
     model = to_reference(model)
     tokens = tokens.to(next(model.parameters()).device)
     hidden = []  # h_1 .. h_T, (1, H) each
@@ -263,6 +264,6 @@ def gradient_decay_per_step(norms, max_distance=None):
     by_distance = np.asarray(norms, dtype=np.float64)[::-1][: None if max_distance is None else max_distance + 1]
     distance = np.flatnonzero(by_distance > 0)
     if distance.size < 2:
-        raise ValueError("norms: need at least 2 non-zero gradient norms to fit a decay")
+        raise LabError("norms: need at least 2 non-zero gradient norms to fit a decay")
     slope = np.polyfit(distance, np.log(by_distance[distance]), 1)[0]
     return float(np.exp(slope))

@@ -31,13 +31,14 @@ import torch.nn.functional as F
 from lab.backends import check_cell, default_backend, default_scan_mode, make_layer, to_reference_layer
 from lab.cells import CELLS, SCAN_MODES, RecurrentStack, ScanLayer
 from lab.cost import check_model_size
+from lab.errors import LabError
 
 NORMS = ("every", "last")
 
 
 def _require(condition, field, message):
     if not condition:
-        raise ValueError(f"{field}: {message}")
+        raise LabError(f"{field}: {message}")
 
 
 def _check_common(cfg, *positive_fields):
@@ -247,12 +248,12 @@ def config_from_dict(data):
         data["backend"] = LEGACY_BACKENDS[data["backend"]]
     family = data.pop("family", None)
     if not isinstance(family, str) or family not in MODEL_FAMILIES:  # a list from JSON is not even hashable
-        raise ValueError(f"family: unknown model family {family!r}; valid families are {sorted(MODEL_FAMILIES)}")
+        raise LabError(f"family: unknown model family {family!r}; valid families are {sorted(MODEL_FAMILIES)}")
     cls = MODEL_FAMILIES[family][0]
     fields = {f.name: f.type for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ValueError(f"config: unknown fields {unknown} for family {family!r}")
+        raise LabError(f"config: unknown fields {unknown} for family {family!r}")
     for name, value in data.items():  # JSON can hold anything; the dataclass checks assume these types
         kinds = typing.get_args(fields[name]) or (fields[name],)  # Optional[int] -> (int, NoneType)
         _require(any(_JSON_KINDS[kind][1](value) for kind in kinds), name,

@@ -19,6 +19,7 @@ import torch
 
 from lab.data import CharTokenizer, encode_to_tensor, split_train_val
 from lab.introspect import evaluating
+from lab.errors import LabError
 
 N_MAX = 5  # seed 004: mixed 2..5-grams, contexts of 1..4 characters
 
@@ -87,7 +88,7 @@ class KneserNey:
     def __init__(self, ids, vocab_size, order=N_MAX):
         ids = np.asarray(ids, dtype=np.int64)
         if vocab_size ** order >= 2**62:
-            raise ValueError(f"order: {vocab_size}^{order} m-grams do not fit in 64-bit codes")
+            raise LabError(f"order: {vocab_size}^{order} m-grams do not fit in 64-bit codes")
         self.vocab_size, self.order = vocab_size, order
         grams = [None] + [np.unique(self._codes(ids, m), return_counts=True) for m in range(1, order + 1)]
         # continuation counts of m-grams: how many distinct (m+1)-grams end with them
@@ -120,7 +121,7 @@ class KneserNey:
         contexts, targets = np.asarray(contexts, dtype=np.int64), np.asarray(targets, dtype=np.int64)
         n = contexts.shape[1] + 1
         if n > self.order:
-            raise ValueError(f"order: this model counts up to {self.order}-grams, asked for {n}")
+            raise LabError(f"order: this model counts up to {self.order}-grams, asked for {n}")
         p = np.full(len(targets), 1.0 / self.vocab_size)
         for m in range(1, n + 1):
             level = self.levels[(m, m == n)]

@@ -23,6 +23,7 @@ import torch
 
 from lab.introspect import evaluating
 from lab.sampling import encode_prompt
+from lab.errors import LabError
 
 MAX_INFLUENCE_TOKENS = 2000  # one forward and one backward pass over the tokens before the target
 
@@ -55,9 +56,9 @@ def input_influence(model, token_ids, target):
     """
     T = len(token_ids)
     if not 1 <= target < T:
-        raise ValueError(f"target: must be a token after the first, in 1..{T - 1}, got {target}")
+        raise LabError(f"target: must be a token after the first, in 1..{T - 1}, got {target}")
     if target > MAX_INFLUENCE_TOKENS:
-        raise ValueError(f"target: at most {MAX_INFLUENCE_TOKENS} tokens before it, got {target}")
+        raise LabError(f"target: at most {MAX_INFLUENCE_TOKENS} tokens before it, got {target}")
     model = copy.deepcopy(model)
     embedded = []
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig
 from lab.train import TrainConfig
+from lab.errors import LabError
 
 
 @dataclass(frozen=True)
@@ -112,5 +113,5 @@ PRESETS = {p.name: p for p in [
 
 def get_preset(name):
     if name not in PRESETS:
-        raise ValueError(f"preset: unknown preset {name!r}; valid presets are {sorted(PRESETS)}")
+        raise LabError(f"preset: unknown preset {name!r}; valid presets are {sorted(PRESETS)}")
     return PRESETS[name]

@@ -47,6 +47,7 @@ from lab.cells import CELLS
 from lab.cost import parameter_count
 from lab.models import LMConfig, build_model, count_parameters
 from lab.train import TrainConfig, resolve_device, train
+from lab.errors import LabError
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: the steps with no answer due
 MAX_HIDDEN = 1024  # upper end of the hidden-size search
@@ -159,7 +160,7 @@ TOY_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # one of each kind; the GRU in
 
 def toy_task(name):
     if name not in TOY_TASKS:
-        raise ValueError(f"task: unknown task {name!r}; valid tasks are {list(TOY_TASKS)}")
+        raise LabError(f"task: unknown task {name!r}; valid tasks are {list(TOY_TASKS)}")
     return TOY_TASKS[name]
 
 
@@ -180,7 +181,7 @@ class ProbeTask:
     def __init__(self, task, distance, eval_sequences=512, seed=0):
         spec = toy_task(task)
         if not isinstance(distance, int) or not spec.min_distance <= distance <= MAX_DISTANCE:
-            raise ValueError(f"distance: {task} needs an integer in [{spec.min_distance}, {MAX_DISTANCE}], "
+            raise LabError(f"distance: {task} needs an integer in [{spec.min_distance}, {MAX_DISTANCE}], "
                              f"got {distance!r}")
         self.task, self.distance, self.eval_sequences, self.seed = task, distance, eval_sequences, seed
 
@@ -254,23 +255,23 @@ class ProbeConfig:
     def __post_init__(self):
         unknown = [c for c in self.cells if c not in CELLS]
         if unknown or not self.cells:
-            raise ValueError(f"cells: unknown cells {unknown}; valid cells are {sorted(CELLS)}")
+            raise LabError(f"cells: unknown cells {unknown}; valid cells are {sorted(CELLS)}")
         if not self.tasks or any(t not in TOY_TASKS for t in self.tasks):
-            raise ValueError(f"tasks: must be among {list(TOY_TASKS)}, got {self.tasks!r}")
+            raise LabError(f"tasks: must be among {list(TOY_TASKS)}, got {self.tasks!r}")
         if not isinstance(self.give_up_after, int) or self.give_up_after < 0:
-            raise ValueError(f"give_up_after: must be an integer >= 0, got {self.give_up_after!r}")
+            raise LabError(f"give_up_after: must be an integer >= 0, got {self.give_up_after!r}")
         for field in ("param_budget", "embed_dim", "steps", "batch_size", "eval_every", "eval_sequences"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{field}: must be a positive integer, got {value!r}")
+                raise LabError(f"{field}: must be a positive integer, got {value!r}")
         lowest = max(TOY_TASKS[t].min_distance for t in self.tasks)
         if not self.distances or any(not isinstance(k, int) or not lowest <= k <= MAX_DISTANCE
                                      for k in self.distances):
-            raise ValueError(f"distances: must be integers in [{lowest}, {MAX_DISTANCE}], got {self.distances!r}")
+            raise LabError(f"distances: must be integers in [{lowest}, {MAX_DISTANCE}], got {self.distances!r}")
         if not self.lr > 0:
-            raise ValueError(f"lr: must be > 0, got {self.lr!r}")
+            raise LabError(f"lr: must be > 0, got {self.lr!r}")
         if not 0 < self.solved <= 1:
-            raise ValueError(f"solved: must be in (0, 1], got {self.solved!r}")
+            raise LabError(f"solved: must be in (0, 1], got {self.solved!r}")
 
 
 def model_config(config, task, cell, hidden_size):

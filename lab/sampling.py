@@ -38,14 +38,16 @@ from dataclasses import asdict, dataclass
 import torch
 
 from lab.introspect import encode_text, evaluating
+from lab.errors import LabError
 
 MAX_NEW_TOKENS = 5000
+MAX_TEMPERATURE = 1e6
 # a prompt is read in one forward pass, so its length is bounded where it enters (the CLI, the pages): with
 # at most 1,000 new tokens after it, a generation stays within what influence and traces read (2,000 tokens)
 MAX_PROMPT_CHARS = 1000
 
 
-class SamplingError(ValueError):
+class SamplingError(LabError):
     """A model that cannot be sampled from; the message says why."""
 
 START_TEXT = "\n"  # an empty prompt starts here: in a play every speech starts after a newline
@@ -129,8 +131,9 @@ class SamplingConfig:
     def __post_init__(self):
         checks = [
             ("strategy", self.strategy in STRATEGIES, f"must be one of {list(STRATEGIES)}"),
+            # above ~1e3 every distribution is uniform to float64's precision; an int past 2**1024 is no float
             ("temperature", isinstance(self.temperature, (int, float)) and not isinstance(self.temperature, bool)
-             and math.isfinite(self.temperature) and self.temperature > 0, "must be a number > 0"),
+             and 0 < self.temperature <= MAX_TEMPERATURE, f"must be a number in (0, {MAX_TEMPERATURE:g}]"),
             ("top_k", _is_int(self.top_k) and self.top_k >= 1, "must be an integer >= 1"),
             ("top_p", isinstance(self.top_p, (int, float)) and not isinstance(self.top_p, bool)
              and 0 < self.top_p <= 1, "must be in (0, 1]"),
@@ -142,7 +145,7 @@ class SamplingConfig:
         ]
         for field, ok, rule in checks:
             if not ok:
-                raise ValueError(f"{field}: {rule}, got {getattr(self, field)!r}")
+                raise LabError(f"{field}: {rule}, got {getattr(self, field)!r}")
 
     @property
     def label(self):
@@ -176,7 +179,7 @@ def encode_prompt(tokenizer, prompt):
     Characters the vocabulary lacks, or more than MAX_PROMPT_CHARS, raise ValueError naming them.
     """
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise ValueError(f"prompt: has {len(prompt):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}")
+        raise LabError(f"prompt: has {len(prompt):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}")
     if prompt:
         return encode_text(tokenizer, prompt, "prompt")
     return tokenizer.encode(START_TEXT) if not tokenizer.unknown(START_TEXT) else [0]

@@ -22,6 +22,7 @@ import torch
 
 from lab.cells import scan_parallel, scan_sequential
 from lab.train import resolve_device
+from lab.errors import LabError
 
 MAX_RACE_LENGTH = 8192  # the longest T raced (T = 4096 at H = 2048: ~0.8 s per parallel call on 2 busy cores)
 
@@ -46,7 +47,7 @@ def race_scans(lengths, hidden=64, batch=1, repeats=3, seed=0, device="auto"):
     speedup (sequential / parallel: above 1 the parallel scan wins). On `device` (lab.train.resolve_device:
     CUDA when there is one), where the answer differs."""
     if not lengths or any(not isinstance(T, int) or not 1 <= T <= MAX_RACE_LENGTH for T in lengths):
-        raise ValueError(f"lengths: need integers in [1, {MAX_RACE_LENGTH}], got {lengths!r}")
+        raise LabError(f"lengths: need integers in [1, {MAX_RACE_LENGTH}], got {lengths!r}")
     device = resolve_device(device)
     generator = torch.Generator().manual_seed(seed)
     rows = []

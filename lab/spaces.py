@@ -25,13 +25,15 @@ import shutil
 import time
 from pathlib import Path
 
+from lab.errors import LabError
+
 SPACE_KEY = re.compile(r"[A-Za-z0-9_-]{38}")  # secrets.token_urlsafe(16) and 16 characters of its MAC
 SECRET_NAME = ".space-secret"
 STALE_TEMP_SECONDS = 3600  # a save's temporary file this old belongs to a save that was killed
 _secrets = {}
 
 
-class SpaceFullError(ValueError):
+class SpaceFullError(LabError):
     """A save that would pass a space's quota or the user directory's bound."""
 
 
@@ -73,7 +75,7 @@ def is_space_key(root, text):
 def space_dir(root, key, create=True):
     """The folder of one session's files; a key that is not one of ours is refused (no path tricks)."""
     if not is_space_key(root, key):
-        raise ValueError("not a valid space key")
+        raise LabError("not a valid space key")
     folder = Path(root) / key
     if create:
         folder.mkdir(parents=True, exist_ok=True)

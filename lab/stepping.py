@@ -28,6 +28,7 @@ import torch
 from lab.introspect import GateTrace, trace_text
 from lab.memory import KEEP_GATES
 from lab.models import recurrent_layers
+from lab.errors import LabError
 
 MAX_STEP_TOKENS = 400  # a text to step through by hand, not a corpus
 
@@ -93,7 +94,7 @@ class SteppedText:
     def step(self, t):
         """RecurrentStep for step t (1..length); ValueError naming the valid range."""
         if not isinstance(t, (int, np.integer)) or not 1 <= t <= self.length:
-            raise ValueError(f"step: {t!r} is out of range; this text has steps 1..{self.length}")
+            raise LabError(f"step: {t!r} is out of range; this text has steps 1..{self.length}")
         gates, cell = self.trace.gates(self.layer), self.trace.cells[self.layer]
         values = {name: gates[name][t - 1] for name in self.trace.gate_names[self.layer]}
         for state in ("h", "c"):  # the state this step starts from: zeros before the first token

@@ -37,6 +37,7 @@ import torch
 from lab import distributed
 from lab.cells import detach_state
 from lab.cost import check_training_memory
+from lab.errors import LabError
 
 MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
 MAX_BATCH_SIZE = MAX_BLOCK_SIZE = 4096  # each also bounded by lab.cost's training memory limit
@@ -96,9 +97,9 @@ class TrainConfig:
             ("compile", isinstance(self.compile, bool), "must be True or False"),
         ]:
             if not ok:
-                raise ValueError(f"{field}: {rule}, got {getattr(self, field)!r}")
+                raise LabError(f"{field}: {rule}, got {getattr(self, field)!r}")
         if self.max_steps is None and self.max_seconds is None and self.max_epochs is None:
-            raise ValueError("max_steps: give at least one budget (max_steps, max_seconds or max_epochs)")
+            raise LabError("max_steps: give at least one budget (max_steps, max_seconds or max_epochs)")
 
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -116,9 +117,9 @@ def _integer(value, low, high):
 def resolve_device(name="auto"):
     """The one device policy of the lab: "auto" is CUDA when present, else the CPU."""
     if name not in DEVICES:
-        raise ValueError(f"device: must be one of {list(DEVICES)}, got {name!r}")
+        raise LabError(f"device: must be one of {list(DEVICES)}, got {name!r}")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device: CUDA was asked for but no CUDA device is available")
+        raise LabError("device: CUDA was asked for but no CUDA device is available")
     return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else
                         "cpu" if name == "auto" else name)
 
@@ -132,18 +133,18 @@ def resolve_amp(mode, device, backend):
     buffers, so they cannot run under autocast: mixed precision is refused for them. float16's
     narrow range needs a gradient scaler, which torch.amp has for CUDA only: refused on a CPU."""
     if mode not in AMP_MODES:
-        raise ValueError(f"amp: must be one of {list(AMP_MODES)}, got {mode!r}")
+        raise LabError(f"amp: must be one of {list(AMP_MODES)}, got {mode!r}")
     if mode == "fp16" and device.type != "cuda":
-        raise ValueError("amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
+        raise LabError("amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
                          "on a CPU use --amp bf16 or off")
     if mode in ("bf16", "fp16") and backend == "fast":
-        raise ValueError("amp: the fast backend's kernels (lab/kernels.py) compute in float32 only; "
+        raise LabError("amp: the fast backend's kernels (lab/kernels.py) compute in float32 only; "
                          "use --backend fused for mixed precision, or --amp off")
     if mode == "auto" and (device.type != "cuda" or backend != "fused"):
         return None
     bf16 = device.type != "cuda" or torch.cuda.is_bf16_supported()
     if mode == "bf16" and not bf16:
-        raise ValueError("amp: this GPU has no bfloat16; use --amp fp16")
+        raise LabError("amp: this GPU has no bfloat16; use --amp fp16")
     return {"auto": torch.bfloat16 if bf16 else torch.float16, "off": None, "bf16": torch.bfloat16,
             "fp16": torch.float16}[mode]
 
@@ -239,16 +240,16 @@ def resume_training_state(checkpoint, config):
     """
     state = checkpoint.training_state
     if state is None:
-        raise ValueError(f"resume: {checkpoint.path or 'this checkpoint'} has no training state; only a run "
+        raise LabError(f"resume: {checkpoint.path or 'this checkpoint'} has no training state; only a run "
                          "saved as resumable (--resumable) can be continued")
     saved = checkpoint.metrics.get("train_config", {})
     for key, value in dataclasses.asdict(config).items():
         if key not in RESUME_MAY_CHANGE and key in saved and saved[key] != value:
-            raise ValueError(f"resume: {key} is {value!r} but the run being resumed used {saved[key]!r}; "
+            raise LabError(f"resume: {key} is {value!r} but the run being resumed used {saved[key]!r}; "
                              "a resumed run keeps its settings (only budgets and the device may change)")
     # epochs need the task's size: an epoch budget already spent ends the resumed run at once instead
     if _progress(config, state.step, state.elapsed, 0.0) >= 1.0:
-        raise ValueError(f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
+        raise LabError(f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
                          "give a larger budget to continue it")
     return state
 
@@ -316,7 +317,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
     rank, world = distributed.rank_and_world()
     if config.batch_size % world:
-        raise ValueError(f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
+        raise LabError(f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
                          f"give a multiple of {world}")
     emit = emit if emit is not None and rank == 0 else (lambda event: None)
     should_stop = should_stop or (lambda: False)
@@ -339,7 +340,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     history, state, step, loss_value, reason, elapsed = [], None, 0, math.nan, "finished", 0.0
     if resume is not None:
         if config.stateful:
-            raise ValueError("resume: a stateful run cannot be resumed (its carried state is not saved)")
+            raise LabError("resume: a stateful run cannot be resumed (its carried state is not saved)")
         _load_named_optimizer_state(optimizer, names, resume.optimizer, resume.hyperparameters)
         if rank < len(resume.rng["torch"]):  # a rank the saved run did not have keeps its fresh seed
             torch.set_rng_state(resume.rng["torch"][rank])

@@ -23,6 +23,7 @@ from scipy.cluster.hierarchy import leaves_list, linkage
 
 from lab.features import FEATURES, feature_matrix, feature_values
 from lab.introspect import MAX_TRACE_TOKENS, encode_text, trace_chunks
+from lab.errors import LabError
 
 TABLE_COLUMNS = ["feature", "layer", "gate", "unit", "correlation", "abs_correlation"]
 UNIT_ORDERS = {
@@ -102,7 +103,7 @@ def unit_correlations(trace, features=None):
     feature, layer, gate, unit, correlation, abs_correlation. ValueError when no feature varies."""
     features = _varying(trace.token_texts, features)
     if not features:
-        raise ValueError("text: no feature of the text varies on it (lab.features.FEATURES); use a longer text")
+        raise LabError("text: no feature of the text varies on it (lab.features.FEATURES); use a longer text")
     y = feature_matrix(trace.token_texts, features)  # (T, F)
     sums = {(l, g): CorrelationSums().add(values, y) for l, gates in enumerate(trace.layers)
             for g, values in gates.items()}
@@ -115,7 +116,7 @@ def unit_correlations_over(model, tokenizer, text, features=None, chunk_tokens=M
     token_texts = [tokenizer.decode([i]) for i in encode_text(tokenizer, text, "text")]
     features = _varying(token_texts, features)
     if not features:
-        raise ValueError("text: no feature of the text varies on it (lab.features.FEATURES)")
+        raise LabError("text: no feature of the text varies on it (lab.features.FEATURES)")
     y = feature_matrix(token_texts, features)  # (T, F) over the whole text: context features need it all
     sums, start = {}, 0
     for chunk in trace_chunks(model, tokenizer, text, chunk_tokens):
@@ -171,7 +172,7 @@ def top_units(trace, feature, layer=0, gate="h", k=5):
     values = trace.gate(layer, gate)  # (T, H)
     y = feature_values(trace.token_texts, feature)  # (T,)
     if np.ptp(y) == 0:
-        raise ValueError(f"feature: {feature!r} ({FEATURES[feature].description}) is constant on this text; "
+        raise LabError(f"feature: {feature!r} ({FEATURES[feature].description}) is constant on this text; "
                          "choose a text where it varies")
     r = pearson(values, y)  # (H,)
     units = np.argsort(-np.abs(r), kind="stable")[:k]
@@ -182,7 +183,7 @@ def span_mask(n_tokens, start, end):
     """1 on tokens start..end-1, 0 elsewhere -> (T,); ValueError unless 0 <= start < end <= T and
     some token lies outside the span (a span that is the whole text stands out from nothing)."""
     if not (0 <= start < end <= n_tokens) or end - start == n_tokens:
-        raise ValueError(f"span: tokens {start}..{end - 1} must lie inside the text's tokens 0..{n_tokens - 1}, "
+        raise LabError(f"span: tokens {start}..{end - 1} must lie inside the text's tokens 0..{n_tokens - 1}, "
                          "and leave some of them outside")
     mask = np.zeros(n_tokens)
     mask[start:end] = 1.0
@@ -213,13 +214,13 @@ def unit_order(values, order="index", signal=None):
     uncorrelated with every other).
     """
     if order not in UNIT_ORDERS:
-        raise ValueError(f"order: unknown unit order {order!r}; valid orders are {list(UNIT_ORDERS)}")
+        raise LabError(f"order: unknown unit order {order!r}; valid orders are {list(UNIT_ORDERS)}")
     H = values.shape[1]
     if order == "index" or H < 2:
         return np.arange(H)
     if order == "feature":
         if signal is None or np.ptp(signal) == 0:
-            raise ValueError("order: the feature is constant on this text, so it cannot order the units; "
+            raise LabError("order: the feature is constant on this text, so it cannot order the units; "
                              "choose another feature or order")
         return np.argsort(-np.abs(pearson(values, signal)), kind="stable")
     x = np.asarray(values, np.float64)

@@ -2,6 +2,7 @@
 a tiny study's results file, the CIFAR-10 code path on a fixture, the CLI and the page. CPU-only, small."""
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -320,7 +321,7 @@ def test_page_renders_the_shipped_results():
     table = at.dataframe[0].value
     assert list(table["arm"]) == list(load_results(SHIPPED_DIR)["summary"]) and "test accuracy" in table.columns
     assert any("python -m lab ablation" in c.value for c in at.code)
-    said = [m.value for m in at.markdown if m.value.startswith("**What this study says:**")]
+    said = [re.sub(r"\\(.)", r"\1", m.value) for m in at.markdown if m.value.startswith("**What this study says:**")]
     assert said == [f"**What this study says:** {conclusion(load_results(SHIPPED_DIR))}"]
 
 

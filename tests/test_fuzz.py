@@ -2,8 +2,8 @@
 
 Property, for checkpoint metadata, configs, sampling settings, the CLI's every verb
 and uploaded bytes: the call either succeeds or raises the lab's own error, a
-ValueError (DataError, CheckpointError, CostError, SamplingError, config errors)
-with a one-line message; the CLI exits 0, or non-zero with one line on stderr and
+LabError (DataError, CheckpointError, CostError, SamplingError, config errors) with
+a one-line message naming the field or value; the CLI exits 0, or non-zero with one line on stderr and
 never a traceback. Nothing else is raised, no example runs past the deadline, and
 no partial (.tmp) file is left behind.
 
@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+import re
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -38,6 +39,7 @@ from lab.__main__ import main
 from lab.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, read_info, save_checkpoint
 from lab.cost import parameter_count, training_memory_bytes
 from lab.data import CharTokenizer, DataError, load_bundled_corpus, read_text
+from lab.errors import LabError
 from lab.models import MODEL_FAMILIES, LMConfig, build_model
 from lab.presets import PRESETS
 from lab.sampling import STRATEGIES, SamplingConfig, generate
@@ -58,14 +60,21 @@ json_values = st.recursive(
 numbers = st.integers() | st.floats() | st.sampled_from([0, -1, 1, 2**63, 2**64, 10**12, 1e-45, 5e-324, 1e308])
 
 
+# a refusal names what it refuses: "field: ...", "prompt: ...", "uploaded file: ..."
+NAMES_THE_FIELD = re.compile(r"^[^:\n]{1,120}: \S")
+
+
 def assert_lab_error(error):
-    assert isinstance(error, ValueError), f"{type(error).__name__} is not the lab's error: {error}"
+    """Only the lab's own error, one line, naming the field or value: any other exception (a ValueError
+    from PyTorch, a KeyError) is a bug that a student would have mistaken for their own mistake."""
+    assert isinstance(error, LabError), f"{type(error).__name__} is not the lab's error: {error}"
     assert len(str(error).splitlines()) <= 1, f"not one line: {error!r}"
+    assert NAMES_THE_FIELD.match(str(error)), f"names no field or value: {error}"
 
 
 @contextlib.contextmanager
 def lab_errors_only():
-    """The block may succeed or raise a ValueError with a one-line message; anything else fails."""
+    """The block may succeed or raise a LabError with a one-line message naming the field; anything else fails."""
     try:
         yield
     except Exception as error:  # noqa: BLE001 - the property is about which exceptions escape

@@ -8,6 +8,7 @@ from lab.backends import BACKENDS, check_cell
 from lab.data import SEQUENCE_DATASETS
 
 from .model import ARMS, BACKEND_HELP, DEFAULT_BACKEND, get_arm
+from lab.errors import LabError
 
 DEVICES = ("auto", "cpu", "cuda")  # lab.train.resolve_device's names
 
@@ -46,33 +47,33 @@ class AblationConfig:
         if self.checkpoint_seeds is not None:
             self.checkpoint_seeds = tuple(self.checkpoint_seeds)
         if self.dataset not in SEQUENCE_DATASETS:
-            raise ValueError(f"dataset: unknown dataset {self.dataset!r}; valid datasets are {list(SEQUENCE_DATASETS)}")
+            raise LabError(f"dataset: unknown dataset {self.dataset!r}; valid datasets are {list(SEQUENCE_DATASETS)}")
         if not self.arms:
-            raise ValueError("arms: give at least one arm")
+            raise LabError("arms: give at least one arm")
         for name in self.arms:
             get_arm(name)
         if len(set(self.arms)) != len(self.arms):
-            raise ValueError(f"arms: {list(self.arms)} lists an arm twice")
+            raise LabError(f"arms: {list(self.arms)} lists an arm twice")
         if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in self.seeds):
-            raise ValueError(f"seeds: give at least one integer seed, got {list(self.seeds)}")
+            raise LabError(f"seeds: give at least one integer seed, got {list(self.seeds)}")
         if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds: {list(self.seeds)} lists a seed twice")
+            raise LabError(f"seeds: {list(self.seeds)} lists a seed twice")
         for name in ("epochs", "hidden_size", "batch_size", "gate_batch"):
             if not _positive_int(getattr(self, name)):
-                raise ValueError(f"{name}: must be a positive integer, got {getattr(self, name)!r}")
+                raise LabError(f"{name}: must be a positive integer, got {getattr(self, name)!r}")
         if not (_positive_int(self.size) and 2 <= self.size <= 64):
-            raise ValueError(f"size: must be an integer from 2 to 64, got {self.size!r}")
+            raise LabError(f"size: must be an integer from 2 to 64, got {self.size!r}")
         for name in ("limit_train", "limit_test"):
             value = getattr(self, name)
             if value is not None and not _positive_int(value):
-                raise ValueError(f"{name}: must be a positive integer or None, got {value!r}")
+                raise LabError(f"{name}: must be a positive integer or None, got {value!r}")
         check_cell("gru_torch", self.backend)
         if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
-            raise ValueError(f"lr: need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr!r}, min_lr={self.min_lr!r}")
+            raise LabError(f"lr: need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr!r}, min_lr={self.min_lr!r}")
         if self.weight_decay < 0 or not self.grad_clip > 0:
-            raise ValueError("weight_decay: must be >= 0, and grad_clip > 0")
+            raise LabError("weight_decay: must be >= 0, and grad_clip > 0")
         if self.device not in DEVICES:
-            raise ValueError(f"device: must be one of {list(DEVICES)}, got {self.device!r}")
+            raise LabError(f"device: must be one of {list(DEVICES)}, got {self.device!r}")
 
     @property
     def saved_seeds(self):

@@ -13,6 +13,7 @@ from lab.backends import FusedLayer
 from lab.cells import TorchGRULayer
 from lab.models import ClassifierConfig, build_model, recurrent_layers
 from lab.models import to_reference as traceable_twin
+from lab.errors import LabError
 
 # lab.cells' backend names appear in this package only here and in `traceable_twin` above, so a
 # rename there (issue 12) changes these lines alone.
@@ -52,7 +53,7 @@ ARMS = {arm.name: arm for arm in [
 
 def get_arm(name):
     if name not in ARMS:
-        raise ValueError(f"arms: unknown arm {name!r}; valid arms are {list(ARMS)}")
+        raise LabError(f"arms: unknown arm {name!r}; valid arms are {list(ARMS)}")
     return ARMS[name]
 
 
@@ -73,7 +74,7 @@ def gate_bias_pairs(model):
         elif isinstance(layer, TorchGRULayer):
             pairs.append((layer.bias, layer.bias_hh))
         else:
-            raise ValueError(f"the gate-bias ablation needs gru_torch layers (PyTorch convention), "
+            raise LabError(f"the gate-bias ablation needs gru_torch layers (PyTorch convention), "
                              f"not {type(layer).__name__}")
     return pairs
 
