@@ -28,13 +28,18 @@ class BackgroundJob:
 
     status: ready -> queued (waiting for the budget) -> running -> finished | stopped | failed
     (`message` says why).
+
+    This is the one admission door for work that trains: a job waits in the budget's queue until its
+    cost fits, and a job that computes in the server's own threads passes `_next_step_turn` as its
+    `should_stop`, so that its steps take turns with every other job's (lab.capacity.StepTurns).
     """
 
     what = "This job"
 
-    def __init__(self, cost_mb=0.0, owner=None, budget=None):
+    def __init__(self, cost_mb=0.0, owner=None, budget=None, turns=None):
         self.status, self.message = "ready", ""
         self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
+        self.turns, self._holds_turn, self._turns_taken = turns or SERVER_TURNS, False, 0
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
         self._ticket = self._thread = None
         self.started_at = None  # time.time() at start(), for the server log's waits and durations
@@ -80,6 +85,16 @@ class BackgroundJob:
     def _work(self):
         raise NotImplementedError
 
+    def _next_step_turn(self):
+        """train() asks `should_stop()` once before every step: here that also hands this job's turn
+        to compute (lab.capacity.StepTurns) back and waits for the next, so that the steps of many
+        runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
+        if self._holds_turn:
+            self.turns.give_back()
+        self._holds_turn = self.turns.take(self._stop.is_set, first=not self._turns_taken)
+        self._turns_taken += 1
+        return not self._holds_turn or self._stop.is_set()
+
     def _run(self):
         status = "failed"
         try:
@@ -94,6 +109,9 @@ class BackgroundJob:
             # ... while the server's log keeps where it came from (a child's, lab.workers logged already)
             log.error("%s failed", self.what, exc_info=not isinstance(e, WorkerError))
         finally:
+            if self._holds_turn:
+                self.turns.give_back()
+                self._holds_turn = False
             self._ticket.release()
             log.info("%s: %s after %.1f s%s", self.what, status, time.time() - self.started_at,
                      f" ({self.message})" if self.message else "")
@@ -134,9 +152,8 @@ class TrainingJob(BackgroundJob):
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
             cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
-        super().__init__(cost_mb, owner, budget)
+        super().__init__(cost_mb, owner, budget, turns)
         self.what = f"The run {name}"
-        self.turns = turns or SERVER_TURNS
         self.checkpoint_path, self.result, self.trained_status = None, None, None
         self.first_step_seconds = None  # from start() to the first step's event: what a student waits for
 
@@ -183,18 +200,7 @@ class TrainingJob(BackgroundJob):
                            budget=self.budget, turns=self.turns, resume=resume_training_state(checkpoint, config),
                            resumable=True, in_process=self.in_process, room=self.room)
 
-    def _next_step_turn(self):
-        """train() asks `should_stop()` once before every step: here that also hands this job's turn
-        to compute (lab.capacity.StepTurns) back and waits for the next, so that the steps of many
-        runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
-        if self._holds_turn:
-            self.turns.give_back()
-        self._holds_turn = self.turns.take(self._stop.is_set, first=not self._turns_taken)
-        self._turns_taken += 1
-        return not self._holds_turn or self._stop.is_set()
-
     def _work(self):
-        self._holds_turn, self._turns_taken = False, 0
         try:
             if self.in_process:  # lab.workers: the weights travel there and back, the events as they come
                 weights, self.result = run_in_process(
@@ -210,8 +216,9 @@ class TrainingJob(BackgroundJob):
             if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
                 self.result.training_state = None
         finally:
-            if self._holds_turn:
+            if self._holds_turn:  # saving takes no turn
                 self.turns.give_back()
+                self._holds_turn = False
         reason = self.result.reason
         status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
         self.trained_status = status  # what the training reached, whatever becomes of its save

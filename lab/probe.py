@@ -44,7 +44,8 @@ import torch.nn.functional as F
 
 from lab.backends import default_backend, default_scan_mode
 from lab.cells import CELLS
-from lab.cost import parameter_count
+from lab.cost import parameter_count, training_memory_bytes
+from lab.jobs import BackgroundJob
 from lab.models import LMConfig, build_model, count_parameters
 from lab.train import TrainConfig, resolve_device, train
 from lab.errors import LabError
@@ -312,8 +313,9 @@ def probe_run(config, task, cell, distance):
     return model, ProbeTask(task, distance, config.eval_sequences, config.seed), train_config
 
 
-def _train_one(config, task, cell, distance, callback):
-    """Train one (task, cell, distance) model until solved or out of budget -> its result row."""
+def _train_one(config, task, cell, distance, callback, should_stop=None):
+    """Train one (task, cell, distance) model until solved or out of budget -> its result row, or None
+    when `should_stop()` stopped it before its first evaluation."""
     model, probe_task, train_config = probe_run(config, task, cell, distance)
     where = {"task": task, "cell": cell, "distance": distance}
     evals = []
@@ -326,13 +328,15 @@ def _train_one(config, task, cell, distance, callback):
 
     start = time.perf_counter()
     result = train(model, probe_task, train_config, emit,
-                   should_stop=lambda: bool(evals) and evals[-1] >= config.solved)
+                   should_stop=lambda: bool(evals) and evals[-1] >= config.solved or bool(should_stop and should_stop()))
+    if not evals:
+        return None
     return {**where, "accuracy": evals[-1], "chance": probe_task.chance, "params": count_parameters(model),
             "hidden_size": model.config.hidden_size, "steps": result.steps, "final_loss": result.last_train_loss,
             "seconds": time.perf_counter() - start, "skipped": False}
 
 
-def run_memory_probe(config=None, callback=None):
+def run_memory_probe(config=None, callback=None, should_stop=None):
     """Train and score every (task, cell, distance) of the config, one after the other, the
     distances of a cell from the shortest up.
 
@@ -341,7 +345,8 @@ def run_memory_probe(config=None, callback=None):
     row per (task, cell, distance): task, cell, distance, accuracy, chance, params,
     hidden_size, steps (taken, fewer than config.steps when solved early), final_loss,
     seconds, skipped (True: not trained, the cell having been at chance at the
-    `give_up_after` shorter distances before it; its accuracy is NaN).
+    `give_up_after` shorter distances before it; its accuracy is NaN). `should_stop()`, asked before
+    every step, ends the probe early with the rows finished so far.
     """
     config = config or ProbeConfig()
     rows = []
@@ -355,7 +360,9 @@ def run_memory_probe(config=None, callback=None):
                            "hidden_size": rows[-1]["hidden_size"], "steps": 0, "final_loss": float("nan"),
                            "seconds": 0.0, "skipped": True}
                 else:
-                    row = _train_one(config, task, cell, distance, callback)
+                    row = _train_one(config, task, cell, distance, callback, should_stop)
+                    if row is None:  # stopped
+                        return pd.DataFrame(rows)
                     at_chance = at_chance + 1 if row["accuracy"] < row["chance"] + AT_CHANCE else 0
                 rows.append(row)
                 if callback:
@@ -372,3 +379,26 @@ def results_table(results, values="accuracy"):
     table.columns = [f"k = {k}" for k in table.columns]
     per_cell = results.groupby("cell")[["params", "hidden_size"]].first().reindex(cells)
     return pd.concat([per_cell.rename(columns={"hidden_size": "hidden size"}), table], axis=1)
+
+
+class ProbeJob(BackgroundJob):
+    """run_memory_probe on a background thread, through the one admission door every training path
+    takes (lab.jobs.BackgroundJob): it waits in the server's budget queue at the cost of its largest
+    model, and its steps take turns with every other job's. `table` holds the results when it ends.
+
+        job = ProbeJob(ProbeConfig(tasks=("recall",), cells=("gru_torch",)), owner=key).start()
+    """
+
+    what = "The memory probe"
+
+    def __init__(self, config, owner=None, budget=None, turns=None):
+        runs = [probe_run(config, task, cell, distance)
+                for task in config.tasks for cell in config.cells for distance in config.distances]
+        cost_mb = max(training_memory_bytes(model.config, train_config.batch_size, train_config.block_size)
+                      for model, _, train_config in runs) / 2**20
+        super().__init__(cost_mb, owner, budget, turns)
+        self.config, self.table = config, None
+
+    def _work(self):
+        self.table = run_memory_probe(self.config, self._log, self._next_step_turn)
+        return "stopped" if self._stop.is_set() else "finished"

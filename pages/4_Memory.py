@@ -5,9 +5,9 @@ import streamlit as st
 
 from lab.cells import CELLS
 from lab.memory import KEEP_GATE_LABELS, bias_time_constants, constant_gate_retention
-from lab.probe import TOY_TASKS, ProbeConfig, results_table, run_memory_probe
+from lab.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
 from ui import inspect_views as views
-from ui.common import checkpoint_infos, plain, setup_page, user_errors
+from ui.common import checkpoint_infos, plain, register_job, session_key, setup_page, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Memory")
@@ -210,20 +210,48 @@ probe_distances = cols[1].multiselect("Distances k", [2, 5, 10, 20, 50, 100], de
 probe_steps = cols[2].slider("Training steps per distance", 50, 1000, 300, step=50, key="memory_probe_steps")
 if st.button("Run the probe", key="memory_probe_run", type="primary"):
     with user_errors("The probe"):
+        previous = st.session_state.get("memory_probe_job")
+        if previous is not None:
+            previous.stop()
         config = ProbeConfig(tasks=(task,), cells=(probe_cell,), distances=tuple(sorted(probe_distances)),
                              steps=probe_steps, give_up_after=0)
-        bar = st.progress(0.0, text=f"Training {views.cell_label(probe_cell)}…")
-        total = len(config.distances) * config.steps
+        # through the server's budget queue and step turns, as every training run
+        job = ProbeJob(config, owner=session_key()).start()
+        register_job(job)
+        st.session_state.memory_probe_job = job
 
-        def on_event(event):
-            if event["type"] == "step" and event["step"] % 50 == 0:
-                done = config.distances.index(event["distance"]) * config.steps + event["step"]
-                bar.progress(min(done / total, 1.0), text=f"k = {event['distance']}: step {event['step']}/"
-                                                          f"{config.steps}, loss {event['train_loss']:.3f}")
 
-        st.session_state.memory_probe_live = run_memory_probe(config, callback=on_event)
-        bar.progress(1.0, text="Done.")
+@st.fragment(run_every=1.0)
+def probe_progress():
+    """The probe's progress while it trains (only this part reruns); the page again once it has ended."""
+    job = st.session_state.get("memory_probe_job")
+    if job is None:
+        return
+    if job.running:
+        config = job.config
+        steps = [e for e in job.events() if e["type"] == "step"]
+        if job.status == "queued":
+            st.progress(0.0, text=f"Waiting for the server: {job.queue_position} runs ahead of this probe.")
+        elif steps:
+            last = steps[-1]
+            done = config.distances.index(last["distance"]) * config.steps + last["step"]
+            st.progress(min(done / (len(config.distances) * config.steps), 1.0),
+                        text=f"k = {last['distance']}: step {last['step']}/{config.steps}, "
+                             f"loss {last['train_loss']:.3f}")
+        else:
+            st.progress(0.0, text="Starting…")
+        if st.button("Stop the probe", key="memory_probe_stop"):
+            job.stop()
+        return
+    del st.session_state.memory_probe_job
+    if job.status == "failed":
+        st.error(f"The probe did not work: {plain(job.message)}")
+    elif job.table is not None and len(job.table):
+        st.session_state.memory_probe_live = job.table
         st.rerun()
+
+
+probe_progress()
 if live is not None and len(live):
     st.dataframe(live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style
                  .format({"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}),

@@ -265,6 +265,10 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     at.slider(key="memory_probe_steps").set_value(50)
     at.button(key="memory_probe_run").click().run()
     no_exception(at)
+    job = at.session_state["memory_probe_job"]  # a job through the server's budget, not the page's own thread
+    assert job.cost_mb > 0 and job.wait(120) == "finished"
+    at.run()
+    no_exception(at)
     live = at.session_state["memory_probe_live"]
     assert list(live["distance"]) == [2] and list(live["task"]) == ["brackets"] and 0 <= live["accuracy"].iloc[0] <= 1
     assert any(k.endswith("memory_probe_chart") for k in chart_keys(at))

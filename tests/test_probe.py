@@ -2,6 +2,7 @@
 student would, hand-checked small cases, a tiny run on an easy setting beats chance, and the
 runner's bookkeeping (sizes, skipping, the results table)."""
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -143,3 +144,28 @@ def test_a_bad_task_or_distance_is_refused():
         ProbeTask("sorting", 5)
     with pytest.raises(ValueError, match="distance"):
         ProbeTask("adding", 1)
+
+
+def test_the_probe_and_the_live_ablation_wait_in_the_budgets_queue_while_it_is_full():
+    """Every path that trains goes through one admission door: with the budget full, both queue; once
+    it frees, both run (and the probe's steps take turns)."""
+    from lab.capacity import Budget, StepTurns
+    from lab.experiments.ablation import AblationConfig
+    from lab.experiments.ablation.runner import AblationJob
+    from lab.probe import ProbeJob
+
+    budget, turns = Budget(capacity=1000.0, owner_share=1.0), StepTurns(1)
+    full = budget.request(1000.0, "someone else", "a big run")
+    probe = ProbeJob(ProbeConfig(tasks=("recall",), cells=("rnn",), distances=(2,), steps=5, eval_every=5,
+                                 eval_sequences=16, give_up_after=0), owner="student", budget=budget, turns=turns)
+    ablation = AblationJob(AblationConfig(dataset="digits", epochs=1, seeds=(0,), arms=("baseline",), size=8,
+                                          hidden_size=8, limit_train=64, limit_test=32, batch_size=32),
+                           owner="student", budget=budget)
+    assert probe.cost_mb > 0 and ablation.cost_mb > 0
+    probe.start(), ablation.start()
+    time.sleep(1.0)
+    assert probe.status == "queued" and ablation.status == "queued"
+    assert budget.snapshot()[3] == 2  # both counted as waiting
+    full.release()
+    assert probe.wait(120) == "finished" and len(probe.table) == 1
+    assert ablation.wait(300) == "finished", ablation.message

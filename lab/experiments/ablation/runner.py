@@ -296,5 +296,6 @@ class AblationJob(BackgroundJob):
             self.results = run_in_process(run_ablation, dict(config=self.config, out_dir=self.out_dir,
                                                              command=self.command), self._log, self._stop.is_set)
         else:
-            self.results = run_ablation(self.config, self.out_dir, self._log, self._stop.is_set, self.command)
+            # in the server's threads: its steps take turns with every other job's (BackgroundJob)
+            self.results = run_ablation(self.config, self.out_dir, self._log, self._next_step_turn, self.command)
         return "finished" if self.results["complete"] else "stopped"
