@@ -52,12 +52,14 @@ class Ticket:
 
 
 class Budget:
-    """A capacity in cost units (MB of estimated training memory), a FIFO queue, a share per owner."""
+    """A capacity in cost units (MB of estimated training memory), a FIFO queue, a share per owner, and
+    a cap on how many jobs one owner may have running or waiting at once (a queue of 30 runs from one
+    session would hold everyone else's behind it)."""
 
-    def __init__(self, capacity, owner_share=0.5):
+    def __init__(self, capacity, owner_share=0.5, owner_jobs=8):
         if not capacity > 0 or not 0 < owner_share <= 1:
             raise LabError(f"capacity must be > 0 and owner_share in (0, 1], got {capacity!r}, {owner_share!r}")
-        self.capacity, self.owner_share = float(capacity), float(owner_share)
+        self.capacity, self.owner_share, self.owner_jobs = float(capacity), float(owner_share), owner_jobs
         self._changed = threading.Condition()
         self._queue, self._running = [], []
 
@@ -73,6 +75,10 @@ class Budget:
                 f"({self.owner_limit:,.0f} MB of {self.capacity:,.0f} MB); make the model, batch or block smaller")
         ticket = Ticket(self, float(cost), owner, what)
         with self._changed:
+            held = sum(t.owner == owner for t in self._queue + self._running)
+            if owner is not None and held >= self.owner_jobs:
+                raise CapacityError(f"runs: this session already has {held} runs training or waiting, the most one "
+                                    f"session may have at once on this server; stop one, or wait for one to end")
             self._queue.append(ticket)
             self._admit()
         return ticket
@@ -119,10 +125,12 @@ class Budget:
 
 
 def budget_from_environment():
-    """The server's budget: RNNLAB_TRAINING_BUDGET_MB (default 1024, for Community Cloud's 1-2.7 GB)
-    and RNNLAB_SESSION_SHARE (default 0.5: one session may use half of it)."""
+    """The server's budget: RNNLAB_TRAINING_BUDGET_MB (default 1024, for Community Cloud's 1-2.7 GB),
+    RNNLAB_SESSION_SHARE (default 0.5: one session may use half of it) and RNNLAB_SESSION_RUNS (default
+    8: the runs one session may have training or waiting at once)."""
     return Budget(float(os.environ.get("RNNLAB_TRAINING_BUDGET_MB", "1024")),
-                  float(os.environ.get("RNNLAB_SESSION_SHARE", "0.5")))
+                  float(os.environ.get("RNNLAB_SESSION_SHARE", "0.5")),
+                  int(os.environ.get("RNNLAB_SESSION_RUNS", "8")))
 
 
 SERVER_BUDGET = budget_from_environment()  # every job of this process draws on it

@@ -14,7 +14,7 @@ import time
 
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.train import is_finite_number, resume_training_state, run_metrics, train
-from lab.workers import WorkerError, run_in_process
+from lab.workers import PROCESS_MB, WorkerError, run_in_process
 from lab.errors import LabError
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
@@ -152,6 +152,7 @@ class TrainingJob(BackgroundJob):
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
             cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
+            cost_mb += PROCESS_MB if in_process else 0.0  # a process of its own costs its resident memory
         super().__init__(cost_mb, owner, budget, turns)
         self.what = f"The run {name}"
         self.checkpoint_path, self.result, self.trained_status = None, None, None

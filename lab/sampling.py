@@ -31,7 +31,6 @@ Randomness comes from one torch.Generator seeded with `config.seed`, never the
 global RNG, and sampling happens on the CPU: the same seed and prompt give the
 same text on every call.
 """
-import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 

@@ -26,7 +26,11 @@ import traceback
 import torch
 
 log = logging.getLogger(__name__)
-NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
+NICENESS = 10
+# what a run's own process costs beyond its training memory: its share of PyTorch and the interpreter,
+# measured as resident memory per running child (README, RNNLAB_TRAIN_IN_PROCESS: ~400 MB); the budget
+# charges it, so eight tiny runs are not counted at a few MB while their processes hold gigabytes
+PROCESS_MB = 400  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
 _context, _running, _lock = None, None, threading.Lock()
 
 

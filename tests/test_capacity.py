@@ -113,3 +113,29 @@ def test_step_turns_go_round_in_order_and_a_first_step_goes_first():
     for thread in waiting:
         thread.join(10)
     assert order == ["new", "old-1", "old-2"]
+
+
+def test_one_session_may_hold_only_so_many_runs_at_once():
+    budget = Budget(capacity=1000.0, owner_share=1.0, owner_jobs=3)
+    tickets = [budget.request(1.0, "student") for _ in range(3)]
+    with pytest.raises(CapacityError, match=r"^runs: this session already has 3 runs training or waiting"):
+        budget.request(1.0, "student")
+    budget.request(1.0, "classmate")  # another session is not held back
+    tickets[0].release()
+    budget.request(1.0, "student")  # one ended: one more may start
+
+
+def test_a_run_in_a_process_of_its_own_is_charged_that_process():
+    from lab.data import CharTokenizer
+    from lab.jobs import TrainingJob
+    from lab.models import LMConfig, build_model
+    from lab.tasks import LMTask
+    from lab.train import TrainConfig
+    from lab.workers import PROCESS_MB
+
+    task = LMTask("abcabcabc" * 20, "abcabc" * 20, CharTokenizer.from_text("abc"))
+    model = build_model(LMConfig(vocab_size=3, embed_dim=4, hidden_size=8))
+    config = TrainConfig(max_steps=1, batch_size=2, block_size=4)
+    in_thread = TrainingJob("t", model, task, config)
+    in_process = TrainingJob("p", model, task, config, in_process=True)
+    assert in_process.cost_mb == pytest.approx(in_thread.cost_mb + PROCESS_MB)

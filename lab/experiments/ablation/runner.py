@@ -19,7 +19,7 @@ from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
 from lab.jobs import BackgroundJob
 from lab.tasks import ClassificationTask
 from lab.train import TrainConfig, resolve_device, train
-from lab.workers import run_in_process
+from lab.workers import PROCESS_MB, run_in_process
 
 from .config import cli_command
 from .model import (bias_statistics, build_arm_model, check_frozen_biases, gate_statistics, get_arm, model_config,
@@ -282,7 +282,7 @@ class AblationJob(BackgroundJob):
         if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
             info = expected_data_info(config)
             cost_mb = training_memory_bytes(model_config("baseline", config, info), config.batch_size,
-                                            info["sequence_length"]) / 2**20
+                                            info["sequence_length"]) / 2**20 + (PROCESS_MB if in_process else 0.0)
         super().__init__(cost_mb, owner, budget)
         self.config, self.out_dir, self.results, self.in_process = config, out_dir, None, in_process
         self.command = cli_command(config)  # what the page offers: run this study yourself
