@@ -104,7 +104,8 @@ class BackgroundJob:
             self.status = "running"
             status = self._work()
         except Exception as e:  # reported to the UI as one line, never a traceback ...
-            status, self.message = "failed", f"{type(e).__name__}: {e}"
+            # bad input's own words; anything else names its type, the mark of a bug
+            status, self.message = "failed", str(e) if isinstance(e, LabError) else f"{type(e).__name__}: {e}"
             self._log({"type": "error", "message": self.message})
             # ... while the server's log keeps where it came from (a child's, lab.workers logged already)
             log.error("%s failed", self.what, exc_info=not isinstance(e, WorkerError))

@@ -707,7 +707,7 @@ def test_job_with_bad_data_fails_with_a_message(no_jobs_left):
     job = TrainingJob("short", tiny_lm(task.vocab_size), task, tiny_config(block_size=64))
     no_jobs_left.append(job)
     assert job.start().wait(30) == "failed"
-    assert job.message.startswith("DataError:") and "shorter than one training window" in job.message
+    assert "shorter than one training window" in job.message and not job.message.startswith("DataError")
     assert job.events()[-1] == {"type": "error", "message": job.message}
 
 
@@ -741,7 +741,7 @@ def test_job_on_a_missing_cuda_device_fails_cleanly(char_task, monkeypatch, no_j
     job = TrainingJob("gpu", tiny_lm(char_task.vocab_size), char_task, tiny_config(device="cuda"))
     no_jobs_left.append(job)
     assert job.start().wait(30) == "failed"
-    assert job.message.startswith("ValueError: device:") and "CUDA" in job.message
+    assert job.message.startswith("device: ") and "CUDA" in job.message  # the refusal's own words
 
 
 def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):

@@ -54,8 +54,9 @@ class AblationConfig:
             get_arm(name)
         if len(set(self.arms)) != len(self.arms):
             raise LabError(f"arms: {list(self.arms)} lists an arm twice")
-        if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in self.seeds):
-            raise LabError(f"seeds: give at least one integer seed, got {list(self.seeds)}")
+        if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**63
+                                     for s in self.seeds):  # torch's seed range
+            raise LabError(f"seeds: give at least one integer seed in [0, 2**63), got {list(self.seeds)}")
         if len(set(self.seeds)) != len(self.seeds):
             raise LabError(f"seeds: {list(self.seeds)} lists a seed twice")
         for name in ("epochs", "hidden_size", "batch_size", "gate_batch"):
