@@ -10,7 +10,7 @@ import streamlit as st
 
 from lab.models import config_to_dict
 from lab.presets import PRESETS
-from ui.common import page_link, parameter_count, setup_page, show_anchors
+from ui.common import page_link, parameter_count, preset_description, setup_page, show_anchors
 from ui.inspect_views import equations_latex
 
 setup_page("Home")
@@ -35,7 +35,7 @@ PAGE_BLURBS = {
     "Gates": "Heatmaps of every gate, character by character.",
     "Memory": "How long a hidden state remembers: decay, gradients through time, a memory probe.",
     "Checkpoints": "Bundled and your own models: summaries, downloads, uploads.",
-    "Ablation": "The gate-bias study's question: do the GRU's gate biases matter over 1024 steps?",
+    "Ablation": "A gate-bias study: do the GRU's gate biases matter over 1024 steps?",
 }
 for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.items()):
     with column, st.container(border=True, height="stretch"):
@@ -47,21 +47,20 @@ st.caption("x_t is the input at step t, h_t the hidden state, σ the logistic si
            "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations.")
 FAMILIES = [  # (cell, title, what to notice), in reading order
     ("rnn", "Vanilla RNN",
-     "The equations appendix's RNN (the note that writes out the RNN, GRU and LSTM equations this lab "
-     "implements): one matrix remembers, nothing protects the memory from being rewritten."),
-    ("gru_seed", "GRU, the equations appendix's convention: z overwrites",
-     "The equations appendix's GRU, also the Scribe design's (the note behind the Scribe subword GRU language "
-     "models; `gru_seed`). The update gate z says how much to **overwrite**: "
+     "The plainest recurrence: one matrix remembers, nothing protects the memory from being rewritten."),
+    ("gru_seed", "GRU, the Scribe models' convention: z overwrites",
+     "The GRU of the Scribe subword language models (`gru_seed`). The update gate z says how much to "
+     "**overwrite**: "
      "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product."),
     ("gru_torch", "GRU, PyTorch's convention: z keeps",
-     "`torch.nn.GRU` and the gate-bias study (a GRU gate-bias ablation over 1024-step pixel sequences; "
-     "`gru_torch`). Here z says how much to **keep**: z → 1 keeps the memory, so the study's bias +1 means "
+     "`torch.nn.GRU`, and the GRU of the Ablation page's gate-bias study (1024-step pixel sequences; "
+     "`gru_torch`). Here z says how much to **keep**: z → 1 keeps the memory, so that study's bias +1 means "
      "*remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix product."),
     ("lstm", "LSTM",
-     "The equations appendix's LSTM, as in the Leviathan notebook (a from-scratch character LSTM on Shakespeare): "
-     "a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1)."),
-    ("scan", "Selective scan (the ScanMarkov design)",
-     "The ScanMarkov design's Mamba-style selective recurrence on character n-grams: the gates depend on the "
+     "The standard LSTM, the cell of the Leviathan-LSTM preset (a 24M-parameter 3-layer character LSTM "
+     "trained on a GPU): a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1)."),
+    ("scan", "Selective scan (Mamba-style)",
+     "A Mamba-style selective recurrence, trained on character n-grams: the gates depend on the "
      "input only, never on h, so the recurrence is linear and runs as a parallel associative scan. A **keeps**, "
      "B writes; the gate is a small MLP (H → 4H → 2H, GELU) of the input e_t."),
 ]
@@ -77,13 +76,15 @@ with right:
             "convention.", icon="⚠️")
 
 
-SOURCES = {"000": "Scribe design", "001": "equations appendix", "002": "Leviathan notebook",
-           "003": "gate-bias study", "004": "ScanMarkov design"}  # lab/presets.py's seed numbers, as students know them
+# lab/presets.py's seed numbers -> what each preset builds on, in plain words (students never see the seeds)
+BASED_ON = {"000": "subword GRU language models (Scribe)", "001": "the standard RNN, GRU and LSTM equations",
+            "002": "a 24M-parameter 3-layer character LSTM trained on a GPU",
+            "003": "a GRU gate-bias study on 1024-pixel sequences", "004": "a Mamba-style selective scan"}
 
 
-def source_names(seed):
-    """A preset's seed field ("000/002") -> the documents' names ("Scribe design / Leviathan notebook")."""
-    return " / ".join(SOURCES.get(s, s) for s in seed.split("/"))
+def based_on(seed):
+    """A preset's seed field ("000/002") -> what it builds on, in plain words, joined by " + "."""
+    return " + ".join(BASED_ON.get(s, s) for s in seed.split("/"))
 
 
 @st.cache_data(show_spinner=False)
@@ -92,16 +93,16 @@ def preset_table():
     for preset in PRESETS.values():
         model = preset.model
         rows.append({
-            "preset": preset.name, "source": source_names(preset.seed), "family": model.family,
+            "preset": preset.name, "based on": based_on(preset.seed), "family": model.family,
             "cell": model.cell,
             "parameters": parameter_count(config_to_dict(model)),
             "published count": f"{preset.expected_params:,}" if preset.expected_params else "",
-            "tokenizer": preset.tokenizer or "pixels", "description": preset.description})
+            "tokenizer": preset.tokenizer or "pixels", "description": preset_description(preset.name)})
     return pd.DataFrame(rows)
 
 
 st.header("Presets")
-st.caption("The design notes' model families as named presets (`lab/presets.py`); the Train page starts from one. "
+st.caption("The lab's model families as named presets (`lab/presets.py`); the Train page starts from one. "
            "Character models are counted at 65 characters, subword models at 1,000 pieces.")
 st.dataframe(preset_table(), hide_index=True, width="stretch",
              column_config={"parameters": st.column_config.NumberColumn(format="localized"),

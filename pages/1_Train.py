@@ -24,8 +24,9 @@ from lab.jobs import TrainingJob
 from lab.tasks import TASKS, corpus_split
 from lab.train import resolve_device, why_not_resumable
 from ui import train_view as tv
-from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, plain, register_job, room_check,
-                       session_jobs, session_key, setup_page, show_anchors, user_dir, user_errors)
+from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, plain, plain_convention,
+                       preset_label, register_job, room_check, session_jobs, session_key, setup_page, show_anchors,
+                       user_dir, user_errors)
 
 setup_page("Train")
 st.title("🏋️ Train")
@@ -74,7 +75,8 @@ model_col, data_col, train_col = st.columns(3, gap="large")
 with model_col:
     st.subheader("Model")
     st.selectbox(F["preset"].label, tv.TEXT_PRESETS, key=tv.key("preset"), on_change=apply_preset,
-                 help="A design note's model family and recipe; it fills in the fields below, which you can "
+                 format_func=preset_label,
+                 help="A model family with its training recipe; it fills in the fields below, which you can "
                       "then change.")
     fixed = tv.is_scan_markov({"preset": st.session_state[tv.key("preset")]})
     st.selectbox(F["cell"].label, list(CELLS), key=tv.key("cell"), format_func=tv.CELL_LABELS.get, disabled=fixed)
@@ -89,7 +91,7 @@ with model_col:
     c2.number_input(F["dropout"].label, F["dropout"].low, F["dropout"].high, step=0.05, format="%.2f",
                     key=tv.key("dropout"))
     if fixed:
-        st.caption("The ScanMarkov design has a fixed architecture; only its width E and dropout change.")
+        st.caption("The selective-scan presets have a fixed architecture; only the width E and dropout change.")
 
 with data_col:
     st.subheader("Data")
@@ -115,8 +117,8 @@ with train_col:
     c1.number_input(F["smoothing"].label, F["smoothing"].low, F["smoothing"].high, step=0.05, format="%.2f",
                     key=tv.key("smoothing"))
     c2.number_input(F["clip"].label, F["clip"].low, F["clip"].high, step=0.1, format="%.2f", key=tv.key("clip"),
-                    help="Clip the global gradient norm to this value (as the Leviathan notebook and the "
-                         "gate-bias study do).")
+                    help="Clip the global gradient norm to this value: a gradient that grows through many "
+                         "steps (an exploding gradient) then cannot throw the weights far in one update.")
     c1.number_input(F["seconds"].label, F["seconds"].low, F["seconds"].high, step=10, key=tv.key("seconds"),
                     help="Wall-clock budget; the learning rate anneals over it (cosine).")
     c2.number_input(F["eval_every"].label, F["eval_every"].low, F["eval_every"].high, step=10,
@@ -172,9 +174,10 @@ with data_col:
                 task = lm_task(values["corpus"], values["tokenizer"], values["vocab"], text,
                                PRESETS[values["preset"]].task)
     if ngram:
-        st.caption("The ScanMarkov design trains on mixed 2–5-gram samples: a context of 1 to 4 characters "
-                   "and the character after it, from every place in the text. The scan-markov-windows "
-                   "preset is the lab's own variant: 16-character windows, every position predicting.")
+        st.caption("This preset trains on mixed 2–5-gram samples: a context of 1 to 4 characters "
+                   "and the character after it, from every place in the text. The preset “"
+                   f"{preset_label('scan-markov-windows')}” is the lab's own variant: 16-character windows, "
+                   "every position predicting.")
     if task is not None:
         st.caption(f"{len(task.train_ids) + len(task.val_ids):,} tokens ({values['tokenizer']}, vocabulary "
                    f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
@@ -194,7 +197,7 @@ with model_col:
             steps = task.sequence_length(tv.train_config(values))  # the window, or a ScanMarkov context
             need_mb = training_memory_bytes(candidate, values["batch"], steps) / 2**20
             st.caption(f"**{parameter_count(config_to_dict(candidate)):,} parameters** · about {need_mb:,.0f} MB "
-                       f"to train at B={values['batch']}, T={steps} · `{convention}{fused}`")
+                       f"to train at B={values['batch']}, T={steps} · `{plain_convention(convention)}{fused}`")
             # refused here, before anything is built, with the limit and what to change (CostError)
             check_training_memory(candidate, values["batch"], steps)
             model_config = candidate

@@ -67,9 +67,9 @@ st.caption(f"`{checkpoint.path.name}` · {views.cell_label(views.checkpoint_cell
               if last_eval and "val_nats_per_char" in last_eval else ""))
 
 if default_strategy(checkpoint.config.family) == "top_p":
-    st.info("A ScanMarkov model generates as its design describes: it composes the prompt into one latent, "
+    st.info("A selective-scan (ScanMarkov) model generates like this: it composes the prompt into one latent, "
             "character by character, through its gated recurrence; decodes the latent; picks the next "
-            "character with temperature and nucleus sampling (the top-p column, the design's own); and "
+            "character with temperature and nucleus sampling (the top-p column, its own default); and "
             "composes that character into the latent before the next one. It was trained on contexts of "
             "1 to 4 characters, so the latent is mostly the last few characters.")
 st.html(prob_legend_html())
@@ -104,8 +104,8 @@ st.divider()
 st.subheader("Stateful vs stateless")
 st.markdown("Stateless generation resets the hidden state before every token, so the model sees only the "
             "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
-            "(the Scribe design, the note behind the Scribe subword GRU language models; the equations appendix's GRU: "
-            "resetting $h_{t-1}$ violates $h_t = f(x_t, h_{t-1})$).")
+            "(a recurrent cell computes $h_t = f(x_t, h_{t-1})$: resetting $h_{t-1}$ throws away everything "
+            "before $x_t$).")
 strategy_for_state = st.selectbox("Strategy (settings and random seed from its column above)", list(STRATEGIES),
                                   format_func=views.STRATEGY_TITLES.get, key="sample_state_strategy")
 
@@ -134,7 +134,8 @@ for column, (strategy, generation) in zip(columns, by_strategy.items()):
         metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
         if strategy == "greedy":
             report = repetition_report(generation.continuation)
-            st.markdown("**Repetition report** (the Leviathan notebook's greedy “And then the sea…” loop)")
+            st.markdown("**Repetition report** (a greedy sampler's typical loop: “And then the sea…”, "
+                        "again and again)")
             st.markdown(views.repetition_markdown(report))
 
 state_cols = st.columns(2)

@@ -12,7 +12,7 @@ from lab.units import UNIT_ORDERS, span_units, top_units, unit_gallery
 from ui import inspect_views as views
 from ui.coloured_text import (activation_html, activation_legend_html, influence_html, influence_legend_html,
                               span_html)
-from ui.common import checkpoint_picker, piece_label, plain, setup_page, show_anchors, user_errors
+from ui.common import checkpoint_picker, piece_label, plain, plain_convention, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Gates")
@@ -38,6 +38,9 @@ TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbet
 # stage directions, a chant in short lines and short speeches
 PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH.\nThrice the brinded cat", 1200)
 TEXT_MAX_CHARS = 4000  # the box and the link alike; the trace itself reads at most MAX_TRACE_TOKENS
+# lab.units' column names -> what a student reads in the tables of units
+UNIT_COLUMNS = {"correlation": "correlation r", "abs_correlation": "|r|", "mean_inside": "mean on the span",
+                "mean_outside": "mean elsewhere"}
 # the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
 SETTINGS = {
     "model": (Field("text", "Model"), "gates_checkpoint"),
@@ -146,8 +149,9 @@ else:
     if found is not None:
         st.caption("Ranked by the correlation of each unit with your span (1 on it, 0 elsewhere): how far its "
                    "value on the span stands out from the rest of the text (LSTMVis's pattern selection).")
-        st.dataframe(found.style.format({"correlation": "{:+.3f}", "abs_correlation": "{:.3f}",
-                                         "mean_inside": "{:+.3f}", "mean_outside": "{:+.3f}"}),
+        st.dataframe(found.rename(columns=UNIT_COLUMNS).style.format(
+            {UNIT_COLUMNS["correlation"]: "{:+.3f}", UNIT_COLUMNS["abs_correlation"]: "{:.3f}",
+             UNIT_COLUMNS["mean_inside"]: "{:+.3f}", UNIT_COLUMNS["mean_outside"]: "{:+.3f}"}),
                      hide_index=True, width="stretch")
         buttons = st.columns(len(found))
         for n, (button, row) in enumerate(zip(buttons, found.itertuples())):
@@ -213,7 +217,8 @@ if max_units > 1:
     n_units = controls[2].slider("Units shown (the first in this order)", 1, max_units, key="gates_units")
 else:
     n_units = controls[2].number_input("Units shown", 1, 1, key="gates_units", disabled=True)
-st.caption(f"`{trace.conventions[layer]}` · {T} tokens · {H} units per layer · hover a cell for the token, the "
+st.caption(f"`{plain_convention(trace.conventions[layer])}` · {T} tokens · {H} units per layer · hover a cell for "
+           "the token, the "
            "unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh candidates and states "
            "red for positive, blue for negative.")
 for gate in gate_names:
@@ -235,7 +240,8 @@ with left:
     with user_errors("Finding units"):
         found = top_units(trace, feature, layer=layer, gate=corr_gate, k=5)
     if found is not None:
-        st.dataframe(found.style.format({"correlation": "{:+.3f}", "abs_correlation": "{:.3f}"}),
+        st.dataframe(found.rename(columns=UNIT_COLUMNS).style.format(
+            {UNIT_COLUMNS["correlation"]: "{:+.3f}", UNIT_COLUMNS["abs_correlation"]: "{:.3f}"}),
                      hide_index=True, width="stretch")
         buttons = st.columns(len(found))
         for button, u in zip(buttons, found["unit"]):
@@ -249,7 +255,7 @@ with right:
     for equation in views.CELL_EQUATIONS[cell]:
         st.latex(equation)
     st.markdown(views.CELL_NOTES[cell])
-    st.caption(f"convention: `{trace.conventions[layer]}`")
+    st.caption(f"convention: `{plain_convention(trace.conventions[layer])}`")
 
 # ---- saturation
 sigmoid_gates = [g for g in gate_names if g in SIGMOID_GATES]

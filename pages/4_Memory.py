@@ -12,7 +12,7 @@ from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Memory")
 st.title("🧠 Memory")
-st.caption("Two views of memory (from the Leviathan notebook, a from-scratch character LSTM on Shakespeare): "
+st.caption("Two views of memory: "
            "what the keep gates let survive, and how strongly the last prediction still depends on a step long ago. "
            "Then a task that needs memory and nothing else.")
 
@@ -25,21 +25,24 @@ GRADIENT_DEFAULT = ["char-rnn_latest", *DECAY_DEFAULT]
 G_VALUES = [0.5, 0.731, 0.9, 0.99, 0.999, 0.9999, 0.99999]
 BIAS_NOTES = {
     0.0: "no bias: the gate starts half open",
-    1.0: "the gate-bias study's init b_z = +1: σ(1) = 0.731 keeps ~73% per step",
-    6.2: "the gate-bias study's chrono average: σ(6.2) ≈ 0.998, the GRU then ignores new input",
+    1.0: "the Ablation page's baseline starts b_z at +1: σ(1) = 0.731 keeps ~73% per step",
+    6.2: "chrono initialisation for 1024 steps puts biases near +6: σ(6.2) ≈ 0.998, the GRU then ignores new input",
 }
 
-with st.expander("Anchors: what a constant keep gate does (the Leviathan notebook and the gate-bias study)",
-                 expanded=False):
+BIAS_COLUMNS = {"bias": "bias b", "retention": "kept per step σ(b)", "tau": "time constant τ (steps)",
+                "half_life": "half-life (steps)"}  # lab.memory.bias_time_constants' columns, as shown
+
+with st.expander("Anchors: what a constant keep gate does", expanded=False):
     anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])
     st.table(pd.DataFrame([
-        {"reference": "Leviathan notebook: a GRU update gate z = 0.00001 keeps 0.99999 per step",
+        {"reference": "A nearly shut GRU update gate, z = 0.00001, keeps 0.99999 per step",
          "result": f"0.99999¹⁰⁰ = {anchor[0]:.5f}; after 1,000 steps {anchor[1]:.4f}; after 100,000 {anchor[2]:.3f}"},
-        {"reference": "Leviathan notebook: an LSTM forget gate f = 1",
+        {"reference": "An LSTM forget gate held at f = 1",
          "result": "1ᵏ = 1: the cell state can be held untouched"},
-        {"reference": "Gate-bias study (a GRU ablation over 1024-step pixel sequences): update-gate bias +1 at "
-                      "initialisation", "result": "σ(1) = 0.731: ~73% kept per step"},
-        {"reference": "Gate-bias study: chrono initialisation, biases averaging +6.2", "result": "σ(6.2) ≈ 0.998"},
+        {"reference": "A PyTorch GRU's update-gate bias +1 at initialisation (the Ablation page's baseline, "
+                      "1024-step pixel sequences)", "result": "σ(1) = 0.731: ~73% kept per step"},
+        {"reference": "Chrono initialisation over 1024 steps: biases near +6 (here +6.2)",
+         "result": "σ(6.2) ≈ 0.998"},
     ]))
 
 infos = checkpoint_infos(("lm", "scan_markov"))
@@ -117,7 +120,7 @@ with right:
     kept = constant_gate_retention(g, [10, 100, 1000])
     for k, value in zip((10, 100, 1000), kept):
         st.metric(f"g^{k:,}", f"{value:.5f}")
-    st.markdown("The Leviathan notebook: even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
+    st.markdown("Even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
                 "$0.99999^{100} = 0.99900$: the memory leaks a little every step, and the leak compounds. "
                 "The LSTM's $f = 1$ keeps $c$ exactly.")
 
@@ -135,7 +138,9 @@ except ValueError as e:
 if biases:
     table = bias_time_constants(biases)
     table["note"] = [BIAS_NOTES.get(b, "") for b in table["bias"]]
-    st.dataframe(table.style.format({"bias": "{:g}", "retention": "{:.4f}", "tau": "{:.1f}", "half_life": "{:.1f}"}),
+    table = table.rename(columns=BIAS_COLUMNS)  # lab's names -> what a student reads
+    st.dataframe(table.style.format({BIAS_COLUMNS["bias"]: "{:g}", BIAS_COLUMNS["retention"]: "{:.4f}",
+                                     BIAS_COLUMNS["tau"]: "{:.1f}", BIAS_COLUMNS["half_life"]: "{:.1f}"}),
                  hide_index=True, width="stretch")
     st.caption("retention σ(b) with inputs at zero; time constant τ = 1/(1 − σ(b)); half-life: the k with σ(b)^k = ½ "
                "(lab.memory.bias_time_constants).")
@@ -143,8 +148,8 @@ if biases:
 # ---------------------------------------------------------------------------
 st.header("3 · Gradients through time")
 st.markdown("$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
-            "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of the equations appendix's RNN "
-            "and BPTT (the note that writes out the RNN, GRU and LSTM equations this lab implements). "
+            "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of a vanilla RNN trained "
+            "with backpropagation through time (BPTT). "
             "Left the bundled, trained checkpoints; right fresh models of the same configuration "
             "(lab.models.build_model, random seed 0).")
 cols = st.columns([3, 1])

@@ -11,8 +11,8 @@ import streamlit as st
 from lab.checkpoints import (CheckpointError, delete_checkpoint, load_checkpoint, sanitize_name, scan_checkpoints,
                              save_checkpoint)
 from lab.models import config_to_dict, model_summary
-from ui.common import (cached_checkpoint, choose_checkpoint, page_link, parameter_count, plain, setup_page,
-                       room_check, show_anchors, user_dir, user_errors)
+from ui.common import (cached_checkpoint, choose_checkpoint, page_link, parameter_count, plain, plain_convention,
+                       setup_page, room_check, show_anchors, user_dir, user_errors)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Checkpoints")
@@ -99,7 +99,7 @@ else:
             meta, tokenizer, metrics = checkpoint.meta, checkpoint.tokenizer, checkpoint.metrics
             conventions = model_summary(checkpoint.model).conventions
             lines = [f"**{'Convention' if len(conventions) == 1 else 'Conventions'}:** "
-                     + "; ".join(plain(c) for c in conventions),
+                     + "; ".join(plain(plain_convention(c)) for c in conventions),
                      f"**Saved:** {plain(meta.get('timestamp', '?'))} · lab {plain(meta.get('lab_version', '?'))} · "
                      f"version {plain(meta.get('version', '?'))}"]
             if tokenizer is not None:
@@ -140,8 +140,8 @@ else:
                                   yaxis_title="nats", template="plotly_white", title="Metrics history",
                                   legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"))
                 st.plotly_chart(fig, key="ckpt_history", width="stretch")
-        with st.expander("Model summary (Leviathan notebook style)", expanded=True):
-            st.code(model_summary(checkpoint.model, info.name).format(), language=None)
+        with st.expander("Model summary (every weight tensor, its shape and parameter count)", expanded=True):
+            st.code(plain_convention(model_summary(checkpoint.model, info.name).format()), language=None)
 
 # ---------------------------------------------------------------------------
 # upload
@@ -160,7 +160,8 @@ if upload is not None:
     if checkpoint is not None:
         params = parameter_count(config_to_dict(checkpoint.config))
         st.success(f"{plain(upload.name)} is a valid RNN Lab checkpoint: {checkpoint.config.family}, "
-                   f"{params:,} parameters, {', '.join(model_summary(checkpoint.model).conventions)}.")
+                   f"{params:,} parameters, "
+                   f"{', '.join(plain_convention(c) for c in model_summary(checkpoint.model).conventions)}.")
         stem = upload.name.rsplit(".", 1)[0].removesuffix("_latest")
         name = st.text_input("Save as", value=checkpoint.meta.get("name") or stem, key="ckpt_save_name",
                              max_chars=64)

@@ -8,15 +8,19 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, conclusion, epoch_rows,
+from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, chrono_mean, epoch_rows,
                                       load_results, step_rows, time_constant_table)
 from ui.common import (ARM_COLORS, TRAIN_IN_PROCESS, plain, register_job, session_key, setup_page, show_anchors,
-                       user_errors)
+                       study_conclusion, user_errors)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Ablation")
 RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
+# the live run's epoch events -> the column names a student reads (as in the results' own table)
+LIVE_COLUMNS = {"seed": "random seed", "train_loss": "train loss", "val_loss": "test loss (nats)",
+                "val_accuracy": "test accuracy (fraction)", "z_mean": "mean z", "r_mean": "mean r",
+                "b_z_mean": "b_z = b_iz + b_hz"}
 
 st.title("⚖️ The gate-bias study: a GRU gate-bias ablation")
 st.markdown(
@@ -27,8 +31,8 @@ st.markdown(
     "**chrono**: the update-gate bias starts at $\\log U[1, T-1]$ (chrono initialisation, a retention time of "
     "hundreds of steps at $T = 1024$), every bias learnable.\n\n"
     "PyTorch's convention: $h_t = (1 - z_t)\\,n_t + z_t\\,h_{t-1}$, so $z$ **keeps** memory and $b_z = +1$ "
-    "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only; the study's "
-    "code fills both bias vectors (effective +2) while its text reasons with $\\sigma(1)$.")
+    "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only, so the gate "
+    "starts at $\\sigma(1)$; filling both bias vectors with +1, an easy slip, would start it at $\\sigma(2) = 0.88$.")
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -61,7 +65,7 @@ def accuracy_table(results):
 def show_results(results, key):
     """Accuracy table, curves and gate statistics of one study (shipped or live)."""
     d, cfg = results["dataset"], results["config"]
-    st.markdown(f"**What this study says:** {plain(conclusion(results))}")
+    st.markdown(f"**What this study says:** {plain(study_conclusion(results))}")
     st.markdown(f"**{d['title']}**: {d['n_train']} training / {d['n_test']} test sequences of "
                 f"**{d['sequence_length']} steps**; {results['model']['parameters']:,} parameters "
                 f"({results['model']['backend']}); {cfg['epochs']} epochs of {results['training']['steps_per_epoch']} "
@@ -165,7 +169,12 @@ st.markdown("With inputs and state near zero, a keep gate sits at $g = \\sigma(b
             "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps "
             "(lab.cells.sigmoid_time_constant). The last column is $g^T$: what a constant gate keeps "
             "over the whole sequence.")
-table = pd.DataFrame(time_constant_table(seq_len=seq_len))
+tau_biases = [(0.0, "ablated arm: b_z frozen at 0"), (1.0, "baseline: b_iz = +1"),  # lab's rows, in plain words
+              (2.0, "+1 in both b_iz and b_hz (an easy slip)"),
+              (chrono_mean(seq_len), f"chrono mean, E[log U[1, {seq_len - 1}]]"),
+              (6.2, "a chrono bias a little above the mean, +6.2")]
+table = pd.DataFrame(time_constant_table(tau_biases, seq_len=seq_len)).rename(
+    columns={"sigmoid(b)": "kept per step σ(b)", "tau (steps)": "time constant τ (steps)"})
 st.dataframe(table, hide_index=True, key="ablation_tau_table",
              column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[2:]})
 
@@ -247,7 +256,7 @@ def live_view():
             st.plotly_chart(fig, key="ablation_live_loss")
         if done:
             st.dataframe(pd.DataFrame(done)[["arm", "seed", "epoch", "train_loss", "val_loss", "val_accuracy",
-                                             "z_mean", "r_mean", "b_z_mean"]].rename(columns={"seed": "random seed"}),
+                                             "z_mean", "r_mean", "b_z_mean"]].rename(columns=LIVE_COLUMNS),
                          hide_index=True, key="ablation_live_epochs")
     elif job.results is not None:
         show_results(job.results, "live")

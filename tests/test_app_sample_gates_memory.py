@@ -193,8 +193,8 @@ def test_gates_selecting_a_span_ranks_the_units_that_fire_on_it():
     highlighted = [box for box in coloured_texts(at) if "rgba(255, 193, 7" in box]
     assert len(highlighted) == 1 and highlighted[0].count("rgba(255, 193, 7") == len("[Enter Ghost.")
     ranked = at.dataframe[0].value
-    assert list(ranked.columns[:4]) == ["layer", "gate", "unit", "correlation"] and len(ranked) == 5
-    assert ranked.abs_correlation.is_monotonic_decreasing
+    assert list(ranked.columns[:4]) == ["layer", "gate", "unit", "correlation r"] and len(ranked) == 5
+    assert ranked["|r|"].is_monotonic_decreasing
     span.set_range(0, 3).run()  # "Hor." instead
     no_exception(at)
     assert [box for box in coloured_texts(at) if "rgba(255, 193, 7" in box][0].count("rgba(255, 193, 7") == 4

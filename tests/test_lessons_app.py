@@ -121,9 +121,9 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     assert list(seed_update) == ["unit", "z_t", "h_{t−1}", "h̃_t", "h_t"]
     assert list(torch_update) == ["unit", "z_t", "n_t", "h_{t−1}", "h_t"]
     assert seed_update["h_{t−1}"] == [0.0] * 5  # the first step starts from the zero state
-    assert decision["equations appendix: z_t (overwrites)"] == seed_update["z_t"]
+    assert decision["char-gru-seed: z_t (overwrites)"] == seed_update["z_t"]
     assert decision["PyTorch: z_t (keeps)"] == torch_update["z_t"]
-    for a, b in zip(decision["equations appendix: 1 − z_t (keeps)"], seed_update["z_t"]):
+    for a, b in zip(decision["char-gru-seed: 1 − z_t (keeps)"], seed_update["z_t"]):
         assert a == pytest.approx(1 - b)
     assert "unit 0: h_t = (1 − " in notice(at) and "0.43" in answer(at)
     assert full_page_link(at) == ("Gates", {"model": "char-gru-seed_latest", "text": "To+be%2C+or+not+to+be",
@@ -232,7 +232,7 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
     ok(at)
     learned = at.dataframe[0].value
     assert learned["cell"].tolist() == ["gru_seed", "gru_seed"]
-    assert "−b_z" in notice(at) and f"{learned['bias_median'][0]:.2f}" in notice(at)
+    assert "−b_z" in notice(at) and f"{learned['median keep bias'][0]:.2f}" in notice(at)
     assert "Negative" in answer(at)
 
 
@@ -274,28 +274,30 @@ def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
     at = lesson("scan")
     ok(at)
     race = at.dataframe[0].value
-    assert race["T"].tolist() == ui.lessons.scanning.SCAN_LENGTHS
-    assert (race["max_abs_diff"] < 1e-5).all()
+    assert race["length T"].tolist() == ui.lessons.scanning.SCAN_LENGTHS
+    assert (race["largest difference"] < 1e-5).all()
     assert f"H = 64 units" in notice(at)
     at.select_slider(key="lessons_scan_hidden").set_value(8).run()
     ok(at)
     narrow = at.dataframe[0].value
-    assert "H = 8 units" in notice(at) and not narrow["sequential_ms"].equals(race["sequential_ms"])
+    assert "H = 8 units" in notice(at) and not narrow["loop (ms)"].equals(race["loop (ms)"])
     at.button(key="lessons_scan_again").click().run()
-    assert not at.dataframe[0].value["sequential_ms"].equals(narrow["sequential_ms"])  # measured anew
+    assert not at.dataframe[0].value["loop (ms)"].equals(narrow["loop (ms)"])  # measured anew
     assert full_page_link(at) == ("Gates", {"model": "char-scan_latest"})
     assert "h_{t-1}" in answer(at)
 
 
 def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
-    from lab.experiments.ablation import SHIPPED_DIR, compare_with_baseline, conclusion, load_results
+    from lab.experiments.ablation import SHIPPED_DIR, compare_with_baseline, load_results
+    from ui.common import study_conclusion
 
     study = load_results(SHIPPED_DIR)
     at = lesson("gate-biases")
     ok(at)
     accuracy = metrics(at)
     assert set(accuracy) == {f"{arm}: final test accuracy" for arm in study["summary"]}
-    assert f"**What the study says:** {conclusion(study)}" in notice(at)  # the numbers' own verdict
+    assert f"**What the study says:** {study_conclusion(study)}" in notice(at)  # the numbers' own verdict
+    assert "the luck of the seeds" not in notice(at)  # the random seeds, in the student's words
     learned = max(s["val_accuracy_mean"] for s in study["summary"].values()) >= 0.5
     assert ("What it means" if learned else "What it cannot show") in notice(at)
     at.radio(key="lessons_study_metric").set_value("z_mean").run()

@@ -37,7 +37,7 @@ PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_pro
 # one colour per cell family, the same on every chart
 CELL_COLOURS = {"rnn": "#7f7f7f", "gru_seed": "#1f77b4", "gru_torch": "#17becf", "lstm": "#d62728",
                 "scan": "#2ca02c"}
-CELL_NAMES = {"rnn": "vanilla RNN", "gru_seed": "GRU (equations appendix's convention)",
+CELL_NAMES = {"rnn": "vanilla RNN", "gru_seed": "GRU (z overwrites)",
               "gru_torch": "GRU (PyTorch convention)", "lstm": "LSTM", "scan": "selective scan"}
 
 # The cell equations as each lab.cells layer implements them (its docstring, in LaTeX).
@@ -76,15 +76,15 @@ def equations_latex(cell):
 
 
 CELL_NOTES = {
-    "rnn": "No gate: every step squashes the whole state through tanh (the equations appendix's RNN).",
-    "gru_seed": "The equations appendix's convention (and the Scribe design's): **z overwrites**, z → 0 keeps "
+    "rnn": "No gate: every step squashes the whole state through tanh.",
+    "gru_seed": "The Scribe models' convention: **z overwrites**, z → 0 keeps "
                 "the memory; the reset gate acts before U_h. The candidate h̃ is the trace's gate n.",
-    "gru_torch": "PyTorch convention (torch.nn.GRU, the gate-bias study): **z keeps**, z → 1 keeps the memory; "
-                 "the reset gate multiplies W_hn h + b_hn.",
-    "lstm": "The equations appendix's LSTM, as in the Leviathan notebook: **f keeps** the cell state c; f = 1 "
+    "gru_torch": "PyTorch convention (torch.nn.GRU, and the Ablation page's study): **z keeps**, z → 1 keeps the "
+                 "memory; the reset gate multiplies W_hn h + b_hn.",
+    "lstm": "The standard LSTM: **f keeps** the cell state c; f = 1 "
             "holds it untouched, which no GRU can.",
-    "scan": "The ScanMarkov design: the gates read the input only, never h, so the recurrence is an associative scan; "
-            "**A keeps**.",
+    "scan": "A Mamba-style selective scan: the gates read the input only, never h, so the recurrence is an "
+            "associative scan; **A keeps**.",
 }
 
 
@@ -349,7 +349,8 @@ def analytic_figure(chosen, others, max_lag):
     if max_lag >= 100:
         fig.add_trace(go.Scatter(x=[100], y=constant_gate_retention(0.99999, [100]), mode="markers+text",
                                  text=["0.99999¹⁰⁰ = 0.99900"], textposition="bottom left",
-                                 name="the Leviathan notebook", marker=dict(size=9, color="#1f77b4"), showlegend=False))
+                                 name="a nearly shut GRU update gate", marker=dict(size=9, color="#1f77b4"),
+                                 showlegend=False))
     fig.update_layout(height=330, margin=dict(l=50, r=10, t=20, b=40),
                       xaxis=dict(type="log", title="steps k"), yaxis=dict(title="retention g^k", range=[0, 1.05]),
                       legend=dict(orientation="h", y=-0.25))

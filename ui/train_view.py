@@ -57,9 +57,9 @@ FIELDS = {
     "name": Field("text", "Run name (checkpoint name)"),
     "x": Field("choice", "Chart x axis", choices=("elapsed", "step")),
 }
-CELL_LABELS = {"rnn": "rnn: vanilla RNN", "gru_seed": "gru_seed: GRU, equations appendix's convention (z overwrites)",
+CELL_LABELS = {"rnn": "rnn: vanilla RNN", "gru_seed": "gru_seed: GRU, the Scribe models' convention (z overwrites)",
                "gru_torch": "gru_torch: GRU, PyTorch convention (z keeps)", "lstm": "lstm: LSTM",
-               "scan": "scan: selective scan (the ScanMarkov design)"}
+               "scan": "scan: selective scan (Mamba-style)"}
 
 
 def key(name):
@@ -122,7 +122,7 @@ def fused_problem(values):
     """Why the fused backend cannot be used with these settings, or None."""
     if values["backend"] != "fused" or is_scan_markov(values) or values["cell"] in FUSED_MODULES:
         return None
-    why = {"gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not the equations appendix's "
+    why = {"gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not this cell's "
                        "(z overwrites)",
            "scan": "torch.nn has no selective scan"}.get(values["cell"], "torch.nn has no such layer")
     return (f"The fused backend exists only for {', '.join(sorted(FUSED_MODULES))}: {why}. "
@@ -290,7 +290,7 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
 NANOGPT_ANCHORS = [(1.88, "nanoGPT char, CPU 1.88"), (1.47, "nanoGPT char, GPU 1.47")]  # on Tiny Shakespeare
 
 
-CELL_NAMES = {"rnn": "RNN", "gru_seed": "GRU (the seeds' form)", "gru_torch": "GRU", "lstm": "LSTM", "scan": "scan"}
+CELL_NAMES = {"rnn": "RNN", "gru_seed": "GRU (z overwrites)", "gru_torch": "GRU", "lstm": "LSTM", "scan": "scan"}
 
 
 def bundled_anchors(infos):

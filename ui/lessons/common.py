@@ -1,5 +1,5 @@
-"""What every lesson shares: the bundled models and texts, the documents the lessons cite, and
-the parts of a lesson's screen (where it comes from, what to notice, check yourself, the link
+"""What every lesson shares: the bundled models and texts, what the lessons build on, and
+the parts of a lesson's screen (what it builds on, what to notice, check yourself, the link
 to the full page).
 
 A lesson whose bundled model is missing says so and stops (`bundled`); the other lessons still
@@ -21,18 +21,15 @@ PROMPT = "ROMEO.\n"
 CHAR_MODELS = ["char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", "char-rnn_latest",
                "char-scan_latest"]
 SUBWORD_MODEL = "scribe-alpha_latest"
-# the documents the lab grew from, named as a student meets them, each with where it comes from
-SOURCES = {
-    "scribe": "**the Scribe design**: the design note of the Scribe subword GRUs, the family of the bundled "
-              "scribe-alpha",
-    "equations": "**the equations appendix**: the note that writes out the RNN, GRU and LSTM equations this "
-                 "lab implements",
-    "leviathan": "**the Leviathan notebook**: a 24-million-parameter character LSTM trained on Shakespeare, whose "
-                 "notes also work out how fast a GRU's memory decays",
-    "gate_bias": "**the gate-bias study**: a GRU reading small images one pixel per step, trained with and "
-                 "without its gate biases",
-    "scan": "**the ScanMarkov design**: a Mamba-style scan trained on character n-grams, the source of the "
-            "scan cell",
+# what a lesson builds on, in plain words: the models and ideas it uses (never a document students cannot open)
+BACKGROUND = {
+    "scribe": "**the Scribe models**: subword GRU language models, the family of the bundled scribe-alpha",
+    "equations": "**the cell equations**: the RNN, GRU and LSTM equations this lab implements, on the Home page",
+    "leviathan": "**Leviathan-LSTM**: a 24M-parameter 3-layer character LSTM trained on Shakespeare on a GPU",
+    "gate_bias": "**the gate-bias study** of the Ablation page: a GRU reading small images one pixel per step, "
+                 "trained with and without its gate biases",
+    "scan": "**a Mamba-style selective scan**: a recurrence whose gates read only the input, the scan cell "
+            "of this lab",
 }
 
 
@@ -60,8 +57,8 @@ def shipped(relative):
     return MODELS_DIR / relative
 
 
-def sources(*keys):
-    st.caption("Where this comes from: " + "; ".join(SOURCES[k] for k in keys) + ".")
+def background(*keys):
+    st.caption("Builds on " + "; ".join(BACKGROUND[k] for k in keys) + ".")
 
 
 def notice(markdown):

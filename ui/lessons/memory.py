@@ -5,13 +5,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.data import DataError
-from lab.experiments.ablation import (LEARNED, SIGNIFICANT, compare_with_baseline, conclusion, epoch_rows,
-                                      load_results)
+from lab.experiments.ablation import LEARNED, SIGNIFICANT, compare_with_baseline, epoch_rows, load_results
 from lab.memory import bias_time_constants, constant_gate_retention, gradient_decay_per_step, keep_gate_biases
 from ui import inspect_views as views
-from ui.common import ARM_COLORS, plain, user_errors
-from ui.lessons.common import (PASSAGE, SUBWORD_MODEL, bundled, check_yourself, model_choice, notice,
-                               open_full_page, shipped, sources)
+from ui.common import ARM_COLORS, plain, study_conclusion, user_errors
+from ui.lessons.common import (PASSAGE, SUBWORD_MODEL, background, bundled, check_yourself, model_choice, notice,
+                               open_full_page, shipped)
 
 
 # ---------------------------------------------------------------------------
@@ -19,10 +18,14 @@ from ui.lessons.common import (PASSAGE, SUBWORD_MODEL, bundled, check_yourself, 
 
 KEEP_MODELS = ["char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", SUBWORD_MODEL]
 KEEP_LAGS = 64
+# lab.memory.keep_gate_biases' columns -> what a student reads
+LEARNED_COLUMNS = {"keep_gate": "keep factor", "bias_median": "median keep bias",
+                   "bias_q10": "keep bias (10th percentile)", "bias_q90": "keep bias (90th percentile)",
+                   "retention": "kept per step at the median bias", "half_life": "half-life (steps)"}
 
 
 def keep_or_overwrite():
-    sources("leviathan", "gate_bias")
+    background("leviathan", "gate_bias")
     cols = st.columns(2)
     bias = cols[0].slider("Keep-gate bias b", -2.0, 8.0, 1.0, 0.1, key="lessons_keep_bias",
                           help="The bias of the factor that keeps, with every input at zero.")
@@ -49,13 +52,15 @@ def keep_or_overwrite():
     reference = (f"a gate held at σ({bias:g}) = {implied['retention']:.3f}", lags,
                  constant_gate_retention(implied["retention"], lags))
     st.plotly_chart(views.decay_figure(curves, reference, log_y=True), key="lessons_keep_chart")
-    st.dataframe(learned.style.format({c: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
-                                      | {"half_life": "{:.1f}"}),
+    shown = learned.rename(columns=LEARNED_COLUMNS)  # lab's names -> what a student reads
+    st.dataframe(shown.style.format({LEARNED_COLUMNS[c]: "{:.3f}"
+                                     for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
+                                    | {LEARNED_COLUMNS["half_life"]: "{:.1f}"}),
                  hide_index=True, width="stretch")
     half = measured.half_life
     where = (f"keeps half or less after **{half} step{'s' if half > 1 else ''}**" if half is not None
              else f"still keeps more than half after {KEEP_LAGS} steps")
-    seed_note = (" In the equations appendix's convention z overwrites, so the factor that keeps is 1 − z and its bias is "
+    seed_note = (" In this GRU's convention z overwrites, so the factor that keeps is 1 − z and its bias is "
                  "−b_z: the table shows −b_z." if first["cell"] == "gru_seed" else "")
     notice(f"A keep factor of σ({bias:g}) = **{implied['retention']:.3f}** multiplies the old memory every step, "
            f"so k steps keep σ(b)^k: a time constant of {implied['tau']:.1f} steps and half gone after "
@@ -66,9 +71,10 @@ def keep_or_overwrite():
            f"{first['retention']:.2f} per step, a half-life of {first['half_life']:.1f} steps.{seed_note} Measured "
            f"on the passage, where the inputs and the state move the gate too, its median unit keeps "
            f"{measured.median[0]:.2f} after one step and {where}.")
-    check_yourself("The gate-bias study starts its PyTorch-convention GRU with b_z = +1. In the equations appendix's convention "
-                   "(the `gru_seed` cell), which sign of b_z makes a unit remember longer?",
-                   "Negative. In the equations appendix's convention z says how much to overwrite (h = (1 − z)·h + z·h̃), so the "
+    check_yourself("The Ablation page's study starts its PyTorch-convention GRU with b_z = +1. In the other "
+                   "convention, where z overwrites (the `gru_seed` cell), which sign of b_z makes a unit remember "
+                   "longer?",
+                   "Negative. There z says how much to overwrite (h = (1 − z)·h + z·h̃), so the "
                    "factor that keeps is 1 − σ(b_z) = σ(−b_z). In PyTorch's convention z keeps, and +1 means "
                    "remember more. Same letter, opposite meaning: that is why the lab keeps two GRU cells.")
     open_full_page("Memory", "Open the Memory page with this bias in its table",
@@ -83,7 +89,7 @@ FORGET_FIT = 30  # steps back over which the decay per step is fitted
 
 
 def why_the_rnn_forgets():
-    sources("equations", "leviathan")
+    background("equations", "leviathan")
     cols = st.columns(2)
     steps = cols[0].slider("Steps T read before the loss", 20, 200, 100, 10, key="lessons_forget_steps")
     trained = cols[1].toggle("Trained models (off: the same models at initialisation)", True,
@@ -149,7 +155,7 @@ def cached_study(path, mtime):
 
 
 def gate_biases_over_1024_steps():
-    sources("gate_bias")
+    background("gate_bias")
     path = shipped("ablation/results.json")
     if not path.is_file():
         st.warning("This lesson reads the shipped gate-bias study (`checkpoints/ablation/results.json`), which is "
@@ -202,7 +208,7 @@ def gate_biases_over_1024_steps():
                    f"({1 / d['num_classes']:.0%}). How much a gate keeps per step is the arms' largest difference; "
                    "whether it changed how well the model names the digits is what the test above decides, "
                    "arm by arm, against the luck of the random seeds.")
-    notice(f"**What the study says:** {conclusion(study)}\n\n"
+    notice(f"**What the study says:** {study_conclusion(study)}\n\n"
            f"**What it shows.** The biases change the gates: on average the update gate keeps {keeps} per step. "
            + reading)
     ablated = {c["arm"]: c for c in compare_with_baseline(study)}.get("ablated")

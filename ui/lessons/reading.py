@@ -9,8 +9,8 @@ from lab.sampling import SamplingConfig, repetition_report
 from ui import inspect_views as views
 from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
 from ui.common import plain, user_errors
-from ui.lessons.common import (CHAR_MODELS, PASSAGE, PROMPT, SUBWORD_MODEL, bundled, cached_reset_curve,
-                               check_yourself, model_choice, notice, open_full_page, sources)
+from ui.lessons.common import (CHAR_MODELS, PASSAGE, PROMPT, SUBWORD_MODEL, background, bundled,
+                               cached_reset_curve, check_yourself, model_choice, notice, open_full_page)
 
 
 # ---------------------------------------------------------------------------
@@ -18,7 +18,7 @@ from ui.lessons.common import (CHAR_MODELS, PASSAGE, PROMPT, SUBWORD_MODEL, bund
 
 
 def state_is_memory():
-    sources("scribe", "equations")
+    background("scribe", "equations")
     name = model_choice("lessons_state_model", CHAR_MODELS + [SUBWORD_MODEL], CHAR_MODELS[0])
     checkpoint = bundled(name)
     if checkpoint is None:
@@ -65,7 +65,7 @@ def state_is_memory():
                                         generation.probs))
         notice(f"Reset before every token, {plain(name.removesuffix('_latest'))} predicts from the previous "
                f"token alone and pays **{reset:.2f} nats/char**: that is $P(s_t \\mid s_{{t-1}})$, the collapse "
-               f"the Scribe design warns about. Carried through the whole passage "
+               f"that a stateless model suffers. Carried through the whole passage "
                f"({curve['reset_every'].iloc[-1]} tokens) it pays **{carried:.2f}**, "
                f"{(reset - carried) / reset:.0%} less. Half of that gain is there once the state lives "
                f"**{halfway} tokens**: the last few tokens carry most of what helps, the rest of the curve is the "
@@ -93,7 +93,7 @@ CHOOSE_TOKENS = 200
 
 
 def choosing_the_next_token():
-    sources("leviathan")
+    background("leviathan")
     checkpoint = bundled(CHAR_MODELS[0])
     if checkpoint is None:
         return
@@ -160,7 +160,7 @@ SENTENCE = "To be, or not to be, that is the question:\nWhether 'tis nobler in t
 
 
 def characters_or_subwords():
-    sources("scribe")
+    background("scribe")
     text = st.text_area("A sentence", SENTENCE, max_chars=1000, height=80, key="lessons_tokens_text")
     char_model, subword_model = bundled(CHAR_MODELS[0]), bundled(SUBWORD_MODEL)
     if char_model is None or subword_model is None:
@@ -187,7 +187,7 @@ def characters_or_subwords():
                f"{'scribe-alpha' if gap < 0 else 'the character GRU'} predicts it better by {abs(gap):.2f} nats/char")
     notice(f"The character model reads these {len(text)} characters in **{n_c} steps**; scribe-alpha in "
            f"**{n_s}**, {len(text) / n_s:.1f} characters per step. Its state has to carry a sentence across "
-           f"{n_s} updates instead of {n_c}: that is the Scribe design's case for subwords.\n\n"
+           f"{n_s} updates instead of {n_c}: fewer steps for its memory to bridge, which is the case for subwords.\n\n"
            f"Per token, scribe-alpha's loss is {sub_row['nats_per_token']:.2f} nats against the character "
            f"model's {char_row['nats_per_token']:.2f}: each of its tokens holds more text, so each is harder. "
            f"Per character, the fair comparison, the character GRU pays **{char_row['nats_per_char']:.2f}** and "

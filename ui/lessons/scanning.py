@@ -3,10 +3,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.scans import race_scans
-from ui.lessons.common import check_yourself, notice, open_full_page, sources
+from ui.lessons.common import background, check_yourself, notice, open_full_page
 
 SCAN_LENGTHS = [16, 64, 256, 1024, 2048]
 SCAN_WIDTHS = [8, 64, 512, 2048]
+# lab.scans.race_scans' columns -> what a student reads
+RACE_COLUMNS = {"T": "length T", "max_abs_diff": "largest difference", "sequential_ms": "loop (ms)",
+                "parallel_ms": "parallel scan (ms)", "speedup": "speed-up of the scan"}
 
 
 @st.cache_data(max_entries=16, show_spinner="Timing both scans on this machine…")
@@ -16,7 +19,7 @@ def cached_race(hidden, measurement):
 
 
 def a_recurrence_you_can_scan():
-    sources("scan")
+    background("scan")
     st.latex(r"h_t = A_t \odot h_{t-1} + B_t \odot e_t")
     cols = st.columns([2, 1])
     hidden = cols[0].select_slider("Units H (the width of h)", SCAN_WIDTHS, 64, key="lessons_scan_hidden")
@@ -30,8 +33,9 @@ def a_recurrence_you_can_scan():
                       xaxis=dict(type="log", title="sequence length T", tickvals=SCAN_LENGTHS),
                       yaxis=dict(type="log", title="best of 3, milliseconds", dtick=1))
     st.plotly_chart(fig, key="lessons_scan_chart")
-    st.dataframe(race.style.format({"max_abs_diff": "{:.1e}", "sequential_ms": "{:.2f}", "parallel_ms": "{:.2f}",
-                                    "speedup": "{:.2f}×"}), hide_index=True, width="stretch")
+    st.dataframe(race.rename(columns=RACE_COLUMNS).style.format(
+        {RACE_COLUMNS["max_abs_diff"]: "{:.1e}", RACE_COLUMNS["sequential_ms"]: "{:.2f}",
+         RACE_COLUMNS["parallel_ms"]: "{:.2f}", RACE_COLUMNS["speedup"]: "{:.2f}×"}), hide_index=True, width="stretch")
     worst = race["max_abs_diff"].max()
     wins = race.loc[race["speedup"] > 1, "T"].tolist()
     longest = race.iloc[-1]

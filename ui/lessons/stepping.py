@@ -12,7 +12,7 @@ from lab.stepping import MAX_STEP_TOKENS, step_through
 from ui import inspect_views as views
 from ui.coloured_text import span_html
 from ui.common import cached_checkpoint, piece_label, plain, user_errors
-from ui.lessons.common import bundled, check_yourself, notice, open_full_page, sources
+from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page
 from ui.links import Field
 
 STEP_MODELS = {  # the student's choice -> the bundled models shown, side by side
@@ -98,8 +98,8 @@ def same_decision(seed, torch_, units):
     st.markdown("**One decision, two letters.** What each GRU keeps of its old state and overwrites with its "
                 "candidate, at this step:")
     table = pd.DataFrame({"unit": units,
-                          "equations appendix: z_t (overwrites)": seed.values["z"][units],
-                          "equations appendix: 1 − z_t (keeps)": seed.keep[units],
+                          "char-gru-seed: z_t (overwrites)": seed.values["z"][units],
+                          "char-gru-seed: 1 − z_t (keeps)": seed.keep[units],
                           "PyTorch: 1 − z_t (overwrites)": 1 - torch_.keep[units],
                           "PyTorch: z_t (keeps)": torch_.keep[units]})
     st.dataframe(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True,
@@ -107,7 +107,7 @@ def same_decision(seed, torch_, units):
 
 
 def one_step():
-    sources("equations", "scribe")
+    background("equations", "scribe")
     for name, (_, key) in SETTINGS.items():  # a return visit in the session starts from the lesson's defaults
         st.session_state.setdefault(key, DEFAULTS[name])
     cols = st.columns([2, 1])
@@ -152,7 +152,7 @@ def one_step():
         gist = (f"The vanilla RNN has no gate: every unit is recomputed from scratch each step, moving by "
                 f"**{moved:.2f}** on average (|h_t − h_{{t−1}}|), whether or not the token matters.")
     conventions = ("\n\nThe two GRUs are separately trained models, so their units hold different things, but "
-                   "read the table above: the equations appendix's convention writes the share it overwrites as "
+                   "read the table above: the convention of char-gru-seed writes the share it overwrites as "
                    "z and keeps 1 − z; PyTorch's writes the share it keeps as z. The same decision, opposite "
                    "letters." if choice == "gru" else "")
     notice("Every number above is the cell's own, recorded while it read your text (not recomputed). Check the "
@@ -164,10 +164,10 @@ def one_step():
             st.caption(f"`lab/cells.py` · `{CELLS[cell].__name__}.forward`: one line per equation above")
             st.code(inspect.getsource(CELLS[cell].forward), language="python")
     check_yourself("A unit of the PyTorch-convention GRU has z_t = 0.9, h_{t−1} = 0.5 and candidate n_t = −0.2. "
-                   "What is h_t, and what would the update gate of the equations appendix's GRU read to make the "
-                   "same decision?",
-                   "h_t = (1 − 0.9) · (−0.2) + 0.9 · 0.5 = 0.43: it keeps 90% of its old state. In the equations "
-                   "appendix's convention z is the share overwritten, so the same decision is z_t = 0.1, and "
+                   "What is h_t, and what would the update gate of a GRU in the other convention (z overwrites, "
+                   "like char-gru-seed) read to make the same decision?",
+                   "h_t = (1 − 0.9) · (−0.2) + 0.9 · 0.5 = 0.43: it keeps 90% of its old state. In the other "
+                   "convention z is the share overwritten, so the same decision is z_t = 0.1, and "
                    "h_t = (1 − 0.1) · 0.5 + 0.1 · (−0.2) = 0.43 again. Same arithmetic, the letter flipped.")
     open_full_page("Gates", f"Open the Gates page on {names[0]} with your text (every gate at every step)",
                    model=STEP_MODELS[choice][0], text=text, unit=unit)
