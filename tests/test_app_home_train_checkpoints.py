@@ -529,3 +529,11 @@ def test_the_space_cookie_is_written_again_on_every_visit_so_its_expiry_slides(m
         scripts = [str(h.proto.body) for h in at.get("html") if "document.cookie" in str(h.proto.body)]
         assert len(scripts) == 1 and f"rnnlab_space={key}" in scripts[0]
         assert f"max-age={int(ui.common.KEEP_SECONDS)}" in scripts[0]
+
+
+def test_the_cookie_script_shares_one_space_per_browser_and_never_embeds_a_raw_cookie():
+    key = ui.common.new_space_key(ui.common.USER_DIR)
+    script = ui.common.space_cookie_script(key, "x';alert(1)//")
+    assert "alert" not in script  # a cookie from the browser never reaches the script as code
+    assert script.count("window.location.reload()") == 1 and "sessionStorage" in script  # reloads at most once
+    assert f"rnnlab_space={key}; path=/; max-age={int(ui.common.KEEP_SECONDS)}" in script

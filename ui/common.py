@@ -311,7 +311,8 @@ def session_key():
 
 def space_cookie():
     """The space key the browser sent in its cookie ("" when none)."""
-    return st.context.cookies.get(SPACE_COOKIE, "")
+    cookie = st.context.cookies.get(SPACE_COOKIE, "")
+    return cookie if isinstance(cookie, str) else ""  # a test harness without cookies gives no string
 
 
 def _remember_space_in_a_cookie():
@@ -320,8 +321,26 @@ def _remember_space_in_a_cookie():
     key = session_key()
     if not st.session_state.get("_rnnlab_cookie_sent"):
         st.session_state._rnnlab_cookie_sent = True  # once per session: the script is ours, the key is ours
-        st.html(f"<script>document.cookie = '{SPACE_COOKIE}={key}; path=/; max-age={int(KEEP_SECONDS)}; "
-                "SameSite=Lax';</script>", unsafe_allow_javascript=True)
+        st.html(space_cookie_script(key, space_cookie()), unsafe_allow_javascript=True)
+
+
+def space_cookie_script(key, sent):
+    """The browser side of one space per browser. `sent`: the cookie this session's first request
+    carried. If the browser's cookie has changed since (another tab of a first visit got its key
+    first), this tab reloads to share that space; else it writes `key`, with a fresh max-age, and
+    checks a second later that no other tab overwrote it (then it reloads to share theirs). A tab
+    reloads so at most once (sessionStorage), so an odd cookie can never make it loop."""
+    cookie = f"{SPACE_COOKIE}={key}; path=/; max-age={int(KEEP_SECONDS)}; SameSite=Lax"
+    sent = sent if re.fullmatch(r"[A-Za-z0-9_-]{0,64}", sent or "") else ""  # the browser's: never raw into a script
+    return (f"<script>(() => {{const read = () => (document.cookie.split('; ').find("
+            f"c => c.startsWith('{SPACE_COOKIE}=')) || '').slice({len(SPACE_COOKIE) + 1});"
+            f"const adopt = () => {{ if (sessionStorage.getItem('{SPACE_COOKIE}_adopted')) return false;"
+            f"sessionStorage.setItem('{SPACE_COOKIE}_adopted', '1'); window.location.reload(); return true; }};"
+            f"const now = read();"
+            f"if (now && now !== '{sent}' && now !== '{key}' && adopt()) return;"
+            f"document.cookie = '{cookie}';"
+            f"setTimeout(() => {{ const later = read(); if (later && later !== '{key}') adopt(); }}, 1000);"
+            f"}})();</script>")
 
 
 def user_dir():
