@@ -5,6 +5,7 @@ parameter counts.
 The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.common.setup_page
 draws the sidebar that names them (Home first).
 """
+
 import pandas as pd
 import streamlit as st
 
@@ -19,14 +20,17 @@ st.markdown(
     "Recurrent networks read a sequence one step at a time and carry a **memory**, the hidden state, "
     "from step to step. In this lab you train small RNNs, GRUs, LSTMs and a selective scan on Shakespeare, "
     "then watch them think: the gates that decide what to keep and what to overwrite, how fast memories fade, "
-    "and how the sampling strategy turns the same model into a poet or a parrot.")
+    "and how the sampling strategy turns the same model into a poet or a parrot."
+)
 
 with st.container(border=True):
-    st.markdown("**New here? Start with the lessons.** Short lessons, one screen each, on the bundled models: "
-                "one step of a cell with its real numbers, why the hidden state is the memory, how the next token "
-                "is chosen, how long a gate remembers, why the vanilla RNN forgets, characters against subwords, a "
-                "recurrence you can scan, what a study of gate biases can and cannot show, and toy tasks that "
-                "train four cells side by side in seconds.")
+    st.markdown(
+        "**New here? Start with the lessons.** Short lessons, one screen each, on the bundled models: "
+        "one step of a cell with its real numbers, why the hidden state is the memory, how the next token "
+        "is chosen, how long a gate remembers, why the vanilla RNN forgets, characters against subwords, a "
+        "recurrence you can scan, what a study of gate biases can and cannot show, and toy tasks that "
+        "train four cells side by side in seconds."
+    )
     page_link("Lessons", label="**Open the lessons**")
 
 PAGE_BLURBS = {
@@ -43,26 +47,43 @@ for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.item
         st.caption(blurb)
 
 st.header("The model families")
-st.caption("x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "
-           "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations.")
+st.caption(
+    "x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "
+    "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations."
+)
 FAMILIES = [  # (cell, title, what to notice), in reading order
-    ("rnn", "Vanilla RNN",
-     "The plainest recurrence: one matrix remembers, nothing protects the memory from being rewritten."),
-    ("gru_seed", "GRU, the Scribe models' convention: z overwrites",
-     "The GRU of the Scribe subword language models (`gru_seed`). The update gate z says how much to "
-     "**overwrite**: "
-     "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product."),
-    ("gru_torch", "GRU, PyTorch's convention: z keeps",
-     "`torch.nn.GRU`, and the GRU of the Ablation page's gate-bias study (1024-step pixel sequences; "
-     "`gru_torch`). Here z says how much to **keep**: z → 1 keeps the memory, so that study's bias +1 means "
-     "*remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix product."),
-    ("lstm", "LSTM",
-     "The standard LSTM, the cell of the Leviathan-LSTM preset (a 24M-parameter 3-layer character LSTM "
-     "trained on a GPU): a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1)."),
-    ("scan", "Selective scan (Mamba-style)",
-     "A Mamba-style selective recurrence, trained on character n-grams: the gates depend on the "
-     "input only, never on h, so the recurrence is linear and runs as a parallel associative scan. A **keeps**, "
-     "B writes; the gate is a small MLP (H → 4H → 2H, GELU) of the input e_t."),
+    (
+        "rnn",
+        "Vanilla RNN",
+        "The plainest recurrence: one matrix remembers, nothing protects the memory from being rewritten.",
+    ),
+    (
+        "gru_seed",
+        "GRU, the Scribe models' convention: z overwrites",
+        "The GRU of the Scribe subword language models (`gru_seed`). The update gate z says how much to "
+        "**overwrite**: "
+        "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product.",
+    ),
+    (
+        "gru_torch",
+        "GRU, PyTorch's convention: z keeps",
+        "`torch.nn.GRU`, and the GRU of the Ablation page's gate-bias study (1024-step pixel sequences; "
+        "`gru_torch`). Here z says how much to **keep**: z → 1 keeps the memory, so that study's bias +1 means "
+        "*remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix product.",
+    ),
+    (
+        "lstm",
+        "LSTM",
+        "The standard LSTM, the cell of the Leviathan-LSTM preset (a 24M-parameter 3-layer character LSTM "
+        "trained on a GPU): a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1).",
+    ),
+    (
+        "scan",
+        "Selective scan (Mamba-style)",
+        "A Mamba-style selective recurrence, trained on character n-grams: the gates depend on the "
+        "input only, never on h, so the recurrence is linear and runs as a parallel associative scan. A **keeps**, "
+        "B writes; the gate is a small MLP (H → 4H → 2H, GELU) of the input e_t.",
+    ),
 ]
 left, right = st.columns(2, gap="large")
 for n, (cell, title, caption) in enumerate(FAMILIES):
@@ -71,15 +92,22 @@ for n, (cell, title, caption) in enumerate(FAMILIES):
         st.caption(caption)
         st.latex(equations_latex(cell))
 with right:
-    st.info("Two GRU conventions, one name: the same trained weights mean different things under each. "
-            "`gru_seed` and `gru_torch` are separate cells here, and every checkpoint summary names its "
-            "convention.", icon="⚠️")
+    st.info(
+        "Two GRU conventions, one name: the same trained weights mean different things under each. "
+        "`gru_seed` and `gru_torch` are separate cells here, and every checkpoint summary names its "
+        "convention.",
+        icon="⚠️",
+    )
 
 
 # lab/presets.py's seed numbers -> what each preset builds on, in plain words (students never see the seeds)
-BASED_ON = {"000": "subword GRU language models (Scribe)", "001": "the standard RNN, GRU and LSTM equations",
-            "002": "a 24M-parameter 3-layer character LSTM trained on a GPU",
-            "003": "a GRU gate-bias study on 1024-pixel sequences", "004": "a Mamba-style selective scan"}
+BASED_ON = {
+    "000": "subword GRU language models (Scribe)",
+    "001": "the standard RNN, GRU and LSTM equations",
+    "002": "a 24M-parameter 3-layer character LSTM trained on a GPU",
+    "003": "a GRU gate-bias study on 1024-pixel sequences",
+    "004": "a Mamba-style selective scan",
+}
 
 
 def based_on(seed):
@@ -92,19 +120,33 @@ def preset_table():
     rows = []
     for preset in PRESETS.values():
         model = preset.model
-        rows.append({
-            "preset": preset.name, "based on": based_on(preset.seed), "family": model.family,
-            "cell": model.cell,
-            "parameters": parameter_count(config_to_dict(model)),
-            "published count": f"{preset.expected_params:,}" if preset.expected_params else "",
-            "tokenizer": preset.tokenizer or "pixels", "description": preset_description(preset.name)})
+        rows.append(
+            {
+                "preset": preset.name,
+                "based on": based_on(preset.seed),
+                "family": model.family,
+                "cell": model.cell,
+                "parameters": parameter_count(config_to_dict(model)),
+                "published count": f"{preset.expected_params:,}" if preset.expected_params else "",
+                "tokenizer": preset.tokenizer or "pixels",
+                "description": preset_description(preset.name),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 st.header("Presets")
-st.caption("The lab's model families as named presets (`lab/presets.py`); the Train page starts from one. "
-           "Character models are counted at 65 characters, subword models at 1,000 pieces.")
-st.dataframe(preset_table(), hide_index=True, width="stretch",
-             column_config={"parameters": st.column_config.NumberColumn(format="localized"),
-                            "description": st.column_config.TextColumn(width="large")})
+st.caption(
+    "The lab's model families as named presets (`lab/presets.py`); the Train page starts from one. "
+    "Character models are counted at 65 characters, subword models at 1,000 pieces."
+)
+st.dataframe(
+    preset_table(),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "parameters": st.column_config.NumberColumn(format="localized"),
+        "description": st.column_config.TextColumn(width="large"),
+    },
+)
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")

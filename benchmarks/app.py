@@ -17,6 +17,7 @@ folder), drives Debian's /usr/bin/chromium with Playwright, and prints:
 
 The same driver (server, browser, chart probe) serves tests/test_browser.py.
 """
+
 import argparse
 import os
 import re
@@ -31,8 +32,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SCRIPT_DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # number of (x, y) points in the first plotly chart of the page, -1 when there is none
 # plotly sends numpy arrays as base64 typed arrays ({dtype: "f8", bdata}): their length is bytes / width
@@ -60,9 +68,24 @@ class AppServer:
         self.log = tempfile.TemporaryFile()
         env = {**os.environ, "RNNLAB_USER_DIR": str(user_dir), **(extra_env or {})}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
-             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.port",
+                str(self.port),
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
 
     def wait_healthy(self, timeout=60):
         deadline = time.monotonic() + timeout
@@ -154,7 +177,8 @@ def stop_training(page, timeout_ms=30_000):
 # how many traces of the first plotly chart have points: the runs drawn on the race chart
 CHART_CURVES_JS = CHART_POINTS_JS.replace(
     "return chart.data.reduce((n, trace) => n + length(trace.x), 0);",
-    "return chart.data.filter(trace => length(trace.x) > 0).length;")
+    "return chart.data.filter(trace => length(trace.x) > 0).length;",
+)
 
 
 def race_page_loads(browser, server, seconds, repeats):
@@ -180,15 +204,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=20, help="training budget of each benchmark run")
     parser.add_argument("--repeats", type=int, default=3, help="Start clicks to time (and page loads per page)")
-    parser.add_argument("--race", type=int, metavar="SECONDS",
-                        help="only the page loads during a four-way race of SECONDS (long enough to outlast them)")
+    parser.add_argument(
+        "--race",
+        type=int,
+        metavar="SECONDS",
+        help="only the page loads during a four-way race of SECONDS (long enough to outlast them)",
+    )
     args = parser.parse_args()
     if args.race:
         with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
             loads, curves, still_racing = race_page_loads(launch_browser(p), server, args.race, args.repeats)
-        print(f"warm page loads in a second session, median of {args.repeats}: idle, then during a four-way race "
-              f"({curves} traces with points on the racer's chart, a training and a validation curve per run; "
-              f"still racing at the end: {still_racing})")
+        print(
+            f"warm page loads in a second session, median of {args.repeats}: idle, then during a four-way race "
+            f"({curves} traces with points on the racer's chart, a training and a validation curve per run; "
+            f"still racing at the end: {still_racing})"
+        )
         for name, (idle, during) in loads.items():
             print(f"  {name:28s} {idle:5.2f} s -> {during:5.2f} s ({during / idle:.1f}x)")
         return
@@ -205,16 +235,21 @@ def main():
                 rss = server.peak_rss_mb()
             else:
                 stop_training(page)
-        print(f"click Start -> first loss point (default model astra-alpha, {args.seconds} s budget): "
-              f"first click of a fresh server {latencies[0]:.2f} s; later clicks "
-              + ", ".join(f"{t:.2f}" for t in latencies[1:]) + " s (target <= 2 s)")
+        print(
+            f"click Start -> first loss point (default model astra-alpha, {args.seconds} s budget): "
+            f"first click of a fresh server {latencies[0]:.2f} s; later clicks "
+            + ", ".join(f"{t:.2f}" for t in latencies[1:])
+            + " s (target <= 2 s)"
+        )
         print("warm page loads (navigation -> script done), median of", args.repeats, "(target <= 3 s):")
         for path, name in app_pages():
             open_page(page, f"{server.url}/{path}")  # cold: caches fill
             times = [open_page(page, f"{server.url}/{path}") for _ in range(args.repeats)]
             print(f"  {name:28s} {statistics.median(times):5.2f} s  (max {max(times):.2f} s)")
-        print(f"server peak RSS (VmHWM): {rss:.0f} MiB after training the default model for {args.seconds} s; "
-              f"{server.peak_rss_mb():.0f} MiB at the end (all pages visited)")
+        print(
+            f"server peak RSS (VmHWM): {rss:.0f} MiB after training the default model for {args.seconds} s; "
+            f"{server.peak_rss_mb():.0f} MiB at the end (all pages visited)"
+        )
         browser.close()
 
 

@@ -12,14 +12,15 @@ before the sweep (B=64, weight decay 0.01, no dropout, lr 3e-3, T=64) and
 changes only what its name says. Each variant takes the full budget: the whole
 list is about 80 minutes at 300 s.
 """
+
 import argparse
 import dataclasses
 
 import torch
 
+from lab.data import load_bundled_corpus
 from lab.models import build_model, count_parameters
 from lab.presets import get_preset
-from lab.data import load_bundled_corpus
 from lab.tasks import LMTask
 from lab.train import configure_cpu, train
 
@@ -55,9 +56,11 @@ def run(name, seconds, task):
     result = train(model, task, train_config)
     in_order = task.evaluate_in_order(model, next(model.parameters()).device)
     tokens_per_s = result.steps * train_config.batch_size * train_config.block_size / result.elapsed
-    return (f"| {name} | {count_parameters(model):,} | {result.steps:,} | {tokens_per_s:,.0f} | "
-            f"{result.last_train_loss:.3f} | {result.history[-1]['val_nats_per_char']:.4f} | "
-            f"{in_order['val_nats_per_char_in_order']:.4f} |")
+    return (
+        f"| {name} | {count_parameters(model):,} | {result.steps:,} | {tokens_per_s:,.0f} | "
+        f"{result.last_train_loss:.3f} | {result.history[-1]['val_nats_per_char']:.4f} | "
+        f"{in_order['val_nats_per_char_in_order']:.4f} |"
+    )
 
 
 def main():
@@ -68,8 +71,10 @@ def main():
     configure_cpu(2)
     task = LMTask.from_text(load_bundled_corpus(), "char")
     print(f"{args.seconds:.0f} s each, 2 threads, torch {torch.__version__}")
-    print("| variant | parameters | steps | tokens/s | last train loss | val, 256 random windows (nats/char) "
-          "| val, split read in order |")
+    print(
+        "| variant | parameters | steps | tokens/s | last train loss | val, 256 random windows (nats/char) "
+        "| val, split read in order |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name in args.only or VARIANTS:
         print(run(name, args.seconds, task), flush=True)

@@ -12,6 +12,7 @@ the GRU written the same way), and a tidied version of that pattern (biases
 folded into the nn.Linear, no per-step stacking). Then times the selective scan's
 loop against its parallel form at T=128 and T=1024.
 """
+
 import argparse
 import resource
 import time
@@ -32,10 +33,22 @@ class Seed002LSTMCell(nn.Module):
 
     def __init__(self, in_features, hidden_dim):
         super().__init__()
-        self.W_f_x, self.W_f_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
-        self.W_i_x, self.W_i_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
-        self.W_o_x, self.W_o_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
-        self.W_g_x, self.W_g_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.W_f_x, self.W_f_h = (
+            nn.Linear(in_features, hidden_dim, bias=False),
+            nn.Linear(hidden_dim, hidden_dim, bias=False),
+        )
+        self.W_i_x, self.W_i_h = (
+            nn.Linear(in_features, hidden_dim, bias=False),
+            nn.Linear(hidden_dim, hidden_dim, bias=False),
+        )
+        self.W_o_x, self.W_o_h = (
+            nn.Linear(in_features, hidden_dim, bias=False),
+            nn.Linear(hidden_dim, hidden_dim, bias=False),
+        )
+        self.W_g_x, self.W_g_h = (
+            nn.Linear(in_features, hidden_dim, bias=False),
+            nn.Linear(hidden_dim, hidden_dim, bias=False),
+        )
         self.b_f = nn.Parameter(torch.ones(hidden_dim))
         self.b_i, self.b_o, self.b_g = (nn.Parameter(torch.zeros(hidden_dim)) for _ in range(3))
 
@@ -54,9 +67,18 @@ class Seed002GRUCell(nn.Module):
 
     def __init__(self, in_features, hidden_dim):
         super().__init__()
-        self.W_r_x, self.W_r_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
-        self.W_z_x, self.W_z_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
-        self.W_h_x, self.W_h_h = nn.Linear(in_features, hidden_dim, bias=False), nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.W_r_x, self.W_r_h = (
+            nn.Linear(in_features, hidden_dim, bias=False),
+            nn.Linear(hidden_dim, hidden_dim, bias=False),
+        )
+        self.W_z_x, self.W_z_h = (
+            nn.Linear(in_features, hidden_dim, bias=False),
+            nn.Linear(hidden_dim, hidden_dim, bias=False),
+        )
+        self.W_h_x, self.W_h_h = (
+            nn.Linear(in_features, hidden_dim, bias=False),
+            nn.Linear(hidden_dim, hidden_dim, bias=False),
+        )
         self.b_r, self.b_z, self.b_h = (nn.Parameter(torch.zeros(hidden_dim)) for _ in range(3))
 
     def forward(self, x, h_prev, c_prev):  # c_prev: unused, so that one layer loop serves both cells
@@ -73,7 +95,9 @@ class Seed002Layer(nn.Module):
     def __init__(self, cell_cls, in_features=E, hidden_dim=H, n_layers=L):
         super().__init__()
         self.hidden_dim, self.n_layers = hidden_dim, n_layers
-        self.layers = nn.ModuleList(cell_cls(in_features if i == 0 else hidden_dim, hidden_dim) for i in range(n_layers))
+        self.layers = nn.ModuleList(
+            cell_cls(in_features if i == 0 else hidden_dim, hidden_dim) for i in range(n_layers)
+        )
 
     def forward(self, x):
         batch_dim, seq_length, _ = x.shape
@@ -189,8 +213,10 @@ def tokens_per_second(models, repeats):
             step()
             times[i].append(time.perf_counter() - start)
             faults[i] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
-    return [(B * T / sorted(model_times)[len(model_times) // 2], model_faults / repeats)
-            for model_times, model_faults in zip(times, faults)]
+    return [
+        (B * T / sorted(model_times)[len(model_times) // 2], model_faults / repeats)
+        for model_times, model_faults in zip(times, faults)
+    ]
 
 
 def time_scan(fn, T_len, repeats):
@@ -209,33 +235,47 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="only cap the threads; leave glibc's malloc at its defaults (see lab.train.configure_cpu)")
+    parser.add_argument(
+        "--default-malloc",
+        action="store_true",
+        help="only cap the threads; leave glibc's malloc at its defaults (see lab.train.configure_cpu)",
+    )
     args = parser.parse_args()
     if args.default_malloc:
         torch.set_num_threads(args.threads)
     else:
         configure_cpu(args.threads)  # as the CLI and the app run: threads capped, freed buffers kept for reuse
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {args.threads} threads, B={B} T={T} E={E} H={H} layers={L}, "
-          f"median of {args.repeats} train steps, the variants taking turns, "
-          f"malloc {'defaults' if args.default_malloc else 'as configure_cpu sets it'}")
+    print(
+        f"torch {torch.__version__}, {args.threads} threads, B={B} T={T} E={E} H={H} layers={L}, "
+        f"median of {args.repeats} train steps, the variants taking turns, "
+        f"malloc {'defaults' if args.default_malloc else 'as configure_cpu sets it'}"
+    )
     for name, cell, fused, seed_cell, tidy_cell in [
         ("GRU", "gru_torch", nn.GRU, Seed002GRUCell, TidySeedGRUCell),
         ("LSTM", "lstm", nn.LSTM, Seed002LSTMCell, TidySeedLSTMCell),
     ]:
-        variants = (Lab(cell, "fast"), Fused(fused), Lab(cell, "reference"), Seed002Layer(seed_cell),
-                    TidySeedStack(tidy_cell, lstm=cell == "lstm"))
+        variants = (
+            Lab(cell, "fast"),
+            Fused(fused),
+            Lab(cell, "reference"),
+            Seed002Layer(seed_cell),
+            TidySeedStack(tidy_cell, lstm=cell == "lstm"),
+        )
         (s, s_pf), (f, f_pf), (r, r_pf), (k, k_pf), (t, t_pf) = tokens_per_second(variants, args.repeats)
-        print(f"{name:5s} fast {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | reference {r:9,.0f} tok/s"
-              f" | seed 002 as published {k:9,.0f} tok/s | seed 002 tidied {t:9,.0f} tok/s\n"
-              f"      page faults per step: {s_pf:,.0f} | {f_pf:,.0f} | {r_pf:,.0f} | {k_pf:,.0f} | {t_pf:,.0f}\n"
-              f"      fast time / fused time = {f / s:.2f}x | fast speed-up over reference = {s / r:.2f}x,"
-              f" over seed 002 as published = {s / k:.2f}x, over seed 002 tidied = {s / t:.2f}x")
+        print(
+            f"{name:5s} fast {s:9,.0f} tok/s | fused nn.{name} {f:9,.0f} tok/s | reference {r:9,.0f} tok/s"
+            f" | seed 002 as published {k:9,.0f} tok/s | seed 002 tidied {t:9,.0f} tok/s\n"
+            f"      page faults per step: {s_pf:,.0f} | {f_pf:,.0f} | {r_pf:,.0f} | {k_pf:,.0f} | {t_pf:,.0f}\n"
+            f"      fast time / fused time = {f / s:.2f}x | fast speed-up over reference = {s / r:.2f}x,"
+            f" over seed 002 as published = {s / k:.2f}x, over seed 002 tidied = {s / t:.2f}x"
+        )
     for T_len in (128, 1024):
         loop, par = time_scan(scan_sequential, T_len, args.repeats), time_scan(scan_parallel, T_len, args.repeats)
-        print(f"scan T={T_len:5d}: loop {loop:8.1f} ms | parallel {par:8.1f} ms (forward+backward, B={B}, H={H})"
-              f" | {'parallel' if par < loop else 'loop'} wins by {max(loop, par) / min(loop, par):.2f}x")
+        print(
+            f"scan T={T_len:5d}: loop {loop:8.1f} ms | parallel {par:8.1f} ms (forward+backward, B={B}, H={H})"
+            f" | {'parallel' if par < loop else 'loop'} wins by {max(loop, par) / min(loop, par):.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ Start in each as fast as Playwright can, and prints:
 
 Bounded: N contexts, one Start each, every wait capped; the server and browser stop at the end.
 """
+
 import argparse
 import re
 import statistics
@@ -37,8 +38,10 @@ def first_steps(server_log):
     """(wall-clock time, seconds after its job's start()) of every run's first step, from the server's log."""
     from datetime import datetime
 
-    return [(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp(), float(after))
-            for stamp, after in FIRST_STEP_LINE.findall(server_log)]
+    return [
+        (datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp(), float(after))
+        for stamp, after in FIRST_STEP_LINE.findall(server_log)
+    ]
 
 
 def _descendants(pid):
@@ -106,16 +109,23 @@ def main():
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=10, help="students pressing Start at once (1-30)")
-    parser.add_argument("--seconds", type=int, default=120,
-                        help="each run's training budget (long enough to be running when the tabs close)")
+    parser.add_argument(
+        "--seconds",
+        type=int,
+        default=120,
+        help="each run's training budget (long enough to be running when the tabs close)",
+    )
     parser.add_argument("--unattended", type=int, default=20, help="the server's RNNLAB_UNATTENDED_SECONDS")
     parser.add_argument("--browser-nice", type=int, default=10, help="the browsers' niceness (0-19)")
     args = parser.parse_args()
     if not 1 <= args.sessions <= 30:
         parser.error("--sessions must be in 1..30")
     env = {"RNNLAB_UNATTENDED_SECONDS": str(args.unattended)}
-    with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir, extra_env=env) as server, \
-            sync_playwright() as p:
+    with (
+        tempfile.TemporaryDirectory() as user_dir,
+        AppServer(user_dir, extra_env=env) as server,
+        sync_playwright() as p,
+    ):
         browser = launch_niced_browser(p, user_dir, args.browser_nice)
         viewport = {"width": 1400, "height": 1000}
         watcher = browser.new_context(viewport=viewport).new_page()
@@ -172,25 +182,37 @@ def main():
     for n, (t, what) in enumerate(zip(first_point, seen)):
         print(f"  student {n + 1:2d}: first loss point {'never' if t is None else f'{t:5.2f} s'} · sees: {what}")
     if times:
-        print(f"  first loss point: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
-              f"({len(times)} of {args.sessions} started; target: every run within 10 s)")
+        print(
+            f"  first loss point: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
+            f"({len(times)} of {args.sessions} started; target: every run within 10 s)"
+        )
     if server_side:  # which line is whose is not known, but no run started before the first click
         latest = max(at for at, _ in server_side)
-        print(f"  on the server (its log): {len(server_side)} runs took their first step, the last "
-              f"{latest - min(clicked_at):.2f} s after the first click and {latest - max(clicked_at):.2f} s after "
-              f"the last; from each run's start to its first step: median "
-              f"{statistics.median(after for _, after in server_side):.2f} s, max "
-              f"{max(after for _, after in server_side):.2f} s. The rest of a student's wait is the page drawing "
-              "the point, in a browser that here shares the server's cores")
+        print(
+            f"  on the server (its log): {len(server_side)} runs took their first step, the last "
+            f"{latest - min(clicked_at):.2f} s after the first click and {latest - max(clicked_at):.2f} s after "
+            f"the last; from each run's start to its first step: median "
+            f"{statistics.median(after for _, after in server_side):.2f} s, max "
+            f"{max(after for _, after in server_side):.2f} s. The rest of a student's wait is the page drawing "
+            "the point, in a browser that here shares the server's cores"
+        )
     print(f"  runs training at once right after: {at_once[0]} (waiting: {at_once[1]})")
-    print(f"another student's /Sample load: idle {idle_load:.2f} s, during the runs {busy_load:.2f} s "
-          f"({busy_load / idle_load:.1f}x; target <= 2x)")
-    print(f"server process RSS: idle {idle_rss:.0f} MiB, peak while training {peak_rss:.0f} MiB, after the "
-          f"runs {after_rss:.0f} MiB")
-    print(f"server and its run processes, PSS: idle {idle_pss:.0f} MiB, peak while training {peak_pss:.0f} MiB, "
-          f"after the runs {after_pss:.0f} MiB")
-    print(f"closing every tab -> no run on the server: {stopped_after:.1f} s "
-          f"(RNNLAB_UNATTENDED_SECONDS={args.unattended})")
+    print(
+        f"another student's /Sample load: idle {idle_load:.2f} s, during the runs {busy_load:.2f} s "
+        f"({busy_load / idle_load:.1f}x; target <= 2x)"
+    )
+    print(
+        f"server process RSS: idle {idle_rss:.0f} MiB, peak while training {peak_rss:.0f} MiB, after the "
+        f"runs {after_rss:.0f} MiB"
+    )
+    print(
+        f"server and its run processes, PSS: idle {idle_pss:.0f} MiB, peak while training {peak_pss:.0f} MiB, "
+        f"after the runs {after_pss:.0f} MiB"
+    )
+    print(
+        f"closing every tab -> no run on the server: {stopped_after:.1f} s "
+        f"(RNNLAB_UNATTENDED_SECONDS={args.unattended})"
+    )
 
 
 if __name__ == "__main__":

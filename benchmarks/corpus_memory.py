@@ -10,6 +10,7 @@ tokenizer runs in a fresh process, because peak resident memory (ru_maxrss)
 only ever grows; the figure that matters on a shared server is the peak over
 the idle process (lab and torch imported, nothing read yet).
 """
+
 import resource
 import subprocess
 import sys
@@ -33,9 +34,12 @@ def measure(kind):
     task = LMTask.from_text(read_text(upload), kind)
     seconds = time.perf_counter() - start
     n_ids = len(task.train_ids) + len(task.val_ids)
-    print(f"{kind:13s}: {len(upload) / 2**20:.1f} MB upload -> {n_ids:,} token ids "
-          f"({n_ids * task.train_ids.element_size() / 2**20:.0f} MB) in {seconds:.0f}s; peak resident memory "
-          f"{idle:.0f} MB idle, {peak_mb():.0f} MB after: +{peak_mb() - idle:.0f} MB", flush=True)
+    print(
+        f"{kind:13s}: {len(upload) / 2**20:.1f} MB upload -> {n_ids:,} token ids "
+        f"({n_ids * task.train_ids.element_size() / 2**20:.0f} MB) in {seconds:.0f}s; peak resident memory "
+        f"{idle:.0f} MB idle, {peak_mb():.0f} MB after: +{peak_mb() - idle:.0f} MB",
+        flush=True,
+    )
 
 
 def main(argv):

@@ -10,6 +10,7 @@ share of the split's mean loss (nats/char). This is how the bundled corpus's
 one odd heading format was found (BENCHMARKS.md, issue 3); run it on the
 corpus as it was (scripts/build_corpus.py at commit c09efa2) to see the cost.
 """
+
 import argparse
 
 import torch
@@ -32,7 +33,7 @@ def position_kinds(text):
     for start, line in zip(starts, lines):
         indent = len(line) - len(line.lstrip(" "))
         if indent:
-            kinds[max(start - 1, 0):start - 1 + indent] = 2
+            kinds[max(start - 1, 0) : start - 1 + indent] = 2
     return kinds
 
 
@@ -52,7 +53,7 @@ def main():
         check_long_enough(len(held_out_ids), 1, "held-out split")
     except ValueError as error:  # lab's CheckpointError and DataError included
         parser.error(str(error))
-    held_out = text[len(text) - len(held_out_ids):]
+    held_out = text[len(text) - len(held_out_ids) :]
     with torch.no_grad():
         logits = checkpoint.model.eval()(held_out_ids[None, :-1])[0]
     loss = F.cross_entropy(logits[0], held_out_ids[1:], reduction="none")

@@ -10,6 +10,7 @@ browser sessions (warm: cached results), each timed from navigation to the
 script's end, and prints the cold time and the warm median and maximum; then
 Home's warm time, the same measure of a light page under the same load.
 """
+
 import argparse
 import statistics
 import tempfile
@@ -26,6 +27,7 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
         browser = launch_browser(p)
+
         def visit(url):
             """Load `url` in a new browser session (a new page: its own Streamlit session), then close it."""
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -43,7 +45,9 @@ def main():
             warm = [visit(url) for _ in range(args.repeats)]
             print(f"  {slug:20s} first {cold:5.2f} s   warm {statistics.median(warm):5.2f} s  (max {max(warm):.2f} s)")
         home = [visit(server.url) for _ in range(args.repeats)]  # the same measure of a light page, same load
-        print(f"  {'(Home, for scale)':20s}                warm {statistics.median(home):5.2f} s  (max {max(home):.2f} s)")
+        print(
+            f"  {'(Home, for scale)':20s}                warm {statistics.median(home):5.2f} s  (max {max(home):.2f} s)"
+        )
         browser.close()
 
 

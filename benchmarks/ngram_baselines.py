@@ -8,6 +8,7 @@ character n-gram model counted on the training split; each checkpoint reading on
 characters before the target from the zero state (a recurrent LM truncated to the chain's context;
 ScanMarkov is trained on exactly such contexts). Prints Markdown tables for BENCHMARKS.md.
 """
+
 import argparse
 import sys
 import time
@@ -22,13 +23,21 @@ from lab.ngram import N_MAX, kneser_ney_scores, truncated_scores  # noqa: E402
 from lab.train import configure_cpu  # noqa: E402
 
 ORDERS = range(2, N_MAX + 1)
-DEFAULT = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "checkpoints").glob("*_latest.safetensors")
-                 if p.name.startswith(("char-", "scan-markov")))
+DEFAULT = sorted(
+    str(p.relative_to(ROOT))
+    for p in (ROOT / "checkpoints").glob("*_latest.safetensors")
+    if p.name.startswith(("char-", "scan-markov"))
+)
 
 
 def row(name, scores):
-    return (f"| {name} | " + " | ".join(f"{scores[n]['loss']:.3f}" for n in ORDERS) + " | "
-            + " | ".join(f"{100 * scores[n]['accuracy']:.1f}%" for n in ORDERS) + " |")
+    return (
+        f"| {name} | "
+        + " | ".join(f"{scores[n]['loss']:.3f}" for n in ORDERS)
+        + " | "
+        + " | ".join(f"{100 * scores[n]['accuracy']:.1f}%" for n in ORDERS)
+        + " |"
+    )
 
 
 def main():
@@ -39,10 +48,17 @@ def main():
     text = load_bundled_corpus()
     start = time.perf_counter()
     counts = kneser_ney_scores(text, orders=range(1, N_MAX + 1))
-    print(f"Kneser-Ney counted and scored in {time.perf_counter() - start:.0f}s on {counts[1]['count']:,} targets; "
-          f"order 1 (unigram): {counts[1]['loss']:.3f} nats/char, {100 * counts[1]['accuracy']:.1f}%\n")
-    print("| model | " + " | ".join(f"n={n} nats/char" for n in ORDERS) + " | "
-          + " | ".join(f"n={n} acc" for n in ORDERS) + " |")
+    print(
+        f"Kneser-Ney counted and scored in {time.perf_counter() - start:.0f}s on {counts[1]['count']:,} targets; "
+        f"order 1 (unigram): {counts[1]['loss']:.3f} nats/char, {100 * counts[1]['accuracy']:.1f}%\n"
+    )
+    print(
+        "| model | "
+        + " | ".join(f"n={n} nats/char" for n in ORDERS)
+        + " | "
+        + " | ".join(f"n={n} acc" for n in ORDERS)
+        + " |"
+    )
     print("|---|" + "---|" * 2 * len(ORDERS))
     print(row("Kneser-Ney n-gram (counts)", counts), flush=True)
     for path in args.checkpoints:

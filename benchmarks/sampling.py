@@ -11,6 +11,7 @@ shows the cost of sampling on top of the forward pass. Each thread count in
 threads, and on cores shared with other processes the extra thread's
 synchronisation can cost more than the work (see BENCHMARKS.md).
 """
+
 import argparse
 import dataclasses
 import os
@@ -47,8 +48,10 @@ def measure(model, tokenizer, threads, tokens, repeats):
     t_top_k, _ = timed(lambda: generate(model, tokenizer, PROMPT, top_k), repeats)
     t_rerun, rerun = timed(lambda: generate_by_rerunning_prefix(model, tokenizer, PROMPT, greedy), 1)
     load_after = os.getloadavg()[0]
-    print(f"--- {threads} thread(s); 1-minute load average {load_before:.2f} before, {load_after:.2f} after "
-          f"({os.cpu_count()} cores)")
+    print(
+        f"--- {threads} thread(s); 1-minute load average {load_before:.2f} before, {load_after:.2f} after "
+        f"({os.cpu_count()} cores)"
+    )
     print(f"stateful, greedy            {tokens / t_greedy:9.0f} tokens/s  ({t_greedy:.3f} s, best of {repeats})")
     print(f"stateful, top-k k=20 T=0.8  {tokens / t_top_k:9.0f} tokens/s  ({t_top_k:.3f} s, best of {repeats})")
     print(f"re-running the prefix       {tokens / t_rerun:9.0f} tokens/s  ({t_rerun:.3f} s, one run)")
@@ -67,8 +70,10 @@ def main():
     torch.manual_seed(0)
     config = dataclasses.replace(get_preset("astra-alpha").model, vocab_size=tokenizer.vocab_size)
     model = build_model(config)
-    print(f"model: astra-alpha, {count_parameters(model):,} parameters, V={tokenizer.vocab_size}, untrained; "
-          f"torch {torch.__version__}; {args.tokens} new tokens, prompt {PROMPT!r}")
+    print(
+        f"model: astra-alpha, {count_parameters(model):,} parameters, V={tokenizer.vocab_size}, untrained; "
+        f"torch {torch.__version__}; {args.tokens} new tokens, prompt {PROMPT!r}"
+    )
     for threads in args.threads:
         measure(model, tokenizer, threads, args.tokens, args.repeats)
 

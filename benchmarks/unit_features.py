@@ -3,13 +3,15 @@
     python -m benchmarks.unit_features [--checkpoints checkpoints/char-lstm_latest.safetensors ...]
 
 Every checkpoint (default: every bundled model with a character tokenizer) reads the
-validation text, the bundled corpus's four held-out plays (lab.data.load_bundled_split), in one pass from the zero state with the state carried (lab.units.unit_correlations_over).
+validation text, the bundled corpus's four held-out plays (lab.data.load_bundled_split), in one pass
+from the zero state with the state carried (lab.units.unit_correlations_over).
 For each feature of lab.features.FEATURES, the table gives the strongest Pearson r of any
 unit of any gate or state of any layer, and which unit it is ("c 45": unit 45 of the cell
 state c, layer 0; "1:h 7" for layer 1). A first table names the models measured, with a
 SHA-256 prefix of each file, so that a rerun on retrained models says which ones it read.
 Prints Markdown for BENCHMARKS.md.
 """
+
 import argparse
 import hashlib
 import sys
@@ -48,11 +50,14 @@ def model_row(path, checkpoint, seconds):
     config = checkpoint.config
     evals = [e for e in checkpoint.metrics.get("history", []) if "val_nats_per_char" in e]
     loss = f"{evals[-1]['val_nats_per_char']:.3f}" if evals else "–"
-    size = (f"{config.num_layers}×{config.hidden_size}" if hasattr(config, "num_layers")
-            else f"1×{config.embed_dim} (scan)")
+    size = (
+        f"{config.num_layers}×{config.hidden_size}" if hasattr(config, "num_layers") else f"1×{config.embed_dim} (scan)"
+    )
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
-    return (f"| {Path(path).name} | {config.cell} | {size} | {parameter_count(config):,} | {loss} | `{digest}` "
-            f"| {seconds:.0f} s |")
+    return (
+        f"| {Path(path).name} | {config.cell} | {size} | {parameter_count(config):,} | {loss} | `{digest}` "
+        f"| {seconds:.0f} s |"
+    )
 
 
 def main():
@@ -70,8 +75,9 @@ def main():
         best[Path(path).name] = strongest_per_feature(table).set_index("feature")
         rows.append(model_row(path, checkpoint, time.perf_counter() - start))
     print(f"Validation text: the bundled corpus's four held-out plays, {len(text):,} characters.\n")
-    print("| model | cell | layers × units | parameters | validation nats/char (its own record) | SHA-256 | "
-          "measured in |")
+    print(
+        "| model | cell | layers × units | parameters | validation nats/char (its own record) | SHA-256 | measured in |"
+    )
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     names = list(best)

@@ -16,6 +16,7 @@ heading's colon written as the bundled plays write it ("PETRUCHIO." for "PETRUCH
 that never saw a colon end a heading pays ~10 nats at each of the Shrew's 707 headings, about
 0.1 nats/char of its score.
 """
+
 import argparse
 import re
 
@@ -31,11 +32,11 @@ TEMPEST_STARTS = "\n\nMaster:\nBoatswain!"  # the first line of The Tempest in T
 
 def shrew_text(tiny):
     """The part of Tiny Shakespeare's validation split (its last 10%) before The Tempest begins."""
-    validation = tiny[int(len(tiny) * 0.9):]
+    validation = tiny[int(len(tiny) * 0.9) :]
     end = validation.find(TEMPEST_STARTS)
     if end < 0:
         raise ValueError("tiny: this is not Tiny Shakespeare (The Tempest's first line is missing)")
-    return validation[:end + 2]
+    return validation[: end + 2]
 
 
 def headings_as_the_corpus_writes_them(text):
@@ -48,7 +49,8 @@ def shrew_nats_per_char(checkpoint, text, streams=8):
     """`checkpoint`'s loss on `text` read in order, state carried, in nats per character."""
     task = LMTask("", text, checkpoint.tokenizer)
     return task.evaluate_in_order(checkpoint.model.eval(), torch.device("cpu"), streams=streams)[
-        "val_nats_per_char_in_order"]
+        "val_nats_per_char_in_order"
+    ]
 
 
 def main():
@@ -59,8 +61,10 @@ def main():
     configure_cpu(2)
     text = shrew_text(read_text(args.tiny) if args.tiny else download_tiny_shakespeare())
     print(f"The Taming of the Shrew in Tiny Shakespeare's validation split: {len(text):,} characters\n")
-    print("| checkpoint | parameters | own validation, windows | own validation, in order | Shrew, in order | "
-          "Shrew, headings with a full stop |")
+    print(
+        "| checkpoint | parameters | own validation, windows | own validation, in order | Shrew, in order | "
+        "Shrew, headings with a full stop |"
+    )
     print("|---|---|---|---|---|---|")
     for path in args.checkpoints:
         checkpoint = load_checkpoint(path, device="cpu")
@@ -68,10 +72,13 @@ def main():
             continue
         m = checkpoint.metrics
         params = sum(p.numel() for p in checkpoint.model.parameters())
-        print(f"| {checkpoint.meta['name']} | {params:,} | {m.get('val_nats_per_char', float('nan')):.3f} | "
-              f"{m.get('val_nats_per_char_in_order', float('nan')):.3f} | "
-              f"{shrew_nats_per_char(checkpoint, text):.3f} | "
-              f"{shrew_nats_per_char(checkpoint, headings_as_the_corpus_writes_them(text)):.3f} |", flush=True)
+        print(
+            f"| {checkpoint.meta['name']} | {params:,} | {m.get('val_nats_per_char', float('nan')):.3f} | "
+            f"{m.get('val_nats_per_char_in_order', float('nan')):.3f} | "
+            f"{shrew_nats_per_char(checkpoint, text):.3f} | "
+            f"{shrew_nats_per_char(checkpoint, headings_as_the_corpus_writes_them(text)):.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 Never imports Streamlit: the app (app.py, pages/) and the command line
 (`python -m lab`) are two clients of the same functions.
 """
+
 import os
 
 # OpenMP's idle threads spin-wait by default. On shared or busy cores (Streamlit

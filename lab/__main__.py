@@ -1,13 +1,14 @@
 """RNN Lab on the command line: the same lab functions the app calls.
 
-    python -m lab train --preset astra-alpha --seconds 60 --name astra
-    python -m lab sample runs/astra_latest.safetensors --prompt "ROMEO." --strategy top_p
-    python -m lab summary runs/astra_latest.safetensors
-    python -m lab list
-    python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
-    torchrun --nproc_per_node=4 -m lab train --preset leviathan-lstm --corpus tiny-shakespeare --resumable
-    torchrun --nproc_per_node=3 -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
+python -m lab train --preset astra-alpha --seconds 60 --name astra
+python -m lab sample runs/astra_latest.safetensors --prompt "ROMEO." --strategy top_p
+python -m lab summary runs/astra_latest.safetensors
+python -m lab list
+python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
+torchrun --nproc_per_node=4 -m lab train --preset leviathan-lstm --corpus tiny-shakespeare --resumable
+torchrun --nproc_per_node=3 -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2
 """
+
 import argparse
 import contextlib
 import dataclasses
@@ -25,16 +26,36 @@ SEED_EPOCHS = "seed"  # --epochs given without a number
 DEFAULT_PRESET, DEFAULT_CORPUS = "astra-alpha", "bundled"
 
 
-MODEL_OPTIONS = ("cell", "backend", "embed_dim", "hidden_size", "num_layers", "dropout", "embed_dropout",
-                 "weight_dropout")  # override the preset's
+MODEL_OPTIONS = (
+    "cell",
+    "backend",
+    "embed_dim",
+    "hidden_size",
+    "num_layers",
+    "dropout",
+    "embed_dropout",
+    "weight_dropout",
+)  # override the preset's
 
 
 def _train_options(args):
     """The TrainConfig fields given on the command line, budgets aside."""
-    return {k: v for k, v in [("lr", args.lr), ("weight_decay", args.weight_decay), ("batch_size", args.batch_size),
-                              ("block_size", args.block_size), ("seed", args.seed), ("device", args.device),
-                              ("eval_interval", args.eval_interval), ("stateful", args.stateful), ("amp", args.amp),
-                              ("compile", args.compile)] if v is not None}
+    return {
+        k: v
+        for k, v in [
+            ("lr", args.lr),
+            ("weight_decay", args.weight_decay),
+            ("batch_size", args.batch_size),
+            ("block_size", args.block_size),
+            ("seed", args.seed),
+            ("device", args.device),
+            ("eval_interval", args.eval_interval),
+            ("stateful", args.stateful),
+            ("amp", args.amp),
+            ("compile", args.compile),
+        ]
+        if v is not None
+    }
 
 
 def _train(args):
@@ -75,15 +96,18 @@ def _new_run(args):
     options = dict(preset.tokenizer_options) if tokenizer_kind == preset.tokenizer else {}
     if args.vocab_size is not None:
         if tokenizer_kind != "sentencepiece":  # a char vocabulary is the text's characters
-            raise LabError("vocab-size: only a sentencepiece tokenizer has a size to choose; "
-                             "add --tokenizer sentencepiece")
+            raise LabError(
+                "vocab-size: only a sentencepiece tokenizer has a size to choose; add --tokenizer sentencepiece"
+            )
         options["vocab_size"] = args.vocab_size
     # everything that can be refused is refused before the corpus is tokenized and the model trained
     name = sanitize_name(args.name or preset.name)
     check_folder(args.out)
     if preset.task == "ngram" and (args.stateful or args.block_size is not None):
-        raise LabError(f"{'stateful' if args.stateful else 'block-size'}: the {preset.name} preset trains on "
-                         "2-5-gram samples, not windows; the scan-markov-windows preset trains on windows")
+        raise LabError(
+            f"{'stateful' if args.stateful else 'block-size'}: the {preset.name} preset trains on "
+            "2-5-gram samples, not windows; the scan-markov-windows preset trains on windows"
+        )
     no_budget = args.steps is None and args.seconds is None and args.epochs is None
     budget = {"max_steps": 1000 if no_budget else args.steps}
     if args.epochs is not None:  # with --steps too, whichever ends first
@@ -93,8 +117,9 @@ def _new_run(args):
     train_config = preset.train_config(**budget, max_seconds=args.seconds, **_train_options(args))
     # with the preset's vocabulary, so that a model too large is refused before the corpus is read;
     # again below with the corpus's own
-    check_training_memory(dataclasses.replace(preset.model, **overrides), train_config.batch_size,
-                          train_config.block_size)
+    check_training_memory(
+        dataclasses.replace(preset.model, **overrides), train_config.batch_size, train_config.block_size
+    )
     task = TASKS[preset.task].from_corpus(args.corpus or DEFAULT_CORPUS, tokenizer_kind, **options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
     check_training_memory(config, train_config.batch_size, task.sequence_length(train_config))
@@ -114,13 +139,18 @@ def _resumed_run(args):
     tokenizer = checkpoint.tokenizer
     if tokenizer is None:
         raise LabError(f"resume: {args.resume} is a {checkpoint.config.family}, not a language model")
-    for option, given, saved in [("preset", args.preset, preset), ("corpus", args.corpus, corpus),
-                                 ("tokenizer", args.tokenizer, tokenizer.kind),
-                                 ("vocab_size", args.vocab_size, tokenizer.vocab_size),
-                                 *((k, getattr(args, k), getattr(checkpoint.config, k, None)) for k in MODEL_OPTIONS)]:
+    for option, given, saved in [
+        ("preset", args.preset, preset),
+        ("corpus", args.corpus, corpus),
+        ("tokenizer", args.tokenizer, tokenizer.kind),
+        ("vocab_size", args.vocab_size, tokenizer.vocab_size),
+        *((k, getattr(args, k), getattr(checkpoint.config, k, None)) for k in MODEL_OPTIONS),
+    ]:
         if given is not None and given != saved:
-            raise LabError(f"resume: --{option.replace('_', '-')} {given} differs from the run being resumed "
-                             f"({saved}); leave it out to continue that run")
+            raise LabError(
+                f"resume: --{option.replace('_', '-')} {given} differs from the run being resumed "
+                f"({saved}); leave it out to continue that run"
+            )
     name = sanitize_name(args.name or checkpoint.meta["name"])
     check_folder(args.out)
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -147,32 +177,51 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
     resumable = args.resumable or resume is not None
     if resumable:
         check_resumable_size(model.config)
-    distributed.check_same_as_rank0([len(task.train_ids), task.train_ids.sum().item()], "corpus",
-                                    f"or tokenized {corpus}")
+    distributed.check_same_as_rank0(
+        [len(task.train_ids), task.train_ids.sum().item()], "corpus", f"or tokenized {corpus}"
+    )
     summary = model_summary(model, name)
     say(f"{name}: {summary.total:,} parameters, {summary.conventions[0]}")
-    say(f"corpus {corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
-        f"({task.tokenizer.kind}, vocab {task.vocab_size}, {task.chars_per_token:.2f} chars/token)")
+    say(
+        f"corpus {corpus}: {len(task.train_ids):,} train / {len(task.val_ids):,} val tokens "
+        f"({task.tokenizer.kind}, vocab {task.vocab_size}, {task.chars_per_token:.2f} chars/token)"
+    )
     if world > 1:
-        say(f"data-parallel over {world} ranks: global batch {train_config.batch_size} = "
+        say(
+            f"data-parallel over {world} ranks: global batch {train_config.batch_size} = "
             f"{train_config.batch_size // world} per rank x {world}; steps and the learning-rate schedule count "
-            "global batches")
+            "global batches"
+        )
     if resume is not None:
-        say(f"resuming at step {resume.step} ({resume.elapsed:.0f}s trained) of a budget of "
-              f"{train_config.max_steps or '-'} steps / {train_config.max_seconds or '-'} s")
+        say(
+            f"resuming at step {resume.step} ({resume.elapsed:.0f}s trained) of a budget of "
+            f"{train_config.max_steps or '-'} steps / {train_config.max_seconds or '-'} s"
+        )
 
-    bar = tqdm(total=100, unit="%", mininterval=0.5, disable=rank != 0, bar_format="{l_bar}{bar}| {n:.0f}/{total}% [{elapsed}<{remaining}] {postfix}")
+    bar = tqdm(
+        total=100,
+        unit="%",
+        mininterval=0.5,
+        disable=rank != 0,
+        bar_format="{l_bar}{bar}| {n:.0f}/{total}% [{elapsed}<{remaining}] {postfix}",
+    )
 
     def on_event(event):
         if event["type"] == "step":
             bar.update(event["progress"] * 100 - bar.n)
-            bar.set_postfix_str(f"step {event['step']} loss {event['train_loss']:.3f} "
-                                f"{event['tokens_per_s']:,.0f} tok/s")
+            bar.set_postfix_str(
+                f"step {event['step']} loss {event['train_loss']:.3f} {event['tokens_per_s']:,.0f} tok/s"
+            )
         elif event["type"] == "eval":
-            by_n = "".join(f" | n={n} {event[f'val_loss_n{n}']:.3f} {100 * event[f'val_accuracy_n{n}']:.0f}%"
-                           for n in range(2, 6) if f"val_loss_n{n}" in event)  # seed 004's orders
-            bar.write(f"step {event['step']:6d} | train {event['train_loss']:.4f} | val {event['val_loss']:.4f} "
-                      f"({event['val_nats_per_char']:.4f} nats/char){by_n} | {event['elapsed']:.0f}s")
+            by_n = "".join(
+                f" | n={n} {event[f'val_loss_n{n}']:.3f} {100 * event[f'val_accuracy_n{n}']:.0f}%"
+                for n in range(2, 6)
+                if f"val_loss_n{n}" in event
+            )  # seed 004's orders
+            bar.write(
+                f"step {event['step']:6d} | train {event['train_loss']:.4f} | val {event['val_loss']:.4f} "
+                f"({event['val_nats_per_char']:.4f} nats/char){by_n} | {event['elapsed']:.0f}s"
+            )
 
     first_step = resume.step if resume is not None else 0
     try:
@@ -183,29 +232,47 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
     finally:  # also before an error message, which must not land on the bar's line
         bar.close()
     if result is None or result.steps == first_step:
-        say("interrupted before a step was taken; nothing saved" if result is not None else
-            "interrupted; nothing saved")
+        say(
+            "interrupted before a step was taken; nothing saved" if result is not None else "interrupted; nothing saved"
+        )
         return 1
     if rank != 0:
         return 0
     last = result.history[-1] if result.history else {}
-    path = _save_or_rescue(args.out, name, model.cpu(), task.tokenizer,
-                           run_metrics(result, train_config, corpus=corpus), {"preset": preset},
-                           result.training_state if resumable else None)
-    tokens_per_s = (result.steps - first_step) * train_config.batch_size * train_config.block_size / (
-        result.elapsed - (resume.elapsed if resume is not None else 0.0))
-    print(f"{result.reason}: {result.steps} steps in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
-          f"val loss {last.get('val_loss', float('nan')):.4f} "
-          f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)")
+    path = _save_or_rescue(
+        args.out,
+        name,
+        model.cpu(),
+        task.tokenizer,
+        run_metrics(result, train_config, corpus=corpus),
+        {"preset": preset},
+        result.training_state if resumable else None,
+    )
+    tokens_per_s = (
+        (result.steps - first_step)
+        * train_config.batch_size
+        * train_config.block_size
+        / (result.elapsed - (resume.elapsed if resume is not None else 0.0))
+    )
+    print(
+        f"{result.reason}: {result.steps} steps in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
+        f"val loss {last.get('val_loss', float('nan')):.4f} "
+        f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)"
+    )
     if model.config.family == "lm":  # a recurrent LM's memory, beyond the cold-started validation windows
         device = resolve_device(train_config.device)  # where it trained: CUDA when there is one
         in_order = task.evaluate_in_order(model.to(device), device)
-        print(f"validation split read in order, state carried: {in_order['val_loss_in_order']:.4f} "
-              f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)")
+        print(
+            f"validation split read in order, state carried: {in_order['val_loss_in_order']:.4f} "
+            f"({in_order['val_nats_per_char_in_order']:.4f} nats/char)"
+        )
     print(f"saved {path}")
     if result.reason == "stopped":
-        print(f"continue it with: python -m lab train --resume {path} --out {args.out}" if resumable else
-              "(a run started with --resumable can be continued after a stop)")
+        print(
+            f"continue it with: python -m lab train --resume {path} --out {args.out}"
+            if resumable
+            else "(a run started with --resumable can be continued after a stop)"
+        )
     return 0
 
 
@@ -220,8 +287,7 @@ def stop_on_signal(say):
         if requested.is_set() and signum == signal.SIGINT:
             raise KeyboardInterrupt
         requested.set()
-        say(f"{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to quit without "
-            "saving)")
+        say(f"{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to quit without saving)")
 
     previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -235,8 +301,9 @@ def epoch_budget(preset, epochs):
     """--epochs N (or --epochs alone: the seed's own number) as TrainConfig budget fields."""
     if epochs == SEED_EPOCHS:
         if preset.seed_epochs is None:
-            raise LabError(f"epochs: the {preset.name} preset's seed gives no number of epochs; write one, "
-                             "e.g. --epochs 3")
+            raise LabError(
+                f"epochs: the {preset.name} preset's seed gives no number of epochs; write one, e.g. --epochs 3"
+            )
         epochs = preset.seed_epochs
     return preset.epoch_budget(epochs)
 
@@ -260,8 +327,11 @@ def _save_or_rescue(folder, name, model, tokenizer, metrics, extra, training_sta
         return save_checkpoint(folder, name, model, tokenizer, metrics, extra, training_state)
     except OSError as e:
         rescued = save_checkpoint(rescue_dir(), name, model, tokenizer, metrics, extra, training_state)
-        print(f"warning: could not save in {folder}: {e}; the trained model was saved to {rescued} instead "
-              f"(move it with: mv {rescued} {folder}/)", file=sys.stderr)
+        print(
+            f"warning: could not save in {folder}: {e}; the trained model was saved to {rescued} instead "
+            f"(move it with: mv {rescued} {folder}/)",
+            file=sys.stderr,
+        )
         return rescued
 
 
@@ -271,12 +341,19 @@ def _sample(args):
 
     checkpoint = load_checkpoint(args.checkpoint, args.device)
     if checkpoint.tokenizer is None:
-        raise LabError(f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; "
-                         "only language models can generate")
+        raise LabError(
+            f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; only language models can generate"
+        )
     strategy = args.strategy or default_strategy(checkpoint.config.family)
-    config = SamplingConfig(strategy=strategy, temperature=args.temperature, top_k=args.top_k,
-                            top_p=args.top_p, max_new_tokens=args.length, seed=args.seed,
-                            stateful=not args.stateless)
+    config = SamplingConfig(
+        strategy=strategy,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        max_new_tokens=args.length,
+        seed=args.seed,
+        stateful=not args.stateless,
+    )
     generation = generate(checkpoint.model, checkpoint.tokenizer, args.prompt, config)
     print(generation.text)
     if strategy == "greedy":
@@ -325,96 +402,141 @@ def build_parser():
     from lab.presets import PRESETS
     from lab.train import AMP_MODES
 
-    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    t = commands.add_parser("train", help="train a language model and save a checkpoint",
-                            description="Train a language model on a corpus and save name_vN / name_latest.")
-    t.add_argument("--preset", choices=sorted(PRESETS),
-                   help=f"model family and recipe to start from (default {DEFAULT_PRESET}, the small char GRU)")
+    t = commands.add_parser(
+        "train",
+        help="train a language model and save a checkpoint",
+        description="Train a language model on a corpus and save name_vN / name_latest.",
+    )
+    t.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help=f"model family and recipe to start from (default {DEFAULT_PRESET}, the small char GRU)",
+    )
     t.add_argument("--cell", choices=sorted(CELLS), help="override the preset's cell")
-    t.add_argument("--backend", choices=list(BACKENDS),
-                   help="reference (lab/cells.py), fast (lab/kernels.py) or fused (torch.nn, cuDNN); "
-                        "default: the fastest on the device (lab.backends.default_backend)")
+    t.add_argument(
+        "--backend",
+        choices=list(BACKENDS),
+        help="reference (lab/cells.py), fast (lab/kernels.py) or fused (torch.nn, cuDNN); "
+        "default: the fastest on the device (lab.backends.default_backend)",
+    )
     t.add_argument("--embed-dim", type=int, help="override the embedding width E")
     t.add_argument("--hidden-size", type=int, help="override the hidden units per layer H")
     t.add_argument("--num-layers", type=int, help="override the number of recurrent layers")
     t.add_argument("--dropout", type=float, help="override dropout between layers and before the head")
     t.add_argument("--embed-dropout", type=float, help="dropout on the token embeddings (language models)")
-    t.add_argument("--weight-dropout", type=float,
-                   help="DropConnect on the hidden-to-hidden weights, one mask per sequence (language models)")
-    t.add_argument("--corpus",
-                   help="'bundled' (shipped Shakespeare, offline), 'tiny-shakespeare' (download), or a text file")
+    t.add_argument(
+        "--weight-dropout",
+        type=float,
+        help="DropConnect on the hidden-to-hidden weights, one mask per sequence (language models)",
+    )
+    t.add_argument(
+        "--corpus", help="'bundled' (shipped Shakespeare, offline), 'tiny-shakespeare' (download), or a text file"
+    )
     t.add_argument("--tokenizer", choices=["char", "sentencepiece"], help="default: the preset's")
     t.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 1000)")
     t.add_argument("--steps", type=int, help="step budget (default 1000 when no budget is given)")
     t.add_argument("--seconds", type=float, help="wall-clock budget in seconds")
-    t.add_argument("--epochs", type=_epochs, nargs="?", const=SEED_EPOCHS,
-                   help="epoch budget; alone, the seed's own number (scribe-alpha 10, scan-markov 10, "
-                        "leviathan-lstm 6 of seed 002's 200-batch epochs)")
+    t.add_argument(
+        "--epochs",
+        type=_epochs,
+        nargs="?",
+        const=SEED_EPOCHS,
+        help="epoch budget; alone, the seed's own number (scribe-alpha 10, scan-markov 10, "
+        "leviathan-lstm 6 of seed 002's 200-batch epochs)",
+    )
     t.add_argument("--lr", type=float, help="peak learning rate (cosine-annealed)")
     t.add_argument("--weight-decay", type=float, help="AdamW weight decay (default: the preset's)")
     t.add_argument("--batch-size", type=int, help="windows per batch B")
     t.add_argument("--block-size", type=int, help="time steps per window T")
     t.add_argument("--eval-interval", type=int, help="steps between validation passes")
-    t.add_argument("--stateful", action="store_true", default=None, help="consecutive windows, state carried (truncated BPTT)")
+    t.add_argument(
+        "--stateful", action="store_true", default=None, help="consecutive windows, state carried (truncated BPTT)"
+    )
     t.add_argument("--seed", type=int, help="random seed (default 1337)")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available")
-    t.add_argument("--amp", choices=AMP_MODES, help="mixed precision: auto (default: bf16, or fp16 with a gradient "
-                   "scaler, for the fused backend on CUDA; otherwise off), off, bf16, fp16 (CUDA only); "
-                   "the fast backend trains in float32 only")
+    t.add_argument(
+        "--amp",
+        choices=AMP_MODES,
+        help="mixed precision: auto (default: bf16, or fp16 with a gradient "
+        "scaler, for the fused backend on CUDA; otherwise off), off, bf16, fp16 (CUDA only); "
+        "the fast backend trains in float32 only",
+    )
     t.add_argument("--compile", action="store_true", default=None, help="torch.compile the model before training")
     t.add_argument("--threads", type=int, default=4, help="cap on CPU threads (default 4)")
     t.add_argument("--name", help="checkpoint base name (default: the preset's name)")
     t.add_argument("--out", default=DEFAULT_RUNS_DIR, help=f"checkpoint folder (default {DEFAULT_RUNS_DIR}/)")
-    t.add_argument("--resumable", action="store_true",
-                   help="save the optimizer's and random generators' state too, so that --resume can continue "
-                        "the run (a file about three times larger)")
-    t.add_argument("--resume", metavar="CHECKPOINT",
-                   help="continue the run saved in a resumable checkpoint: its model, corpus and settings, from its "
-                        "step; --steps / --seconds give a new total budget")
+    t.add_argument(
+        "--resumable",
+        action="store_true",
+        help="save the optimizer's and random generators' state too, so that --resume can continue "
+        "the run (a file about three times larger)",
+    )
+    t.add_argument(
+        "--resume",
+        metavar="CHECKPOINT",
+        help="continue the run saved in a resumable checkpoint: its model, corpus and settings, from its "
+        "step; --steps / --seconds give a new total budget",
+    )
     t.set_defaults(func=_train)
 
-    s = commands.add_parser("sample", help="generate text from a checkpoint",
-                            description="Generate text from a checkpoint with one sampling strategy.")
+    s = commands.add_parser(
+        "sample",
+        help="generate text from a checkpoint",
+        description="Generate text from a checkpoint with one sampling strategy.",
+    )
     s.add_argument("checkpoint", help="path to a .safetensors checkpoint")
     s.add_argument("--prompt", default="\n", help="text to start from")
-    s.add_argument("--strategy", choices=["greedy", "temperature", "top_k", "top_p"],
-                   help="default: the model's seed's (top_p for ScanMarkov, seed 004; top_k otherwise, seed 002)")
+    s.add_argument(
+        "--strategy",
+        choices=["greedy", "temperature", "top_k", "top_p"],
+        help="default: the model's seed's (top_p for ScanMarkov, seed 004; top_k otherwise, seed 002)",
+    )
     s.add_argument("--length", type=int, default=300, help="new tokens to generate")
     s.add_argument("--temperature", type=float, default=0.8, help="softmax temperature (> 0)")
     s.add_argument("--top-k", type=int, default=20, help="k for top-k sampling")
     s.add_argument("--top-p", type=float, default=0.9, help="p for nucleus sampling (0 < p <= 1)")
     s.add_argument("--seed", type=int, default=0, help="sampling seed: same seed and prompt, same text")
     s.add_argument("--stateless", action="store_true", help="reset the hidden state every step (seed 001)")
-    s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available")
+    s.add_argument(
+        "--device", default="auto", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available"
+    )
     s.set_defaults(func=_sample)
 
-    m = commands.add_parser("summary", help="seed-002-style model summary of a checkpoint",
-                            description="Print the parameter breakdown, size, convention and metrics.")
+    m = commands.add_parser(
+        "summary",
+        help="seed-002-style model summary of a checkpoint",
+        description="Print the parameter breakdown, size, convention and metrics.",
+    )
     m.add_argument("checkpoint", help="path to a .safetensors checkpoint")
     m.set_defaults(func=_summary)
 
-    ls = commands.add_parser("list", help="list bundled and user checkpoints",
-                             description="List bundled checkpoints and those in a folder.")
+    ls = commands.add_parser(
+        "list", help="list bundled and user checkpoints", description="List bundled checkpoints and those in a folder."
+    )
     ls.add_argument("--dir", default=DEFAULT_RUNS_DIR, help=f"user checkpoint folder (default {DEFAULT_RUNS_DIR}/)")
     ls.set_defaults(func=_list)
 
     from lab.experiments.ablation import ARMS, add_arguments
 
     ab = commands.add_parser(
-        "ablation", help="seed 003's GRU gate-bias ablation: baseline b_z=+1 vs r/z biases frozen at 0",
+        "ablation",
+        help="seed 003's GRU gate-bias ablation: baseline b_z=+1 vs r/z biases frozen at 0",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Train seed 003's GRU classifier (1 layer, H=181, 101,732 parameters, PyTorch convention:\n"
-                    "z keeps memory) once per arm and seed with its recipe (AdamW, lr 5e-4 cosine to 1e-5,\n"
-                    "batch 128, weight decay 0.01), and write results.json / results.csv (per-epoch train\n"
-                    "loss, test accuracy, z and r gate statistics) and one checkpoint per arm into --out.\n\n"
-                    "arms:\n" + "\n".join(f"  {name:9s} {arm.description}" for name, arm in ARMS.items()),
+        "z keeps memory) once per arm and seed with its recipe (AdamW, lr 5e-4 cosine to 1e-5,\n"
+        "batch 128, weight decay 0.01), and write results.json / results.csv (per-epoch train\n"
+        "loss, test accuracy, z and r gate statistics) and one checkpoint per arm into --out.\n\n"
+        "arms:\n" + "\n".join(f"  {name:9s} {arm.description}" for name, arm in ARMS.items()),
         epilog="example (offline, the shipped study: seed 003's protocol at its own length, ~16 minutes a run\n"
-               "on 2 cores; the same command continues a study that was interrupted, run by run):\n"
-               "  python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 "
-               "--arms baseline ablated chrono --out checkpoints/ablation")
+        "on 2 cores; the same command continues a study that was interrupted, run by run):\n"
+        "  python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 "
+        "--arms baseline ablated chrono --out checkpoints/ablation",
+    )
     add_arguments(ab, out_default=f"{DEFAULT_RUNS_DIR}/ablation")
     ab.add_argument("--threads", type=int, default=2, help="cap on CPU threads (default 2)")
     ab.set_defaults(func=_ablation)
@@ -442,26 +564,36 @@ def _ablation(args):
         nonlocal bar
         kind = event["type"]
         if kind == "study_start":
-            bar = tqdm(total=event["runs_here"] * event["steps_per_run"], unit="step", mininterval=5,
-                       disable=distributed.rank_and_world()[0] != 0)
+            bar = tqdm(
+                total=event["runs_here"] * event["steps_per_run"],
+                unit="step",
+                mininterval=5,
+                disable=distributed.rank_and_world()[0] != 0,
+            )
             if bar.disable:
                 return
             d = event["dataset"]
-            say(f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} "
-                f"steps; {event['runs']} runs x {event['steps_per_run']} steps")
+            say(
+                f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} "
+                f"steps; {event['runs']} runs x {event['steps_per_run']} steps"
+            )
             if event["resumed"]:
                 say(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done")
             if event["ranks"] > 1:
-                say(f"spread over {event['ranks']} ranks, one run each at a time, each trained as one process "
-                    "would; rank 0 writes the results")
+                say(
+                    f"spread over {event['ranks']} ranks, one run each at a time, each trained as one process "
+                    "would; rank 0 writes the results"
+                )
         elif kind == "step":
             bar.update(1)
             bar.set_postfix_str(f"{event['arm']} seed {event['seed']} loss {event['train_loss']:.3f}", refresh=False)
         elif kind == "epoch":
-            say(f"{event['arm']:8s} seed {event['seed']} epoch {event['epoch']:g}: train {event['train_loss']:.4f}"
+            say(
+                f"{event['arm']:8s} seed {event['seed']} epoch {event['epoch']:g}: train {event['train_loss']:.4f}"
                 f" | test loss {event['val_loss']:.4f} acc {100 * event['val_accuracy']:.1f}% | mean z "
                 f"{event['z_mean']:.3f} r {event['r_mean']:.3f} b_z {event['b_z_mean']:.3f} | "
-                f"{event['elapsed']:.0f}s")
+                f"{event['elapsed']:.0f}s"
+            )
         elif kind == "run_done" and event["frozen_bias_check"]:
             say(f"{event['arm']:8s} seed {event['seed']} frozen-bias check {event['frozen_bias_check']}")
 
@@ -471,8 +603,11 @@ def _ablation(args):
             results = run_ablation(config, args.out, on_event, command=cli_command(config, args.out))
         except KeyboardInterrupt:
             if not distributed.rank_and_world()[0]:
-                print(f"\ninterrupted; finished runs are in {args.out}/results.json, and the same command continues "
-                      "the study", file=sys.stderr)
+                print(
+                    f"\ninterrupted; finished runs are in {args.out}/results.json, and the same command continues "
+                    "the study",
+                    file=sys.stderr,
+                )
             return 1
         finally:
             if bar is not None:
@@ -498,8 +633,9 @@ def main(argv=None):
     except RuntimeError as e:  # under torchrun: a collective that failed, most often because another rank did
         if not _rank():
             raise
-        return _one_line_error(RuntimeError(f"lost contact with another rank, which most likely failed first "
-                                            f"(see its error line): {e}"))
+        return _one_line_error(
+            RuntimeError(f"lost contact with another rank, which most likely failed first (see its error line): {e}")
+        )
 
 
 def _rank():
@@ -511,8 +647,9 @@ def _rank():
 
 def _one_line_error(e):
     # under torchrun the line starts afresh: another rank's progress bar may have left the cursor mid-line
-    print(f"{chr(10) if _rank() else ''}error: {_rank()}{' '.join(str(e).split()) or type(e).__name__}",
-          file=sys.stderr)  # always one line
+    print(
+        f"{chr(10) if _rank() else ''}error: {_rank()}{' '.join(str(e).split()) or type(e).__name__}", file=sys.stderr
+    )  # always one line
     return 2
 
 

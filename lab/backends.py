@@ -10,14 +10,15 @@
 `default_backend(cell, device)` is the fastest measured on a device type, the
 training default of the CLI and the Train page.
 """
+
 import functools
 
 import torch
 import torch.nn as nn
 
 from lab.cells import CELLS, ScanLayer
-from lab.kernels import FAST_CELLS
 from lab.errors import LabError
+from lab.kernels import FAST_CELLS
 
 FUSED_MODULES = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
 
@@ -114,8 +115,16 @@ def default_scan_mode(device="cpu"):
     return "parallel" if torch.device(device).type == "cuda" else "sequential"
 
 
-def make_layer(cell, input_size, hidden_size, backend="fast", keep_bias=1.0, chrono_tmax=None,
-               scan_mode="parallel", gate_hidden=None):
+def make_layer(
+    cell,
+    input_size,
+    hidden_size,
+    backend="fast",
+    keep_bias=1.0,
+    chrono_tmax=None,
+    scan_mode="parallel",
+    gate_hidden=None,
+):
     """Build one recurrent layer from the registry."""
     check_cell(cell, backend)
     if cell == "scan":  # one implementation serves both backends (see lab.cells)

@@ -13,6 +13,7 @@ rest; a job that could never fit is refused at once with a message saying why.
     ...train...
     ticket.release()
 """
+
 import collections
 import os
 import threading
@@ -72,13 +73,16 @@ class Budget:
         if not cost <= self.owner_limit:  # also refuses NaN
             raise CapacityError(
                 f"{what} needs about {cost:,.0f} MB to train, more than one session may use on this server "
-                f"({self.owner_limit:,.0f} MB of {self.capacity:,.0f} MB); make the model, batch or block smaller")
+                f"({self.owner_limit:,.0f} MB of {self.capacity:,.0f} MB); make the model, batch or block smaller"
+            )
         ticket = Ticket(self, float(cost), owner, what)
         with self._changed:
             held = sum(t.owner == owner for t in self._queue + self._running)
             if owner is not None and held >= self.owner_jobs:
-                raise CapacityError(f"runs: this session already has {held} runs training or waiting, the most one "
-                                    f"session may have at once on this server; stop one, or wait for one to end")
+                raise CapacityError(
+                    f"runs: this session already has {held} runs training or waiting, the most one "
+                    f"session may have at once on this server; stop one, or wait for one to end"
+                )
             self._queue.append(ticket)
             self._admit()
         return ticket
@@ -128,9 +132,11 @@ def budget_from_environment():
     """The server's budget: RNNLAB_TRAINING_BUDGET_MB (default 1024, for Community Cloud's 1-2.7 GB),
     RNNLAB_SESSION_SHARE (default 0.5: one session may use half of it) and RNNLAB_SESSION_RUNS (default
     8: the runs one session may have training or waiting at once)."""
-    return Budget(float(os.environ.get("RNNLAB_TRAINING_BUDGET_MB", "1024")),
-                  float(os.environ.get("RNNLAB_SESSION_SHARE", "0.5")),
-                  int(os.environ.get("RNNLAB_SESSION_RUNS", "8")))
+    return Budget(
+        float(os.environ.get("RNNLAB_TRAINING_BUDGET_MB", "1024")),
+        float(os.environ.get("RNNLAB_SESSION_SHARE", "0.5")),
+        int(os.environ.get("RNNLAB_SESSION_RUNS", "8")),
+    )
 
 
 SERVER_BUDGET = budget_from_environment()  # every job of this process draws on it

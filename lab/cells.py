@@ -25,6 +25,7 @@ This file is the `reference` backend. The same cells run faster, with the same
 parameters, in lab/kernels.py (`fast`) and torch.nn (`fused`); lab/backends.py
 picks one by name, and tests/test_cells.py proves all three equal.
 """
+
 import math
 
 import torch
@@ -106,7 +107,7 @@ class RecurrentLayer(nn.Module):
 class RNNLayer(RecurrentLayer):
     """Vanilla RNN, seed 001 A.1:
 
-        h_t = tanh(W_xh x_t + W_hh h_{t-1} + b_h)
+    h_t = tanh(W_xh x_t + W_hh h_{t-1} + b_h)
     """
 
     cell = "rnn"
@@ -380,8 +381,11 @@ class RecurrentStack(nn.Module):
         if not (self.training and self.weight_dropout):
             return layer(x, state, trace)
         # the hidden-to-hidden matrix is weight_hh in reference and fast layers, rnn.weight_hh_l0 in fused ones
-        dropped = {name: F.dropout(w, self.weight_dropout) for name, w in layer.named_parameters()
-                   if name.rsplit(".", 1)[-1].startswith("weight_hh")}
+        dropped = {
+            name: F.dropout(w, self.weight_dropout)
+            for name, w in layer.named_parameters()
+            if name.rsplit(".", 1)[-1].startswith("weight_hh")
+        }
         return torch.func.functional_call(layer, dropped, (x, state, trace))
 
     def forward(self, x, state=None, trace=None):

@@ -30,6 +30,7 @@ and refreshes astra_latest. Several sessions may save under one name at once:
   (kill -9, power cut): the next save or listing removes it, and points a
   `_latest` that a dead save left behind its newest version at that version.
 """
+
 import errno
 import hashlib
 import json
@@ -50,11 +51,11 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
 
 import lab
-from lab.data import DataError, read_at_most, tokenizer_from_state
 from lab.cost import FLOAT_BYTES, check_model_size, parameter_count
+from lab.data import DataError, read_at_most, tokenizer_from_state
+from lab.errors import LabError
 from lab.models import build_model, config_from_dict, config_to_dict, conventions
 from lab.train import TrainingState, resolve_device
-from lab.errors import LabError
 
 FORMAT = "rnnlab-checkpoint"
 FORMAT_VERSION = "1"
@@ -181,8 +182,11 @@ def atomic_write_bytes(path, data):
 
 
 def next_version(folder, name):
-    versions = [int(m["version"]) for p in Path(folder).glob(f"{name}_v*{SUFFIX}")
-                if (m := _VERSIONED.match(p.name[: -len(SUFFIX)])) and m["name"] == name]
+    versions = [
+        int(m["version"])
+        for p in Path(folder).glob(f"{name}_v*{SUFFIX}")
+        if (m := _VERSIONED.match(p.name[: -len(SUFFIX)])) and m["name"] == name
+    ]
     return max(versions, default=0) + 1
 
 
@@ -245,11 +249,16 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
     }
     if training_state is not None:
         tensors.update(_training_tensors(training_state))
-        metadata["training_state"] = json.dumps({
-            "step": training_state.step, "elapsed": training_state.elapsed,
-            "train_loss": training_state.train_loss if math.isfinite(training_state.train_loss) else None,
-            "hyperparameters": training_state.hyperparameters, "optimizer": sorted(training_state.optimizer),
-            "rng": sorted(training_state.rng)})
+        metadata["training_state"] = json.dumps(
+            {
+                "step": training_state.step,
+                "elapsed": training_state.elapsed,
+                "train_loss": training_state.train_loss if math.isfinite(training_state.train_loss) else None,
+                "hyperparameters": training_state.hyperparameters,
+                "optimizer": sorted(training_state.optimizer),
+                "rng": sorted(training_state.rng),
+            }
+        )
     return save_safetensors_bytes(tensors, metadata)
 
 
@@ -279,18 +288,33 @@ def resumable_checkpoint_bytes(config):
     return 3 * FLOAT_BYTES * parameter_count(config)
 
 
+def why_not_resumable(model_config, config):
+    """None where a run of this model with this config can be saved with its training state and
+    continued (TrainingJob(resumable=True), then job.continuation), else why not, in a sentence."""
+    if config.stateful:
+        return "a stateful run carries its hidden state from batch to batch, and that state is not saved"
+    size = resumable_checkpoint_bytes(model_config)
+    if size > MAX_CHECKPOINT_BYTES:
+        return (
+            f"with its optimizer's state this model's checkpoint would be about {size / 2**20:,.0f} MB, over the "
+            f"{MAX_CHECKPOINT_BYTES // 2**20} MB a checkpoint may have"
+        )
+    return None
+
+
 def check_resumable_size(config):
     """CheckpointError, before a run trains, when its resumable checkpoint would be over the size
     limit that loading it enforces."""
     n_bytes = resumable_checkpoint_bytes(config)
     if n_bytes > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(f"resumable: with its optimizer state this model's checkpoint would be about "
-                              f"{n_bytes / 2**20:.0f} MB, over the {MAX_CHECKPOINT_BYTES // 2**20} MB limit "
-                              "for a checkpoint; train it without --resumable")
+        raise CheckpointError(
+            f"resumable: with its optimizer state this model's checkpoint would be about "
+            f"{n_bytes / 2**20:.0f} MB, over the {MAX_CHECKPOINT_BYTES // 2**20} MB limit "
+            "for a checkpoint; train it without --resumable"
+        )
 
 
-def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None, training_state=None,
-                    room=None):
+def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None, training_state=None, room=None):
     """Save name_vN (N one more than the newest) and point name_latest at it; returns the versioned path.
     With a training_state (lab.train.TrainingState) the run can be continued from the file. `room`,
     if given, is called with the file's size first and raises to refuse it (lab.spaces.check_room).
@@ -358,8 +382,9 @@ def _json_field(metadata, key, source, kind, default=None):
     except (ValueError, RecursionError) as e:  # JSONDecodeError, an over-long integer, nesting too deep
         raise CheckpointError(f"{source}: checkpoint metadata {key!r} is not valid JSON ({e})") from None
     if not isinstance(value, kind):
-        raise CheckpointError(f"{source}: checkpoint metadata {key!r} must be "
-                              f"{_KIND_NAMES[kind]}, not {_json_kind(value)}")
+        raise CheckpointError(
+            f"{source}: checkpoint metadata {key!r} must be {_KIND_NAMES[kind]}, not {_json_kind(value)}"
+        )
     return value
 
 
@@ -368,7 +393,8 @@ _KIND_NAMES = {dict: "an object", list: "a list", (dict, type(None)): "an object
 
 def _json_kind(value):
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
+        type(value), "a number"
+    )
 
 
 def _is_number(value):
@@ -394,16 +420,18 @@ _EVENT_RULES = {
 def _check_metrics(metrics, source):
     for key, (rule, ok) in _METRIC_RULES.items():
         if key in metrics and not ok(metrics[key]):
-            raise CheckpointError(f"{source}: checkpoint metrics {key!r} must be {rule}, "
-                                  f"not {_json_kind(metrics[key])}")
+            raise CheckpointError(
+                f"{source}: checkpoint metrics {key!r} must be {rule}, not {_json_kind(metrics[key])}"
+            )
     for n, event in enumerate(metrics.get("history", [])):
         if "step" not in event:  # every chart of a run's history is drawn over its steps
             raise CheckpointError(f"{source}: checkpoint metrics history[{n}] has no 'step'")
         for key, value in event.items():
             rule, ok = _EVENT_RULES.get(key, ("a number", _is_number) if key.startswith("val_") else (None, None))
             if ok is not None and not ok(value):
-                raise CheckpointError(f"{source}: checkpoint metrics history[{n}][{key!r}] must be {rule}, "
-                                      f"not {_json_kind(value)}")
+                raise CheckpointError(
+                    f"{source}: checkpoint metrics history[{n}][{key!r}] must be {rule}, not {_json_kind(value)}"
+                )
 
 
 def _is_count(value):
@@ -426,8 +454,10 @@ def _is_fraction(value, low=0.0, high=1.0):
 _ADAMW_RULES = {
     "lr": ("a number in [0, 1]", _is_fraction),
     "initial_lr": ("a number in [0, 1]", _is_fraction),
-    "betas": ("two numbers in [0, 1)", lambda v: isinstance(v, list) and len(v) == 2 and all(
-        _is_fraction(b) and b < 1 for b in v)),
+    "betas": (
+        "two numbers in [0, 1)",
+        lambda v: isinstance(v, list) and len(v) == 2 and all(_is_fraction(b) and b < 1 for b in v),
+    ),
     "eps": ("a number in (0, 0.001]", lambda v: _is_fraction(v, 0, 1e-3) and v > 0),
     "weight_decay": ("a number in [0, 1]", _is_fraction),
     **{key: ("false", lambda v: v is False) for key in ("amsgrad", "maximize", "capturable", "differentiable")},
@@ -445,8 +475,10 @@ def _check_hyperparameters(value, source):
             raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} is missing")
     for key, entry in value.items():
         if key not in _ADAMW_RULES:
-            raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} is not an AdamW "
-                                  f"setting this trainer restores (known: {sorted(_ADAMW_RULES)})")
+            raise CheckpointError(
+                f"{source}: checkpoint training_state hyperparameters {key!r} is not an AdamW "
+                f"setting this trainer restores (known: {sorted(_ADAMW_RULES)})"
+            )
         rule, ok = _ADAMW_RULES[key]
         if not ok(entry):
             raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} must be {rule}")
@@ -459,11 +491,19 @@ _TRAINING_STATE_RULES = {
     "elapsed": (f"a number of seconds in [0, {MAX_ELAPSED_SECONDS:,}]", _is_seconds),
     "train_loss": ("a number or null", lambda v: v is None or _is_number(v) and math.isfinite(v)),
     "hyperparameters": ("an object of AdamW settings", lambda v: isinstance(v, dict)),
-    "optimizer": ("a list of distinct parameter names",
-                  lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v) and len(set(v)) == len(v)),
-    "rng": (f"a list of generator names including 'torch' and 'data', from {sorted(_RNG_NAMES)}",
-            lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v) and {"torch", "data"} <= set(v)
-            and set(v) <= _RNG_NAMES),
+    "optimizer": (
+        "a list of distinct parameter names",
+        lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v) and len(set(v)) == len(v),
+    ),
+    "rng": (
+        f"a list of generator names including 'torch' and 'data', from {sorted(_RNG_NAMES)}",
+        lambda v: (
+            isinstance(v, list)
+            and all(isinstance(n, str) for n in v)
+            and {"torch", "data"} <= set(v)
+            and set(v) <= _RNG_NAMES
+        ),
+    ),
 }
 
 
@@ -507,8 +547,9 @@ def read_header(metadata, source):
     except (ValueError, DataError) as e:  # CostError and DataError are ValueErrors
         raise CheckpointError(f"{source}: checkpoint config or tokenizer is invalid: {e}") from None
     if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
-        raise CheckpointError(f"{source}: tokenizer has {tokenizer.vocab_size} tokens but the model "
-                              f"expects {config.vocab_size}")
+        raise CheckpointError(
+            f"{source}: tokenizer has {tokenizer.vocab_size} tokens but the model expects {config.vocab_size}"
+        )
     meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
     meta["extra"] = extra
     return Header(config, config_dict, tokenizer, metrics, meta, training_state)
@@ -516,8 +557,10 @@ def read_header(metadata, source):
 
 def _check_size(n_bytes, source):
     if n_bytes > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(f"{source}: {n_bytes / 2**20:.0f} MB is larger than the "
-                              f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for a checkpoint")
+        raise CheckpointError(
+            f"{source}: {n_bytes / 2**20:.0f} MB is larger than the "
+            f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for a checkpoint"
+        )
 
 
 def _parse(data, source):
@@ -529,8 +572,10 @@ def _parse(data, source):
         metadata = json.loads(data[8 : 8 + header_len]).get("__metadata__") or {}
     except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError, RecursionError, AttributeError) as e:
         if data[:1] == b"\x80" or data[:2] == b"PK":  # pickle protocol 2+ / torch.save's zip
-            raise CheckpointError(f"{source}: not an RNN Lab checkpoint: it is a pickle or torch.save file, "
-                                  "which could run code when loaded, so it was not opened") from None
+            raise CheckpointError(
+                f"{source}: not an RNN Lab checkpoint: it is a pickle or torch.save file, "
+                "which could run code when loaded, so it was not opened"
+            ) from None
         raise CheckpointError(f"{source}: not an RNN Lab checkpoint (corrupt or truncated file: {e})") from None
     return tensors, metadata
 
@@ -564,24 +609,31 @@ def load_checkpoint(source, device="auto"):
     expected = skeleton.state_dict()
     training_state = None
     if header.training_state is not None:  # its tensors are taken out first: what is left must be the weights
-        training_state = _training_state(tensors, header.training_state, dict(skeleton.named_parameters()),
-                                         header.metrics.get("history", []), label)
+        training_state = _training_state(
+            tensors, header.training_state, dict(skeleton.named_parameters()), header.metrics.get("history", []), label
+        )
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     wrong = sorted(k for k in set(expected) & set(tensors) if expected[k].shape != tensors[k].shape)
     if missing or unexpected or wrong:
-        detail = "; ".join(f"{what}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
-                           for what, keys in [("missing", missing), ("unexpected", unexpected),
-                                              ("wrong shape", wrong)] if keys)
+        detail = "; ".join(
+            f"{what}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
+            for what, keys in [("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)]
+            if keys
+        )
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
     wrong_type = sorted(k for k, t in tensors.items() if t.dtype not in FLOAT_DTYPES)
     if wrong_type:
-        raise CheckpointError(f"{label}: weight {wrong_type[0]!r} has type {tensors[wrong_type[0]].dtype}; weights must "
-                              f"be {', '.join(str(d).removeprefix('torch.') for d in FLOAT_DTYPES)}")
+        raise CheckpointError(
+            f"{label}: weight {wrong_type[0]!r} has type {tensors[wrong_type[0]].dtype}; weights must "
+            f"be {', '.join(str(d).removeprefix('torch.') for d in FLOAT_DTYPES)}"
+        )
     not_finite = sorted(k for k, t in tensors.items() if not _finite_as_float32(t))
     if not_finite:  # a diverged run's NaN or inf weights can only produce NaN probabilities
-        raise CheckpointError(f"{label}: weights are not finite (NaN or infinite values in {', '.join(not_finite[:4])}"
-                              f"{' ...' if len(not_finite) > 4 else ''}); the run that saved them had diverged")
+        raise CheckpointError(
+            f"{label}: weights are not finite (NaN or infinite values in {', '.join(not_finite[:4])}"
+            f"{' ...' if len(not_finite) > 4 else ''}); the run that saved them had diverged"
+        )
     model = build_model(header.config)
     model.load_state_dict(tensors)
     model.to(resolve_device(device)).eval()
@@ -604,6 +656,7 @@ def _training_state(tensors, state, parameters, history, label):
     """Pop a resumable checkpoint's training tensors out of `tensors` and check each against the
     parameter it belongs to -> TrainingState. CheckpointError, one line, for any entry missing,
     unexpected, of the wrong shape or type, not finite, or (a second moment, a step count) negative."""
+
     def entry(key, shape, dtype=None):
         if key not in tensors:
             raise CheckpointError(f"{label}: training state entry {key!r} is missing")
@@ -611,8 +664,10 @@ def _training_state(tensors, state, parameters, history, label):
         if t.dtype not in FLOAT_DTYPES if dtype is None else t.dtype != dtype:
             raise CheckpointError(f"{label}: training state entry {key!r} has type {t.dtype}")
         if t.dim() != len(shape) or any(s is not None and s != n for s, n in zip(shape, t.shape)):
-            raise CheckpointError(f"{label}: training state entry {key!r} has shape {tuple(t.shape)}, "
-                                  f"expected {tuple('any' if s is None else s for s in shape)}")
+            raise CheckpointError(
+                f"{label}: training state entry {key!r} has shape {tuple(t.shape)}, "
+                f"expected {tuple('any' if s is None else s for s in shape)}"
+            )
         if dtype is None and not _finite_as_float32(t):
             raise CheckpointError(f"{label}: training state entry {key!r} is not finite (as float32)")
         return t
@@ -622,11 +677,13 @@ def _training_state(tensors, state, parameters, history, label):
         raise CheckpointError(f"{label}: training state names {unknown[0]!r}, which is not a parameter of the model")
     optimizer = {}
     for name in state["optimizer"]:
-        moments = {key: entry(f"optim.{name}.{key}", () if key == "step" else parameters[name].shape)
-                   for key in _MOMENTS}
+        moments = {
+            key: entry(f"optim.{name}.{key}", () if key == "step" else parameters[name].shape) for key in _MOMENTS
+        }
         if (moments["exp_avg_sq"] < 0).any() or moments["step"] < 0:
-            raise CheckpointError(f"{label}: training state entry 'optim.{name}' has a negative second moment "
-                                  "or step count")
+            raise CheckpointError(
+                f"{label}: training state entry 'optim.{name}' has a negative second moment or step count"
+            )
         optimizer[name] = moments
     shapes = {"torch": (None, _RNG_STATE_BYTES), "data": (_RNG_STATE_BYTES,), "cuda": (None, None)}
     rng = {name: entry(f"rng.{name}", shapes[name], torch.uint8) for name in state["rng"]}
@@ -634,8 +691,9 @@ def _training_state(tensors, state, parameters, history, label):
     if leftover:
         raise CheckpointError(f"{label}: training state entry {leftover[0]!r} is not listed in its header")
     train_loss = math.nan if state["train_loss"] is None else state["train_loss"]
-    return TrainingState(state["step"], state["elapsed"], train_loss, optimizer, state["hyperparameters"], rng,
-                         list(history))
+    return TrainingState(
+        state["step"], state["elapsed"], train_loss, optimizer, state["hyperparameters"], rng, list(history)
+    )
 
 
 def read_info(path, bundled=False):
@@ -649,10 +707,18 @@ def read_info(path, bundled=False):
         raise CheckpointError(f"{path.name}: not an RNN Lab checkpoint ({e})") from None
     header = read_header(metadata, path.name)
     stem = path.name[: -len(SUFFIX)]
-    return CheckpointInfo(name=stem, version=int(header.meta["version"] or 0), path=path,
-                          family=header.config.family, cell=getattr(header.config, "cell", "scan"),
-                          timestamp=header.meta["timestamp"], bundled=bundled, metrics=header.metrics,
-                          config=header.config_dict, has_tokenizer=header.tokenizer is not None)
+    return CheckpointInfo(
+        name=stem,
+        version=int(header.meta["version"] or 0),
+        path=path,
+        family=header.config.family,
+        cell=getattr(header.config, "cell", "scan"),
+        timestamp=header.meta["timestamp"],
+        bundled=bundled,
+        metrics=header.metrics,
+        config=header.config_dict,
+        has_tokenizer=header.tokenizer is not None,
+    )
 
 
 def _modified(path):
@@ -680,8 +746,9 @@ def scan_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=Tr
             except OSError:  # a read-only folder: nothing to tidy there
                 pass
         # name_latest is a hard link to name_vN (one file, one mtime): the tie puts name_latest first
-        paths = sorted(Path(folder).glob(f"*{SUFFIX}"), key=lambda p: (_modified(p), p.stem.endswith("_latest")),
-                       reverse=True)
+        paths = sorted(
+            Path(folder).glob(f"*{SUFFIX}"), key=lambda p: (_modified(p), p.stem.endswith("_latest")), reverse=True
+        )
         for path in paths:
             if not include_versions and _VERSIONED.match(path.name[: -len(SUFFIX)]):
                 continue

@@ -18,6 +18,7 @@ Cloud's 1-2.7 GB: 50M parameters is 200 MB of float32 weights (the largest
 shipped preset, Leviathan-LSTM, has 24M), and 1 GB for one training run leaves
 room for the app itself and a second job.
 """
+
 import os
 
 from lab.cells import CELLS
@@ -93,8 +94,12 @@ def _stack(c, first_input):
 
 def _lm_parameters(c):
     norms = c.num_layers - 1 if c.norm == "every" else 0  # LayerNorms between layers
-    return c.vocab_size * c.embed_dim + _stack(c, c.embed_dim) + 2 * c.hidden_size * (norms + 1) \
+    return (
+        c.vocab_size * c.embed_dim
+        + _stack(c, c.embed_dim)
+        + 2 * c.hidden_size * (norms + 1)
         + _linear(c.hidden_size, c.vocab_size)
+    )
 
 
 def _classifier_parameters(c):
@@ -103,8 +108,14 @@ def _classifier_parameters(c):
 
 def _scan_markov_parameters(c):
     E = c.embed_dim
-    return (c.vocab_size + c.max_positions) * E + _scan_layer(E, E, c.gate_hidden) + 2 * E \
-        + _linear(E, c.decoder_hidden) + _linear(c.decoder_hidden, E) + c.vocab_size
+    return (
+        (c.vocab_size + c.max_positions) * E
+        + _scan_layer(E, E, c.gate_hidden)
+        + 2 * E
+        + _linear(E, c.decoder_hidden)
+        + _linear(c.decoder_hidden, E)
+        + c.vocab_size
+    )
 
 
 PARAMETERS = {"lm": _lm_parameters, "classifier": _classifier_parameters, "scan_markov": _scan_markov_parameters}
@@ -160,12 +171,15 @@ def check_model_size(config):
     recurrent layers than RNNLAB_MAX_LAYERS; returns the parameter count."""
     layers = getattr(config, "num_layers", 1)
     if layers > max_layers():
-        raise CostError(f"num_layers: {layers:,} layers is more than this server's limit of {max_layers()} "
-                        "(RNNLAB_MAX_LAYERS)")
+        raise CostError(
+            f"num_layers: {layers:,} layers is more than this server's limit of {max_layers()} (RNNLAB_MAX_LAYERS)"
+        )
     count, limit = parameter_count(config), max_params()
     if count > limit:
-        raise CostError(f"model: {count:,} parameters ({_mb(FLOAT_BYTES * count)} of weights) is more than this "
-                        f"server's limit of {limit:,} (RNNLAB_MAX_PARAMS); use fewer or smaller layers")
+        raise CostError(
+            f"model: {count:,} parameters ({_mb(FLOAT_BYTES * count)} of weights) is more than this "
+            f"server's limit of {limit:,} (RNNLAB_MAX_PARAMS); use fewer or smaller layers"
+        )
     return count
 
 
@@ -174,7 +188,9 @@ def check_training_memory(config, batch_size, block_size):
     check_model_size(config)
     need, limit = training_memory_bytes(config, batch_size, block_size), max_train_memory_bytes()
     if need > limit:
-        raise CostError(f"training: needs about {_mb(need)} (weights, gradients, AdamW state and the activations "
-                        f"of {batch_size} x {block_size} steps), more than this server's limit of {_mb(limit)} "
-                        "(RNNLAB_MAX_TRAIN_MEMORY_MB); use a smaller model, batch size or block size")
+        raise CostError(
+            f"training: needs about {_mb(need)} (weights, gradients, AdamW state and the activations "
+            f"of {batch_size} x {block_size} steps), more than this server's limit of {_mb(limit)} "
+            "(RNNLAB_MAX_TRAIN_MEMORY_MB); use a smaller model, batch size or block size"
+        )
     return need

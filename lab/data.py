@@ -92,8 +92,12 @@ def read_at_most(path: str | os.PathLike, max_bytes: int) -> bytes:
 
 # byte order marks of the encodings other than UTF-8 that editors save text in; UTF-32's
 # little-endian mark starts with UTF-16's, so it is tried first
-_BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]
+_BOMS = [
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+]
 
 
 def _decode(raw: bytes, name: str) -> str:
@@ -105,16 +109,20 @@ def _decode(raw: bytes, name: str) -> str:
         if b"\x00" in raw:
             half = len(raw) // 2
             if max(raw[0::2].count(0), raw[1::2].count(0)) > 0.4 * half:  # every other byte NUL: UTF-16
-                raise DataError(f"{name}: looks like UTF-16 text without a byte order mark, not UTF-8; save it "
-                                "as UTF-8 (e.g. iconv -f UTF-16LE -t UTF-8) and try again")
+                raise DataError(
+                    f"{name}: looks like UTF-16 text without a byte order mark, not UTF-8; save it "
+                    "as UTF-8 (e.g. iconv -f UTF-16LE -t UTF-8) and try again"
+                )
             raise DataError(f"{name}: is not UTF-8 text (looks binary): it contains NUL bytes")
         encoding = "utf-8-sig"
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as e:
         what = "not UTF-8 text (looks binary)" if encoding == "utf-8-sig" else f"not valid {encoding.upper()} text"
-        raise DataError(f"{name}: is {what}: byte 0x{raw[e.start]:02x} at offset {e.start} "
-                        "is invalid; save the file as UTF-8 and try again") from None
+        raise DataError(
+            f"{name}: is {what}: byte 0x{raw[e.start]:02x} at offset {e.start} "
+            "is invalid; save the file as UTF-8 and try again"
+        ) from None
 
 
 def read_text(source: str | os.PathLike | bytes, max_bytes: int = MAX_CORPUS_BYTES) -> str:
@@ -153,14 +161,18 @@ def check_long_enough(n_tokens: int, window: int, what: str = "corpus") -> None:
     if n_tokens < window + 1:
         raise DataError(
             f"{what} has {n_tokens} tokens, shorter than one training window of {window + 1} tokens "
-            f"(block size {window} + 1 target); use a longer text or a smaller block size")
+            f"(block size {window} + 1 target); use a longer text or a smaller block size"
+        )
 
 
 # -----------------------------------------------------------------------------
 # corpora
 
 BUNDLED_CORPUS = Path(__file__).parent / "corpus"
-BUNDLED_TRAIN, BUNDLED_VALIDATION = BUNDLED_CORPUS / "shakespeare_train.txt", BUNDLED_CORPUS / "shakespeare_validation.txt"
+BUNDLED_TRAIN, BUNDLED_VALIDATION = (
+    BUNDLED_CORPUS / "shakespeare_train.txt",
+    BUNDLED_CORPUS / "shakespeare_validation.txt",
+)
 
 TINY_SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 TINY_SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -209,12 +221,14 @@ def download_tiny_shakespeare(
         reason = e if isinstance(e, urllib.error.HTTPError) else getattr(e, "reason", e)
         raise DataError(
             f"could not download Tiny Shakespeare from {url}: {reason}. "
-            "You are probably offline; the bundled corpus works without a network.") from e
+            "You are probably offline; the bundled corpus works without a network."
+        ) from e
     actual = hashlib.sha256(raw).hexdigest()
     if actual != sha256:
         raise DataError(
             f"Tiny Shakespeare from {url} has SHA-256 {actual}, expected {sha256}; "
-            "the download is corrupt or the file changed, nothing was cached")
+            "the download is corrupt or the file changed, nothing was cached"
+        )
     # write to a temporary file in the same folder, then rename: a crash or a
     # concurrent reader never sees a half-written cache file
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -266,8 +280,9 @@ class CharTokenizer:
     def encode(self, text: str) -> list[int]:
         missing = self.unknown(text)
         if missing:
-            raise DataError(f"text has {len(missing)} unknown characters, not in the vocabulary: "
-                            f"{_show_chars(missing)}")
+            raise DataError(
+                f"text has {len(missing)} unknown characters, not in the vocabulary: {_show_chars(missing)}"
+            )
         return [self.stoi[c] for c in text]
 
     def decode(self, ids) -> str:
@@ -310,8 +325,11 @@ class SentencePieceTokenizer:
         self.model_proto = model_proto
         self.model_type = model_type
         self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
-        pieces = (self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())
-                  if not (self.sp.is_unknown(i) or self.sp.is_control(i)))
+        pieces = (
+            self.sp.id_to_piece(i)
+            for i in range(self.sp.get_piece_size())
+            if not (self.sp.is_unknown(i) or self.sp.is_control(i))
+        )
         # every character that appears in some piece can be represented
         self.covered = set("".join(pieces).replace("▁", " "))
 
@@ -327,21 +345,34 @@ class SentencePieceTokenizer:
         if vocab_size < minimum:
             raise DataError(
                 f"vocab_size={vocab_size} is too small: this text has {n_chars} distinct characters, each needs "
-                f"its own piece (plus <unk> and newline); use vocab_size >= {minimum}")
+                f"its own piece (plus <unk> and newline); use vocab_size >= {minimum}"
+            )
         if not text.strip("\n"):
             raise DataError("cannot train a sentencepiece tokenizer on an empty text")
         # a generator, not a list: no second copy of a 20 MB corpus split into Python strings
-        lines = (line[i:i + cls.MAX_LINE_CHARS]
-                 for line in text.split("\n") for i in range(0, len(line), cls.MAX_LINE_CHARS))
+        lines = (
+            line[i : i + cls.MAX_LINE_CHARS]
+            for line in text.split("\n")
+            for i in range(0, len(line), cls.MAX_LINE_CHARS)
+        )
         model = io.BytesIO()
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=lines, model_writer=model,
-                vocab_size=vocab_size, model_type=model_type,
-                character_coverage=1.0, user_defined_symbols=["\n"],
-                normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=False,
-                bos_id=-1, eos_id=-1, max_sentence_length=4 * cls.MAX_LINE_CHARS,
-                input_sentence_size=1_000_000, minloglevel=2)
+                sentence_iterator=lines,
+                model_writer=model,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                character_coverage=1.0,
+                user_defined_symbols=["\n"],
+                normalization_rule_name="identity",
+                remove_extra_whitespaces=False,
+                add_dummy_prefix=False,
+                bos_id=-1,
+                eos_id=-1,
+                max_sentence_length=4 * cls.MAX_LINE_CHARS,
+                input_sentence_size=1_000_000,
+                minloglevel=2,
+            )
         except RuntimeError as e:
             too_high = re.search(r"Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+)", str(e))
             if too_high:
@@ -391,7 +422,8 @@ class SentencePieceTokenizer:
         if tok.vocab_size != state.get("vocab_size"):
             raise DataError(
                 f"malformed sentencepiece tokenizer state: model has {tok.vocab_size} pieces, "
-                f"state says {state.get('vocab_size')}")
+                f"state says {state.get('vocab_size')}"
+            )
         return tok
 
 
@@ -527,8 +559,9 @@ class ConsecutiveWindows:
 
     def __init__(self, data: torch.Tensor, batch_size: int, block_size: int):
         stream_len = len(data) // batch_size
-        check_long_enough(stream_len, block_size,
-                          what=f"each of the {batch_size} batch streams (corpus of {len(data)} tokens)")
+        check_long_enough(
+            stream_len, block_size, what=f"each of the {batch_size} batch streams (corpus of {len(data)} tokens)"
+        )
         self.block_size = block_size
         self.streams = data[: batch_size * stream_len].reshape(batch_size, stream_len)  # (B, N // B)
 
@@ -540,7 +573,7 @@ class ConsecutiveWindows:
         T = self.block_size
         for i in range(len(self)):
             s = i * T
-            yield self.streams[:, s:s + T], self.streams[:, s + 1:s + T + 1]  # (B, T), (B, T)
+            yield self.streams[:, s : s + T], self.streams[:, s + 1 : s + T + 1]  # (B, T), (B, T)
 
 
 def ngram_samples(
@@ -594,12 +627,14 @@ def cifar10_transform():
     """PIL image -> (1024, 1) sequence of grayscale pixels in [-1, 1]."""
     from torchvision import transforms
 
-    return transforms.Compose([
-        transforms.Grayscale(1),
-        transforms.ToTensor(),  # (1, 32, 32) in [0, 1]
-        transforms.Normalize((0.5,), (0.5,)),  # -> [-1, 1]
-        FlattenSequence(),  # -> (1024, 1)
-    ])
+    return transforms.Compose(
+        [
+            transforms.Grayscale(1),
+            transforms.ToTensor(),  # (1, 32, 32) in [0, 1]
+            transforms.Normalize((0.5,), (0.5,)),  # -> [-1, 1]
+            FlattenSequence(),  # -> (1024, 1)
+        ]
+    )
 
 
 def load_cifar10(root: str | os.PathLike, train: bool, download: bool = False) -> torch.utils.data.Dataset:
@@ -613,7 +648,8 @@ def load_cifar10(root: str | os.PathLike, train: bool, download: bool = False) -
             raise DataError(f"CIFAR-10 not found in {root}; pass download=True (needs internet, 170 MB)") from e
         raise DataError(
             f"could not download CIFAR-10 into {root}: {e}. "
-            "You are probably offline; the digits dataset works without a network.") from e
+            "You are probably offline; the digits dataset works without a network."
+        ) from e
 
 
 def load_digits_sequences(
@@ -639,7 +675,8 @@ def load_digits_sequences(
     x = x.flatten(2).transpose(1, 2).contiguous()  # (N, L, 1)
     y = torch.tensor(digits.target, dtype=torch.long)  # (N,)
     train_idx, test_idx = train_test_split(
-        torch.arange(len(y)).numpy(), test_size=val_fraction, random_state=seed, stratify=digits.target)
+        torch.arange(len(y)).numpy(), test_size=val_fraction, random_state=seed, stratify=digits.target
+    )
     idx = torch.from_numpy(train_idx if train else test_idx)
     return torch.utils.data.TensorDataset(x[idx], y[idx])
 

@@ -24,6 +24,7 @@ Work made of independent jobs (the ablation's runs) is spread differently: each
 rank trains whole runs on its own (`alone`), and the ranks meet only to share out
 the work and hand their results to rank 0 (`object_from_rank0`, `gather_to_rank0`).
 """
+
 import os
 from contextlib import contextmanager
 
@@ -31,7 +32,6 @@ import torch
 import torch.distributed as dist
 
 from lab.errors import LabError
-
 
 _alone = False  # inside `alone()`: this rank computes as a single process would
 
@@ -102,8 +102,9 @@ def wrap(model, device):
     """The model as DistributedDataParallel in a group of several ranks, else the model itself."""
     if rank_and_world()[1] == 1:
         return model
-    return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
-                                                     else None)
+    return torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
+    )
 
 
 def _collective_device():
@@ -125,8 +126,10 @@ def check_same_as_rank0(values, field, what):
     sizes, sums) differ from rank 0's: it read `what` differently (e.g. from a file that differs
     between machines), and the ranks would not compute one run."""
     if from_rank0(values) != values:
-        raise LabError(f"{field}: rank {rank_and_world()[0]} read {what} differently from rank 0 "
-                         "(a file that differs between machines?)")
+        raise LabError(
+            f"{field}: rank {rank_and_world()[0]} read {what} differently from rank 0 "
+            "(a file that differs between machines?)"
+        )
 
 
 def object_from_rank0(value):

@@ -19,6 +19,7 @@ token's first character, context features its last, word_start any of them.
 For a character model all are the character itself; for a subword "▁the" the
 first character is the space, so is_space marks word starts.
 """
+
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -27,8 +28,10 @@ import numpy as np
 
 from lab.errors import LabError
 
+
 def _inside(open_char, close_char):
     """1 after reading `open_char` until `close_char` is read (a toggle when they are equal)."""
+
     def per_char(text):
         inside, values = False, np.zeros(len(text))
         for n, ch in enumerate(text):
@@ -38,6 +41,7 @@ def _inside(open_char, close_char):
                 inside = False
             values[n] = inside
         return values
+
     return per_char
 
 
@@ -90,7 +94,7 @@ def _after_heading(text):
     values = np.zeros(len(text))
     for _, end in _heading_lines(text):
         line_end = text.find("\n", end + 1)
-        values[end:len(text) if line_end < 0 else line_end] = 1
+        values[end : len(text) if line_end < 0 else line_end] = 1
     return values
 
 
@@ -114,15 +118,15 @@ FEATURES = {
     "in_quotes": Feature('inside "double quotes" (rare in Shakespeare)', _inside('"', '"'), "last", "context"),
     "line_position": Feature("characters since the last newline", _line_position, "last", "context"),
     "in_heading": Feature('in a speaker heading ("Ham.", "LADY MACBETH.")', _in_heading, "last", "context"),
-    "after_heading": Feature("on the first line of a speech, just after its speaker heading", _after_heading,
-                             "last", "context"),
+    "after_heading": Feature(
+        "on the first line of a speech, just after its speaker heading", _after_heading, "last", "context"
+    ),
     "word_position": Feature("letters read of the current word", _word_position, "last", "context"),
-    "word_start": Feature("the first letter of a word", lambda text: (_word_position(text) == 1).astype(float),
-                          "any", "context"),
-    "is_vowel": Feature("a vowel (aeiou, either case)", _char_class(lambda c: c in "aeiouAEIOU"), "first",
-                        "character"),
-    "is_space": Feature("a space (for subwords: a word start)", _char_class(lambda c: c == " "), "first",
-                        "character"),
+    "word_start": Feature(
+        "the first letter of a word", lambda text: (_word_position(text) == 1).astype(float), "any", "context"
+    ),
+    "is_vowel": Feature("a vowel (aeiou, either case)", _char_class(lambda c: c in "aeiouAEIOU"), "first", "character"),
+    "is_space": Feature("a space (for subwords: a word start)", _char_class(lambda c: c == " "), "first", "character"),
     "is_upper": Feature("an upper-case letter", _char_class(str.isupper), "first", "character"),
     "is_newline": Feature("a newline", _char_class(lambda c: c == "\n"), "first", "character"),
 }

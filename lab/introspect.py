@@ -14,6 +14,7 @@ Every cell writes the gates its docstring names (lab.cells): rnn {h}; both GRUs
 {r, z, n, h}; lstm {i, f, g, o, c, h}; scan {A, B, h}. What the units track is
 lab.units' question; the features of the text it asks about are in lab.features.
 """
+
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -21,8 +22,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lab.models import recurrent_layers, to_reference
 from lab.errors import LabError
+from lab.models import recurrent_layers, to_reference
 
 MAX_TRACE_TOKENS = 2000  # a (T, H) array per gate; 2000 x 1024 x 6 gates is ~50 MB of float32
 
@@ -90,8 +91,10 @@ class GateTrace:
     def gate(self, layer, gate):
         """(T, H) values of one gate; ValueError listing the valid layers or gates."""
         if gate not in self.gates(layer):
-            raise LabError(f"gate: {gate!r} is not a gate of layer {layer} ({self.cells[layer]}); "
-                             f"valid gates are {list(self.gate_names[layer])}")
+            raise LabError(
+                f"gate: {gate!r} is not a gate of layer {layer} ({self.cells[layer]}); "
+                f"valid gates are {list(self.gate_names[layer])}"
+            )
         return self.layers[layer][gate]
 
 
@@ -138,7 +141,7 @@ def trace_chunks(model, tokenizer, text, chunk_tokens=MAX_TRACE_TOKENS):
     ids = encode_text(tokenizer, text, "text")
     model, state = to_reference(model), None
     for start in range(0, len(ids), chunk_tokens):
-        chunk = ids[start:start + chunk_tokens]
+        chunk = ids[start : start + chunk_tokens]
         layer_values, state = _read_traced(model, chunk, state)
         yield _gate_trace(model, tokenizer, chunk, layer_values)
 
@@ -151,7 +154,17 @@ def gate_summary(trace):
         for name in names:
             v = trace.layers[l][name]  # (T, H)
             saturated = ((v < SATURATION[0]) | (v > SATURATION[1])).mean() if name in SIGMOID_GATES else np.nan
-            rows.append({"layer": l, "cell": cell, "gate": name, "kind": GATE_KINDS[name],
-                         "mean": float(v.mean()), "std": float(v.std()), "min": float(v.min()),
-                         "max": float(v.max()), "saturation": float(saturated)})
+            rows.append(
+                {
+                    "layer": l,
+                    "cell": cell,
+                    "gate": name,
+                    "kind": GATE_KINDS[name],
+                    "mean": float(v.mean()),
+                    "std": float(v.std()),
+                    "min": float(v.min()),
+                    "max": float(v.max()),
+                    "saturation": float(saturated),
+                }
+            )
     return pd.DataFrame(rows)

@@ -5,6 +5,7 @@ checkpoint when it ends.
     job = TrainingJob("astra", model, task, config, checkpoint_dir="runs").start()
     job.events(since=n); job.stop(); job.wait()
 """
+
 import copy
 import dataclasses
 import logging
@@ -13,9 +14,9 @@ import threading
 import time
 
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
+from lab.errors import LabError
 from lab.train import is_finite_number, resume_training_state, run_metrics, train
 from lab.workers import PROCESS_MB, WorkerError, run_in_process
-from lab.errors import LabError
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
 
@@ -114,8 +115,13 @@ class BackgroundJob:
                 self.turns.give_back()
                 self._holds_turn = False
             self._ticket.release()
-            log.info("%s: %s after %.1f s%s", self.what, status, time.time() - self.started_at,
-                     f" ({self.message})" if self.message else "")
+            log.info(
+                "%s: %s after %.1f s%s",
+                self.what,
+                status,
+                time.time() - self.started_at,
+                f" ({self.message})" if self.message else "",
+            )
             # last: a UI that sees a final status finds the results saved and the budget free for a new job
             self.status = status
 
@@ -142,9 +148,25 @@ class TrainingJob(BackgroundJob):
     picklable (a module-level function or a functools.partial of one, see lab.sampling.sample_text).
     """
 
-    def __init__(self, name, model, task, config, checkpoint_dir=None, extra=None, sampler=None,
-                 sample_every_s=3.0, cost_mb=None, owner=None, budget=None, turns=None, resume=None,
-                 resumable=False, in_process=False, room=None):
+    def __init__(
+        self,
+        name,
+        model,
+        task,
+        config,
+        checkpoint_dir=None,
+        extra=None,
+        sampler=None,
+        sample_every_s=3.0,
+        cost_mb=None,
+        owner=None,
+        budget=None,
+        turns=None,
+        resume=None,
+        resumable=False,
+        in_process=False,
+        room=None,
+    ):
         from lab.cost import training_memory_bytes
 
         self.name, self.model, self.task, self.config = name, model, task, config
@@ -162,8 +184,12 @@ class TrainingJob(BackgroundJob):
     def _log(self, event):
         if event["type"] == "step" and self.first_step_seconds is None:
             self.first_step_seconds = time.time() - self.started_at
-            log.info("%s: first step %.2f s after Start (runs training on this server: %d)", self.what,
-                     self.first_step_seconds, self.budget.snapshot()[2])
+            log.info(
+                "%s: first step %.2f s after Start (runs training on this server: %d)",
+                self.what,
+                self.first_step_seconds,
+                self.budget.snapshot()[2],
+            )
         super()._log(event)
 
     def save(self, folder=None):
@@ -172,10 +198,16 @@ class TrainingJob(BackgroundJob):
         if need be."""
         from lab.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
 
-        self.checkpoint_path = save_checkpoint(folder or self.checkpoint_dir, self.name, self.model.cpu(),
-                                               self.task.tokenizer, run_metrics(self.result, self.config),
-                                               self.extra, self.result.training_state if self.resumable else None,
-                                               self.room)
+        self.checkpoint_path = save_checkpoint(
+            folder or self.checkpoint_dir,
+            self.name,
+            self.model.cpu(),
+            self.task.tokenizer,
+            run_metrics(self.result, self.config),
+            self.extra,
+            self.result.training_state if self.resumable else None,
+            self.room,
+        )
         if self.status == "failed" and self.trained_status not in (None, "failed"):
             self.status, self.message = self.trained_status, self.result.reason  # the failed save is behind it
         return self.checkpoint_path
@@ -193,28 +225,59 @@ class TrainingJob(BackgroundJob):
             raise LabError(f"more_seconds: must be a number of seconds > 0, got {more_seconds!r}")
         if self.running or self.checkpoint_path is None:
             raise LabError(f"resume: the run {self.name} has not ended and been saved yet")
-        config = dataclasses.replace(self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None,
-                                     max_epochs=None)
+        config = dataclasses.replace(
+            self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None, max_epochs=None
+        )
         checkpoint = load_checkpoint(self.checkpoint_path, "cpu")
-        return TrainingJob(self.name, checkpoint.model, copy.copy(self.task), config,
-                           checkpoint_dir=self.checkpoint_path.parent, extra=self.extra, sampler=self.sampler,
-                           sample_every_s=self.sample_every_s, cost_mb=self.cost_mb, owner=self.owner,
-                           budget=self.budget, turns=self.turns, resume=resume_training_state(checkpoint, config),
-                           resumable=True, in_process=self.in_process, room=self.room)
+        return TrainingJob(
+            self.name,
+            checkpoint.model,
+            copy.copy(self.task),
+            config,
+            checkpoint_dir=self.checkpoint_path.parent,
+            extra=self.extra,
+            sampler=self.sampler,
+            sample_every_s=self.sample_every_s,
+            cost_mb=self.cost_mb,
+            owner=self.owner,
+            budget=self.budget,
+            turns=self.turns,
+            resume=resume_training_state(checkpoint, config),
+            resumable=True,
+            in_process=self.in_process,
+            room=self.room,
+        )
 
     def _work(self):
         try:
             if self.in_process:  # lab.workers: the weights travel there and back, the events as they come
                 weights, self.result = run_in_process(
-                    _train_in_child, dict(model_config=self.model.config, weights=self.model.state_dict(),
-                                          task=self.task, config=self.config, resume=self.resume,
-                                          sampler=self.sampler, sample_every_s=self.sample_every_s),
-                    self._log, self._stop.is_set)
+                    _train_in_child,
+                    dict(
+                        model_config=self.model.config,
+                        weights=self.model.state_dict(),
+                        task=self.task,
+                        config=self.config,
+                        resume=self.resume,
+                        sampler=self.sampler,
+                        sample_every_s=self.sample_every_s,
+                    ),
+                    self._log,
+                    self._stop.is_set,
+                )
                 self.model.load_state_dict(weights)
                 self.model.eval()
             else:
-                self.result = train_with_samples(self.model, self.task, self.config, self._log, self._next_step_turn,
-                                                 self.resume, self.sampler, self.sample_every_s)
+                self.result = train_with_samples(
+                    self.model,
+                    self.task,
+                    self.config,
+                    self._log,
+                    self._next_step_turn,
+                    self.resume,
+                    self.sampler,
+                    self.sample_every_s,
+                )
             if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
                 self.result.training_state = None
         finally:
@@ -228,8 +291,10 @@ class TrainingJob(BackgroundJob):
             try:
                 self.save()
             except (OSError, ValueError) as e:  # a full disk or quota: the run is not lost, its weights stay here
-                reason, status = (f"{reason}; saving failed: {e}; the trained weights are kept in memory, "
-                                  "job.save(folder) retries"), "failed"
+                reason, status = (
+                    (f"{reason}; saving failed: {e}; the trained weights are kept in memory, job.save(folder) retries"),
+                    "failed",
+                )
         self.message = reason
         return status
 

@@ -20,6 +20,7 @@ What makes them fast (BENCHMARKS.md has the measurements):
   every step's slice is contiguous.
 * scan has no kernel of its own: ScanLayer serves every backend (see lab/cells.py).
 """
+
 import torch
 import torch.nn.functional as F
 

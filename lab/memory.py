@@ -22,6 +22,7 @@ zero every k tokens (`state_reset_curve`). Seeds 000 and 001 warn that a reset
 collapses the model to P(s_t | s_{t-1}); k = 1 is that collapse, k = T the
 model reading the whole text with its state carried.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,9 +32,9 @@ import torch.nn.functional as F
 
 from lab.cells import sigmoid_time_constant
 from lab.data import chars_per_token
+from lab.errors import LabError
 from lab.introspect import GateTrace, encode_text, evaluating, trace_text
 from lab.models import recurrent_layers, to_reference
-from lab.errors import LabError
 
 MAX_GRADIENT_TOKENS = 1000  # one forward call per token, then one backward pass
 MAX_RESET_TOKENS = 20_000  # state_reset_curve's k = 1 point is a batch of T one-token rows
@@ -78,8 +79,10 @@ def keep_factor(trace, layer=0):
     """The keep factor a_t (T, H) of one traced layer; ValueError for the vanilla RNN."""
     gates, cell = trace.gates(layer), trace.cells[layer]
     if cell not in KEEP_GATES:
-        raise LabError(f"cell: the {cell!r} layer has no keep gate (cells with one: {sorted(KEEP_GATES)}); "
-                         "the vanilla RNN's memory is measured by gradient_through_time")
+        raise LabError(
+            f"cell: the {cell!r} layer has no keep gate (cells with one: {sorted(KEEP_GATES)}); "
+            "the vanilla RNN's memory is measured by gradient_through_time"
+        )
     return KEEP_GATES[cell](gates).astype(np.float64)
 
 
@@ -107,8 +110,13 @@ def retention(source, layer=0, *, tokenizer=None, text=None, max_lag=64):
         window = window[:-1] * a[k:]  # (T-k, H): row t is prod a[t+1 .. t+k]
         per_unit[k - 1] = window.mean(0)
     cell = source.cells[layer]
-    return Retention(lags=np.arange(1, K + 1), per_unit=per_unit, median=np.median(per_unit, 1), cell=cell,
-                     keep_gate=KEEP_GATE_LABELS[cell])
+    return Retention(
+        lags=np.arange(1, K + 1),
+        per_unit=per_unit,
+        median=np.median(per_unit, 1),
+        cell=cell,
+        keep_gate=KEEP_GATE_LABELS[cell],
+    )
 
 
 def constant_gate_retention(g, lags):
@@ -123,8 +131,9 @@ def bias_time_constants(biases):
     Pass the bias of the factor that keeps: b_z for gru_torch, b_f for the LSTM,
     and -b_z for gru_seed (its keep factor is 1 - sigmoid(b_z) = sigmoid(-b_z)).
     """
-    rows = [dict(zip(("retention", "tau", "half_life"), sigmoid_time_constant(float(b))), bias=float(b))
-            for b in biases]
+    rows = [
+        dict(zip(("retention", "tau", "half_life"), sigmoid_time_constant(float(b))), bias=float(b)) for b in biases
+    ]
     return pd.DataFrame(rows, columns=["bias", "retention", "tau", "half_life"])
 
 
@@ -142,11 +151,21 @@ def keep_gate_biases(model):
         b = KEEP_BIASES[cell](layer).detach().double().cpu().numpy()  # (H,)
         median = float(np.median(b))
         implied = bias_time_constants([median]).iloc[0]
-        rows.append({"layer": l, "cell": cell, "keep_gate": KEEP_GATE_LABELS[cell], "bias_median": median,
-                     "bias_q10": float(np.quantile(b, 0.1)), "bias_q90": float(np.quantile(b, 0.9)),
-                     "retention": implied["retention"], "half_life": implied["half_life"]})
-    return pd.DataFrame(rows, columns=["layer", "cell", "keep_gate", "bias_median", "bias_q10", "bias_q90",
-                                       "retention", "half_life"])
+        rows.append(
+            {
+                "layer": l,
+                "cell": cell,
+                "keep_gate": KEEP_GATE_LABELS[cell],
+                "bias_median": median,
+                "bias_q10": float(np.quantile(b, 0.1)),
+                "bias_q90": float(np.quantile(b, 0.9)),
+                "retention": implied["retention"],
+                "half_life": implied["half_life"],
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["layer", "cell", "keep_gate", "bias_median", "bias_q10", "bias_q90", "retention", "half_life"]
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -174,8 +193,10 @@ def loss_with_state_reset(model, tokenizer, text, reset_every=None, max_tokens=M
     total = 0.0
     with evaluating(model), torch.no_grad():
         # whole rows as one batch (rows, k), then the short last row (1, rest)
-        for xs, ys in ((x[:rows * k].view(rows, k), y[:rows * k].view(rows, k)),
-                       (x[rows * k:].view(1, rest), y[rows * k:].view(1, rest))):
+        for xs, ys in (
+            (x[: rows * k].view(rows, k), y[: rows * k].view(rows, k)),
+            (x[rows * k :].view(1, rest), y[rows * k :].view(1, rest)),
+        ):
             if ys.numel():
                 _, loss, _ = model(xs.to(device), ys.to(device))
                 total += loss.item() * ys.numel()
@@ -195,8 +216,14 @@ def state_reset_curve(model, tokenizer, text, resets=None):
     rows = []
     for k in resets:
         loss = loss_with_state_reset(model, tokenizer, text, k)
-        rows.append({"reset_every": n_tokens - 1 if k is None else k, "full": k is None, "nats_per_token": loss,
-                     "nats_per_char": loss / per_char})
+        rows.append(
+            {
+                "reset_every": n_tokens - 1 if k is None else k,
+                "full": k is None,
+                "nats_per_token": loss,
+                "nats_per_char": loss / per_char,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -212,11 +239,13 @@ def _expose_hidden(hidden):
     gradient reaching h sums every path from h_t to the loss: through the head
     and through the next steps. The LSTM keeps its cell state c untouched.
     """
+
     def hook(layer, inputs, output):
         out, state = output
         h = out[:, -1]  # (B, H)
         hidden.append(h)
         return h.unsqueeze(1), ((h, state[1]) if isinstance(state, tuple) else h)
+
     return hook
 
 
@@ -231,8 +260,8 @@ def gradient_through_time(model, tokens, tokenizer=None, max_tokens=MAX_GRADIENT
     every path: into the next steps of that layer and, for t = T, into the head.
     Lower layers never depend on h_t, so they add no path. Parameter .grad is
     left untouched (torch.autograd.grad). Works for every cell and backend (it runs
-    the reference cells, lab.models.to_reference), at initialisation or after training. Returns an np.ndarray (T,), index 0 = the
-    step farthest from the loss.
+    the reference cells, lab.models.to_reference), at initialisation or after training. Returns an
+    np.ndarray (T,), index 0 = the step farthest from the loss.
     """
     if isinstance(tokens, str):
         if tokenizer is None:
@@ -248,7 +277,7 @@ def gradient_through_time(model, tokens, tokenizer=None, max_tokens=MAX_GRADIENT
         with evaluating(model), torch.enable_grad():
             state = None
             for t in range(tokens.size(1) - 1):  # one step at a time, so every h_t is a tensor of its own
-                logits, _, state = model(tokens[:, t:t + 1], state=state)  # (1, 1, V)
+                logits, _, state = model(tokens[:, t : t + 1], state=state)  # (1, 1, V)
             loss = F.cross_entropy(logits[:, -1], tokens[:, -1])
             grads = torch.autograd.grad(loss, hidden)
     finally:

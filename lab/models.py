@@ -16,6 +16,7 @@ Families (registry `MODEL_FAMILIES`, keyed by the config's `family`):
     classifier    pixel sequence -> cells -> final state -> linear (seed 003)
     scan_markov   seed 004's ScanMarkov: positional embedding, gated scan, tied decoder
 """
+
 import copy
 import dataclasses
 import math
@@ -44,18 +45,27 @@ def _require(condition, field, message):
 def _check_common(cfg, *positive_fields):
     for field in positive_fields:
         value = getattr(cfg, field)
-        _require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, field,
-                 f"must be a positive integer, got {value!r}")
+        _require(
+            isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+            field,
+            f"must be a positive integer, got {value!r}",
+        )
     for field in ("dropout", "embed_dropout", "weight_dropout"):
         if hasattr(cfg, field):
             value = getattr(cfg, field)
             _require(0.0 <= value < 1.0, field, f"must be in [0, 1), got {value!r}")
     if hasattr(cfg, "keep_bias"):  # inf or NaN would make every keep gate shut or undefined from step 1
-        _require(isinstance(cfg.keep_bias, (int, float)) and math.isfinite(cfg.keep_bias), "keep_bias",
-                 f"must be a finite number, got {cfg.keep_bias!r}")
+        _require(
+            isinstance(cfg.keep_bias, (int, float)) and math.isfinite(cfg.keep_bias),
+            "keep_bias",
+            f"must be a finite number, got {cfg.keep_bias!r}",
+        )
     if getattr(cfg, "chrono_tmax", None) is not None:
-        _require(isinstance(cfg.chrono_tmax, int) and cfg.chrono_tmax >= 3, "chrono_tmax",
-                 f"must be an integer >= 3 or None, got {cfg.chrono_tmax!r}")
+        _require(
+            isinstance(cfg.chrono_tmax, int) and cfg.chrono_tmax >= 3,
+            "chrono_tmax",
+            f"must be an integer >= 3 or None, got {cfg.chrono_tmax!r}",
+        )
 
 
 @dataclass
@@ -82,8 +92,11 @@ class LMConfig:
         _check_common(self, "vocab_size", "embed_dim", "hidden_size", "num_layers")
         _require(self.norm in NORMS, "norm", f"must be one of {list(NORMS)}, got {self.norm!r}")
         _require(self.scan_mode in SCAN_MODES, "scan_mode", f"must be one of {sorted(SCAN_MODES)}")
-        _require(not (self.weight_dropout and self.cell == "scan"), "weight_dropout",
-                 "the scan cell has no hidden-to-hidden weight matrix to drop; use dropout instead")
+        _require(
+            not (self.weight_dropout and self.cell == "scan"),
+            "weight_dropout",
+            "the scan cell has no hidden-to-hidden weight matrix to drop; use dropout instead",
+        )
 
 
 @dataclass
@@ -129,8 +142,7 @@ class ScanMarkovConfig:
 def _loss(logits, targets, label_smoothing):
     if targets is None:
         return None
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
-                           label_smoothing=label_smoothing)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), label_smoothing=label_smoothing)
 
 
 class RecurrentLM(nn.Module):
@@ -145,10 +157,21 @@ class RecurrentLM(nn.Module):
         self.config = config
         c = config
         self.embedding = nn.Embedding(c.vocab_size, c.embed_dim)
-        layers = [make_layer(c.cell, c.embed_dim if l == 0 else c.hidden_size, c.hidden_size, c.backend,
-                             c.keep_bias, c.chrono_tmax, c.scan_mode) for l in range(c.num_layers)]
-        self.rnn = RecurrentStack(layers, c.dropout, norm_between_layers=c.norm == "every",
-                                  weight_dropout=c.weight_dropout)
+        layers = [
+            make_layer(
+                c.cell,
+                c.embed_dim if l == 0 else c.hidden_size,
+                c.hidden_size,
+                c.backend,
+                c.keep_bias,
+                c.chrono_tmax,
+                c.scan_mode,
+            )
+            for l in range(c.num_layers)
+        ]
+        self.rnn = RecurrentStack(
+            layers, c.dropout, norm_between_layers=c.norm == "every", weight_dropout=c.weight_dropout
+        )
         self.embed_dropout = nn.Dropout(c.embed_dropout)
         self.dropout = nn.Dropout(c.dropout)
         self.ln_f = nn.LayerNorm(c.hidden_size)
@@ -168,8 +191,18 @@ class SequenceClassifier(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        layers = [make_layer(c.cell, c.input_size if l == 0 else c.hidden_size, c.hidden_size, c.backend,
-                             c.keep_bias, c.chrono_tmax, c.scan_mode) for l in range(c.num_layers)]
+        layers = [
+            make_layer(
+                c.cell,
+                c.input_size if l == 0 else c.hidden_size,
+                c.hidden_size,
+                c.backend,
+                c.keep_bias,
+                c.chrono_tmax,
+                c.scan_mode,
+            )
+            for l in range(c.num_layers)
+        ]
         self.rnn = RecurrentStack(layers, c.dropout)
         self.head = nn.Linear(c.hidden_size, c.num_classes)
 
@@ -202,8 +235,9 @@ class ScanMarkov(nn.Module):
         self.pos_embedding = nn.Embedding(c.max_positions, c.embed_dim)
         self.scan = ScanLayer(c.embed_dim, c.embed_dim, gate_hidden=c.gate_hidden, scan_mode=c.scan_mode)
         self.ln = nn.LayerNorm(c.embed_dim)
-        self.decoder = nn.Sequential(nn.Linear(c.embed_dim, c.decoder_hidden), nn.GELU(),
-                                     nn.Linear(c.decoder_hidden, c.embed_dim))
+        self.decoder = nn.Sequential(
+            nn.Linear(c.embed_dim, c.decoder_hidden), nn.GELU(), nn.Linear(c.decoder_hidden, c.embed_dim)
+        )
         self.dropout = nn.Dropout(c.dropout)
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
 
@@ -238,7 +272,9 @@ def config_to_dict(config):
     return {"family": config.family, **dataclasses.asdict(config)}
 
 
-LEGACY_BACKENDS = {"scratch": "fast"}  # checkpoints saved before the reference/fast split name the fast kernels "scratch"
+LEGACY_BACKENDS = {
+    "scratch": "fast"
+}  # checkpoints saved before the reference/fast split name the fast kernels "scratch"
 
 
 def config_from_dict(data):
@@ -256,8 +292,11 @@ def config_from_dict(data):
         raise LabError(f"config: unknown fields {unknown} for family {family!r}")
     for name, value in data.items():  # JSON can hold anything; the dataclass checks assume these types
         kinds = typing.get_args(fields[name]) or (fields[name],)  # Optional[int] -> (int, NoneType)
-        _require(any(_JSON_KINDS[kind][1](value) for kind in kinds), name,
-                 f"must be {' or '.join(_JSON_KINDS[kind][0] for kind in kinds)}, got {reprlib.repr(value)}")
+        _require(
+            any(_JSON_KINDS[kind][1](value) for kind in kinds),
+            name,
+            f"must be {' or '.join(_JSON_KINDS[kind][0] for kind in kinds)}, got {reprlib.repr(value)}",
+        )
     return cls(**data)
 
 
@@ -299,12 +338,14 @@ def for_device(model, device):
     config = model.config
     if config.family != "lm":
         return model
-    fastest = dataclasses.replace(config, backend=default_backend(config.cell, device),
-                                  scan_mode=default_scan_mode(device))
+    fastest = dataclasses.replace(
+        config, backend=default_backend(config.cell, device), scan_mode=default_scan_mode(device)
+    )
     p = next(model.parameters())
     twin = build_model(fastest).to(p.device, p.dtype)
-    twin.load_state_dict({k: v for k, v in to_reference(model).state_dict().items() if not k.startswith("rnn.layers.")},
-                         strict=False)  # the embedding, norms and head; the layers below
+    twin.load_state_dict(
+        {k: v for k, v in to_reference(model).state_dict().items() if not k.startswith("rnn.layers.")}, strict=False
+    )  # the embedding, norms and head; the layers below
     for layer, reference in zip(twin.rnn.layers, to_reference(model).rnn.layers):
         if hasattr(layer, "load_reference"):  # a torch.nn layer
             layer.load_reference(reference)
@@ -326,11 +367,20 @@ class ModelSummary:
 
     def format(self):
         width = max([len(r[0]) for r in self.rows] + [20])
-        lines = ["=" * (width + 40), f"{self.name or self.family} MODEL SUMMARY", "=" * (width + 40),
-                 f"Family           : {self.family}"]
+        lines = [
+            "=" * (width + 40),
+            f"{self.name or self.family} MODEL SUMMARY",
+            "=" * (width + 40),
+            f"Family           : {self.family}",
+        ]
         lines += [f"Cell convention  : {c}" for c in self.conventions]
-        lines += [f"Trainable params : {self.total:,}", f"Model size       : {self.size_mb:.2f} MB",
-                  "", "PARAMETER BREAKDOWN", "-" * (width + 40)]
+        lines += [
+            f"Trainable params : {self.total:,}",
+            f"Model size       : {self.size_mb:.2f} MB",
+            "",
+            "PARAMETER BREAKDOWN",
+            "-" * (width + 40),
+        ]
         lines += [f"{name:{width}s}  {str(tuple(shape)):>16s}  {count:>12,}" for name, shape, count in self.rows]
         lines.append("=" * (width + 40))
         return "\n".join(lines)
@@ -343,5 +393,11 @@ def count_parameters(model):
 def model_summary(model, name=""):
     rows = [(n, tuple(p.shape), p.numel()) for n, p in model.named_parameters() if p.requires_grad]
     total = sum(r[2] for r in rows)
-    return ModelSummary(name=name, family=model.config.family, conventions=conventions(model), rows=rows,
-                        total=total, size_mb=total * 4 / 2**20)
+    return ModelSummary(
+        name=name,
+        family=model.config.family,
+        conventions=conventions(model),
+        rows=rows,
+        total=total,
+        size_mb=total * 4 / 2**20,
+    )

@@ -14,12 +14,13 @@ contexts (M, K) -> log-probabilities (M, V), scored on the same targets for
 every n (each position with n_max - 1 characters before it), so the figures
 for n = 2..5 differ only in how much context the model saw.
 """
+
 import numpy as np
 import torch
 
 from lab.data import CharTokenizer, encode_to_tensor, split_train_val
-from lab.introspect import evaluating
 from lab.errors import LabError
+from lab.introspect import evaluating
 
 N_MAX = 5  # seed 004: mixed 2..5-grams, contexts of 1..4 characters
 
@@ -58,9 +59,11 @@ def score_by_order(predict, ids, orders=range(2, N_MAX + 1), positions=None, bat
 def model_predictor(model, device="cpu"):
     """A lab language model (any family) as a predictor: it reads each context from the zero
     state, so a recurrent LM's memory is cut to the context (a truncated recurrent model)."""
+
     def predict(contexts):
         logits = model(contexts.to(device))[0][:, -1]  # (M, V): the prediction after the last context token
         return torch.log_softmax(logits.float(), -1)
+
     return predict
 
 
@@ -87,15 +90,17 @@ class KneserNey:
 
     def __init__(self, ids, vocab_size, order=N_MAX):
         ids = np.asarray(ids, dtype=np.int64)
-        if vocab_size ** order >= 2**62:
+        if vocab_size**order >= 2**62:
             raise LabError(f"order: {vocab_size}^{order} m-grams do not fit in 64-bit codes")
         self.vocab_size, self.order = vocab_size, order
         grams = [None] + [np.unique(self._codes(ids, m), return_counts=True) for m in range(1, order + 1)]
         # continuation counts of m-grams: how many distinct (m+1)-grams end with them
-        suffixes = [None] + [np.unique(grams[m + 1][0] % vocab_size ** m, return_counts=True)
-                             for m in range(1, order)]
-        self.levels = {(m, m == top): self._level(*(grams[m] if m == top else suffixes[m]))
-                       for top in range(1, order + 1) for m in range(1, top + 1)}
+        suffixes = [None] + [np.unique(grams[m + 1][0] % vocab_size**m, return_counts=True) for m in range(1, order)]
+        self.levels = {
+            (m, m == top): self._level(*(grams[m] if m == top else suffixes[m]))
+            for top in range(1, order + 1)
+            for m in range(1, top + 1)
+        }
 
     def _codes(self, ids, m):
         """The m-grams of ids (N,) as base-V codes (N - m + 1,)."""
@@ -106,9 +111,14 @@ class KneserNey:
         """One order's table: m-gram counts, and per context c(h .), N1+(h .) and the discount."""
         contexts, inverse = np.unique(codes // self.vocab_size, return_inverse=True)
         n1, n2 = (counts == 1).sum(), (counts == 2).sum()
-        return {"codes": codes, "counts": counts, "contexts": contexts,
-                "totals": np.bincount(inverse, weights=counts), "types": np.bincount(inverse),
-                "discount": n1 / (n1 + 2 * n2) if n1 + 2 * n2 else 0.5}
+        return {
+            "codes": codes,
+            "counts": counts,
+            "contexts": contexts,
+            "totals": np.bincount(inverse, weights=counts),
+            "types": np.bincount(inverse),
+            "discount": n1 / (n1 + 2 * n2) if n1 + 2 * n2 else 0.5,
+        }
 
     @staticmethod
     def _lookup(keys, values, queries):
@@ -125,7 +135,7 @@ class KneserNey:
         p = np.full(len(targets), 1.0 / self.vocab_size)
         for m in range(1, n + 1):
             level = self.levels[(m, m == n)]
-            h = self._codes_of(contexts[:, n - m:])  # (M,) the m - 1 newest context tokens
+            h = self._codes_of(contexts[:, n - m :])  # (M,) the m - 1 newest context tokens
             total = self._lookup(level["contexts"], level["totals"], h)
             types = self._lookup(level["contexts"], level["types"], h)
             count = self._lookup(level["codes"], level["counts"], h * self.vocab_size + targets)

@@ -14,6 +14,7 @@ Influence is the connectivity view of Distill's "Memorization in RNNs" (Madsen
 earlier input embedding, its L2 norm per position. A model that copies the token
 k steps back has its influence peak k steps back (tests/test_prediction.py).
 """
+
 import copy
 from dataclasses import dataclass
 
@@ -21,9 +22,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from lab.errors import LabError
 from lab.introspect import evaluating
 from lab.sampling import encode_prompt
-from lab.errors import LabError
 
 MAX_INFLUENCE_TOKENS = 2000  # one forward and one backward pass over the tokens before the target
 
@@ -76,8 +77,12 @@ def input_influence(model, token_ids, target):
             (grad,) = torch.autograd.grad(log_p, embedded[0])  # (1, target, E)
     finally:
         handle.remove()
-    return Influence(target=target, token_id=int(token_ids[target]), probability=float(log_p.detach().exp()),
-                     norms=grad[0].norm(dim=-1).double().cpu().numpy())
+    return Influence(
+        target=target,
+        token_id=int(token_ids[target]),
+        probability=float(log_p.detach().exp()),
+        norms=grad[0].norm(dim=-1).double().cpu().numpy(),
+    )
 
 
 class TypingReader:
@@ -97,9 +102,9 @@ class TypingReader:
     def read(self, text):
         """Read `text` (ValueError naming characters the vocabulary lacks) -> probs (V,) float tensor."""
         ids = encode_prompt(self.tokenizer, text)
-        if self.ids != ids[:len(self.ids)]:
+        if self.ids != ids[: len(self.ids)]:
             self.ids, self.state = [], None  # an edit, not an extension: start again
-        new = ids[len(self.ids):]
+        new = ids[len(self.ids) :]
         self.new_tokens = len(new)
         if new:
             idx = torch.tensor([new], device=next(self.model.parameters()).device)  # (1, new)
@@ -115,5 +120,11 @@ def next_tokens(probs, tokenizer, k=5):
     text (what it adds, " the") and probability, most likely first."""
     values, indices = torch.topk(probs, min(k, probs.numel()))
     ids = indices.tolist()
-    return pd.DataFrame({"token_id": ids, "piece": [tokenizer.id_to_piece(i) for i in ids],
-                         "text": [tokenizer.decode([i]) for i in ids], "probability": values.tolist()})
+    return pd.DataFrame(
+        {
+            "token_id": ids,
+            "piece": [tokenizer.id_to_piece(i) for i in ids],
+            "text": [tokenizer.decode([i]) for i in ids],
+            "probability": values.tolist(),
+        }
+    )

@@ -33,6 +33,7 @@ delay line in which every unit is overwritten at every step: what a vanilla RNN 
 construction, and what gated cells, initialised to keep (bias +1), must first unlearn. It
 measured that head start, not how long one memory survives (BENCHMARKS.md, "Toy tasks").
 """
+
 import functools
 import time
 from dataclasses import dataclass
@@ -45,10 +46,10 @@ import torch.nn.functional as F
 from lab.backends import default_backend, default_scan_mode
 from lab.cells import CELLS
 from lab.cost import parameter_count, training_memory_bytes
+from lab.errors import LabError
 from lab.jobs import BackgroundJob
 from lab.models import LMConfig, build_model, count_parameters
 from lab.train import TrainConfig, resolve_device, train
-from lab.errors import LabError
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: the steps with no answer due
 MAX_HIDDEN = 1024  # upper end of the hidden-size search
@@ -141,20 +142,34 @@ class ToyTask:
         """One sequence and its answer as text, "( · ( · ) ? → 1"; a long one shortened in the middle."""
         x, answer = self.make(1, distance, torch.Generator().manual_seed(seed))
         ids = x[0].tolist()
-        shown = self.show(ids) if len(ids) <= longest else f"{self.show(ids[:longest - 8])} … {self.show(ids[-6:])}"
+        shown = self.show(ids) if len(ids) <= longest else f"{self.show(ids[: longest - 8])} … {self.show(ids[-6:])}"
         return f"{shown} → {self.answers[answer.item()]}"
 
 
 TOY_TASKS = {
-    "recall": ToyTask("Recall the first symbol", "which symbol came first, before all the distractors?",
-                      tuple(RECALL_SYMBOLS) + ("?",), tuple(RECALL_SYMBOLS), make_recall),
-    "brackets": ToyTask("Count the open brackets", "how many brackets are open (opened and not yet closed)?",
-                        ("(", ")", "·", "?"), tuple(str(d) for d in range(BRACKET_SLOTS + 1)), make_brackets),
-    "adding": ToyTask("Add two marked digits", "what is the sum of the two digits in brackets?",
-                      tuple(str(d) for d in range(10)) + tuple(f"[{d}]" for d in range(10)) + ("?",),
-                      tuple(str(s) for s in range(19)), make_adding, min_distance=2),
-    "parity": ToyTask("Parity of the bits", "is the number of 1s odd?", ("0", "1", "?"), ("even", "odd"),
-                      make_parity),
+    "recall": ToyTask(
+        "Recall the first symbol",
+        "which symbol came first, before all the distractors?",
+        tuple(RECALL_SYMBOLS) + ("?",),
+        tuple(RECALL_SYMBOLS),
+        make_recall,
+    ),
+    "brackets": ToyTask(
+        "Count the open brackets",
+        "how many brackets are open (opened and not yet closed)?",
+        ("(", ")", "·", "?"),
+        tuple(str(d) for d in range(BRACKET_SLOTS + 1)),
+        make_brackets,
+    ),
+    "adding": ToyTask(
+        "Add two marked digits",
+        "what is the sum of the two digits in brackets?",
+        tuple(str(d) for d in range(10)) + tuple(f"[{d}]" for d in range(10)) + ("?",),
+        tuple(str(s) for s in range(19)),
+        make_adding,
+        min_distance=2,
+    ),
+    "parity": ToyTask("Parity of the bits", "is the number of 1s odd?", ("0", "1", "?"), ("even", "odd"), make_parity),
 }
 TOY_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # one of each kind; the GRU in PyTorch's convention
 
@@ -182,8 +197,9 @@ class ProbeTask:
     def __init__(self, task, distance, eval_sequences=512, seed=0):
         spec = toy_task(task)
         if not isinstance(distance, int) or not spec.min_distance <= distance <= MAX_DISTANCE:
-            raise LabError(f"distance: {task} needs an integer in [{spec.min_distance}, {MAX_DISTANCE}], "
-                             f"got {distance!r}")
+            raise LabError(
+                f"distance: {task} needs an integer in [{spec.min_distance}, {MAX_DISTANCE}], got {distance!r}"
+            )
         self.task, self.distance, self.eval_sequences, self.seed = task, distance, eval_sequences, seed
 
     @property
@@ -225,8 +241,10 @@ class ProbeTask:
     def evaluate(self, model, config, device):
         x, y, answers = self.eval_set()
         logits = model(x.to(device))[0][:, -1]  # (B, V): the answers given at the "?"
-        return {"val_loss": F.cross_entropy(logits, answers.to(device)).item(),
-                "val_accuracy": (logits.argmax(-1).cpu() == answers).float().mean().item()}
+        return {
+            "val_loss": F.cross_entropy(logits, answers.to(device)).item(),
+            "val_accuracy": (logits.argmax(-1).cpu() == answers).float().mean().item(),
+        }
 
 
 # ---------------------------------------------------------------------------
@@ -266,8 +284,7 @@ class ProbeConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise LabError(f"{field}: must be a positive integer, got {value!r}")
         lowest = max(TOY_TASKS[t].min_distance for t in self.tasks)
-        if not self.distances or any(not isinstance(k, int) or not lowest <= k <= MAX_DISTANCE
-                                     for k in self.distances):
+        if not self.distances or any(not isinstance(k, int) or not lowest <= k <= MAX_DISTANCE for k in self.distances):
             raise LabError(f"distances: must be integers in [{lowest}, {MAX_DISTANCE}], got {self.distances!r}")
         if not self.lr > 0:
             raise LabError(f"lr: must be > 0, got {self.lr!r}")
@@ -277,8 +294,14 @@ class ProbeConfig:
 
 def model_config(config, task, cell, hidden_size):
     device = resolve_device(config.device)
-    return LMConfig(cell=cell, backend=default_backend(cell, device), scan_mode=default_scan_mode(device),
-                    vocab_size=TOY_TASKS[task].vocab_size, embed_dim=config.embed_dim, hidden_size=hidden_size)
+    return LMConfig(
+        cell=cell,
+        backend=default_backend(cell, device),
+        scan_mode=default_scan_mode(device),
+        vocab_size=TOY_TASKS[task].vocab_size,
+        embed_dim=config.embed_dim,
+        hidden_size=hidden_size,
+    )
 
 
 def hidden_size_for_budget(config, task, cell):
@@ -286,6 +309,7 @@ def hidden_size_for_budget(config, task, cell):
 
     Parameters grow with H, so a binary search finds the last H under budget; then the
     closer of it and H + 1 wins. Counted by arithmetic (lab.cost): nothing is built."""
+
     def params(h):
         return parameter_count(model_config(config, task, cell, h))
 
@@ -307,9 +331,16 @@ def probe_run(config, task, cell, distance):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = build_model(model_config(config, task, cell, hidden_size))
-    train_config = TrainConfig(lr=config.lr, batch_size=config.batch_size, block_size=distance + 1,
-                               max_steps=None if config.seconds else config.steps, max_seconds=config.seconds,
-                               eval_interval=config.eval_every, seed=config.seed, device=config.device)
+    train_config = TrainConfig(
+        lr=config.lr,
+        batch_size=config.batch_size,
+        block_size=distance + 1,
+        max_steps=None if config.seconds else config.steps,
+        max_seconds=config.seconds,
+        eval_interval=config.eval_every,
+        seed=config.seed,
+        device=config.device,
+    )
     return model, ProbeTask(task, distance, config.eval_sequences, config.seed), train_config
 
 
@@ -327,13 +358,26 @@ def _train_one(config, task, cell, distance, callback, should_stop=None):
             callback({**event, **where})
 
     start = time.perf_counter()
-    result = train(model, probe_task, train_config, emit,
-                   should_stop=lambda: bool(evals) and evals[-1] >= config.solved or bool(should_stop and should_stop()))
+    result = train(
+        model,
+        probe_task,
+        train_config,
+        emit,
+        should_stop=lambda: bool(evals) and evals[-1] >= config.solved or bool(should_stop and should_stop()),
+    )
     if not evals:
         return None
-    return {**where, "accuracy": evals[-1], "chance": probe_task.chance, "params": count_parameters(model),
-            "hidden_size": model.config.hidden_size, "steps": result.steps, "final_loss": result.last_train_loss,
-            "seconds": time.perf_counter() - start, "skipped": False}
+    return {
+        **where,
+        "accuracy": evals[-1],
+        "chance": probe_task.chance,
+        "params": count_parameters(model),
+        "hidden_size": model.config.hidden_size,
+        "steps": result.steps,
+        "final_loss": result.last_train_loss,
+        "seconds": time.perf_counter() - start,
+        "skipped": False,
+    }
 
 
 def run_memory_probe(config=None, callback=None, should_stop=None):
@@ -355,10 +399,19 @@ def run_memory_probe(config=None, callback=None, should_stop=None):
             at_chance = 0  # distances in a row
             for distance in sorted(config.distances):
                 if config.give_up_after and at_chance >= config.give_up_after:
-                    row = {"task": task, "cell": cell, "distance": distance, "accuracy": float("nan"),
-                           "chance": ProbeTask(task, distance, seed=config.seed).chance, "params": rows[-1]["params"],
-                           "hidden_size": rows[-1]["hidden_size"], "steps": 0, "final_loss": float("nan"),
-                           "seconds": 0.0, "skipped": True}
+                    row = {
+                        "task": task,
+                        "cell": cell,
+                        "distance": distance,
+                        "accuracy": float("nan"),
+                        "chance": ProbeTask(task, distance, seed=config.seed).chance,
+                        "params": rows[-1]["params"],
+                        "hidden_size": rows[-1]["hidden_size"],
+                        "steps": 0,
+                        "final_loss": float("nan"),
+                        "seconds": 0.0,
+                        "skipped": True,
+                    }
                 else:
                     row = _train_one(config, task, cell, distance, callback, should_stop)
                     if row is None:  # stopped
@@ -392,10 +445,19 @@ class ProbeJob(BackgroundJob):
     what = "The memory probe"
 
     def __init__(self, config, owner=None, budget=None, turns=None):
-        runs = [probe_run(config, task, cell, distance)
-                for task in config.tasks for cell in config.cells for distance in config.distances]
-        cost_mb = max(training_memory_bytes(model.config, train_config.batch_size, train_config.block_size)
-                      for model, _, train_config in runs) / 2**20
+        runs = [
+            probe_run(config, task, cell, distance)
+            for task in config.tasks
+            for cell in config.cells
+            for distance in config.distances
+        ]
+        cost_mb = (
+            max(
+                training_memory_bytes(model.config, train_config.batch_size, train_config.block_size)
+                for model, _, train_config in runs
+            )
+            / 2**20
+        )
         super().__init__(cost_mb, owner, budget, turns)
         self.config, self.table = config, None
 

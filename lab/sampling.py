@@ -31,13 +31,14 @@ Randomness comes from one torch.Generator seeded with `config.seed`, never the
 global RNG, and sampling happens on the CPU: the same seed and prompt give the
 same text on every call.
 """
+
 from collections import Counter
 from dataclasses import asdict, dataclass
 
 import torch
 
-from lab.introspect import encode_text, evaluating
 from lab.errors import LabError
+from lab.introspect import encode_text, evaluating
 
 MAX_NEW_TOKENS = 5000
 MAX_TEMPERATURE = 1e6
@@ -48,6 +49,7 @@ MAX_PROMPT_CHARS = 1000
 
 class SamplingError(LabError):
     """A model that cannot be sampled from; the message says why."""
+
 
 START_TEXT = "\n"  # an empty prompt starts here: in a play every speech starts after a newline
 
@@ -131,13 +133,24 @@ class SamplingConfig:
         checks = [
             ("strategy", self.strategy in STRATEGIES, f"must be one of {list(STRATEGIES)}"),
             # above ~1e3 every distribution is uniform to float64's precision; an int past 2**1024 is no float
-            ("temperature", isinstance(self.temperature, (int, float)) and not isinstance(self.temperature, bool)
-             and 0 < self.temperature <= MAX_TEMPERATURE, f"must be a number in (0, {MAX_TEMPERATURE:g}]"),
+            (
+                "temperature",
+                isinstance(self.temperature, (int, float))
+                and not isinstance(self.temperature, bool)
+                and 0 < self.temperature <= MAX_TEMPERATURE,
+                f"must be a number in (0, {MAX_TEMPERATURE:g}]",
+            ),
             ("top_k", _is_int(self.top_k) and self.top_k >= 1, "must be an integer >= 1"),
-            ("top_p", isinstance(self.top_p, (int, float)) and not isinstance(self.top_p, bool)
-             and 0 < self.top_p <= 1, "must be in (0, 1]"),
-            ("max_new_tokens", _is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= MAX_NEW_TOKENS,
-             f"must be an integer in [1, {MAX_NEW_TOKENS}]"),
+            (
+                "top_p",
+                isinstance(self.top_p, (int, float)) and not isinstance(self.top_p, bool) and 0 < self.top_p <= 1,
+                "must be in (0, 1]",
+            ),
+            (
+                "max_new_tokens",
+                _is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= MAX_NEW_TOKENS,
+                f"must be an integer in [1, {MAX_NEW_TOKENS}]",
+            ),
             # torch.Generator's seed range
             ("seed", _is_int(self.seed) and 0 <= self.seed < 2**63, "must be an integer in [0, 2**63)"),
             ("stateful", isinstance(self.stateful, bool), "must be True or False"),
@@ -167,7 +180,7 @@ class Generation:
 
     @property
     def continuation(self):
-        return self.text[len(self.prompt):]
+        return self.text[len(self.prompt) :]
 
 
 def encode_prompt(tokenizer, prompt):
@@ -220,18 +233,26 @@ def _generate(model, tokenizer, prompt, config, feed):
             logits, state = feed(model, tokens[:, :t], state)  # a view: no copy of the prefix
             logits = logits.to("cpu", torch.float32, copy=True)  # (V,), a copy, not a view that keeps (1, T, V) alive
             if not torch.isfinite(logits).all():  # NaN or inf weights, or activations that overflow float32
-                raise SamplingError(f"the model's probabilities are not finite at token {t - P + 1} (its weights "
-                                    "have diverged or overflow); it cannot generate text: retrain it with a "
-                                    "smaller learning rate")
+                raise SamplingError(
+                    f"the model's probabilities are not finite at token {t - P + 1} (its weights "
+                    "have diverged or overflow); it cannot generate text: retrain it with a "
+                    "smaller learning rate"
+                )
             steps.append(logits)
             tokens[0, t] = pick(logits, config, generator)
         new_ids = tokens[0, P:].tolist()
         log_probs = torch.log_softmax(torch.stack(steps), -1)  # (N, V), the model's own distribution
         chosen = log_probs.gather(1, torch.tensor(new_ids)[:, None]).exp()[:, 0]  # (N,)
         entropies = torch.special.entr(log_probs.exp()).sum(-1)  # (N,) nats
-    return Generation(text=prompt + tokenizer.decode(new_ids), prompt=prompt, token_ids=new_ids,
-                      pieces=[tokenizer.id_to_piece(i) for i in new_ids], probs=chosen.tolist(),
-                      entropies=entropies.tolist(), strategy=config.label)
+    return Generation(
+        text=prompt + tokenizer.decode(new_ids),
+        prompt=prompt,
+        token_ids=new_ids,
+        pieces=[tokenizer.id_to_piece(i) for i in new_ids],
+        probs=chosen.tolist(),
+        entropies=entropies.tolist(),
+        strategy=config.label,
+    )
 
 
 def generate(model, tokenizer, prompt, config=None):
@@ -281,10 +302,11 @@ def _longest_repeat(text):
     Binary search on the length: if a substring of length m repeats, so does
     its prefix of length m - 1. O(N log N) substring hashes.
     """
+
     def repeat_of_length(m):
         seen = set()
         for i in range(len(text) - m + 1):
-            s = text[i:i + m]
+            s = text[i : i + m]
             if s in seen:
                 return s
             seen.add(s)
@@ -331,13 +353,13 @@ def repetition_report(text, n=4, min_cycle_chars=20):
     lines = Counter(line for line in text.split("\n") if line.strip())
     top_line, top_line_count = lines.most_common(1)[0] if lines else ("", 0)
     words = text.split()
-    grams = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+    grams = [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
     counts = Counter(grams)
     top_ngram, top_ngram_count = counts.most_common(1)[0] if counts else ("", 0)
     covered = [False] * len(words)
     for i, gram in enumerate(grams):
         if counts[gram] >= 2:
-            covered[i:i + n] = [True] * n
+            covered[i : i + n] = [True] * n
     period, tail = _tail_cycle(text, min_cycle_chars)
     longest = _longest_repeat(text)
     return {
@@ -350,7 +372,7 @@ def repetition_report(text, n=4, min_cycle_chars=20):
         "repeat_share": sum(covered) / len(words) if words else 0.0,
         "ends_in_cycle": period is not None,
         "cycle_period": period,
-        "cycle": text[len(text) - tail:len(text) - tail + period] if period else "",
+        "cycle": text[len(text) - tail : len(text) - tail + period] if period else "",
         "cycle_start": len(text) - tail if period else None,
         "cycle_repeats": tail / period if period else 0.0,
     }

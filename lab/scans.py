@@ -14,6 +14,7 @@ few cores costs more than the steps it saves. On a GPU the rounds spread over
 thousands of cores and the loop's T dependent kernel launches dominate, so the
 scan wins. `race_scans` measures which wins on the machine it runs on.
 """
+
 import time
 
 import numpy as np
@@ -21,8 +22,8 @@ import pandas as pd
 import torch
 
 from lab.cells import scan_parallel, scan_sequential
-from lab.train import resolve_device
 from lab.errors import LabError
+from lab.train import resolve_device
 
 MAX_RACE_LENGTH = 8192  # the longest T raced (T = 4096 at H = 2048: ~0.8 s per parallel call on 2 busy cores)
 
@@ -58,7 +59,13 @@ def race_scans(lengths, hidden=64, batch=1, repeats=3, seed=0, device="auto"):
             looped, scanned = scan_sequential(a, b), scan_parallel(a, b)  # also the warm-up
             sequential = _best_seconds(lambda: scan_sequential(a, b), repeats, device)
             parallel = _best_seconds(lambda: scan_parallel(a, b), repeats, device)
-            rows.append({"T": T, "max_abs_diff": float((looped - scanned).abs().max()),
-                         "sequential_ms": 1000 * sequential, "parallel_ms": 1000 * parallel,
-                         "speedup": sequential / parallel})
+            rows.append(
+                {
+                    "T": T,
+                    "max_abs_diff": float((looped - scanned).abs().max()),
+                    "sequential_ms": 1000 * sequential,
+                    "parallel_ms": 1000 * parallel,
+                    "speedup": sequential / parallel,
+                }
+            )
     return pd.DataFrame(rows)

@@ -15,6 +15,7 @@ save ever deletes another student's file.
     check_room("user_checkpoints", folder, n_bytes, space_bytes=200 * 2**20, total_bytes=500 * 2**20)
     sweep("user_checkpoints", keep_seconds=2 * 86400)
 """
+
 import base64
 import hashlib
 import hmac
@@ -68,8 +69,11 @@ def new_space_key(root):
 
 def is_space_key(root, text):
     """Whether `text` is a key this server issued for the user directory `root`."""
-    return (isinstance(text, str) and SPACE_KEY.fullmatch(text) is not None
-            and hmac.compare_digest(text[22:], _mac(root, text[:22])))
+    return (
+        isinstance(text, str)
+        and SPACE_KEY.fullmatch(text) is not None
+        and hmac.compare_digest(text[22:], _mac(root, text[:22]))
+    )
 
 
 def space_dir(root, key, create=True):
@@ -115,12 +119,16 @@ def check_room(root, folder, n_bytes, space_bytes, total_bytes):
     quota and in `root` within its bound."""
     used = folder_bytes(folder)
     if used + n_bytes > space_bytes:
-        raise SpaceFullError(f"saving: your files use {used / 2**20:,.1f} MB of your {space_bytes / 2**20:,.0f} MB "
-                             f"and this file needs {n_bytes / 2**20:,.1f} MB; delete some on the Checkpoints page")
+        raise SpaceFullError(
+            f"saving: your files use {used / 2**20:,.1f} MB of your {space_bytes / 2**20:,.0f} MB "
+            f"and this file needs {n_bytes / 2**20:,.1f} MB; delete some on the Checkpoints page"
+        )
     everyone = sum(folder_bytes(f) for f in _spaces(root))
     if everyone + n_bytes > total_bytes:
-        raise SpaceFullError(f"saving: this server's disk for students' files is full ({everyone / 2**20:,.0f} of "
-                             f"{total_bytes / 2**20:,.0f} MB); ask your teacher, or delete some of yours")
+        raise SpaceFullError(
+            f"saving: this server's disk for students' files is full ({everyone / 2**20:,.0f} of "
+            f"{total_bytes / 2**20:,.0f} MB); ask your teacher, or delete some of yours"
+        )
 
 
 def sweep(root, keep_seconds, now=None):

@@ -18,6 +18,7 @@ input projection of x_t (ScanLayer.in_proj, the identity when the widths match).
 tests/test_stepping.py checks that the new state is the state the model's own forward pass
 (any backend) returns after t tokens.
 """
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -25,10 +26,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from lab.errors import LabError
 from lab.introspect import GateTrace, trace_text
 from lab.memory import KEEP_GATES
 from lab.models import recurrent_layers
-from lab.errors import LabError
 
 MAX_STEP_TOKENS = 400  # a text to step through by hand, not a corpus
 
@@ -48,8 +49,14 @@ EQUATIONS = {  # each cell's equations in its docstring's order (lab.cells)
     "rnn": (Equation(("h",), _GATE),),
     "gru_seed": _GRU + (Equation(("h",), ("z", "h_prev", "n")),),  # h = (1 - z) * h_prev + z * n
     "gru_torch": _GRU + (Equation(("h",), ("z", "n", "h_prev")),),  # h = (1 - z) * n + z * h_prev
-    "lstm": (Equation(("i",), _GATE), Equation(("f",), _GATE), Equation(("g",), _GATE), Equation(("o",), _GATE),
-             Equation(("c",), ("f", "c_prev", "i", "g")), Equation(("h",), ("o", "c"))),
+    "lstm": (
+        Equation(("i",), _GATE),
+        Equation(("f",), _GATE),
+        Equation(("g",), _GATE),
+        Equation(("o",), _GATE),
+        Equation(("c",), ("f", "c_prev", "i", "g")),
+        Equation(("h",), ("o", "c")),
+    ),
     "scan": (Equation(("A", "B"), ("e",)), Equation(("h",), ("A", "h_prev", "B", "e"))),
 }
 
@@ -75,8 +82,9 @@ class RecurrentStep:
     def table(self, equation, units):
         """One equation's numbers for some units: a row per unit, its reads then its writes."""
         units = list(units)
-        return pd.DataFrame({"unit": units, **{name: self.values[name][units]
-                                                for name in equation.reads + equation.writes}})
+        return pd.DataFrame(
+            {"unit": units, **{name: self.values[name][units] for name in equation.reads + equation.writes}}
+        )
 
 
 @dataclass
@@ -102,9 +110,15 @@ class SteppedText:
                 values[f"{state}_prev"] = gates[state][t - 2] if t > 1 else np.zeros_like(gates[state][0])
         if self.projected is not None:
             values["e"] = self.projected[t - 1]
-        return RecurrentStep(t=int(t), token=self.trace.token_texts[t - 1], cell=cell,
-                             convention=self.trace.conventions[self.layer], x=self.trace.inputs[self.layer][t - 1],
-                             values=values, equations=EQUATIONS[cell])
+        return RecurrentStep(
+            t=int(t),
+            token=self.trace.token_texts[t - 1],
+            cell=cell,
+            convention=self.trace.conventions[self.layer],
+            x=self.trace.inputs[self.layer][t - 1],
+            values=values,
+            equations=EQUATIONS[cell],
+        )
 
 
 def step_through(model, tokenizer, text, layer=0, max_tokens=MAX_STEP_TOKENS):

@@ -8,11 +8,24 @@ LMTask: next-token prediction over windows of a text (seeds 000-002);
 NgramTask: seed 004's mixed 2-5-gram samples, scored per context length;
 ClassificationTask: sequences and their labels (seed 003's pixel sequences).
 """
+
 import torch
 
-from lab.data import (ConsecutiveWindows, DataError, build_tokenizer, check_long_enough, chars_per_token,
-                      download_tiny_shakespeare, encode_to_tensor, load_bundled_corpus, load_bundled_split,
-                      ngram_samples, random_windows, read_text, split_text)
+from lab.data import (
+    ConsecutiveWindows,
+    DataError,
+    build_tokenizer,
+    chars_per_token,
+    check_long_enough,
+    download_tiny_shakespeare,
+    encode_to_tensor,
+    load_bundled_corpus,
+    load_bundled_split,
+    ngram_samples,
+    random_windows,
+    read_text,
+    split_text,
+)
 from lab.ngram import model_predictor, score_by_order
 
 CORPORA = {"bundled": load_bundled_corpus, "tiny-shakespeare": download_tiny_shakespeare}
@@ -149,8 +162,8 @@ class ClassificationTask:
     def evaluate(self, model, config, device):
         correct, loss_sum = 0, 0.0
         for start in range(0, len(self.x_test), config.batch_size):
-            x = self.x_test[start:start + config.batch_size].to(device)
-            y = self.y_test[start:start + config.batch_size].to(device)
+            x = self.x_test[start : start + config.batch_size].to(device)
+            y = self.y_test[start : start + config.batch_size].to(device)
             logits, loss, _ = model(x, y)
             correct += (logits.argmax(-1) == y).sum().item()
             loss_sum += loss.item() * len(y)
@@ -194,8 +207,14 @@ class NgramTask(LMTask):
 
     def train_batch(self, config, generator):
         K = self.n_max - 1
-        contexts, lengths, targets = ngram_samples(self.train_ids, num_samples=config.batch_size, pad_index=0,
-                                                   n_min=self.n_min, n_max=self.n_max, generator=generator)
+        contexts, lengths, targets = ngram_samples(
+            self.train_ids,
+            num_samples=config.batch_size,
+            pad_index=0,
+            n_min=self.n_min,
+            n_max=self.n_max,
+            generator=generator,
+        )
         # ngram_samples right-aligns each context after its padding; rotate it to start at column 0
         x = contexts.gather(1, (torch.arange(K) + K - lengths[:, None]) % K)  # (B, K)
         y = torch.full_like(x, self.IGNORE)  # (B, K)
@@ -208,8 +227,13 @@ class NgramTask(LMTask):
         nats/char at n = n_max."""
         generator = torch.Generator().manual_seed(config.seed + 1)
         positions = torch.randint(self.n_max - 1, len(self.val_ids), (config.eval_windows,), generator=generator)
-        scores = score_by_order(model_predictor(model, device), self.val_ids, range(self.n_min, self.n_max + 1),
-                                positions, batch=config.batch_size)
+        scores = score_by_order(
+            model_predictor(model, device),
+            self.val_ids,
+            range(self.n_min, self.n_max + 1),
+            positions,
+            batch=config.batch_size,
+        )
         metrics = {f"val_{name}_n{n}": s[name] for n, s in scores.items() for name in ("loss", "accuracy")}
         val_loss = scores[self.n_max]["loss"]
         return {"val_loss": val_loss, "val_nats_per_char": val_loss / self.chars_per_token, **metrics}

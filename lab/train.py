@@ -23,6 +23,7 @@ background for the app.
 The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
 learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
 """
+
 import ctypes
 import dataclasses
 import math
@@ -73,24 +74,49 @@ class TrainConfig:
             ("lr", is_finite_number(self.lr) and 0 < self.lr <= MAX_LR, f"must be a number in (0, {MAX_LR:g}]"),
             ("min_lr", is_finite_number(self.min_lr) and 0 <= self.min_lr <= self.lr, "must be a number in [0, lr]"),
             ("weight_decay", is_finite_number(self.weight_decay) and 0 <= self.weight_decay <= 1, "must be in [0, 1]"),
-            ("batch_size", _integer(self.batch_size, 1, MAX_BATCH_SIZE),
-             f"must be an integer in [1, {MAX_BATCH_SIZE}]"),
-            ("block_size", _integer(self.block_size, 1, MAX_BLOCK_SIZE),
-             f"must be an integer in [1, {MAX_BLOCK_SIZE}]"),
-            ("max_steps", self.max_steps is None or _integer(self.max_steps, 1, MAX_STEPS),
-             f"must be None or an integer in [1, {MAX_STEPS:,}]"),
-            ("max_seconds", self.max_seconds is None or is_finite_number(self.max_seconds) and 0 < self.max_seconds,
-             "must be None or a finite number of seconds > 0"),
-            ("max_epochs", self.max_epochs is None or is_finite_number(self.max_epochs) and 0 < self.max_epochs,
-             "must be None or a finite number > 0"),
+            (
+                "batch_size",
+                _integer(self.batch_size, 1, MAX_BATCH_SIZE),
+                f"must be an integer in [1, {MAX_BATCH_SIZE}]",
+            ),
+            (
+                "block_size",
+                _integer(self.block_size, 1, MAX_BLOCK_SIZE),
+                f"must be an integer in [1, {MAX_BLOCK_SIZE}]",
+            ),
+            (
+                "max_steps",
+                self.max_steps is None or _integer(self.max_steps, 1, MAX_STEPS),
+                f"must be None or an integer in [1, {MAX_STEPS:,}]",
+            ),
+            (
+                "max_seconds",
+                self.max_seconds is None or is_finite_number(self.max_seconds) and 0 < self.max_seconds,
+                "must be None or a finite number of seconds > 0",
+            ),
+            (
+                "max_epochs",
+                self.max_epochs is None or is_finite_number(self.max_epochs) and 0 < self.max_epochs,
+                "must be None or a finite number > 0",
+            ),
             ("grad_clip", is_finite_number(self.grad_clip) and self.grad_clip > 0, "must be a finite number > 0"),
-            ("label_smoothing", is_finite_number(self.label_smoothing) and 0 <= self.label_smoothing < 1, "must be in [0, 1)"),
+            (
+                "label_smoothing",
+                is_finite_number(self.label_smoothing) and 0 <= self.label_smoothing < 1,
+                "must be in [0, 1)",
+            ),
             ("stateful", isinstance(self.stateful, bool), "must be True or False"),
             ("eval_interval", _integer(self.eval_interval, 1, MAX_STEPS), "must be a positive integer"),
-            ("eval_seconds", self.eval_seconds is None or is_finite_number(self.eval_seconds) and self.eval_seconds > 0,
-             "must be None or a finite number of seconds > 0"),
-            ("eval_windows", _integer(self.eval_windows, 1, MAX_EVAL_WINDOWS),
-             f"must be an integer in [1, {MAX_EVAL_WINDOWS}]"),
+            (
+                "eval_seconds",
+                self.eval_seconds is None or is_finite_number(self.eval_seconds) and self.eval_seconds > 0,
+                "must be None or a finite number of seconds > 0",
+            ),
+            (
+                "eval_windows",
+                _integer(self.eval_windows, 1, MAX_EVAL_WINDOWS),
+                f"must be an integer in [1, {MAX_EVAL_WINDOWS}]",
+            ),
             ("seed", _integer(self.seed, 0, 2**63 - 1), "must be an integer in [0, 2**63)"),  # torch's seed range
             ("device", self.device in DEVICES, f"must be one of {list(DEVICES)}"),
             ("amp", self.amp in AMP_MODES, f"must be one of {list(AMP_MODES)}"),
@@ -120,8 +146,7 @@ def resolve_device(name="auto"):
         raise LabError(f"device: must be one of {list(DEVICES)}, got {name!r}")
     if name == "cuda" and not torch.cuda.is_available():
         raise LabError("device: CUDA was asked for but no CUDA device is available")
-    return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else
-                        "cpu" if name == "auto" else name)
+    return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else "cpu" if name == "auto" else name)
 
 
 def resolve_amp(mode, device, backend):
@@ -135,18 +160,26 @@ def resolve_amp(mode, device, backend):
     if mode not in AMP_MODES:
         raise LabError(f"amp: must be one of {list(AMP_MODES)}, got {mode!r}")
     if mode == "fp16" and device.type != "cuda":
-        raise LabError("amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
-                         "on a CPU use --amp bf16 or off")
+        raise LabError(
+            "amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
+            "on a CPU use --amp bf16 or off"
+        )
     if mode in ("bf16", "fp16") and backend == "fast":
-        raise LabError("amp: the fast backend's kernels (lab/kernels.py) compute in float32 only; "
-                         "use --backend fused for mixed precision, or --amp off")
+        raise LabError(
+            "amp: the fast backend's kernels (lab/kernels.py) compute in float32 only; "
+            "use --backend fused for mixed precision, or --amp off"
+        )
     if mode == "auto" and (device.type != "cuda" or backend != "fused"):
         return None
     bf16 = device.type != "cuda" or torch.cuda.is_bf16_supported()
     if mode == "bf16" and not bf16:
         raise LabError("amp: this GPU has no bfloat16; use --amp fp16")
-    return {"auto": torch.bfloat16 if bf16 else torch.float16, "off": None, "bf16": torch.bfloat16,
-            "fp16": torch.float16}[mode]
+    return {
+        "auto": torch.bfloat16 if bf16 else torch.float16,
+        "off": None,
+        "bf16": torch.bfloat16,
+        "fp16": torch.float16,
+    }[mode]
 
 
 def _to_device(batch, device):
@@ -196,16 +229,24 @@ def cosine_lr(config, progress):
 
 
 def _progress(config, step, elapsed, epoch):
-    parts = [step / config.max_steps if config.max_steps else 0.0,
-             elapsed / config.max_seconds if config.max_seconds else 0.0,
-             epoch / config.max_epochs if config.max_epochs else 0.0]
+    parts = [
+        step / config.max_steps if config.max_steps else 0.0,
+        elapsed / config.max_seconds if config.max_seconds else 0.0,
+        epoch / config.max_epochs if config.max_epochs else 0.0,
+    ]
     return max(parts)
 
 
 def run_metrics(result, config, **more):
     """What a checkpoint records about the run that made it (its `metrics`)."""
-    return {"history": result.history, "steps": result.steps, "elapsed": result.elapsed, "reason": result.reason,
-            "train_config": dataclasses.asdict(config), **more}
+    return {
+        "history": result.history,
+        "steps": result.steps,
+        "elapsed": result.elapsed,
+        "reason": result.reason,
+        "train_config": dataclasses.asdict(config),
+        **more,
+    }
 
 
 @dataclass
@@ -225,8 +266,16 @@ class TrainingState:
 
 
 # what a resumed run may change: budgets, and where and how fast it runs, not what it computes
-RESUME_MAY_CHANGE = {"max_steps", "max_seconds", "max_epochs", "eval_interval", "eval_seconds", "device", "amp",
-                     "compile"}
+RESUME_MAY_CHANGE = {
+    "max_steps",
+    "max_seconds",
+    "max_epochs",
+    "eval_interval",
+    "eval_seconds",
+    "device",
+    "amp",
+    "compile",
+}
 
 
 def resume_training_state(checkpoint, config):
@@ -240,32 +289,24 @@ def resume_training_state(checkpoint, config):
     """
     state = checkpoint.training_state
     if state is None:
-        raise LabError(f"resume: {checkpoint.path or 'this checkpoint'} has no training state; only a run "
-                         "saved as resumable (--resumable) can be continued")
+        raise LabError(
+            f"resume: {checkpoint.path or 'this checkpoint'} has no training state; only a run "
+            "saved as resumable (--resumable) can be continued"
+        )
     saved = checkpoint.metrics.get("train_config", {})
     for key, value in dataclasses.asdict(config).items():
         if key not in RESUME_MAY_CHANGE and key in saved and saved[key] != value:
-            raise LabError(f"resume: {key} is {value!r} but the run being resumed used {saved[key]!r}; "
-                             "a resumed run keeps its settings (only budgets and the device may change)")
+            raise LabError(
+                f"resume: {key} is {value!r} but the run being resumed used {saved[key]!r}; "
+                "a resumed run keeps its settings (only budgets and the device may change)"
+            )
     # epochs need the task's size: an epoch budget already spent ends the resumed run at once instead
     if _progress(config, state.step, state.elapsed, 0.0) >= 1.0:
-        raise LabError(f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
-                         "give a larger budget to continue it")
+        raise LabError(
+            f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
+            "give a larger budget to continue it"
+        )
     return state
-
-
-def why_not_resumable(model_config, config):
-    """None where a run of this model with this config can be saved with its training state and
-    continued (TrainingJob(resumable=True), then job.continuation), else why not, in a sentence."""
-    from lab.checkpoints import MAX_CHECKPOINT_BYTES, resumable_checkpoint_bytes
-
-    if config.stateful:
-        return "a stateful run carries its hidden state from batch to batch, and that state is not saved"
-    size = resumable_checkpoint_bytes(model_config)
-    if size > MAX_CHECKPOINT_BYTES:
-        return (f"with its optimizer's state this model's checkpoint would be about {size / 2**20:,.0f} MB, over the "
-                f"{MAX_CHECKPOINT_BYTES // 2**20} MB a checkpoint may have")
-    return None
 
 
 def _named_optimizer_state(optimizer, names):
@@ -317,8 +358,10 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
     rank, world = distributed.rank_and_world()
     if config.batch_size % world:
-        raise LabError(f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
-                         f"give a multiple of {world}")
+        raise LabError(
+            f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
+            f"give a multiple of {world}"
+        )
     emit = emit if emit is not None and rank == 0 else (lambda event: None)
     should_stop = should_stop or (lambda: False)
     task.check(config)
@@ -352,8 +395,14 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         model.eval()
         metrics = task.evaluate(model, config, device)
         model.train()
-        event = {"type": "eval", "step": step, "epoch": step / steps_per_epoch,
-                 "elapsed": time.perf_counter() - start, "train_loss": loss_value, **metrics}
+        event = {
+            "type": "eval",
+            "step": step,
+            "epoch": step / steps_per_epoch,
+            "elapsed": time.perf_counter() - start,
+            "train_loss": loss_value,
+            **metrics,
+        }
         history.append(event)
         emit(event)
 
@@ -408,13 +457,24 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         step, loss_value = step + 1, global_loss.item()
         elapsed = time.perf_counter() - start
         progress = _progress(config, step, elapsed, step / steps_per_epoch)
-        emit({"type": "step", "step": step, "epoch": step / steps_per_epoch, "train_loss": loss_value,
-              "lr": lr, "grad_norm": grad_norm, "tokens_per_s": tokens * step / elapsed,
-              "elapsed": elapsed, "progress": min(progress, 1.0),
-              "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan})
+        emit(
+            {
+                "type": "step",
+                "step": step,
+                "epoch": step / steps_per_epoch,
+                "train_loss": loss_value,
+                "lr": lr,
+                "grad_norm": grad_norm,
+                "tokens_per_s": tokens * step / elapsed,
+                "elapsed": elapsed,
+                "progress": min(progress, 1.0),
+                "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan,
+            }
+        )
         due = step % config.eval_interval == 0 or (
-            config.eval_seconds is not None and elapsed - (history[-1]["elapsed"] if history else 0.0)
-            >= config.eval_seconds)
+            config.eval_seconds is not None
+            and elapsed - (history[-1]["elapsed"] if history else 0.0) >= config.eval_seconds
+        )
         if due and rank == 0:
             evaluate()
     if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite") and rank == 0:
@@ -422,8 +482,15 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     elapsed = time.perf_counter() - start
     emit({"type": "done", "reason": reason, "step": step, "elapsed": elapsed})
     model.eval()
-    training_state = TrainingState(step, elapsed, loss_value, *_named_optimizer_state(optimizer, names),
-                                   rng={"torch": distributed.stack(torch.get_rng_state()),  # (W, S): every rank's
-                                        "data": generator.get_state()},
-                                   history=list(history))
+    training_state = TrainingState(
+        step,
+        elapsed,
+        loss_value,
+        *_named_optimizer_state(optimizer, names),
+        rng={
+            "torch": distributed.stack(torch.get_rng_state()),  # (W, S): every rank's
+            "data": generator.get_state(),
+        },
+        history=list(history),
+    )
     return TrainResult(reason, step, elapsed, history, loss_value, training_state)

@@ -17,19 +17,20 @@ is left out. Karpathy, Johnson & Fei-Fei (2015) colour text by such units; LSTMV
 it. `span_units` ranks by the correlation with the span itself (1 on the span, 0
 elsewhere), so a span you select is read exactly like a feature of the text.
 """
+
 import numpy as np
 import pandas as pd
 from scipy.cluster.hierarchy import leaves_list, linkage
 
+from lab.errors import LabError
 from lab.features import FEATURES, feature_matrix, feature_values
 from lab.introspect import MAX_TRACE_TOKENS, encode_text, trace_chunks
-from lab.errors import LabError
 
 TABLE_COLUMNS = ["feature", "layer", "gate", "unit", "correlation", "abs_correlation"]
 UNIT_ORDERS = {
     "index": "unit 0 first, as the weights store them",
     "feature": "by |correlation| with the chosen feature: the units most tied to it on top, whether they rise "
-               "or fall with it",
+    "or fall with it",
     "similarity": "similar units side by side (hierarchical clustering of their activations)",
 }
 # a column whose standard deviation is below this is constant: its correlation is 0, not rounding noise
@@ -84,8 +85,17 @@ def _table(sums_by_gate, features):
     for (layer, gate), sums in sums_by_gate.items():
         r = sums.correlation()  # (F, H)
         F, H = r.shape
-        frames.append(pd.DataFrame({"feature": np.repeat(features, H), "layer": layer, "gate": gate,
-                                    "unit": np.tile(np.arange(H), F), "correlation": r.ravel()}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "feature": np.repeat(features, H),
+                    "layer": layer,
+                    "gate": gate,
+                    "unit": np.tile(np.arange(H), F),
+                    "correlation": r.ravel(),
+                }
+            )
+        )
     table = pd.concat(frames, ignore_index=True)
     table["abs_correlation"] = table["correlation"].abs()
     return table[TABLE_COLUMNS]
@@ -105,8 +115,9 @@ def unit_correlations(trace, features=None):
     if not features:
         raise LabError("text: no feature of the text varies on it (lab.features.FEATURES); use a longer text")
     y = feature_matrix(trace.token_texts, features)  # (T, F)
-    sums = {(l, g): CorrelationSums().add(values, y) for l, gates in enumerate(trace.layers)
-            for g, values in gates.items()}
+    sums = {
+        (l, g): CorrelationSums().add(values, y) for l, gates in enumerate(trace.layers) for g, values in gates.items()
+    }
     return _table(sums, features)
 
 
@@ -123,7 +134,7 @@ def unit_correlations_over(model, tokenizer, text, features=None, chunk_tokens=M
         T = len(chunk.token_ids)
         for l, gates in enumerate(chunk.layers):
             for g, values in gates.items():
-                sums.setdefault((l, g), CorrelationSums()).add(values, y[start:start + T])
+                sums.setdefault((l, g), CorrelationSums()).add(values, y[start : start + T])
         start += T
     return _table(sums, features)
 
@@ -157,8 +168,9 @@ def rank_units(trace, signal, k=5, layers=None):
     signal (T,), by |Pearson r|: DataFrame with layer, gate, unit, correlation, abs_correlation."""
     y = np.asarray(signal, np.float64)[:, None]  # (T, 1)
     layers = range(len(trace.layers)) if layers is None else layers
-    table = _table({(l, g): CorrelationSums().add(trace.gate(l, g), y) for l in layers
-                    for g in trace.gate_names[l]}, ["signal"])
+    table = _table(
+        {(l, g): CorrelationSums().add(trace.gate(l, g), y) for l in layers for g in trace.gate_names[l]}, ["signal"]
+    )
     table = table.sort_values("abs_correlation", ascending=False, kind="stable").head(k)
     return table.drop(columns="feature").reset_index(drop=True)
 
@@ -172,8 +184,10 @@ def top_units(trace, feature, layer=0, gate="h", k=5):
     values = trace.gate(layer, gate)  # (T, H)
     y = feature_values(trace.token_texts, feature)  # (T,)
     if np.ptp(y) == 0:
-        raise LabError(f"feature: {feature!r} ({FEATURES[feature].description}) is constant on this text; "
-                         "choose a text where it varies")
+        raise LabError(
+            f"feature: {feature!r} ({FEATURES[feature].description}) is constant on this text; "
+            "choose a text where it varies"
+        )
     r = pearson(values, y)  # (H,)
     units = np.argsort(-np.abs(r), kind="stable")[:k]
     return pd.DataFrame({"unit": units, "correlation": r[units], "abs_correlation": np.abs(r[units])})
@@ -183,8 +197,10 @@ def span_mask(n_tokens, start, end):
     """1 on tokens start..end-1, 0 elsewhere -> (T,); ValueError unless 0 <= start < end <= T and
     some token lies outside the span (a span that is the whole text stands out from nothing)."""
     if not (0 <= start < end <= n_tokens) or end - start == n_tokens:
-        raise LabError(f"span: tokens {start}..{end - 1} must lie inside the text's tokens 0..{n_tokens - 1}, "
-                         "and leave some of them outside")
+        raise LabError(
+            f"span: tokens {start}..{end - 1} must lie inside the text's tokens 0..{n_tokens - 1}, "
+            "and leave some of them outside"
+        )
     mask = np.zeros(n_tokens)
     mask[start:end] = 1.0
     return mask
@@ -220,8 +236,10 @@ def unit_order(values, order="index", signal=None):
         return np.arange(H)
     if order == "feature":
         if signal is None or np.ptp(signal) == 0:
-            raise LabError("order: the feature is constant on this text, so it cannot order the units; "
-                             "choose another feature or order")
+            raise LabError(
+                "order: the feature is constant on this text, so it cannot order the units; "
+                "choose another feature or order"
+            )
         return np.argsort(-np.abs(pearson(values, signal)), kind="stable")
     x = np.asarray(values, np.float64)
     x = x - x.mean(0)

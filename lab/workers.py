@@ -16,6 +16,7 @@ The children are forked from a server process started once, which has imported
 lab.jobs (and so PyTorch) already: a new run starts in milliseconds and shares
 that memory with the others instead of loading PyTorch again.
 """
+
 import logging
 import multiprocessing
 import os
@@ -86,9 +87,12 @@ def run_in_process(function, kwargs, on_event, stopped, poll_seconds=0.2):
     context, running = _shared()
     receiver, sender = context.Pipe(duplex=False)
     stop = context.Event()
-    process = context.Process(target=_child, daemon=True, name="lab-worker",
-                              args=(sender, stop, running, torch.get_num_threads(), function,
-                                    pickle.dumps(kwargs)))
+    process = context.Process(
+        target=_child,
+        daemon=True,
+        name="lab-worker",
+        args=(sender, stop, running, torch.get_num_threads(), function, pickle.dumps(kwargs)),
+    )
     process.start()
     with running.get_lock():
         running.value += 1
@@ -103,8 +107,10 @@ def run_in_process(function, kwargs, on_event, stopped, poll_seconds=0.2):
                 kind, payload = pickle.loads(receiver.recv_bytes())
             except EOFError:
                 process.join()
-                raise WorkerError(f"the process computing it ended unexpectedly (exit code {process.exitcode}; "
-                                  "a negative code is the signal that ended it, -9 often means out of memory)")
+                raise WorkerError(
+                    f"the process computing it ended unexpectedly (exit code {process.exitcode}; "
+                    "a negative code is the signal that ended it, -9 often means out of memory)"
+                )
             if kind == "event":
                 on_event(payload)
             elif kind == "result":

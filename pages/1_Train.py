@@ -4,6 +4,7 @@ Widgets -> ui.train_view settings -> lab configs -> lab.jobs.TrainingJob; a
 fragment polls the session's jobs every two seconds (less often on a busy server) and draws their events.
 The settings are mirrored in the URL, so a link opens with the same settings.
 """
+
 import copy
 import functools
 import hashlib
@@ -12,27 +13,43 @@ import time
 import streamlit as st
 
 from lab.backends import default_backend
-from lab.cells import CELLS, ScanLayer
-from lab.checkpoints import list_checkpoints, sanitize_name
-from lab.data import read_text, split_text
-from lab.models import build_model, config_to_dict
-from lab.sampling import SamplingConfig, sample_text
 from lab.capacity import SERVER_BUDGET
+from lab.cells import CELLS, ScanLayer
+from lab.checkpoints import list_checkpoints, sanitize_name, why_not_resumable
 from lab.cost import check_training_memory, training_memory_bytes
-from lab.presets import PRESETS
+from lab.data import read_text, split_text
 from lab.jobs import TrainingJob
+from lab.models import build_model, config_to_dict
+from lab.presets import PRESETS
+from lab.sampling import SamplingConfig, sample_text
 from lab.tasks import TASKS, corpus_split
-from lab.train import resolve_device, why_not_resumable
+from lab.train import resolve_device
 from ui import train_view as tv
-from ui.common import (TRAIN_IN_PROCESS, forget_jobs, page_link, parameter_count, plain, plain_convention,
-                       preset_label, register_job, room_check, session_jobs, session_key, setup_page, show_anchors,
-                       user_dir, user_errors)
+from ui.common import (
+    TRAIN_IN_PROCESS,
+    forget_jobs,
+    page_link,
+    parameter_count,
+    plain,
+    plain_convention,
+    preset_label,
+    register_job,
+    room_check,
+    session_jobs,
+    session_key,
+    setup_page,
+    show_anchors,
+    user_dir,
+    user_errors,
+)
 
 setup_page("Train")
 st.title("🏋️ Train")
-st.caption("Train a recurrent language model in the background and watch its loss fall. Start several runs "
-           "(a vanilla RNN, a GRU, an LSTM, a scan) and they race on one chart. "
-           "Closing this browser tab stops your runs.")
+st.caption(
+    "Train a recurrent language model in the background and watch its loss fall. Start several runs "
+    "(a vanilla RNN, a GRU, an LSTM, a scan) and they race on one chart. "
+    "Closing this browser tab stops your runs."
+)
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
 
 # ---------------------------------------------------------------------------
@@ -74,30 +91,45 @@ F = tv.FIELDS
 model_col, data_col, train_col = st.columns(3, gap="large")
 with model_col:
     st.subheader("Model")
-    st.selectbox(F["preset"].label, tv.TEXT_PRESETS, key=tv.key("preset"), on_change=apply_preset,
-                 format_func=preset_label,
-                 help="A model family with its training recipe; it fills in the fields below, which you can "
-                      "then change.")
+    st.selectbox(
+        F["preset"].label,
+        tv.TEXT_PRESETS,
+        key=tv.key("preset"),
+        on_change=apply_preset,
+        format_func=preset_label,
+        help="A model family with its training recipe; it fills in the fields below, which you can then change.",
+    )
     fixed = tv.is_scan_markov({"preset": st.session_state[tv.key("preset")]})
     st.selectbox(F["cell"].label, list(CELLS), key=tv.key("cell"), format_func=tv.CELL_LABELS.get, disabled=fixed)
-    st.radio(F["backend"].label, F["backend"].choices, key=tv.key("backend"), horizontal=True, disabled=fixed,
-             help="reference: the equations line by line (lab/cells.py). fast: the same function with "
-                  "hand-optimised loops (lab/kernels.py). fused: torch.nn.RNN/GRU/LSTM (cuDNN on a GPU).")
+    st.radio(
+        F["backend"].label,
+        F["backend"].choices,
+        key=tv.key("backend"),
+        horizontal=True,
+        disabled=fixed,
+        help="reference: the equations line by line (lab/cells.py). fast: the same function with "
+        "hand-optimised loops (lab/kernels.py). fused: torch.nn.RNN/GRU/LSTM (cuDNN on a GPU).",
+    )
     c1, c2 = st.columns(2)
     c1.number_input(F["emb"].label, F["emb"].low, F["emb"].high, step=8, key=tv.key("emb"))
-    c2.number_input(F["hidden"].label, F["hidden"].low, F["hidden"].high, step=16, key=tv.key("hidden"),
-                    disabled=fixed)
+    c2.number_input(F["hidden"].label, F["hidden"].low, F["hidden"].high, step=16, key=tv.key("hidden"), disabled=fixed)
     c1.number_input(F["layers"].label, F["layers"].low, F["layers"].high, key=tv.key("layers"), disabled=fixed)
-    c2.number_input(F["dropout"].label, F["dropout"].low, F["dropout"].high, step=0.05, format="%.2f",
-                    key=tv.key("dropout"))
+    c2.number_input(
+        F["dropout"].label, F["dropout"].low, F["dropout"].high, step=0.05, format="%.2f", key=tv.key("dropout")
+    )
     if fixed:
         st.caption("The selective-scan presets have a fixed architecture; only the width E and dropout change.")
 
 with data_col:
     st.subheader("Data")
     st.radio(F["corpus"].label, list(tv.CORPUS_CHOICES), key=tv.key("corpus"), format_func=tv.CORPUS_CHOICES.get)
-    st.radio(F["tokenizer"].label, ["char", "sentencepiece"], key=tv.key("tokenizer"), horizontal=True,
-             help="char: one token per character. sentencepiece: BPE subwords trained on the corpus (~1 s).")
+    st.radio(
+        F["tokenizer"].label,
+        ["char", "sentencepiece"],
+        key=tv.key("tokenizer"),
+        horizontal=True,
+        help="char: one token per character. sentencepiece: BPE subwords trained on the corpus (~1 s).",
+    )
     if st.session_state[tv.key("tokenizer")] == "sentencepiece":
         st.number_input(F["vocab"].label, F["vocab"].low, F["vocab"].high, step=100, key=tv.key("vocab"))
     upload = None
@@ -109,25 +141,57 @@ with train_col:
     c1, c2 = st.columns(2)
     c1.number_input(F["lr"].label, F["lr"].low, F["lr"].high, step=1e-4, format="%g", key=tv.key("lr"))
     c2.number_input(F["wd"].label, F["wd"].low, F["wd"].high, step=0.01, format="%g", key=tv.key("wd"))
-    c1.number_input(F["batch"].label, F["batch"].low, F["batch"].high, key=tv.key("batch"),
-                    help="Windows per batch.")
+    c1.number_input(F["batch"].label, F["batch"].low, F["batch"].high, key=tv.key("batch"), help="Windows per batch.")
     ngram = PRESETS[st.session_state[tv.key("preset")]].task == "ngram"
-    c2.number_input(F["block"].label, F["block"].low, F["block"].high, key=tv.key("block"), disabled=ngram,
-                    help="Time steps per window: how far back gradients flow (BPTT length).")
-    c1.number_input(F["smoothing"].label, F["smoothing"].low, F["smoothing"].high, step=0.05, format="%.2f",
-                    key=tv.key("smoothing"))
-    c2.number_input(F["clip"].label, F["clip"].low, F["clip"].high, step=0.1, format="%.2f", key=tv.key("clip"),
-                    help="Clip the global gradient norm to this value: a gradient that grows through many "
-                         "steps (an exploding gradient) then cannot throw the weights far in one update.")
-    c1.number_input(F["seconds"].label, F["seconds"].low, F["seconds"].high, step=10, key=tv.key("seconds"),
-                    help="Wall-clock budget; the learning rate anneals over it (cosine).")
-    c2.number_input(F["eval_every"].label, F["eval_every"].low, F["eval_every"].high, step=10,
-                    key=tv.key("eval_every"), help="Training steps between validation passes.")
-    st.checkbox(F["stateful"].label, key=tv.key("stateful"),
-                help="Consecutive windows with the hidden state carried from batch to batch (detached), "
-                     "instead of random windows from a zero state.")
-    st.text_input(F["name"].label, key=tv.key("name"), max_chars=64,
-                  placeholder=f"automatic: {tv.default_run_name(tv.widget_values(saved))}-1")
+    c2.number_input(
+        F["block"].label,
+        F["block"].low,
+        F["block"].high,
+        key=tv.key("block"),
+        disabled=ngram,
+        help="Time steps per window: how far back gradients flow (BPTT length).",
+    )
+    c1.number_input(
+        F["smoothing"].label, F["smoothing"].low, F["smoothing"].high, step=0.05, format="%.2f", key=tv.key("smoothing")
+    )
+    c2.number_input(
+        F["clip"].label,
+        F["clip"].low,
+        F["clip"].high,
+        step=0.1,
+        format="%.2f",
+        key=tv.key("clip"),
+        help="Clip the global gradient norm to this value: a gradient that grows through many "
+        "steps (an exploding gradient) then cannot throw the weights far in one update.",
+    )
+    c1.number_input(
+        F["seconds"].label,
+        F["seconds"].low,
+        F["seconds"].high,
+        step=10,
+        key=tv.key("seconds"),
+        help="Wall-clock budget; the learning rate anneals over it (cosine).",
+    )
+    c2.number_input(
+        F["eval_every"].label,
+        F["eval_every"].low,
+        F["eval_every"].high,
+        step=10,
+        key=tv.key("eval_every"),
+        help="Training steps between validation passes.",
+    )
+    st.checkbox(
+        F["stateful"].label,
+        key=tv.key("stateful"),
+        help="Consecutive windows with the hidden state carried from batch to batch (detached), "
+        "instead of random windows from a zero state.",
+    )
+    st.text_input(
+        F["name"].label,
+        key=tv.key("name"),
+        max_chars=64,
+        placeholder=f"automatic: {tv.default_run_name(tv.widget_values(saved))}-1",
+    )
 
 values = tv.widget_values(saved)
 saved.update(values)
@@ -150,20 +214,28 @@ with data_col:
                 text = read_text(data)
                 corpus_label = f"upload:{upload.name}"
                 with st.spinner("Tokenizing…"):
-                    task = lm_task(f"upload:{hashlib.sha256(data).hexdigest()}", values["tokenizer"],
-                                   values["vocab"], split_text(text), PRESETS[values["preset"]].task)
+                    task = lm_task(
+                        f"upload:{hashlib.sha256(data).hexdigest()}",
+                        values["tokenizer"],
+                        values["vocab"],
+                        split_text(text),
+                        PRESETS[values["preset"]].task,
+                    )
     else:
         failed = st.session_state.get("train_corpus_error")
         if not (failed and failed[0] == values["corpus"]):
-            spinner = ("Downloading Tiny Shakespeare…" if values["corpus"] == "tiny-shakespeare"
-                       else "Loading the corpus…")
+            spinner = (
+                "Downloading Tiny Shakespeare…" if values["corpus"] == "tiny-shakespeare" else "Loading the corpus…"
+            )
             try:
                 with st.spinner(spinner):
                     text = corpus_text(values["corpus"])
             except (ValueError, OSError) as e:  # DataError: offline, or a corrupt download
                 # kept, so that a failed download is not tried again on every rerun
-                failed = st.session_state.train_corpus_error = (values["corpus"],
-                                                                f"Getting the corpus did not work: {plain(e)}")
+                failed = st.session_state.train_corpus_error = (
+                    values["corpus"],
+                    f"Getting the corpus did not work: {plain(e)}",
+                )
         if failed and failed[0] == values["corpus"]:
             st.error(failed[1])
             if st.button("Try the download again", key="train_retry"):
@@ -171,18 +243,23 @@ with data_col:
                 st.rerun()
         else:
             with st.spinner("Tokenizing…"), user_errors("Tokenizing the corpus"):
-                task = lm_task(values["corpus"], values["tokenizer"], values["vocab"], text,
-                               PRESETS[values["preset"]].task)
+                task = lm_task(
+                    values["corpus"], values["tokenizer"], values["vocab"], text, PRESETS[values["preset"]].task
+                )
     if ngram:
-        st.caption("This preset trains on mixed 2–5-gram samples: a context of 1 to 4 characters "
-                   "and the character after it, from every place in the text. The preset “"
-                   f"{preset_label('scan-markov-windows')}” is the lab's own variant: 16-character windows, "
-                   "every position predicting.")
+        st.caption(
+            "This preset trains on mixed 2–5-gram samples: a context of 1 to 4 characters "
+            "and the character after it, from every place in the text. The preset “"
+            f"{preset_label('scan-markov-windows')}” is the lab's own variant: 16-character windows, "
+            "every position predicting."
+        )
     if task is not None:
-        st.caption(f"{len(task.train_ids) + len(task.val_ids):,} tokens ({values['tokenizer']}, vocabulary "
-                   f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
-                   f"{len(task.train_ids):,} to train on, {len(task.val_ids):,} to validate"
-                f"{' (four whole plays it never trains on)' if values['corpus'] == 'bundled' else ' (the last 10%)'}.")
+        st.caption(
+            f"{len(task.train_ids) + len(task.val_ids):,} tokens ({values['tokenizer']}, vocabulary "
+            f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
+            f"{len(task.train_ids):,} to train on, {len(task.val_ids):,} to validate"
+            f"{' (four whole plays it never trains on)' if values['corpus'] == 'bundled' else ' (the last 10%)'}."
+        )
 
 model_config = None
 with model_col:
@@ -196,8 +273,10 @@ with model_col:
             fused = " [fused torch.nn]" if values["backend"] == "fused" and not fixed else ""
             steps = task.sequence_length(tv.train_config(values))  # the window, or a ScanMarkov context
             need_mb = training_memory_bytes(candidate, values["batch"], steps) / 2**20
-            st.caption(f"**{parameter_count(config_to_dict(candidate)):,} parameters** · about {need_mb:,.0f} MB "
-                       f"to train at B={values['batch']}, T={steps} · `{plain_convention(convention)}{fused}`")
+            st.caption(
+                f"**{parameter_count(config_to_dict(candidate)):,} parameters** · about {need_mb:,.0f} MB "
+                f"to train at B={values['batch']}, T={steps} · `{plain_convention(convention)}{fused}`"
+            )
             # refused here, before anything is built, with the limit and what to change (CostError)
             check_training_memory(candidate, values["batch"], steps)
             model_config = candidate
@@ -230,18 +309,31 @@ def start_run(run_values, run_model_config):
     check_training_memory(run_model_config, run_values["batch"], task.sequence_length(train_config))
     name = sanitize_name(run_values["name"].strip() or unused_run_name(tv.default_run_name(run_values)))
     model = build_model(run_model_config)
-    job = TrainingJob(name, model, copy.copy(task), train_config, checkpoint_dir=user_dir(),
-                      extra={"preset": run_values["preset"], "corpus": corpus_label},
-                      sampler=make_sampler(task.tokenizer), owner=session_key(), in_process=TRAIN_IN_PROCESS,
-                      resumable=why_not_resumable(run_model_config, train_config) is None,  # so it can be continued
-                      room=room_check())
+    job = TrainingJob(
+        name,
+        model,
+        copy.copy(task),
+        train_config,
+        checkpoint_dir=user_dir(),
+        extra={"preset": run_values["preset"], "corpus": corpus_label},
+        sampler=make_sampler(task.tokenizer),
+        owner=session_key(),
+        in_process=TRAIN_IN_PROCESS,
+        resumable=why_not_resumable(run_model_config, train_config) is None,  # so it can be continued
+        room=room_check(),
+    )
     job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
     register_job(job)
     n = len(training_jobs())
     cell = "scan-markov" if tv.is_scan_markov(run_values) else f"{run_values['cell']}/{run_values['backend']}"
     st.session_state.setdefault("train_logs", {})[id(job)] = tv.RunLog(
-        job, f"{name} #{n}", parameter_count(config_to_dict(run_model_config)), cell, run_values["tokenizer"],
-        task.vocab_size)
+        job,
+        f"{name} #{n}",
+        parameter_count(config_to_dict(run_model_config)),
+        cell,
+        run_values["tokenizer"],
+        task.vocab_size,
+    )
     return job
 
 
@@ -266,9 +358,13 @@ buttons = st.container(horizontal=True)
 if buttons.button("▶ Start", key="train_start", type="primary", disabled=model_config is None):
     with user_errors("Starting the run"):
         wait_for_first_steps([start_run(values, model_config)])
-if buttons.button("🏁 Race RNN · GRU · LSTM · scan", key="train_race", disabled=model_config is None or fixed,
-                  help="Four runs at once, one per cell family, with the settings above (only the cell "
-                       "differs): which learns fastest in the same seconds?"):
+if buttons.button(
+    "🏁 Race RNN · GRU · LSTM · scan",
+    key="train_race",
+    disabled=model_config is None or fixed,
+    help="Four runs at once, one per cell family, with the settings above (only the cell "
+    "differs): which learns fastest in the same seconds?",
+):
     with user_errors("Starting the race"):
         wait_for_first_steps(start_race())
 jobs = training_jobs()  # drawn after Start was handled, so that Stop is enabled at once
@@ -282,8 +378,13 @@ if buttons.button("■ Stop", key="train_stop", disabled=not running):
 if buttons.button("Clear finished runs", key="train_clear", disabled=not [j for j in jobs if not j.running]):
     forget_jobs(lambda job: isinstance(job, TrainingJob) and not job.running)
     st.rerun()
-st.radio(F["x"].label, ["elapsed", "step"], key=tv.key("x"), horizontal=True,
-         format_func={"elapsed": "seconds (a fair race)", "step": "training steps"}.get)
+st.radio(
+    F["x"].label,
+    ["elapsed", "step"],
+    key=tv.key("x"),
+    horizontal=True,
+    format_func={"elapsed": "seconds (a fair race)", "step": "training steps"}.get,
+)
 
 # ---------------------------------------------------------------------------
 # live view: redrawn every two seconds (five on a busy server) while a run of this session trains
@@ -301,21 +402,24 @@ def live_view(auto, x_axis, refresh):
     logs = []
     for job in jobs:
         if id(job) not in logs_by_id:  # a run started elsewhere in this session
-            logs_by_id[id(job)] = tv.RunLog(job, job.name, None, "", job.task.tokenizer.kind,
-                                            job.task.tokenizer.vocab_size)
+            logs_by_id[id(job)] = tv.RunLog(
+                job, job.name, None, "", job.task.tokenizer.kind, job.task.tokenizer.vocab_size
+            )
         logs.append(logs_by_id[id(job)].update())
     used, capacity, n_running, n_queued = SERVER_BUDGET.snapshot()
-    st.caption(f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
-               f"{n_running} runs, {n_queued} waiting.")
+    st.caption(
+        f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
+        f"{n_running} runs, {n_queued} waiting."
+    )
     if not logs:
         st.info("No runs yet: choose a model and press Start. Runs you start appear here, all on one chart.")
-    kinds = ({(log.tokenizer, log.vocab, log.job.extra.get("corpus")) for log in logs}
-             or {(values["tokenizer"], task and task.vocab_size, corpus_label)})
+    kinds = {(log.tokenizer, log.vocab, log.job.extra.get("corpus")) for log in logs} or {
+        (values["tokenizer"], task and task.vocab_size, corpus_label)
+    }
     # drawn even before the first run, so the chart (and plotly.js) is ready when the first point comes
     x_span = values["seconds"] if x_axis == "elapsed" else 100
     anchors = tv.char_anchors(kinds, tv.bundled_anchors(list_checkpoints(None, include_versions=False)))
-    st.plotly_chart(tv.race_figure(logs, x_axis, anchors, x_span), key="train_chart",
-                    width="stretch")
+    st.plotly_chart(tv.race_figure(logs, x_axis, anchors, x_span), key="train_chart", width="stretch")
     tv.draw_progress_and_samples(logs)
     tv.draw_continue_controls(logs)
     if any(log.job.checkpoint_path for log in logs):
@@ -329,6 +433,7 @@ def live_view(auto, x_axis, refresh):
         st.rerun()  # the first points are drawn and the server is busy: redraw less often from now on
 
 
-refresh = tv.live_refresh_seconds(SERVER_BUDGET.snapshot()[2],
-                                  waiting_for_first_point(st.session_state.get("train_logs", {}).values()))
+refresh = tv.live_refresh_seconds(
+    SERVER_BUDGET.snapshot()[2], waiting_for_first_point(st.session_state.get("train_logs", {}).values())
+)
 st.fragment(run_every=refresh if running else None)(live_view)(bool(running), values["x"], refresh)

@@ -1,11 +1,18 @@
 """Sample: greedy, temperature, top-k and top-p side by side, every token coloured by
 its probability; greedy's loops; stateful vs stateless generation (seeds 000, 001, 002, 004);
 which earlier characters drove a generated one; the next-character bars as you type."""
+
 import streamlit as st
 
 from lab.prediction import MAX_INFLUENCE_TOKENS, TypingReader, next_tokens
-from lab.sampling import (MAX_PROMPT_CHARS, STRATEGIES, SamplingConfig, default_strategy, encode_prompt,
-                          repetition_report)
+from lab.sampling import (
+    MAX_PROMPT_CHARS,
+    STRATEGIES,
+    SamplingConfig,
+    default_strategy,
+    encode_prompt,
+    repetition_report,
+)
 from ui import inspect_views as views
 from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
 from ui.common import checkpoint_picker, piece_label, setup_page, show_anchors, user_errors
@@ -13,13 +20,20 @@ from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Sample")
 st.title("💬 Sample")
-st.caption("One prompt, four ways to pick the next token. Every generated token sits on a background "
-           "coloured by how likely the model found it; same random seed, same text.")
+st.caption(
+    "One prompt, four ways to pick the next token. Every generated token sits on a background "
+    "coloured by how likely the model found it; same random seed, same text."
+)
 show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
 
 # Widget bounds; lab.sampling.SamplingConfig checks the same rules again for any other path in.
-BOUNDS = {"tokens": (1, MAX_INFLUENCE_TOKENS - MAX_PROMPT_CHARS), "seed": (0, 2**31 - 1), "temperature": (0.05, 5.0),
-          "top_k": (1, 10_000), "top_p": (0.01, 1.0)}
+BOUNDS = {
+    "tokens": (1, MAX_INFLUENCE_TOKENS - MAX_PROMPT_CHARS),
+    "seed": (0, 2**31 - 1),
+    "temperature": (0.05, 5.0),
+    "top_k": (1, 10_000),
+    "top_p": (0.01, 1.0),
+}
 # the page's settings as they appear in a link: ?model=...&prompt=...&temperature=...
 SETTINGS = {
     "model": (Field("text", "Model"), "sample_checkpoint"),
@@ -32,46 +46,78 @@ SETTINGS = {
     "top_p": (Field("float", "Top-p p", *BOUNDS["top_p"]), "sample_top_p_p"),
     "top_p_temperature": (Field("float", "Top-p temperature", *BOUNDS["temperature"]), "sample_top_p_T"),
     "stateless": (Field("choice", "Stateless strategy", choices=tuple(STRATEGIES)), "sample_state_strategy"),
-    "drove": (Field("choice", "Strategy of the prediction traced back", choices=tuple(STRATEGIES)),
-              "sample_influence_strategy"),
+    "drove": (
+        Field("choice", "Strategy of the prediction traced back", choices=tuple(STRATEGIES)),
+        "sample_influence_strategy",
+    ),
     "drove_token": (Field("int", "Generated token traced back", *BOUNDS["tokens"]), "sample_influence_token"),
     "typed": (Field("text", "Typed text", high=MAX_PROMPT_CHARS), "sample_typed"),
 }
-DEFAULTS = {"model": "char-gru-torch_latest", "prompt": "ROMEO.\n", "tokens": 300, "seed": 0, "temperature": 0.8,
-            "top_k": 20, "top_k_temperature": 0.8, "top_p": 0.9, "top_p_temperature": 0.8, "stateless": "top_k",
-            "drove": "top_k", "drove_token": 40, "typed": "But, soft! what light through yonder window br"}
+DEFAULTS = {
+    "model": "char-gru-torch_latest",
+    "prompt": "ROMEO.\n",
+    "tokens": 300,
+    "seed": 0,
+    "temperature": 0.8,
+    "top_k": 20,
+    "top_k_temperature": 0.8,
+    "top_p": 0.9,
+    "top_p_temperature": 0.8,
+    "stateless": "top_k",
+    "drove": "top_k",
+    "drove_token": 40,
+    "typed": "But, soft! what light through yonder window br",
+}
 restore_from_url(SETTINGS, DEFAULTS)
 
 
 def type_token(text):
     st.session_state.sample_typed += text
 
+
 top = st.columns([1.2, 2, 1, 1])
 with top[0]:
     checkpoint = checkpoint_picker("sample_checkpoint", default_name=DEFAULTS["model"])
 with top[1]:
-    prompt = st.text_area("Prompt", key="sample_prompt", height=68, max_chars=MAX_PROMPT_CHARS,
-                          help="Any text made of characters the model knows; empty starts a new line.")
+    prompt = st.text_area(
+        "Prompt",
+        key="sample_prompt",
+        height=68,
+        max_chars=MAX_PROMPT_CHARS,
+        help="Any text made of characters the model knows; empty starts a new line.",
+    )
 with top[2]:
     n_tokens = st.number_input("New tokens", *BOUNDS["tokens"], step=50, key="sample_tokens")
 with top[3]:
-    seed = st.number_input("Random seed", *BOUNDS["seed"], step=1, key="sample_seed",
-                           help="Seeds the sampler's own generator: the same random seed gives the same text.")
+    seed = st.number_input(
+        "Random seed",
+        *BOUNDS["seed"],
+        step=1,
+        key="sample_seed",
+        help="Seeds the sampler's own generator: the same random seed gives the same text.",
+    )
 mirror_to_url(SETTINGS, DEFAULTS)
 if checkpoint is None:
     st.stop()
 last_eval = views.latest_val_loss(checkpoint)
-st.caption(f"`{checkpoint.path.name}` · {views.cell_label(views.checkpoint_cell(checkpoint))} · "
-           f"vocabulary {checkpoint.tokenizer.vocab_size}"
-           + (f" · validation {last_eval['val_nats_per_char']:.3f} nats/char (see the anchors above)"
-              if last_eval and "val_nats_per_char" in last_eval else ""))
+st.caption(
+    f"`{checkpoint.path.name}` · {views.cell_label(views.checkpoint_cell(checkpoint))} · "
+    f"vocabulary {checkpoint.tokenizer.vocab_size}"
+    + (
+        f" · validation {last_eval['val_nats_per_char']:.3f} nats/char (see the anchors above)"
+        if last_eval and "val_nats_per_char" in last_eval
+        else ""
+    )
+)
 
 if default_strategy(checkpoint.config.family) == "top_p":
-    st.info("A selective-scan (ScanMarkov) model generates like this: it composes the prompt into one latent, "
-            "character by character, through its gated recurrence; decodes the latent; picks the next "
-            "character with temperature and nucleus sampling (the top-p column, its own default); and "
-            "composes that character into the latent before the next one. It was trained on contexts of "
-            "1 to 4 characters, so the latent is mostly the last few characters.")
+    st.info(
+        "A selective-scan (ScanMarkov) model generates like this: it composes the prompt into one latent, "
+        "character by character, through its gated recurrence; decodes the latent; picks the next "
+        "character with temperature and nucleus sampling (the top-p column, its own default); and "
+        "composes that character into the latent before the next one. It was trained on contexts of "
+        "1 to 4 characters, so the latent is mostly the last few characters."
+    )
 st.html(prob_legend_html())
 columns = st.columns(4)
 with columns[0]:
@@ -79,8 +125,13 @@ with columns[0]:
     st.caption("argmax at every step: deterministic, and prone to loops.")
 with columns[1]:
     st.subheader(views.STRATEGY_TITLES["temperature"])
-    st.number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_temperature_T",
-                    help="softmax(logits / T): below 1 sharpens, above 1 flattens.")
+    st.number_input(
+        "T",
+        *BOUNDS["temperature"],
+        step=0.1,
+        key="sample_temperature_T",
+        help="softmax(logits / T): below 1 sharpens, above 1 flattens.",
+    )
 with columns[2]:
     st.subheader(views.STRATEGY_TITLES["top_k"])
     k_cols = st.columns(2)
@@ -102,20 +153,27 @@ settings = {
 
 st.divider()
 st.subheader("Stateful vs stateless")
-st.markdown("Stateless generation resets the hidden state before every token, so the model sees only the "
-            "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
-            "(a recurrent cell computes $h_t = f(x_t, h_{t-1})$: resetting $h_{t-1}$ throws away everything "
-            "before $x_t$).")
-strategy_for_state = st.selectbox("Strategy (settings and random seed from its column above)", list(STRATEGIES),
-                                  format_func=views.STRATEGY_TITLES.get, key="sample_state_strategy")
+st.markdown(
+    "Stateless generation resets the hidden state before every token, so the model sees only the "
+    "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
+    "(a recurrent cell computes $h_t = f(x_t, h_{t-1})$: resetting $h_{t-1}$ throws away everything "
+    "before $x_t$)."
+)
+strategy_for_state = st.selectbox(
+    "Strategy (settings and random seed from its column above)",
+    list(STRATEGIES),
+    format_func=views.STRATEGY_TITLES.get,
+    key="sample_state_strategy",
+)
 
 configs = None
 with user_errors("Sampling"):
     encode_prompt(checkpoint.tokenizer, prompt)  # names unknown characters before anything runs
     common = {"max_new_tokens": int(n_tokens), "seed": int(seed)}
     configs = [SamplingConfig(strategy=s, **common, **settings[s]) for s in STRATEGIES]
-    configs.append(SamplingConfig(strategy=strategy_for_state, stateful=False, **common,
-                                  **settings[strategy_for_state]))
+    configs.append(
+        SamplingConfig(strategy=strategy_for_state, stateful=False, **common, **settings[strategy_for_state])
+    )
 generations = None
 if configs is not None:
     with user_errors("Sampling"):
@@ -129,57 +187,74 @@ for column, (strategy, generation) in zip(columns, by_strategy.items()):
     with column:
         st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
         metric_cols = st.columns(2)
-        metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}",
-                              help="Entropy of the model's next-token distribution, averaged over the steps.")
+        metric_cols[0].metric(
+            "entropy (nats)",
+            f"{views.mean(generation.entropies):.2f}",
+            help="Entropy of the model's next-token distribution, averaged over the steps.",
+        )
         metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
         if strategy == "greedy":
             report = repetition_report(generation.continuation)
-            st.markdown("**Repetition report** (a greedy sampler's typical loop: “And then the sea…”, "
-                        "again and again)")
+            st.markdown("**Repetition report** (a greedy sampler's typical loop: “And then the sea…”, again and again)")
             st.markdown(views.repetition_markdown(report))
 
 state_cols = st.columns(2)
-for column, generation, title in zip(state_cols, (by_strategy[strategy_for_state], generations[-1]),
-                                     ("Stateful: the state carries the whole prefix",
-                                      "Stateless: the state is reset before every token")):
+for column, generation, title in zip(
+    state_cols,
+    (by_strategy[strategy_for_state], generations[-1]),
+    ("Stateful: the state carries the whole prefix", "Stateless: the state is reset before every token"),
+):
     with column:
         st.markdown(f"**{title}** · {generation.strategy}")
         st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
         metric_cols = st.columns(2)
-        metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}",
-                              help="Mean entropy of the model's next-token distribution: higher when it "
-                                   "knows less about what comes next.")
+        metric_cols[0].metric(
+            "entropy (nats)",
+            f"{views.mean(generation.entropies):.2f}",
+            help="Mean entropy of the model's next-token distribution: higher when it "
+            "knows less about what comes next.",
+        )
         metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
 
 # ---- which earlier characters drove one generated character
 st.divider()
 st.subheader("🧭 Which earlier characters drove this character?")
 drove_cols = st.columns([1, 3])
-traced_strategy = drove_cols[0].selectbox("From the column", list(STRATEGIES), format_func=views.STRATEGY_TITLES.get,
-                                          key="sample_influence_strategy")
+traced_strategy = drove_cols[0].selectbox(
+    "From the column", list(STRATEGIES), format_func=views.STRATEGY_TITLES.get, key="sample_influence_strategy"
+)
 generation = by_strategy[traced_strategy]
 prompt_ids = encode_prompt(checkpoint.tokenizer, prompt)  # an empty prompt starts from "\n"
 ids = prompt_ids + generation.token_ids
 st.session_state.sample_influence_token = min(st.session_state.sample_influence_token, len(generation.token_ids))
 nth = drove_cols[1].select_slider(
-    "The generated character", options=range(1, len(generation.token_ids) + 1), key="sample_influence_token",
-    format_func=lambda n: f"{n}: {piece_label(generation.pieces[n - 1])}")
+    "The generated character",
+    options=range(1, len(generation.token_ids) + 1),
+    key="sample_influence_token",
+    format_func=lambda n: f"{n}: {piece_label(generation.pieces[n - 1])}",
+)
 influence = None
 with user_errors("Tracing the influence"):
     influence = views.cached_influence(*views.checkpoint_key(checkpoint), tuple(ids), len(prompt_ids) + nth - 1)
 if influence is not None:
     st.html(influence_legend_html())
     st.html(influence_html(token_texts(checkpoint.tokenizer, ids), influence))
-    st.caption(f"The model gave the framed “{piece_label(generation.pieces[nth - 1])}” a probability of "
-               f"{influence.probability:.3f} (untempered). Each earlier character is coloured by the gradient of "
-               "that log-probability with respect to its embedding: how much nudging it would move the "
-               "prediction (Distill, “Memorization in RNNs”).")
+    st.caption(
+        f"The model gave the framed “{piece_label(generation.pieces[nth - 1])}” a probability of "
+        f"{influence.probability:.3f} (untempered). Each earlier character is coloured by the gradient of "
+        "that log-probability with respect to its embedding: how much nudging it would move the "
+        "prediction (Distill, “Memorization in RNNs”)."
+    )
 
 # ---- the next character as you type, the state carried
 st.divider()
 st.subheader("⌨️ What comes next? Type and watch")
-typed = st.text_input("Your text (press Enter to read it)", key="sample_typed", max_chars=MAX_PROMPT_CHARS,
-                      help="The model reads only what you added since the last time, from the state it carried.")
+typed = st.text_input(
+    "Your text (press Enter to read it)",
+    key="sample_typed",
+    max_chars=MAX_PROMPT_CHARS,
+    help="The model reads only what you added since the last time, from the state it carried.",
+)
 reader_key = ("sample_typing_reader", views.checkpoint_key(checkpoint))
 if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model
     st.session_state.sample_typing_reader = (reader_key, TypingReader(checkpoint.model, checkpoint.tokenizer))
@@ -198,6 +273,8 @@ if probs is not None:
     if reader.new_tokens == len(reader.ids):
         st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
     else:
-        st.caption(f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
-                   f"state ({len(reader.ids)} read since the start): one step per new character, however long "
-                   "the text.")
+        st.caption(
+            f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
+            f"state ({len(reader.ids)} read since the start): one step per new character, however long "
+            "the text."
+        )

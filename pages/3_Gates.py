@@ -1,6 +1,7 @@
 """Gates: what the units learned, text first. A gallery of the units that track a feature of the
 text; a span you select and the units that fire on it; one unit colouring the text; which earlier
 characters drove a prediction; every gate as a heatmap; saturation; the cell's equations and code."""
+
 import inspect
 
 import streamlit as st
@@ -10,37 +11,45 @@ from lab.features import FEATURE_KINDS, FEATURES
 from lab.introspect import MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
 from lab.units import UNIT_ORDERS, span_units, top_units, unit_gallery
 from ui import inspect_views as views
-from ui.coloured_text import (activation_html, activation_legend_html, influence_html, influence_legend_html,
-                              span_html)
+from ui.coloured_text import activation_html, activation_legend_html, influence_html, influence_legend_html, span_html
 from ui.common import checkpoint_picker, piece_label, plain, plain_convention, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Gates")
 st.title("🔬 Gates")
-st.caption("The model reads your text once, from the zero state. Below: the units that learned something you "
-           "can name, the units behind any stretch of text you select, and what every gate does at every step.")
+st.caption(
+    "The model reads your text once, from the zero state. Below: the units that learned something you "
+    "can name, the units behind any stretch of text you select, and what every gate does at every step."
+)
 show_anchors("uniform_char", "leviathan")
 
 TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbeth is held out
     "Hamlet meets the Ghost (a [stage direction])": (
         "Hor.\nLook, my lord, it comes!\n\n[Enter Ghost.]\n\nHam.\nAngels and ministers of grace defend us!--\n"
-        "Be thou a spirit of health or goblin damn'd,\nBring with thee airs from heaven or blasts from hell,\n"),
-    "Macbeth's witch (\"quotes\" and (parentheses))": (
+        "Be thou a spirit of health or goblin damn'd,\nBring with thee airs from heaven or blasts from hell,\n"
+    ),
+    'Macbeth\'s witch ("quotes" and (parentheses))': (
         "FIRST WITCH.\nA sailor's wife had chestnuts in her lap,\n"
         "And mounch'd, and mounch'd, and mounch'd:--\"Give me,\" quoth I:\n"
-        "\"Aroint thee, witch!\" the rump-fed ronyon cries.\n\nMACBETH.\n"
-        "I keep a servant fee'd. I will to-morrow,\n(And betimes I will) to the weird sisters:\n"),
+        '"Aroint thee, witch!" the rump-fed ronyon cries.\n\nMACBETH.\n'
+        "I keep a servant fee'd. I will to-morrow,\n(And betimes I will) to the weird sisters:\n"
+    ),
     "To be, or not to be": (
         "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
-        "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"),
+        "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
+    ),
 }
 # a longer passage from a held-out play (never trained on): Macbeth's witches at their cauldron;
 # stage directions, a chant in short lines and short speeches
 PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH.\nThrice the brinded cat", 1200)
 TEXT_MAX_CHARS = 4000  # the box and the link alike; the trace itself reads at most MAX_TRACE_TOKENS
 # lab.units' column names -> what a student reads in the tables of units
-UNIT_COLUMNS = {"correlation": "correlation r", "abs_correlation": "|r|", "mean_inside": "mean on the span",
-                "mean_outside": "mean elsewhere"}
+UNIT_COLUMNS = {
+    "correlation": "correlation r",
+    "abs_correlation": "|r|",
+    "mean_inside": "mean on the span",
+    "mean_outside": "mean elsewhere",
+}
 # the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
 SETTINGS = {
     "model": (Field("text", "Model"), "gates_checkpoint"),
@@ -56,9 +65,20 @@ SETTINGS = {
     "feature": (Field("choice", "Feature", choices=tuple(FEATURES)), "gates_feature"),
     "feature_gate": (Field("text", "Gate correlated with the feature", high=8), "gates_corr_gate"),
 }
-DEFAULTS = {"model": "char-lstm_latest", "text": next(iter(TEXTS.values())), "layer": 0, "cards": 6, "span": None,
-            "gate": "h", "unit": None, "predict": None, "order": "feature", "units": 64,
-            "feature": next(iter(FEATURES)), "feature_gate": "h"}
+DEFAULTS = {
+    "model": "char-lstm_latest",
+    "text": next(iter(TEXTS.values())),
+    "layer": 0,
+    "cards": 6,
+    "span": None,
+    "gate": "h",
+    "unit": None,
+    "predict": None,
+    "order": "feature",
+    "units": 64,
+    "feature": next(iter(FEATURES)),
+    "feature_gate": "h",
+}
 restore_from_url(SETTINGS, DEFAULTS)
 
 
@@ -90,7 +110,9 @@ with top[0]:
     checkpoint = checkpoint_picker("gates_checkpoint", default_name=DEFAULTS["model"])
     st.selectbox("Example text", list(TEXTS), key="gates_preset", on_change=use_preset)
 with top[1]:
-    text = st.text_area("Text to read", key="gates_text", height=150, max_chars=TEXT_MAX_CHARS, help="Up to 2,000 tokens.")
+    text = st.text_area(
+        "Text to read", key="gates_text", height=150, max_chars=TEXT_MAX_CHARS, help="Up to 2,000 tokens."
+    )
 if checkpoint is None:
     st.stop()
 
@@ -107,9 +129,11 @@ if st.session_state.gates_layer >= n_layers:  # a model with fewer layers than t
 # ---- the gallery: Karpathy's pictures, chosen for the student
 st.subheader("🖼️ What the units learned")
 cards = st.columns([3, 1])
-cards[0].caption("For each feature of your text, the unit (of any gate or state, any layer) that follows it "
-                 "most closely, strongest first, with Pearson's r over the text's tokens: ±1 would follow it "
-                 "exactly. Red is positive, blue negative; gates run from white (shut) to purple (open).")
+cards[0].caption(
+    "For each feature of your text, the unit (of any gate or state, any layer) that follows it "
+    "most closely, strongest first, with Pearson's r over the text's tokens: ±1 would follow it "
+    "exactly. Red is positive, blue negative; gates run from white (shut) to purple (open)."
+)
 n_cards = cards[1].slider("Units in the gallery", 1, 12, key="gates_cards")
 table = None
 with user_errors("Finding units"):
@@ -117,16 +141,25 @@ with user_errors("Finding units"):
 if table is not None:
     gallery = unit_gallery(table, n_cards)
     for row_start in range(0, len(gallery), 3):  # rows of three cards, so that the cards of a row line up
-        for column, card in zip(st.columns(3), gallery.iloc[row_start:row_start + 3].itertuples()):
+        for column, card in zip(st.columns(3), gallery.iloc[row_start : row_start + 3].itertuples()):
             feature_spec = FEATURES[card.feature]
             with column.container(border=True):
                 st.markdown(f"**{feature_spec.description}**")
-                st.caption(f"r = {card.correlation:+.2f} · `{card.gate}` unit {card.unit} of layer {card.layer} · "
-                           f"{FEATURE_KINDS[feature_spec.kind]}")
-                st.html(activation_html(trace.token_texts, trace.gate(card.layer, card.gate)[:, card.unit],
-                                        card.gate, compact=True))
-                st.button("Study this unit", key=f"gates_gallery_{card.Index}", on_click=show_unit,
-                          args=(card.layer, card.gate, card.unit))
+                st.caption(
+                    f"r = {card.correlation:+.2f} · `{card.gate}` unit {card.unit} of layer {card.layer} · "
+                    f"{FEATURE_KINDS[feature_spec.kind]}"
+                )
+                st.html(
+                    activation_html(
+                        trace.token_texts, trace.gate(card.layer, card.gate)[:, card.unit], card.gate, compact=True
+                    )
+                )
+                st.button(
+                    "Study this unit",
+                    key=f"gates_gallery_{card.Index}",
+                    on_click=show_unit,
+                    args=(card.layer, card.gate, card.unit),
+                )
     if "gates_unit" not in st.session_state and len(gallery):  # first visit: the gallery's first unit below
         show_unit(*gallery.iloc[0][["layer", "gate", "unit"]])
 
@@ -139,30 +172,49 @@ else:
     if span is None or not 0 <= span[0] <= span[1] < T:  # first visit, or a shorter text
         st.session_state.gates_span = default_span(trace.token_texts)
     # value= makes it a range slider (Streamlit reads range or single from it); the session state decides the value
-    start, last = st.select_slider("Span of the text (first and last character)", options=range(T),
-                                   value=st.session_state.gates_span, key="gates_span",
-                                   format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}")
+    start, last = st.select_slider(
+        "Span of the text (first and last character)",
+        options=range(T),
+        value=st.session_state.gates_span,
+        key="gates_span",
+        format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}",
+    )
     st.html(span_html(trace.token_texts, start, last + 1))
     found = None
     with user_errors("Selecting"):
         found = span_units(trace, start, last + 1, k=5)
     if found is not None:
-        st.caption("Ranked by the correlation of each unit with your span (1 on it, 0 elsewhere): how far its "
-                   "value on the span stands out from the rest of the text (LSTMVis's pattern selection).")
-        st.dataframe(found.rename(columns=UNIT_COLUMNS).style.format(
-            {UNIT_COLUMNS["correlation"]: "{:+.3f}", UNIT_COLUMNS["abs_correlation"]: "{:.3f}",
-             UNIT_COLUMNS["mean_inside"]: "{:+.3f}", UNIT_COLUMNS["mean_outside"]: "{:+.3f}"}),
-                     hide_index=True, width="stretch")
+        st.caption(
+            "Ranked by the correlation of each unit with your span (1 on it, 0 elsewhere): how far its "
+            "value on the span stands out from the rest of the text (LSTMVis's pattern selection)."
+        )
+        st.dataframe(
+            found.rename(columns=UNIT_COLUMNS).style.format(
+                {
+                    UNIT_COLUMNS["correlation"]: "{:+.3f}",
+                    UNIT_COLUMNS["abs_correlation"]: "{:.3f}",
+                    UNIT_COLUMNS["mean_inside"]: "{:+.3f}",
+                    UNIT_COLUMNS["mean_outside"]: "{:+.3f}",
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
         buttons = st.columns(len(found))
         for n, (button, row) in enumerate(zip(buttons, found.itertuples())):
-            button.button(f"Show {row.gate} {row.unit}", key=f"gates_span_show_{n}", on_click=show_unit,
-                          args=(row.layer, row.gate, row.unit))
+            button.button(
+                f"Show {row.gate} {row.unit}",
+                key=f"gates_span_show_{n}",
+                on_click=show_unit,
+                args=(row.layer, row.gate, row.unit),
+            )
 
 # ---- one unit over the text, and over a longer passage
 st.subheader("🎨 One unit, colouring the text")
 unit_cols = st.columns([1.2, 1, 1, 3])
-layer = unit_cols[0].selectbox("Layer", range(n_layers), key="gates_layer",
-                               format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}")
+layer = unit_cols[0].selectbox(
+    "Layer", range(n_layers), key="gates_layer", format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}"
+)
 cell, gate_names, gates = trace.cells[layer], trace.gate_names[layer], trace.gates(layer)
 H = next(iter(gates.values())).shape[1]
 if st.session_state.get("gates_unit_gate") not in gate_names:
@@ -174,11 +226,14 @@ values = gates[unit_gate][:, unit]
 with unit_cols[3]:
     st.html(activation_legend_html(unit_gate, gates[unit_gate]))
 st.html(activation_html(trace.token_texts, values, unit_gate))
-st.markdown("**The same unit over a longer passage** from a play the model never trained on "
-            "(*Macbeth*: the witches at their cauldron)")
+st.markdown(
+    "**The same unit over a longer passage** from a play the model never trained on "
+    "(*Macbeth*: the witches at their cauldron)"
+)
 with user_errors("Reading the longer passage"):
-    st.html(activation_html(*views.cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate,
-                            compact=True))
+    st.html(
+        activation_html(*views.cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate, compact=True)
+    )
 st.plotly_chart(views.unit_trace_figure(values, trace.pieces, unit_gate, unit), key="gates_unit_chart")
 
 # ---- which past characters drove one prediction
@@ -189,45 +244,63 @@ else:
     predict = st.session_state.get("gates_predict")
     if predict is None or not 1 <= predict < T:  # first visit or a shorter text: the first "]", else the last
         st.session_state.gates_predict = max(first_token_with(trace.token_texts, "]", T - 1), 1)
-    target = st.select_slider("The predicted character", options=range(1, T), key="gates_predict",
-                              format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}")
+    target = st.select_slider(
+        "The predicted character",
+        options=range(1, T),
+        key="gates_predict",
+        format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}",
+    )
     influence = None
     with user_errors("Tracing the influence"):
         influence = views.cached_influence(*key, tuple(trace.token_ids), target)
     if influence is not None:
         st.html(influence_legend_html())
         st.html(influence_html(trace.token_texts, influence))
-        st.caption(f"The model gave the framed “{piece_label(trace.pieces[target])}” a probability of "
-                   f"{influence.probability:.3f}. Each earlier character is coloured by the size of the gradient "
-                   "of that log-probability with respect to the character's embedding: how much a small change "
-                   "to it would move the prediction (Distill, “Memorization in RNNs”). Try the vanilla RNN and a "
-                   "gated cell on the same character: how far back does each reach?")
+        st.caption(
+            f"The model gave the framed “{piece_label(trace.pieces[target])}” a probability of "
+            f"{influence.probability:.3f}. Each earlier character is coloured by the size of the gradient "
+            "of that log-probability with respect to the character's embedding: how much a small change "
+            "to it would move the prediction (Distill, “Memorization in RNNs”). Try the vanilla RNN and a "
+            "gated cell on the same character: how far back does each reach?"
+        )
 
 # ---- heatmaps, one per gate
 st.subheader("Every gate, token by token")
 controls = st.columns([1.3, 1.3, 1])
-order = controls[0].radio("Order the units", list(UNIT_ORDERS), key="gates_order", horizontal=True,
-                          help="\n".join(f"- **{o}**: {why}" for o, why in UNIT_ORDERS.items()))
-feature = controls[1].selectbox("Feature", list(FEATURES), key="gates_feature",
-                                format_func=lambda f: f"{f}: {FEATURES[f].description}",
-                                help="Orders the units by correlation with it, and picks the units below.")
+order = controls[0].radio(
+    "Order the units",
+    list(UNIT_ORDERS),
+    key="gates_order",
+    horizontal=True,
+    help="\n".join(f"- **{o}**: {why}" for o, why in UNIT_ORDERS.items()),
+)
+feature = controls[1].selectbox(
+    "Feature",
+    list(FEATURES),
+    key="gates_feature",
+    format_func=lambda f: f"{f}: {FEATURES[f].description}",
+    help="Orders the units by correlation with it, and picks the units below.",
+)
 max_units = min(H, 256)
 st.session_state.gates_units = min(st.session_state.gates_units, max_units)
 if max_units > 1:
     n_units = controls[2].slider("Units shown (the first in this order)", 1, max_units, key="gates_units")
 else:
     n_units = controls[2].number_input("Units shown", 1, 1, key="gates_units", disabled=True)
-st.caption(f"`{plain_convention(trace.conventions[layer])}` · {T} tokens · {H} units per layer · hover a cell for "
-           "the token, the "
-           "unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh candidates and states "
-           "red for positive, blue for negative.")
+st.caption(
+    f"`{plain_convention(trace.conventions[layer])}` · {T} tokens · {H} units per layer · hover a cell for "
+    "the token, the "
+    "unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh candidates and states "
+    "red for positive, blue for negative."
+)
 for gate in gate_names:
     units = None
     with user_errors(f"Ordering the units of {gate}"):
         units = views.cached_unit_order(*key, text, layer, gate, order, feature if order == "feature" else None)
     if units is not None:
-        st.plotly_chart(views.gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]),
-                        key=f"gates_heatmap_{gate}")
+        st.plotly_chart(
+            views.gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]), key=f"gates_heatmap_{gate}"
+        )
 
 # ---- the feature's units beside the equations
 st.subheader("Which units track the feature?")
@@ -240,16 +313,27 @@ with left:
     with user_errors("Finding units"):
         found = top_units(trace, feature, layer=layer, gate=corr_gate, k=5)
     if found is not None:
-        st.dataframe(found.rename(columns=UNIT_COLUMNS).style.format(
-            {UNIT_COLUMNS["correlation"]: "{:+.3f}", UNIT_COLUMNS["abs_correlation"]: "{:.3f}"}),
-                     hide_index=True, width="stretch")
+        st.dataframe(
+            found.rename(columns=UNIT_COLUMNS).style.format(
+                {UNIT_COLUMNS["correlation"]: "{:+.3f}", UNIT_COLUMNS["abs_correlation"]: "{:.3f}"}
+            ),
+            hide_index=True,
+            width="stretch",
+        )
         buttons = st.columns(len(found))
         for button, u in zip(buttons, found["unit"]):
-            button.button(f"Unit {u}", key=f"gates_show_{u}", on_click=show_unit, args=(layer, corr_gate, u),
-                          help=f"Colour the text by unit {u} of {corr_gate} above")
-        st.caption(f"Pearson correlation with “{plain(FEATURES[feature].description)}” over the tokens of this "
-                   "text (lab.units.top_units). Karpathy's famous quote-detection cell has a cousin here: the "
-                   "bundled plays put stage directions in [brackets].")
+            button.button(
+                f"Unit {u}",
+                key=f"gates_show_{u}",
+                on_click=show_unit,
+                args=(layer, corr_gate, u),
+                help=f"Colour the text by unit {u} of {corr_gate} above",
+            )
+        st.caption(
+            f"Pearson correlation with “{plain(FEATURES[feature].description)}” over the tokens of this "
+            "text (lab.units.top_units). Karpathy's famous quote-detection cell has a cousin here: the "
+            "bundled plays put stage directions in [brackets]."
+        )
 with right:
     st.markdown(f"**{views.cell_label(cell)}**, as lab.cells implements it")
     for equation in views.CELL_EQUATIONS[cell]:
@@ -267,12 +351,15 @@ if sigmoid_gates:
     cols = st.columns(len(sigmoid_gates))
     for col, gate in zip(cols, sigmoid_gates):
         col.plotly_chart(views.saturation_histogram(gates[gate], gate), key=f"gates_hist_{gate}")
-    st.caption("A gate below 0.1 is nearly shut, above 0.9 nearly open; a saturated gate passes almost no "
-               "gradient through its sigmoid (σ' = σ(1 − σ) < 0.09).")
+    st.caption(
+        "A gate below 0.1 is nearly shut, above 0.9 nearly open; a saturated gate passes almost no "
+        "gradient through its sigmoid (σ' = σ(1 − σ) < 0.09)."
+    )
 else:
     st.info("The vanilla RNN has no sigmoid gates: only h = tanh(...), shown above.")
-st.dataframe(summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "max")}), hide_index=True,
-             width="stretch")
+st.dataframe(
+    summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "max")}), hide_index=True, width="stretch"
+)
 
 mirror_to_url(SETTINGS, DEFAULTS)
 

@@ -1,5 +1,6 @@
 """Memory: how long each cell remembers. Measured retention of the keep gates, the analytic
 g^k picture and bias half-lives, gradients through time, and the delayed-recall probe."""
+
 import pandas as pd
 import streamlit as st
 
@@ -12,14 +13,18 @@ from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Memory")
 st.title("🧠 Memory")
-st.caption("Two views of memory: "
-           "what the keep gates let survive, and how strongly the last prediction still depends on a step long ago. "
-           "Then a task that needs memory and nothing else.")
+st.caption(
+    "Two views of memory: "
+    "what the keep gates let survive, and how strongly the last prediction still depends on a step long ago. "
+    "Then a task that needs memory and nothing else."
+)
 
-TEXT = ("Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
-        "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
-        "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
-        "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n")
+TEXT = (
+    "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+    "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
+    "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
+    "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n"
+)
 DECAY_DEFAULT = ["char-gru-seed_latest", "char-gru-torch_latest", "char-lstm_latest", "char-scan_latest"]
 GRADIENT_DEFAULT = ["char-rnn_latest", *DECAY_DEFAULT]
 G_VALUES = [0.5, 0.731, 0.9, 0.99, 0.999, 0.9999, 0.99999]
@@ -29,21 +34,39 @@ BIAS_NOTES = {
     6.2: "chrono initialisation for 1024 steps puts biases near +6: σ(6.2) ≈ 0.998, the GRU then ignores new input",
 }
 
-BIAS_COLUMNS = {"bias": "bias b", "retention": "kept per step σ(b)", "tau": "time constant τ (steps)",
-                "half_life": "half-life (steps)"}  # lab.memory.bias_time_constants' columns, as shown
+BIAS_COLUMNS = {
+    "bias": "bias b",
+    "retention": "kept per step σ(b)",
+    "tau": "time constant τ (steps)",
+    "half_life": "half-life (steps)",
+}  # lab.memory.bias_time_constants' columns, as shown
 
 with st.expander("Anchors: what a constant keep gate does", expanded=False):
     anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])
-    st.table(pd.DataFrame([
-        {"reference": "A nearly shut GRU update gate, z = 0.00001, keeps 0.99999 per step",
-         "result": f"0.99999¹⁰⁰ = {anchor[0]:.5f}; after 1,000 steps {anchor[1]:.4f}; after 100,000 {anchor[2]:.3f}"},
-        {"reference": "An LSTM forget gate held at f = 1",
-         "result": "1ᵏ = 1: the cell state can be held untouched"},
-        {"reference": "A PyTorch GRU's update-gate bias +1 at initialisation (the Ablation page's baseline, "
-                      "1024-step pixel sequences)", "result": "σ(1) = 0.731: ~73% kept per step"},
-        {"reference": "Chrono initialisation over 1024 steps: biases near +6 (here +6.2)",
-         "result": "σ(6.2) ≈ 0.998"},
-    ]))
+    st.table(
+        pd.DataFrame(
+            [
+                {
+                    "reference": "A nearly shut GRU update gate, z = 0.00001, keeps 0.99999 per step",
+                    "result": f"0.99999¹⁰⁰ = {anchor[0]:.5f}; after 1,000 steps {anchor[1]:.4f}; "
+                    f"after 100,000 {anchor[2]:.3f}",
+                },
+                {
+                    "reference": "An LSTM forget gate held at f = 1",
+                    "result": "1ᵏ = 1: the cell state can be held untouched",
+                },
+                {
+                    "reference": "A PyTorch GRU's update-gate bias +1 at initialisation (the Ablation page's baseline, "
+                    "1024-step pixel sequences)",
+                    "result": "σ(1) = 0.731: ~73% kept per step",
+                },
+                {
+                    "reference": "Chrono initialisation over 1024 steps: biases near +6 (here +6.2)",
+                    "result": "σ(6.2) ≈ 0.998",
+                },
+            ]
+        )
+    )
 
 infos = checkpoint_infos(("lm", "scan_markov"))
 by_name = {info.name: info for info in infos}
@@ -67,46 +90,68 @@ SETTINGS = {
     "probe_task": (Field("choice", "Probe task", choices=tuple(TOY_TASKS)), "memory_probe_task"),
     "probe_cell": (Field("choice", "Probe cell", choices=tuple(CELLS)), "memory_probe_cell"),
 }
-DEFAULTS = {"text": TEXT, "lag": 64, "g": 0.99, "biases": "-1, 0, 1, 2, 4, 6.2", "steps": 100, "probe_task": "recall",
-            "probe_cell": "rnn"}
+DEFAULTS = {
+    "text": TEXT,
+    "lag": 64,
+    "g": 0.99,
+    "biases": "-1, 0, 1, 2, 4, 6.2",
+    "steps": 100,
+    "probe_task": "recall",
+    "probe_cell": "rnn",
+}
 restore_from_url(SETTINGS, DEFAULTS)
 if st.session_state.memory_g not in G_VALUES:  # the slider offers these values only
     st.session_state.memory_g = min(G_VALUES, key=lambda g: abs(g - st.session_state.memory_g))
 st.session_state.memory_max_lag -= st.session_state.memory_max_lag % 8  # the slider's step
 st.session_state.memory_grad_steps -= st.session_state.memory_grad_steps % 10
 mirror_to_url(SETTINGS, DEFAULTS)
-text = st.text_area("Text the models read (for retention and gradients)", height=120, key="memory_text",
-                    max_chars=TEXT_MAX_CHARS)
+text = st.text_area(
+    "Text the models read (for retention and gradients)", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS
+)
 
 # ---------------------------------------------------------------------------
 st.header("1 · Retention of the keep gates")
-st.markdown("Every gated cell multiplies its old memory by a keep factor $a_t$ per unit: "
-            "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
-            "$a_{t+1} \\cdots a_{t+k}$ (lab.memory.retention, averaged over start steps $t$; median over units). "
-            "Keep factors: " + ", ".join(f"{views.cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
-            + ". The vanilla RNN has no keep gate: its memory shows only in the gradients (section 3).")
+st.markdown(
+    "Every gated cell multiplies its old memory by a keep factor $a_t$ per unit: "
+    "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
+    "$a_{t+1} \\cdots a_{t+k}$ (lab.memory.retention, averaged over start steps $t$; median over units). "
+    "Keep factors: "
+    + ", ".join(f"{views.cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
+    + ". The vanilla RNN has no keep gate: its memory shows only in the gradients (section 3)."
+)
 cols = st.columns([3, 1, 1])
-chosen = cols[0].multiselect("Checkpoints", list(by_name), default=[n for n in DECAY_DEFAULT if n in by_name],
-                             key="memory_checkpoints")
+chosen = cols[0].multiselect(
+    "Checkpoints", list(by_name), default=[n for n in DECAY_DEFAULT if n in by_name], key="memory_checkpoints"
+)
 max_lag = cols[1].slider("Longest lag", 8, 128, step=8, key="memory_max_lag")
-log_y = cols[2].toggle("Log scale", True, key="memory_decay_log",
-                       help="On a log axis a constant keep gate g is a straight line of slope log g.")
+log_y = cols[2].toggle(
+    "Log scale",
+    True,
+    key="memory_decay_log",
+    help="On a log axis a constant keep gate g is a straight line of slope log g.",
+)
 curves = []
 for name in chosen:
     if by_name[name].cell == "rnn":
-        st.info(f"**{name}** is a vanilla RNN: it has no keep gate, so there is no retention to measure. "
-                "Its memory shows in the gradients through time below.")
+        st.info(
+            f"**{name}** is a vanilla RNN: it has no keep gate, so there is no retention to measure. "
+            "Its memory shows in the gradients through time below."
+        )
         continue
     with user_errors(f"Retention of {name}"):
         for layer, r in enumerate(views.cached_retention(*key_of(name), text, max_lag)):
-            curves.append((f"{name.removesuffix('_latest')} · layer {layer} ({r.keep_gate})", r.cell, r.lags,
-                           r.median))
+            curves.append((f"{name.removesuffix('_latest')} · layer {layer} ({r.keep_gate})", r.cell, r.lags, r.median))
 if curves:
-    reference = ("a keep gate fixed at σ(1) = 0.731 (the +1 init)", curves[0][2],
-                 constant_gate_retention(0.731, curves[0][2]))
+    reference = (
+        "a keep gate fixed at σ(1) = 0.731 (the +1 init)",
+        curves[0][2],
+        constant_gate_retention(0.731, curves[0][2]),
+    )
     st.plotly_chart(views.decay_figure(curves, reference, log_y), key="memory_decay_chart")
-    st.caption("For the LSTM the factor is the forget gate f, so the curve is the retention of the cell "
-               "state c. A curve above the dotted line remembers longer than its initialisation did.")
+    st.caption(
+        "For the LSTM the factor is the forget gate f, so the curve is the retention of the cell "
+        "state c. A curve above the dotted line remembers longer than its initialisation did."
+    )
 elif chosen:
     st.warning("None of the chosen checkpoints has a keep gate.")
 
@@ -120,14 +165,20 @@ with right:
     kept = constant_gate_retention(g, [10, 100, 1000])
     for k, value in zip((10, 100, 1000), kept):
         st.metric(f"g^{k:,}", f"{value:.5f}")
-    st.markdown("Even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
-                "$0.99999^{100} = 0.99900$: the memory leaks a little every step, and the leak compounds. "
-                "The LSTM's $f = 1$ keeps $c$ exactly.")
+    st.markdown(
+        "Even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
+        "$0.99999^{100} = 0.99900$: the memory leaks a little every step, and the leak compounds. "
+        "The LSTM's $f = 1$ keeps $c$ exactly."
+    )
 
 st.subheader("Keep-gate bias → time constant and half-life")
-biases_text = st.text_input("Biases (comma separated)", key="memory_biases", max_chars=BIASES_MAX_CHARS,
-                            help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
-                                 "−b_z for the gru_seed GRU (z overwrites there).")
+biases_text = st.text_input(
+    "Biases (comma separated)",
+    key="memory_biases",
+    max_chars=BIASES_MAX_CHARS,
+    help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
+    "−b_z for the gru_seed GRU (z overwrites there).",
+)
 try:
     biases = [float(b) for b in biases_text.replace(";", ",").split(",") if b.strip()]
     if not biases:
@@ -139,22 +190,36 @@ if biases:
     table = bias_time_constants(biases)
     table["note"] = [BIAS_NOTES.get(b, "") for b in table["bias"]]
     table = table.rename(columns=BIAS_COLUMNS)  # lab's names -> what a student reads
-    st.dataframe(table.style.format({BIAS_COLUMNS["bias"]: "{:g}", BIAS_COLUMNS["retention"]: "{:.4f}",
-                                     BIAS_COLUMNS["tau"]: "{:.1f}", BIAS_COLUMNS["half_life"]: "{:.1f}"}),
-                 hide_index=True, width="stretch")
-    st.caption("retention σ(b) with inputs at zero; time constant τ = 1/(1 − σ(b)); half-life: the k with σ(b)^k = ½ "
-               "(lab.memory.bias_time_constants).")
+    st.dataframe(
+        table.style.format(
+            {
+                BIAS_COLUMNS["bias"]: "{:g}",
+                BIAS_COLUMNS["retention"]: "{:.4f}",
+                BIAS_COLUMNS["tau"]: "{:.1f}",
+                BIAS_COLUMNS["half_life"]: "{:.1f}",
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+    st.caption(
+        "retention σ(b) with inputs at zero; time constant τ = 1/(1 − σ(b)); half-life: the k with σ(b)^k = ½ "
+        "(lab.memory.bias_time_constants)."
+    )
 
 # ---------------------------------------------------------------------------
 st.header("3 · Gradients through time")
-st.markdown("$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
-            "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of a vanilla RNN trained "
-            "with backpropagation through time (BPTT). "
-            "Left the bundled, trained checkpoints; right fresh models of the same configuration "
-            "(lab.models.build_model, random seed 0).")
+st.markdown(
+    "$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
+    "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of a vanilla RNN trained "
+    "with backpropagation through time (BPTT). "
+    "Left the bundled, trained checkpoints; right fresh models of the same configuration "
+    "(lab.models.build_model, random seed 0)."
+)
 cols = st.columns([3, 1])
-grad_chosen = cols[0].multiselect("Checkpoints", list(by_name), default=[n for n in GRADIENT_DEFAULT if n in by_name],
-                                  key="memory_grad_checkpoints")
+grad_chosen = cols[0].multiselect(
+    "Checkpoints", list(by_name), default=[n for n in GRADIENT_DEFAULT if n in by_name], key="memory_grad_checkpoints"
+)
 steps = cols[1].slider("Steps T", 10, 400, step=10, key="memory_grad_steps")
 trained, fresh = [], []
 for name in grad_chosen:
@@ -166,24 +231,31 @@ for name in grad_chosen:
 if trained:
     y_range = views.log_range(*[c[2] for c in trained + fresh])
     cols = st.columns(2)
-    cols[0].plotly_chart(views.gradient_figure(trained, "trained (bundled checkpoints)", y_range),
-                         key="memory_grad_trained")
-    cols[1].plotly_chart(views.gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range),
-                         key="memory_grad_fresh")
+    cols[0].plotly_chart(
+        views.gradient_figure(trained, "trained (bundled checkpoints)", y_range), key="memory_grad_trained"
+    )
+    cols[1].plotly_chart(
+        views.gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range), key="memory_grad_fresh"
+    )
     if len(text) < steps + 1:
         st.caption(f"The text has only {len(text)} characters, so T is shorter than the slider asks.")
-    st.caption("Distance 0 is the step whose output feeds the loss directly. A steep fall means a step far back "
-               "barely moves the last prediction; a flat curve means it still does. A curve that leaves the "
-               "bottom of the chart has underflowed to 0 in float32.")
+    st.caption(
+        "Distance 0 is the step whose output feeds the loss directly. A steep fall means a step far back "
+        "barely moves the last prediction; a flat curve means it still does. A curve that leaves the "
+        "bottom of the chart has underflowed to 0 in float32."
+    )
 
 # ---------------------------------------------------------------------------
 st.header("4 · Memory probe: toy tasks")
-st.markdown("Sequences that end in a question mark whose answer depends on a token read $k$ steps earlier, with "
-            "other tokens in between: nothing but memory helps, so accuracy falls to chance (always giving the "
-            "commonest answer) once $k$ is longer than the cell can hold or learn to hold. One ~5,000-parameter "
-            "model per task, cell and distance, trained from scratch (lab.probe.run_memory_probe).")
-task = st.radio("Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True,
-                key="memory_probe_task")
+st.markdown(
+    "Sequences that end in a question mark whose answer depends on a token read $k$ steps earlier, with "
+    "other tokens in between: nothing but memory helps, so accuracy falls to chance (always giving the "
+    "commonest answer) once $k$ is longer than the cell can hold or learn to hold. One ~5,000-parameter "
+    "model per task, cell and distance, trained from scratch (lab.probe.run_memory_probe)."
+)
+task = st.radio(
+    "Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True, key="memory_probe_task"
+)
 st.caption(f"At the “?”: {TOY_TASKS[task].question} Example (k = 6): `{TOY_TASKS[task].example(6)}`")
 shipped = views.load_probe_results()
 live = st.session_state.get("memory_probe_live")
@@ -193,33 +265,45 @@ if shipped is None:
 else:
     shipped = shipped[shipped.task == task]
     first = shipped.iloc[0]
-    st.caption(f"Shipped results (`checkpoints/memory_probe.csv`, by `scripts/build_probe_results.py`): at most "
-               f"{first['steps_budget']:,} AdamW steps of {first['batch_size']} fresh sequences, stopped early at "
-               f"{first['solved']:.0%} right; ~{first['param_budget']:,} parameters per model. A cell at chance at "
-               "two distances in a row was not trained at the longer ones.")
+    st.caption(
+        f"Shipped results (`checkpoints/memory_probe.csv`, by `scripts/build_probe_results.py`): at most "
+        f"{first['steps_budget']:,} AdamW steps of {first['batch_size']} fresh sequences, stopped early at "
+        f"{first['solved']:.0%} right; ~{first['param_budget']:,} parameters per model. A cell at chance at "
+        "two distances in a row was not trained at the longer ones."
+    )
 if shipped is not None or live is not None:
     st.plotly_chart(views.probe_figure(shipped, live), key="memory_probe_chart")
-    st.caption("Read a curve as what that cell learns to hold at this size and budget, not as a hard capacity "
-               "limit: more steps, or another learning rate, can move the long distances.")
+    st.caption(
+        "Read a curve as what that cell learns to hold at this size and budget, not as a hard capacity "
+        "limit: more steps, or another learning rate, can move the long distances."
+    )
 if shipped is not None:
     with st.expander("Shipped table"):
         table = results_table(shipped)
-        st.dataframe(table.style.format("{:.2f}", subset=[c for c in table.columns if c.startswith("k = ")],
-                                        na_rep="skipped"), width="stretch")
+        st.dataframe(
+            table.style.format("{:.2f}", subset=[c for c in table.columns if c.startswith("k = ")], na_rep="skipped"),
+            width="stretch",
+        )
 
 st.subheader("Run a small probe yourself")
 cols = st.columns([1, 2, 1])
 probe_cell = cols[0].selectbox("Cell", list(CELLS), format_func=views.cell_label, key="memory_probe_cell")
-probe_distances = cols[1].multiselect("Distances k", [2, 5, 10, 20, 50, 100], default=[2, 5, 10],
-                                      key="memory_probe_distances")
+probe_distances = cols[1].multiselect(
+    "Distances k", [2, 5, 10, 20, 50, 100], default=[2, 5, 10], key="memory_probe_distances"
+)
 probe_steps = cols[2].slider("Training steps per distance", 50, 1000, 300, step=50, key="memory_probe_steps")
 if st.button("Run the probe", key="memory_probe_run", type="primary"):
     with user_errors("The probe"):
         previous = st.session_state.get("memory_probe_job")
         if previous is not None:
             previous.stop()
-        config = ProbeConfig(tasks=(task,), cells=(probe_cell,), distances=tuple(sorted(probe_distances)),
-                             steps=probe_steps, give_up_after=0)
+        config = ProbeConfig(
+            tasks=(task,),
+            cells=(probe_cell,),
+            distances=tuple(sorted(probe_distances)),
+            steps=probe_steps,
+            give_up_after=0,
+        )
         # through the server's budget queue and step turns, as every training run
         job = ProbeJob(config, owner=session_key()).start()
         register_job(job)
@@ -240,9 +324,10 @@ def probe_progress():
         elif steps:
             last = steps[-1]
             done = config.distances.index(last["distance"]) * config.steps + last["step"]
-            st.progress(min(done / (len(config.distances) * config.steps), 1.0),
-                        text=f"k = {last['distance']}: step {last['step']}/{config.steps}, "
-                             f"loss {last['train_loss']:.3f}")
+            st.progress(
+                min(done / (len(config.distances) * config.steps), 1.0),
+                text=f"k = {last['distance']}: step {last['step']}/{config.steps}, loss {last['train_loss']:.3f}",
+            )
         else:
             st.progress(0.0, text="Starting…")
         if st.button("Stop the probe", key="memory_probe_stop"):
@@ -258,6 +343,10 @@ def probe_progress():
 
 probe_progress()
 if live is not None and len(live):
-    st.dataframe(live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style
-                 .format({"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}),
-                 hide_index=True, width="stretch")
+    st.dataframe(
+        live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style.format(
+            {"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}
+        ),
+        hide_index=True,
+        width="stretch",
+    )

@@ -1,5 +1,6 @@
 """Checkpoints: the bundled models and your own, their summaries and histories; download,
 upload (validated, never executed) and delete (yours only)."""
+
 import contextlib
 import math
 from pathlib import Path
@@ -8,18 +9,37 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.checkpoints import (CheckpointError, delete_checkpoint, load_checkpoint, sanitize_name, scan_checkpoints,
-                             save_checkpoint)
+from lab.checkpoints import (
+    CheckpointError,
+    delete_checkpoint,
+    load_checkpoint,
+    sanitize_name,
+    save_checkpoint,
+    scan_checkpoints,
+)
 from lab.models import config_to_dict, model_summary
-from ui.common import (cached_checkpoint, choose_checkpoint, page_link, parameter_count, plain, plain_convention,
-                       setup_page, room_check, show_anchors, user_dir, user_errors)
+from ui.common import (
+    cached_checkpoint,
+    choose_checkpoint,
+    page_link,
+    parameter_count,
+    plain,
+    plain_convention,
+    room_check,
+    setup_page,
+    show_anchors,
+    user_dir,
+    user_errors,
+)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Checkpoints")
 st.title("📦 Checkpoints")
-st.caption("Every model the lab can load: the bundled ones (trained on the bundled Shakespeare) and yours "
-           "(saved by the Train page or uploaded in this browser; nobody else sees them, and they are kept "
-           "for a while after your last visit). Files are safetensors: loading one never runs code.")
+st.caption(
+    "Every model the lab can load: the bundled ones (trained on the bundled Shakespeare) and yours "
+    "(saved by the Train page or uploaded in this browser; nobody else sees them, and they are kept "
+    "for a while after your last visit). Files are safetensors: loading one never runs code."
+)
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")
 
 SETTINGS = {"model": (Field("text", "Checkpoint"), "ckpt_choice")}  # ?model=char-lstm_latest
@@ -71,23 +91,45 @@ if problems:  # a hand-edited or damaged file is named and can be removed; it ne
         st.warning(f"{len(problems)} file(s) could not be read and are not listed:")
         st.code("\n".join(problems), language=None, wrap_lines=True)
         if unreadable:
-            st.button("🗑 Delete your unreadable files", key="ckpt_delete_unreadable", on_click=delete_unreadable,
-                      args=(unreadable,))
+            st.button(
+                "🗑 Delete your unreadable files",
+                key="ckpt_delete_unreadable",
+                on_click=delete_unreadable,
+                args=(unreadable,),
+            )
 if not infos:
-    st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones with "
-               "`python scripts/build_checkpoints.py`.")
+    st.warning(
+        "No checkpoints yet: train one on the Train page, or regenerate the bundled ones with "
+        "`python scripts/build_checkpoints.py`."
+    )
 else:
-    rows = [{"name": i.name, "where": "bundled" if i.bundled else "user", "family": i.family, "cell": i.cell,
-             "params": params_of(i), "final val loss": final_metrics(i)[0],
-             "val nats/char": final_metrics(i)[1], "saved": i.timestamp.replace("T", " ").replace("+00:00", " UTC")}
-            for i in infos]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                 column_config={"params": st.column_config.NumberColumn(format="localized"),
-                                "final val loss": st.column_config.NumberColumn(format="%.3f"),
-                                "val nats/char": st.column_config.NumberColumn(format="%.3f")})
+    rows = [
+        {
+            "name": i.name,
+            "where": "bundled" if i.bundled else "user",
+            "family": i.family,
+            "cell": i.cell,
+            "params": params_of(i),
+            "final val loss": final_metrics(i)[0],
+            "val nats/char": final_metrics(i)[1],
+            "saved": i.timestamp.replace("T", " ").replace("+00:00", " UTC"),
+        }
+        for i in infos
+    ]
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "params": st.column_config.NumberColumn(format="localized"),
+            "final val loss": st.column_config.NumberColumn(format="%.3f"),
+            "val nats/char": st.column_config.NumberColumn(format="%.3f"),
+        },
+    )
 
-    info = choose_checkpoint("ckpt_choice", "Inspect a checkpoint", infos,
-                             lambda i: f"{i.name}  ({'bundled' if i.bundled else 'yours'})")
+    info = choose_checkpoint(
+        "ckpt_choice", "Inspect a checkpoint", infos, lambda i: f"{i.name}  ({'bundled' if i.bundled else 'yours'})"
+    )
     mirror_to_url(SETTINGS, DEFAULTS)
     checkpoint = None
     with user_errors(f"Loading {info.name}"):
@@ -98,25 +140,46 @@ else:
             st.subheader(info.name)
             meta, tokenizer, metrics = checkpoint.meta, checkpoint.tokenizer, checkpoint.metrics
             conventions = model_summary(checkpoint.model).conventions
-            lines = [f"**{'Convention' if len(conventions) == 1 else 'Conventions'}:** "
-                     + "; ".join(plain(plain_convention(c)) for c in conventions),
-                     f"**Saved:** {plain(meta.get('timestamp', '?'))} · lab {plain(meta.get('lab_version', '?'))} · "
-                     f"version {plain(meta.get('version', '?'))}"]
+            lines = [
+                f"**{'Convention' if len(conventions) == 1 else 'Conventions'}:** "
+                + "; ".join(plain(plain_convention(c)) for c in conventions),
+                f"**Saved:** {plain(meta.get('timestamp', '?'))} · lab {plain(meta.get('lab_version', '?'))} · "
+                f"version {plain(meta.get('version', '?'))}",
+            ]
             if tokenizer is not None:
                 lines.append(f"**Tokenizer:** {plain(tokenizer.kind)}, {tokenizer.vocab_size:,} tokens")
             train_config = metrics.get("train_config")
             if train_config:
-                lines.append("**Trained with:** " + ", ".join(
-                    f"{k} {plain(train_config[k])}" for k in ("lr", "batch_size", "block_size", "label_smoothing",
-                                                       "stateful", "max_seconds", "max_steps")
-                    if train_config.get(k) is not None))
+                lines.append(
+                    "**Trained with:** "
+                    + ", ".join(
+                        f"{k} {plain(train_config[k])}"
+                        for k in (
+                            "lr",
+                            "batch_size",
+                            "block_size",
+                            "label_smoothing",
+                            "stateful",
+                            "max_seconds",
+                            "max_steps",
+                        )
+                        if train_config.get(k) is not None
+                    )
+                )
             if metrics.get("reason"):
-                lines.append(f"**Ended:** {plain(metrics['reason'])} after {plain(metrics.get('steps', '?'))} steps, "
-                             f"{metrics.get('elapsed', 0):.0f} s")
+                lines.append(
+                    f"**Ended:** {plain(metrics['reason'])} after {plain(metrics.get('steps', '?'))} steps, "
+                    f"{metrics.get('elapsed', 0):.0f} s"
+                )
             st.markdown("  \n".join(lines))
             with st.container(horizontal=True):
-                st.download_button("⬇ Download the file", data=lambda path=info.path: Path(path).read_bytes(),
-                                   file_name=info.path.name, mime="application/octet-stream", key="ckpt_download")
+                st.download_button(
+                    "⬇ Download the file",
+                    data=lambda path=info.path: Path(path).read_bytes(),
+                    file_name=info.path.name,
+                    mime="application/octet-stream",
+                    key="ckpt_download",
+                )
                 page_link("Sample", label="Sample from it")
                 page_link("Gates", label="See its gates")
             if not info.bundled:
@@ -131,14 +194,26 @@ else:
             else:
                 df = pd.DataFrame(history)
                 fig = go.Figure()
-                for column, name, dash in (("val_loss", "val loss", "solid"), ("train_loss", "train loss", "dot"),
-                                           ("val_nats_per_char", "val nats/char", "dash")):
+                for column, name, dash in (
+                    ("val_loss", "val loss", "solid"),
+                    ("train_loss", "train loss", "dot"),
+                    ("val_nats_per_char", "val nats/char", "dash"),
+                ):
                     if column in df and not (column == "val_nats_per_char" and df[column].equals(df["val_loss"])):
-                        fig.add_trace(go.Scatter(x=df["step"], y=df[column], mode="lines+markers", name=name,
-                                                 line=dict(dash=dash)))
-                fig.update_layout(height=340, margin=dict(l=10, r=10, t=50, b=10), xaxis_title="step",
-                                  yaxis_title="nats", template="plotly_white", title="Metrics history",
-                                  legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"))
+                        fig.add_trace(
+                            go.Scatter(
+                                x=df["step"], y=df[column], mode="lines+markers", name=name, line=dict(dash=dash)
+                            )
+                        )
+                fig.update_layout(
+                    height=340,
+                    margin=dict(l=10, r=10, t=50, b=10),
+                    xaxis_title="step",
+                    yaxis_title="nats",
+                    template="plotly_white",
+                    title="Metrics history",
+                    legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                )
                 st.plotly_chart(fig, key="ckpt_history", width="stretch")
         with st.expander("Model summary (every weight tensor, its shape and parameter count)", expanded=True):
             st.code(plain_convention(model_summary(checkpoint.model, info.name).format()), language=None)
@@ -147,11 +222,16 @@ else:
 # upload
 
 st.header("Upload a checkpoint")
-st.caption("An RNN Lab `.safetensors` file. It is checked before anything is written: a pickle or `torch.save` "
-           "file (which could run code), a corrupt file, or weights that do not match their config are refused.")
+st.caption(
+    "An RNN Lab `.safetensors` file. It is checked before anything is written: a pickle or `torch.save` "
+    "file (which could run code), a corrupt file, or weights that do not match their config are refused."
+)
 # a new key after each save empties the uploader
-upload = st.file_uploader("Checkpoint file", type=["safetensors", "pt", "pth", "pkl", "bin", "ckpt"],
-                          key=f"ckpt_upload_{st.session_state.setdefault('ckpt_uploads', 0)}")
+upload = st.file_uploader(
+    "Checkpoint file",
+    type=["safetensors", "pt", "pth", "pkl", "bin", "ckpt"],
+    key=f"ckpt_upload_{st.session_state.setdefault('ckpt_uploads', 0)}",
+)
 if upload is not None:
     data = upload.getvalue()
     checkpoint = None
@@ -159,19 +239,29 @@ if upload is not None:
         checkpoint = load_checkpoint(data)  # bytes: parsed as safetensors, never unpickled
     if checkpoint is not None:
         params = parameter_count(config_to_dict(checkpoint.config))
-        st.success(f"{plain(upload.name)} is a valid RNN Lab checkpoint: {checkpoint.config.family}, "
-                   f"{params:,} parameters, "
-                   f"{', '.join(plain_convention(c) for c in model_summary(checkpoint.model).conventions)}.")
+        st.success(
+            f"{plain(upload.name)} is a valid RNN Lab checkpoint: {checkpoint.config.family}, "
+            f"{params:,} parameters, "
+            f"{', '.join(plain_convention(c) for c in model_summary(checkpoint.model).conventions)}."
+        )
         stem = upload.name.rsplit(".", 1)[0].removesuffix("_latest")
-        name = st.text_input("Save as", value=checkpoint.meta.get("name") or stem, key="ckpt_save_name",
-                             max_chars=64)
+        name = st.text_input("Save as", value=checkpoint.meta.get("name") or stem, key="ckpt_save_name", max_chars=64)
         if st.button("Save to my checkpoints", key="ckpt_save", type="primary"):
             with user_errors("Saving"):
                 extra = {**checkpoint.meta.get("extra", {}), "uploaded": upload.name}
-                path = save_checkpoint(user_dir(), sanitize_name(name), checkpoint.model, checkpoint.tokenizer,
-                                       checkpoint.metrics, extra, room=room_check())
+                path = save_checkpoint(
+                    user_dir(),
+                    sanitize_name(name),
+                    checkpoint.model,
+                    checkpoint.tokenizer,
+                    checkpoint.metrics,
+                    extra,
+                    room=room_check(),
+                )
                 latest = f"{path.name.rsplit('_v', 1)[0]}_latest"
-                st.session_state.ckpt_flash = ("success", f"Saved as {path.name} (and {latest}): the Sample and "
-                                                          "Gates pages list it now.")
+                st.session_state.ckpt_flash = (
+                    "success",
+                    f"Saved as {path.name} (and {latest}): the Sample and Gates pages list it now.",
+                )
                 st.session_state.ckpt_uploads += 1
                 st.rerun()

@@ -1,6 +1,7 @@
 """Ablation: seed 003's question, do the GRU's reset and update gate biases matter over 1024 steps?
 The shipped study (lab.experiments.ablation), what a bias means as a time constant, published
 anchors, and a short live run of both arms (the same runner as the command line)."""
+
 import os
 from pathlib import Path
 
@@ -8,19 +9,43 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.experiments.ablation import (ARMS, SHIPPED_DIR, AblationConfig, AblationJob, chrono_mean, epoch_rows,
-                                      load_results, step_rows, time_constant_table)
-from ui.common import (ARM_COLORS, TRAIN_IN_PROCESS, plain, register_job, session_key, setup_page, show_anchors,
-                       study_conclusion, user_errors)
+from lab.experiments.ablation import (
+    ARMS,
+    SHIPPED_DIR,
+    AblationConfig,
+    AblationJob,
+    chrono_mean,
+    epoch_rows,
+    load_results,
+    step_rows,
+    time_constant_table,
+)
+from ui.common import (
+    ARM_COLORS,
+    TRAIN_IN_PROCESS,
+    plain,
+    register_job,
+    session_key,
+    setup_page,
+    show_anchors,
+    study_conclusion,
+    user_errors,
+)
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Ablation")
 RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
 # the live run's epoch events -> the column names a student reads (as in the results' own table)
-LIVE_COLUMNS = {"seed": "random seed", "train_loss": "train loss", "val_loss": "test loss (nats)",
-                "val_accuracy": "test accuracy (fraction)", "z_mean": "mean z", "r_mean": "mean r",
-                "b_z_mean": "b_z = b_iz + b_hz"}
+LIVE_COLUMNS = {
+    "seed": "random seed",
+    "train_loss": "train loss",
+    "val_loss": "test loss (nats)",
+    "val_accuracy": "test accuracy (fraction)",
+    "z_mean": "mean z",
+    "r_mean": "mean r",
+    "b_z_mean": "b_z = b_iz + b_hz",
+}
 
 st.title("⚖️ The gate-bias study: a GRU gate-bias ablation")
 st.markdown(
@@ -32,7 +57,8 @@ st.markdown(
     "hundreds of steps at $T = 1024$), every bias learnable.\n\n"
     "PyTorch's convention: $h_t = (1 - z_t)\\,n_t + z_t\\,h_{t-1}$, so $z$ **keeps** memory and $b_z = +1$ "
     "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only, so the gate "
-    "starts at $\\sigma(1)$; filling both bias vectors with +1, an easy slip, would start it at $\\sigma(2) = 0.88$.")
+    "starts at $\\sigma(1)$; filling both bias vectors with +1, an easy slip, would start it at $\\sigma(2) = 0.88$."
+)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -42,23 +68,43 @@ def cached_results(path, mtime):
 
 def band(fig, x, low, high, color, name):
     """A shaded q10-q90 (or mean ± std) band under a line."""
-    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=list(high) + list(low)[::-1], fill="toself",
-                             fillcolor=color, opacity=0.15, line=dict(width=0), hoverinfo="skip",
-                             showlegend=False, legendgroup=name))
+    fig.add_trace(
+        go.Scatter(
+            x=list(x) + list(x)[::-1],
+            y=list(high) + list(low)[::-1],
+            fill="toself",
+            fillcolor=color,
+            opacity=0.15,
+            line=dict(width=0),
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup=name,
+        )
+    )
 
 
 def accuracy_table(results):
     rows = []
     for arm, s in results["summary"].items():
         mean, std = s["val_accuracy_mean"], s["val_accuracy_std"]
-        rows.append({
-            "arm": arm, "random seeds": s["n_seeds"],
-            "test accuracy": "–" if mean is None else f"{100 * mean:.1f}%" + ("" if std is None else f" ± {100 * std:.1f}"),
-            "per random seed": ", ".join(f"{100 * v:.1f}%" for v in s["val_accuracy_by_seed"].values()
-                                         if v is not None),
-            "test loss": s["val_loss_mean"], "train loss (last epoch)": s["train_loss_mean"],
-            "mean z": s["z_mean_final"], "mean r": s["r_mean_final"], "b_z = b_iz + b_hz": s["b_z_mean_final"],
-            "what": ARMS[arm].description if arm in ARMS else ""})
+        rows.append(
+            {
+                "arm": arm,
+                "random seeds": s["n_seeds"],
+                "test accuracy": "–"
+                if mean is None
+                else f"{100 * mean:.1f}%" + ("" if std is None else f" ± {100 * std:.1f}"),
+                "per random seed": ", ".join(
+                    f"{100 * v:.1f}%" for v in s["val_accuracy_by_seed"].values() if v is not None
+                ),
+                "test loss": s["val_loss_mean"],
+                "train loss (last epoch)": s["train_loss_mean"],
+                "mean z": s["z_mean_final"],
+                "mean r": s["r_mean_final"],
+                "b_z = b_iz + b_hz": s["b_z_mean_final"],
+                "what": ARMS[arm].description if arm in ARMS else "",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -66,16 +112,24 @@ def show_results(results, key):
     """Accuracy table, curves and gate statistics of one study (shipped or live)."""
     d, cfg = results["dataset"], results["config"]
     st.markdown(f"**What this study says:** {plain(study_conclusion(results))}")
-    st.markdown(f"**{d['title']}**: {d['n_train']} training / {d['n_test']} test sequences of "
-                f"**{d['sequence_length']} steps**; {results['model']['parameters']:,} parameters "
-                f"({results['model']['backend']}); {cfg['epochs']} epochs of {results['training']['steps_per_epoch']} "
-                f"AdamW steps (batch {cfg['batch_size']}, lr {cfg['lr']:g} → {cfg['min_lr']:g}), random seeds "
-                f"{', '.join(map(str, cfg['seeds']))}." + ("" if results["complete"] else " **Incomplete study.**"))
+    st.markdown(
+        f"**{d['title']}**: {d['n_train']} training / {d['n_test']} test sequences of "
+        f"**{d['sequence_length']} steps**; {results['model']['parameters']:,} parameters "
+        f"({results['model']['backend']}); {cfg['epochs']} epochs of {results['training']['steps_per_epoch']} "
+        f"AdamW steps (batch {cfg['batch_size']}, lr {cfg['lr']:g} → {cfg['min_lr']:g}), random seeds "
+        f"{', '.join(map(str, cfg['seeds']))}." + ("" if results["complete"] else " **Incomplete study.**")
+    )
     if results.get("command"):
         st.code(results["command"], language="bash")
-    st.dataframe(accuracy_table(results), hide_index=True, key=f"ablation_{key}_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")})
+    st.dataframe(
+        accuracy_table(results),
+        hide_index=True,
+        key=f"ablation_{key}_table",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.3f")
+            for c in ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")
+        },
+    )
     epochs, steps = pd.DataFrame(epoch_rows(results)), pd.DataFrame(step_rows(results))
     if steps.empty:
         st.info("No training steps recorded yet.")
@@ -84,36 +138,74 @@ def show_results(results, key):
     left, right = st.columns(2)
     loss = go.Figure()
     for (arm, seed), g in steps.groupby(["arm", "seed"]):
-        loss.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines", name=f"{arm}, random seed {seed}",
-                                  line=dict(color=ARM_COLORS.get(arm), width=1.5), legendgroup=arm))
-    loss.update_layout(title="Training loss per step (one line per random seed)", xaxis_title="step",
-                       yaxis_title="cross-entropy", height=340, margin=dict(t=40, b=10))
+        loss.add_trace(
+            go.Scatter(
+                x=g["step"],
+                y=g["train_loss"],
+                mode="lines",
+                name=f"{arm}, random seed {seed}",
+                line=dict(color=ARM_COLORS.get(arm), width=1.5),
+                legendgroup=arm,
+            )
+        )
+    loss.update_layout(
+        title="Training loss per step (one line per random seed)",
+        xaxis_title="step",
+        yaxis_title="cross-entropy",
+        height=340,
+        margin=dict(t=40, b=10),
+    )
     left.plotly_chart(loss, key=f"ablation_{key}_loss")
     acc = go.Figure()
     for arm, g in trained.groupby("arm", sort=False):
         m = g.groupby("epoch")["val_accuracy"].agg(["mean", "std", "count"]).reset_index().fillna(0)
         band(acc, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), ARM_COLORS.get(arm), arm)
-        acc.add_trace(go.Scatter(x=m["epoch"], y=100 * m["mean"], mode="lines+markers", name=f"{arm} (mean ± std)",
-                                 line=dict(color=ARM_COLORS.get(arm)), legendgroup=arm))
-    acc.update_layout(title="Test accuracy per epoch, mean ± std over random seeds", xaxis_title="epoch",
-                      yaxis_title="accuracy (%)", yaxis_range=[0, 100], height=340, margin=dict(t=40, b=10))
+        acc.add_trace(
+            go.Scatter(
+                x=m["epoch"],
+                y=100 * m["mean"],
+                mode="lines+markers",
+                name=f"{arm} (mean ± std)",
+                line=dict(color=ARM_COLORS.get(arm)),
+                legendgroup=arm,
+            )
+        )
+    acc.update_layout(
+        title="Test accuracy per epoch, mean ± std over random seeds",
+        xaxis_title="epoch",
+        yaxis_title="accuracy (%)",
+        yaxis_range=[0, 100],
+        height=340,
+        margin=dict(t=40, b=10),
+    )
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
 
     st.subheader("Gate statistics")
-    st.caption(f"z and r of the first {cfg['gate_batch']} test sequences, traced through the reference twin of the "
-               "model at initialisation (epoch 0) and after every epoch; lines are means over random seeds, bands the "
-               "10th-90th percentile of all gate values (every unit, step and sequence).")
+    st.caption(
+        f"z and r of the first {cfg['gate_batch']} test sequences, traced through the reference twin of the "
+        "model at initialisation (epoch 0) and after every epoch; lines are means over random seeds, bands the "
+        "10th-90th percentile of all gate values (every unit, step and sequence)."
+    )
     cols = st.columns(2)
     for col, gate in zip(cols, ("z", "r")):
         fig = go.Figure()
         for arm, g in epochs.groupby("arm", sort=False):
             m = g.groupby("epoch")[[f"{gate}_mean", f"{gate}_q10", f"{gate}_q90"]].mean().reset_index()
             band(fig, m["epoch"], m[f"{gate}_q10"], m[f"{gate}_q90"], ARM_COLORS.get(arm), arm)
-            fig.add_trace(go.Scatter(x=m["epoch"], y=m[f"{gate}_mean"], mode="lines+markers", name=arm,
-                                     line=dict(color=ARM_COLORS.get(arm)), legendgroup=arm))
+            fig.add_trace(
+                go.Scatter(
+                    x=m["epoch"],
+                    y=m[f"{gate}_mean"],
+                    mode="lines+markers",
+                    name=arm,
+                    line=dict(color=ARM_COLORS.get(arm)),
+                    legendgroup=arm,
+                )
+            )
         what = "update gate z (keeps memory)" if gate == "z" else "reset gate r"
-        fig.update_layout(title=f"Mean {what} per epoch", xaxis_title="epoch", yaxis_range=[0, 1], height=320,
-                          margin=dict(t=40, b=10))
+        fig.update_layout(
+            title=f"Mean {what} per epoch", xaxis_title="epoch", yaxis_range=[0, 1], height=320, margin=dict(t=40, b=10)
+        )
         col.plotly_chart(fig, key=f"ablation_{key}_gate_{gate}")
     cols = st.columns(2)
     profile, hist = go.Figure(), go.Figure()
@@ -122,23 +214,52 @@ def show_results(results, key):
             continue
         z = run["epochs"][-1]["gates"]["z"]
         first = run["seed"] == results["summary"][run["arm"]]["seeds"][0]
-        profile.add_trace(go.Scatter(x=z["time"]["t_start"], y=z["time"]["mean"], mode="lines", line_shape="hv",
-                                     name=f"{run['arm']}, random seed {run['seed']}",
-                                     line=dict(color=ARM_COLORS.get(run["arm"])),
-                                     legendgroup=run["arm"]))
+        profile.add_trace(
+            go.Scatter(
+                x=z["time"]["t_start"],
+                y=z["time"]["mean"],
+                mode="lines",
+                line_shape="hv",
+                name=f"{run['arm']}, random seed {run['seed']}",
+                line=dict(color=ARM_COLORS.get(run["arm"])),
+                legendgroup=run["arm"],
+            )
+        )
         if first:
             edges = [i / len(z["histogram"]) for i in range(len(z["histogram"]))]
-            hist.add_trace(go.Bar(x=edges, y=z["histogram"], name=f"{run['arm']}, random seed {run['seed']}", offset=0,
-                                  width=1 / len(z["histogram"]), marker_color=ARM_COLORS.get(run["arm"]), opacity=0.6))
-    profile.update_layout(title="Mean z over the sequence, last epoch", xaxis_title="time step", yaxis_title="z",
-                          height=320, margin=dict(t=40, b=10))
-    hist.update_layout(title="Distribution of z, last epoch (first random seed)", xaxis_title="z",
-                       yaxis_title="fraction",
-                       barmode="overlay", height=320, margin=dict(t=40, b=10))
+            hist.add_trace(
+                go.Bar(
+                    x=edges,
+                    y=z["histogram"],
+                    name=f"{run['arm']}, random seed {run['seed']}",
+                    offset=0,
+                    width=1 / len(z["histogram"]),
+                    marker_color=ARM_COLORS.get(run["arm"]),
+                    opacity=0.6,
+                )
+            )
+    profile.update_layout(
+        title="Mean z over the sequence, last epoch",
+        xaxis_title="time step",
+        yaxis_title="z",
+        height=320,
+        margin=dict(t=40, b=10),
+    )
+    hist.update_layout(
+        title="Distribution of z, last epoch (first random seed)",
+        xaxis_title="z",
+        yaxis_title="fraction",
+        barmode="overlay",
+        height=320,
+        margin=dict(t=40, b=10),
+    )
     cols[0].plotly_chart(profile, key=f"ablation_{key}_profile")
     cols[1].plotly_chart(hist, key=f"ablation_{key}_hist")
-    checks = [f"{r['arm']}, random seed {r['seed']}: {r['frozen_bias_check']}" for r in results["runs"]
-              if r["frozen_bias_check"]]
+    checks = [
+        f"{r['arm']}, random seed {r['seed']}: {r['frozen_bias_check']}"
+        for r in results["runs"]
+        if r["frozen_bias_check"]
+    ]
     if checks:
         st.success("Frozen-bias check (exact zeros after every epoch): " + "; ".join(checks))
 
@@ -149,9 +270,11 @@ results = None
 with user_errors("Reading the shipped results"):
     path = RESULTS_DIR / "results.json"
     if not path.is_file():
-        st.info(f"No shipped results in {RESULTS_DIR}. Make them with "
-                "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
-                "chrono --out checkpoints/ablation`.")
+        st.info(
+            f"No shipped results in {RESULTS_DIR}. Make them with "
+            "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
+            "chrono --out checkpoints/ablation`."
+        )
     else:
         results = cached_results(str(path), path.stat().st_mtime)
 if results is not None:
@@ -159,46 +282,64 @@ if results is not None:
         show_results(results, "shipped")
     except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
         st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
-    st.caption("CIFAR-10 cannot be downloaded on every machine; online, the gate-bias study itself is "
-               "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps).")
+    st.caption(
+        "CIFAR-10 cannot be downloaded on every machine; online, the gate-bias study itself is "
+        "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps)."
+    )
 
 # ---------------------------------------------------------------------------
 st.header("2 · What a bias means: time constants")
 seq_len = results["dataset"]["sequence_length"] if results is not None else 1024
-st.markdown("With inputs and state near zero, a keep gate sits at $g = \\sigma(b_z)$: the old state shrinks by "
-            "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps "
-            "(lab.cells.sigmoid_time_constant). The last column is $g^T$: what a constant gate keeps "
-            "over the whole sequence.")
-tau_biases = [(0.0, "ablated arm: b_z frozen at 0"), (1.0, "baseline: b_iz = +1"),  # lab's rows, in plain words
-              (2.0, "+1 in both b_iz and b_hz (an easy slip)"),
-              (chrono_mean(seq_len), f"chrono mean, E[log U[1, {seq_len - 1}]]"),
-              (6.2, "a chrono bias a little above the mean, +6.2")]
+st.markdown(
+    "With inputs and state near zero, a keep gate sits at $g = \\sigma(b_z)$: the old state shrinks by "
+    "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps "
+    "(lab.cells.sigmoid_time_constant). The last column is $g^T$: what a constant gate keeps "
+    "over the whole sequence."
+)
+tau_biases = [
+    (0.0, "ablated arm: b_z frozen at 0"),
+    (1.0, "baseline: b_iz = +1"),  # lab's rows, in plain words
+    (2.0, "+1 in both b_iz and b_hz (an easy slip)"),
+    (chrono_mean(seq_len), f"chrono mean, E[log U[1, {seq_len - 1}]]"),
+    (6.2, "a chrono bias a little above the mean, +6.2"),
+]
 table = pd.DataFrame(time_constant_table(tau_biases, seq_len=seq_len)).rename(
-    columns={"sigmoid(b)": "kept per step σ(b)", "tau (steps)": "time constant τ (steps)"})
-st.dataframe(table, hide_index=True, key="ablation_tau_table",
-             column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[2:]})
+    columns={"sigmoid(b)": "kept per step σ(b)", "tau (steps)": "time constant τ (steps)"}
+)
+st.dataframe(
+    table,
+    hide_index=True,
+    key="ablation_tau_table",
+    column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[2:]},
+)
 
 st.header("3 · Published anchors")
-st.caption("Full training on real sequential CIFAR-10 / LRA Image (1024 steps); the shipped digits study is "
-           "far shorter and easier, so compare trends, not numbers.")
+st.caption(
+    "Full training on real sequential CIFAR-10 / LRA Image (1024 steps); the shipped digits study is "
+    "far shorter and easier, so compare trends, not numbers."
+)
 show_anchors("scifar_lstm", "scifar_urgru", "lra_image_transformer", "lra_image_s4")
 
 # ---------------------------------------------------------------------------
 st.header("4 · Run it yourself (a short live version)")
-st.caption("Both arms train one run after another (one random seed at a time, as the command line does) on a "
-           "background thread of this server (its GPU when it has one, else its CPU), on the offline digits set, "
-           "with a training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab "
-           "stops it. By default the images are the digits' own 8 × 8 pixels, so each sequence is **64 steps, not "
-           f"1024**, and the learning rate is {LIVE_LR:g} instead of the gate-bias study's 5e-4: on a CPU both arms "
-           "learn visibly in about a minute (near 70% test accuracy after 6 epochs), which 1024-step sequences would "
-           "need hours for.")
+st.caption(
+    "Both arms train one run after another (one random seed at a time, as the command line does) on a "
+    "background thread of this server (its GPU when it has one, else its CPU), on the offline digits set, "
+    "with a training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab "
+    "stops it. By default the images are the digits' own 8 × 8 pixels, so each sequence is **64 steps, not "
+    f"1024**, and the learning rate is {LIVE_LR:g} instead of the gate-bias study's 5e-4: on a CPU both arms "
+    "learn visibly in about a minute (near 70% test accuracy after 6 epochs), which 1024-step sequences would "
+    "need hours for."
+)
 # the live run's settings as they appear in a link: ?size=16&epochs=3...
-SETTINGS = {"size": (Field("int", "Image side", 8, 32), "ablation_size"),
-            "train": (Field("int", "Training sequences", 16, 1437), "ablation_train"),
-            "test": (Field("int", "Test sequences", 10, 360), "ablation_test"),
-            "epochs": (Field("int", "Epochs", 1, 20), "ablation_epochs"),
-            "batch": (Field("int", "Batch size", 4, 128), "ablation_batch"),
-            "seeds": (Field("int", "Random seeds per arm", 1, 3), "ablation_seeds")}
+SETTINGS = {
+    "size": (Field("int", "Image side", 8, 32), "ablation_size"),
+    "train": (Field("int", "Training sequences", 16, 1437), "ablation_train"),
+    "test": (Field("int", "Test sequences", 10, 360), "ablation_test"),
+    "epochs": (Field("int", "Epochs", 1, 20), "ablation_epochs"),
+    "batch": (Field("int", "Batch size", 4, 128), "ablation_batch"),
+    "seeds": (Field("int", "Random seeds per arm", 1, 3), "ablation_seeds"),
+}
 DEFAULTS = {"size": 8, "train": 1437, "test": 120, "epochs": 6, "batch": 32, "seeds": 1}
 restore_from_url(SETTINGS, DEFAULTS)
 if st.session_state.ablation_size not in (8, 16, 32):
@@ -208,8 +349,7 @@ job = st.session_state.get("ablation_job")
 running = job is not None and job.running
 with st.form("ablation_live_form"):
     c = st.columns(6)
-    size = c[0].selectbox("Image side", [8, 16, 32], key="ablation_size",
-                          format_func=lambda s: f"{s} ({s * s} steps)")
+    size = c[0].selectbox("Image side", [8, 16, 32], key="ablation_size", format_func=lambda s: f"{s} ({s * s} steps)")
     n_train = c[1].number_input("Training sequences", 16, 1437, step=16, key="ablation_train")
     n_test = c[2].number_input("Test sequences", 10, 360, step=10, key="ablation_test")
     epochs = c[3].number_input("Epochs", 1, 20, key="ablation_epochs")
@@ -218,10 +358,21 @@ with st.form("ablation_live_form"):
     start = st.form_submit_button("Train both arms", type="primary", disabled=running)
 if start and not running:
     with user_errors("Starting the live ablation"):
-        config = AblationConfig(dataset="digits", size=int(size), epochs=int(epochs), seeds=tuple(range(int(n_seeds))),
-                                arms=("baseline", "ablated"), batch_size=int(batch), lr=LIVE_LR, limit_train=int(n_train),
-                                limit_test=int(n_test), gate_batch=8)
-        job = AblationJob(config, owner=session_key(), in_process=TRAIN_IN_PROCESS).start()  # a CapacityError is shown by user_errors
+        config = AblationConfig(
+            dataset="digits",
+            size=int(size),
+            epochs=int(epochs),
+            seeds=tuple(range(int(n_seeds))),
+            arms=("baseline", "ablated"),
+            batch_size=int(batch),
+            lr=LIVE_LR,
+            limit_train=int(n_train),
+            limit_test=int(n_test),
+            gate_batch=8,
+        )
+        job = AblationJob(
+            config, owner=session_key(), in_process=TRAIN_IN_PROCESS
+        ).start()  # a CapacityError is shown by user_errors
         register_job(job)
         st.session_state["ablation_job"] = job
         running = True
@@ -237,27 +388,47 @@ def live_view():
     for e in events:
         if e["type"] == "error":
             st.error(f"The live run failed: {plain(e['message'])}")
-    steps = pd.DataFrame([{"arm": e["arm"], "seed": e["seed"], "step": e["step"], "train_loss": e["train_loss"]}
-                          for e in events if e["type"] == "step"])
+    steps = pd.DataFrame(
+        [
+            {"arm": e["arm"], "seed": e["seed"], "step": e["step"], "train_loss": e["train_loss"]}
+            for e in events
+            if e["type"] == "step"
+        ]
+    )
     done = [e for e in events if e["type"] == "epoch"]
-    queued = f", number {job.queue_position} in the queue for this server's training budget" if job.queue_position else ""
-    st.write(f"Status: **{job.status}**{queued}" + (f" ({plain(job.message)})" if job.message else "") +
-             (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else ""))
+    queued = (
+        f", number {job.queue_position} in the queue for this server's training budget" if job.queue_position else ""
+    )
+    st.write(
+        f"Status: **{job.status}**{queued}"
+        + (f" ({plain(job.message)})" if job.message else "")
+        + (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else "")
+    )
     if job.running:
         st.caption("Run this yourself (the finished study's results show it too):")
         st.code(job.command, language="bash")
         if len(steps):
             fig = go.Figure()
             for (arm, seed), g in steps.groupby(["arm", "seed"]):
-                fig.add_trace(go.Scatter(x=g["step"], y=g["train_loss"], mode="lines",
-                                         name=f"{arm}, random seed {seed}",
-                                         line=dict(color=ARM_COLORS.get(arm))))
+                fig.add_trace(
+                    go.Scatter(
+                        x=g["step"],
+                        y=g["train_loss"],
+                        mode="lines",
+                        name=f"{arm}, random seed {seed}",
+                        line=dict(color=ARM_COLORS.get(arm)),
+                    )
+                )
             fig.update_layout(title="Live training loss", xaxis_title="step", height=320, margin=dict(t=40, b=10))
             st.plotly_chart(fig, key="ablation_live_loss")
         if done:
-            st.dataframe(pd.DataFrame(done)[["arm", "seed", "epoch", "train_loss", "val_loss", "val_accuracy",
-                                             "z_mean", "r_mean", "b_z_mean"]].rename(columns=LIVE_COLUMNS),
-                         hide_index=True, key="ablation_live_epochs")
+            st.dataframe(
+                pd.DataFrame(done)[
+                    ["arm", "seed", "epoch", "train_loss", "val_loss", "val_accuracy", "z_mean", "r_mean", "b_z_mean"]
+                ].rename(columns=LIVE_COLUMNS),
+                hide_index=True,
+                key="ablation_live_epochs",
+            )
     elif job.results is not None:
         show_results(job.results, "live")
         if st.session_state.get("ablation_shown") is not job:  # leave the polling fragment once

@@ -2,6 +2,7 @@
 experiment the student steers with a control or two, says what to notice in the figures just
 computed, checks understanding, and links to the full instrument page with the same settings.
 A link to one lesson: ?lesson=<slug> (ui.lessons.LESSONS)."""
+
 import streamlit as st
 
 from ui.common import setup_page
@@ -10,15 +11,18 @@ from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Lessons")
 st.title("🎓 Lessons")
-st.caption("Short lessons, each on one screen: a question, an experiment you steer, what to notice, a question to "
-           "check yourself, and a link to the full page. Words you do not know are in the sidebar's glossary.")
+st.caption(
+    "Short lessons, each on one screen: a question, an experiment you steer, what to notice, a question to "
+    "check yourself, and a link to the full page. Words you do not know are in the sidebar's glossary."
+)
 
 SETTINGS = {"lesson": (Field("choice", "Lesson", choices=tuple(LESSONS)), "lessons_lesson"), **URL_SETTINGS}
 DEFAULTS = {"lesson": None, **URL_DEFAULTS}  # lesson None: the first, and the URL always names the lesson shown
 restore_from_url(SETTINGS, DEFAULTS)
 slugs = list(LESSONS)
-slug = st.selectbox("Lesson", slugs, key="lessons_lesson",
-                    format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}")
+slug = st.selectbox(
+    "Lesson", slugs, key="lessons_lesson", format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}"
+)
 
 show_lesson(slug)
 mirror_to_url(SETTINGS, DEFAULTS, shown=["lesson", *LESSONS[slug].settings])  # after the lesson: its step moves
@@ -27,5 +31,9 @@ st.divider()
 position = slugs.index(slug)
 if position + 1 < len(slugs):
     following = slugs[position + 1]
-    st.button(f"Next lesson: {LESSONS[following].title} →", key="lessons_next", type="primary",
-              on_click=lambda: st.session_state.update(lessons_lesson=following))
+    st.button(
+        f"Next lesson: {LESSONS[following].title} →",
+        key="lessons_next",
+        type="primary",
+        on_click=lambda: st.session_state.update(lessons_lesson=following),
+    )

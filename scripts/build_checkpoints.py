@@ -15,6 +15,7 @@ build/<name>/best (the best weights so far); the same command run again continue
 each unfinished model where it stopped, and only exports a finished one. The
 recipes come from the sweep in benchmarks/bundle_sweep.py (BENCHMARKS.md).
 """
+
 import argparse
 import dataclasses
 import math
@@ -41,13 +42,19 @@ from lab.train import DEVICES, configure_cpu, resolve_device, resume_training_st
 GPU_BATCH = {"batch_size": 64, "block_size": 128}
 GATED = dict(embed_dim=64, num_layers=2, dropout=0.25, weight_dropout=0.25)
 RECIPES = {
-    "char-rnn": ("astra-alpha", {"cell": "rnn", "embed_dim": 64, "hidden_size": 1024, "num_layers": 1,
-                                 "dropout": 0.2}, {"lr": 2e-3, **GPU_BATCH}),
+    "char-rnn": (
+        "astra-alpha",
+        {"cell": "rnn", "embed_dim": 64, "hidden_size": 1024, "num_layers": 1, "dropout": 0.2},
+        {"lr": 2e-3, **GPU_BATCH},
+    ),
     "char-gru-seed": ("astra-alpha", {**GATED, "cell": "gru_seed", "hidden_size": 512}, GPU_BATCH),
     "char-gru-torch": ("astra-alpha", {**GATED, "cell": "gru_torch", "hidden_size": 512}, GPU_BATCH),
     "char-lstm": ("astra-alpha", {**GATED, "cell": "lstm", "hidden_size": 640}, GPU_BATCH),
-    "char-scan": ("astra-alpha", {"cell": "scan", "embed_dim": 64, "hidden_size": 256, "num_layers": 4,
-                                  "norm": "every", "dropout": 0.2}, {"lr": 2e-3, **GPU_BATCH}),
+    "char-scan": (
+        "astra-alpha",
+        {"cell": "scan", "embed_dim": 64, "hidden_size": 256, "num_layers": 4, "norm": "every", "dropout": 0.2},
+        {"lr": 2e-3, **GPU_BATCH},
+    ),
     # seed 004's recipe as the seed trains it: 10 epochs of mixed 2-5-gram samples (an epoch budget, so
     # --minutes does not apply); its contexts are cheap to score, so validation uses more of them, less often
     "scan-markov": ("scan-markov", {}, {"max_epochs": 10, "eval_interval": 2000, "eval_windows": 2048}),
@@ -60,6 +67,7 @@ EVAL_INTERVAL, EVAL_WINDOWS = 250, 512
 @dataclasses.dataclass
 class Plateau:
     """Early stopping: the best validation loss so far and how many evaluations since it."""
+
     patience: int
     best: float = math.inf
     best_step: int = 0
@@ -94,8 +102,10 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
         plateau = Plateau(patience, **saved.metrics["plateau"])
         if not done:
             state = resume_training_state(saved, train_config)
-        log(f"{name}: continuing from step {saved.training_state.step} (best {plateau.best:.4f} at step "
-            f"{plateau.best_step})")
+        log(
+            f"{name}: continuing from step {saved.training_state.step} (best {plateau.best:.4f} at step "
+            f"{plateau.best_step})"
+        )
     else:
         torch.manual_seed(train_config.seed)
         model = build_model(model_config)
@@ -108,13 +118,21 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
             best_weights = _cpu_state(model.state_dict())
             atomic_write_bytes(best_path, checkpoint_bytes(model, task.tokenizer, {"history": [event]}, name))
         if event["type"] == "eval":
-            log(f"{name}: step {event['step']:,} train {event['train_loss']:.3f} val {event['val_nats_per_char']:.4f}"
-                f" nats/char (best {plateau.best:.4f}) {event['elapsed'] / 60:.1f} min")
+            log(
+                f"{name}: step {event['step']:,} train {event['train_loss']:.3f} val {event['val_nats_per_char']:.4f}"
+                f" nats/char (best {plateau.best:.4f}) {event['elapsed'] / 60:.1f} min"
+            )
 
     while not done:
         chunk_end, chunk_steps = time.monotonic() + chunk_seconds, 0
-        result = train(model, task, train_config, on_event,
-                       lambda: plateau.reached or chunk_steps and time.monotonic() > chunk_end, state)
+        result = train(
+            model,
+            task,
+            train_config,
+            on_event,
+            lambda: plateau.reached or chunk_steps and time.monotonic() > chunk_end,
+            state,
+        )
         state = result.training_state
         done = result.reason != "stopped" or plateau.reached
         reason = "early stopping" if plateau.reached else result.reason
@@ -144,8 +162,12 @@ def export_float16(model, task, train_config, metrics, name, extra, path, device
     half = build_model(model.config).to(torch.float16)
     half.load_state_dict(model.state_dict())
     model.load_state_dict(half.state_dict())  # the float32 model now holds exactly the file's values
-    metrics = {**metrics, **evaluate(model, task, train_config, device), "weights": "float16",
-               "float32_val_nats_per_char": float32["val_nats_per_char"]}
+    metrics = {
+        **metrics,
+        **evaluate(model, task, train_config, device),
+        "weights": "float16",
+        "float32_val_nats_per_char": float32["val_nats_per_char"],
+    }
     atomic_write_bytes(path, checkpoint_bytes(half, task.tokenizer, metrics, name, 0, extra))
     return metrics
 
@@ -156,33 +178,56 @@ def build(name, minutes, work_dir, out_dir, patience, device, steps=None):
     task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
     if hasattr(config, "backend"):  # the fastest of the equal implementations on the device that trains
-        config = dataclasses.replace(config, backend=default_backend(config.cell, device),
-                                     scan_mode=default_scan_mode(device))
+        config = dataclasses.replace(
+            config, backend=default_backend(config.cell, device), scan_mode=default_scan_mode(device)
+        )
     if steps or "max_epochs" in train_overrides:  # a recipe's epochs are its own budget; --steps caps it
         budget = {"max_steps": steps, "max_seconds": None}
     else:
         budget = {"max_steps": None, "max_seconds": minutes * 60}
-    train_config = preset.train_config(**{"eval_interval": EVAL_INTERVAL, "eval_windows": EVAL_WINDOWS,
-                                          **train_overrides, **budget, "device": device.type})
+    train_config = preset.train_config(
+        **{
+            "eval_interval": EVAL_INTERVAL,
+            "eval_windows": EVAL_WINDOWS,
+            **train_overrides,
+            **budget,
+            "device": device.type,
+        }
+    )
     model, metrics = train_until_plateau(name, config, train_config, task, work_dir / name, patience)
     plateau = metrics.pop("plateau")
     metrics.pop("done")
-    metrics = export_float16(model, task, train_config, {**metrics, "corpus": "bundled",
-                                                         "best_step": plateau["best_step"]},
-                             name, {"preset": preset_name, "bundled": True}, out_dir / f"{name}_latest{SUFFIX}",
-                             device)
-    return (f"| {name} | {config.cell} | {count_parameters(model):,} | {task.tokenizer.kind} | "
-            f"{metrics['best_step']:,} of {metrics['steps']:,} | {metrics['elapsed'] / 60:.0f} | {metrics['reason']} | "
-            f"{metrics['val_nats_per_char']:.3f} | {metrics.get('val_nats_per_char_in_order', math.nan):.3f} |")
+    metrics = export_float16(
+        model,
+        task,
+        train_config,
+        {**metrics, "corpus": "bundled", "best_step": plateau["best_step"]},
+        name,
+        {"preset": preset_name, "bundled": True},
+        out_dir / f"{name}_latest{SUFFIX}",
+        device,
+    )
+    return (
+        f"| {name} | {config.cell} | {count_parameters(model):,} | {task.tokenizer.kind} | "
+        f"{metrics['best_step']:,} of {metrics['steps']:,} | {metrics['elapsed'] / 60:.0f} | {metrics['reason']} | "
+        f"{metrics['val_nats_per_char']:.3f} | {metrics.get('val_nats_per_char_in_order', math.nan):.3f} |"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=60, help="training budget per model (the cosine schedule's)")
-    parser.add_argument("--steps", type=int, help="a budget of optimizer steps instead of minutes (the same run "
-                                                   "whatever else shares the cores)")
-    parser.add_argument("--patience", type=int, default=12,
-                        help=f"evaluations (every {EVAL_INTERVAL} steps) without a new best before stopping")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help="a budget of optimizer steps instead of minutes (the same run whatever else shares the cores)",
+    )
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=12,
+        help=f"evaluations (every {EVAL_INTERVAL} steps) without a new best before stopping",
+    )
     parser.add_argument("--device", default="auto", choices=DEVICES, help="where to train (auto: CUDA when present)")
     parser.add_argument("--only", nargs="*", choices=sorted(RECIPES), help="build only these")
     parser.add_argument("--work", default=str(ROOT / "build"), help="where unfinished builds keep their progress")
@@ -192,8 +237,10 @@ def main():
     device = resolve_device(args.device)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    print("| checkpoint | cell | params | tokenizer | best step of steps | minutes | ended by | "
-          "val nats/char (the build's validation sample) | val nats/char (split in order) |")
+    print(
+        "| checkpoint | cell | params | tokenizer | best step of steps | minutes | ended by | "
+        "val nats/char (the build's validation sample) | val nats/char (split in order) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only or RECIPES:
         print(build(name, args.minutes, Path(args.work), out_dir, args.patience, device, args.steps), flush=True)

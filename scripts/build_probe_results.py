@@ -11,6 +11,7 @@ tasks run in --jobs processes of one thread each. With the defaults the table to
 The file also records the settings, one column each, so a page can say what was run; the
 accuracy tables are printed as Markdown.
 """
+
 import argparse
 import dataclasses
 import sys
@@ -28,9 +29,16 @@ from lab.cells import CELLS  # noqa: E402
 from lab.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, results_table, run_memory_probe  # noqa: E402
 
 # the settings written beside the results, one column each ("steps" is a row's own: the steps it took)
-SETTINGS = {"param_budget": "param_budget", "embed_dim": "embed_dim", "steps": "steps_budget",
-            "batch_size": "batch_size", "lr": "lr", "eval_sequences": "eval_sequences", "solved": "solved",
-            "seed": "seed"}
+SETTINGS = {
+    "param_budget": "param_budget",
+    "embed_dim": "embed_dim",
+    "steps": "steps_budget",
+    "batch_size": "batch_size",
+    "lr": "lr",
+    "eval_sequences": "eval_sequences",
+    "solved": "solved",
+    "seed": "seed",
+}
 
 
 def run_tasks(config):
@@ -39,10 +47,16 @@ def run_tasks(config):
 
     def report(event):
         if event["type"] == "probe_result":
-            what = "skipped" if event["skipped"] else (f"accuracy {event['accuracy']:.3f} (chance "
-                                                       f"{event['chance']:.3f}) after {event['steps']} steps")
-            print(f"  {event['task']:>8} {event['cell']:>9} k={event['distance']:>3}: {what} "
-                  f"({event['seconds']:.0f} s)", file=sys.stderr, flush=True)
+            what = (
+                "skipped"
+                if event["skipped"]
+                else (f"accuracy {event['accuracy']:.3f} (chance {event['chance']:.3f}) after {event['steps']} steps")
+            )
+            print(
+                f"  {event['task']:>8} {event['cell']:>9} k={event['distance']:>3}: {what} ({event['seconds']:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     return run_memory_probe(config, callback=report)
 
@@ -51,8 +65,12 @@ def markdown_table(results, task):
     rows = results[results.task == task]
     accuracy, steps = results_table(rows), results_table(rows, "steps")
     distances = [c for c in accuracy.columns if c.startswith("k = ")]
-    lines = [f"{TOY_TASKS[task].title} (chance {rows['chance'].max():.2f})", "",
-             "| cell | params | " + " | ".join(distances) + " |", "|---|---|" + "---|" * len(distances)]
+    lines = [
+        f"{TOY_TASKS[task].title} (chance {rows['chance'].max():.2f})",
+        "",
+        "| cell | params | " + " | ".join(distances) + " |",
+        "|---|---|" + "---|" * len(distances),
+    ]
     for cell, row in accuracy.iterrows():
         shown = ["—" if pd.isna(row[k]) else f"{row[k]:.2f} ({steps.loc[cell, k]:.0f})" for k in distances]
         lines.append(f"| {cell} | {int(row['params']):,} | " + " | ".join(shown) + " |")
@@ -68,8 +86,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=2, help="processes (tasks are shared out between them)")
     parser.add_argument("--out", default=str(ROOT / "checkpoints" / "memory_probe.csv"))
     args = parser.parse_args()
-    configs = [ProbeConfig(tasks=(task,), cells=tuple(args.cells), distances=tuple(args.distances), steps=args.steps)
-               for task in args.tasks]
+    configs = [
+        ProbeConfig(tasks=(task,), cells=tuple(args.cells), distances=tuple(args.distances), steps=args.steps)
+        for task in args.tasks
+    ]
 
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -80,8 +100,10 @@ def main():
     out.parent.mkdir(parents=True, exist_ok=True)
     results.to_csv(out, index=False, float_format="%.4f")
 
-    print(f"Toy tasks: accuracy at the \"?\" against the distance k (steps taken in brackets; — skipped), "
-          f"{time.perf_counter() - start:.0f} s in all; wrote {out}\n")
+    print(
+        f'Toy tasks: accuracy at the "?" against the distance k (steps taken in brackets; — skipped), '
+        f"{time.perf_counter() - start:.0f} s in all; wrote {out}\n"
+    )
     for task in args.tasks:
         print(markdown_table(results, task) + "\n")
     print("settings: " + ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(configs[0]).items() if k in SETTINGS))

@@ -4,6 +4,7 @@ The tests train and sample tiny models, where a second OpenMP thread costs more
 in synchronisation than it saves, and where busy cores make spinning threads
 orders of magnitude slower. Speed is measured in benchmarks/, not here.
 """
+
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP: see lab/__init__.py
@@ -28,3 +29,13 @@ def bundled_checkpoints(request):
 
         missing = [n for n in needed if not (BUNDLED_DIR / f"{n}_latest.safetensors").is_file()]
         assert not missing, f"bundled checkpoints missing: {missing} (python scripts/build_checkpoints.py)"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A small corpus file (20,000 characters of the bundled plays), for CLI runs."""
+    from lab.data import load_bundled_corpus
+
+    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
+    path.write_text(load_bundled_corpus()[:20_000], encoding="utf-8")
+    return path

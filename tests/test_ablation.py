@@ -1,31 +1,49 @@
 """Seed 003's gate-bias ablation (lab.experiments.ablation): the model, the frozen biases through AdamW,
 a tiny study's results file, the CIFAR-10 code path on a fixture, the CLI and the page. CPU-only, small."""
+
 import json
 import math
 import re
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import cifar_fixture, without_timing
+
+from lab.__main__ import build_parser, main
+from lab.cells import chrono_bias
+from lab.checkpoints import load_checkpoint
+from lab.data import DataError
+from lab.experiments.ablation import (
+    ARMS,
+    OPTIONS,
+    RESULTS_FILE,
+    SHIPPED_DIR,
+    AblationConfig,
+    AblationJob,
+    FrozenBiasError,
+    build_arm_model,
+    check_frozen_biases,
+    chrono_mean,
+    cli_command,
+    compare_with_baseline,
+    conclusion,
+    config_from_args,
+    epoch_rows,
+    freeze_gate_biases,
+    gate_bias_pairs,
+    load_results,
+    load_study_data,
+    run_ablation,
+    run_arm,
+    summary_markdown,
+    time_constant_table,
+)
+from lab.models import count_parameters
+from lab.train import resolve_device
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from lab.__main__ import build_parser, main  # noqa: E402
-from lab.cells import chrono_bias  # noqa: E402
-from lab.checkpoints import load_checkpoint  # noqa: E402
-from lab.data import DataError  # noqa: E402
-from lab.experiments.ablation import (ARMS, OPTIONS, RESULTS_FILE, SHIPPED_DIR, AblationConfig,  # noqa: E402
-                                      AblationJob, FrozenBiasError, build_arm_model, check_frozen_biases,
-                                      chrono_mean, cli_command, compare_with_baseline, conclusion, config_from_args,
-                                      epoch_rows,
-                                      freeze_gate_biases,
-                                      gate_bias_pairs, load_results, load_study_data, run_ablation, run_arm,
-                                      summary_markdown, time_constant_table)
-from lab.models import count_parameters  # noqa: E402
-from lab.train import resolve_device  # noqa: E402
 
 PAGE = ROOT / "pages" / "6_Ablation.py"
 SEED_INFO = {"num_classes": 10, "sequence_length": 1024, "input_size": 1}  # seed 003's data
@@ -33,8 +51,17 @@ H = 181
 
 
 def tiny_config(**overrides):
-    options = dict(dataset="digits", size=8, epochs=2, seeds=(0, 1), limit_train=40, limit_test=30, batch_size=16,
-                   gate_batch=4, device="cpu")
+    options = dict(
+        dataset="digits",
+        size=8,
+        epochs=2,
+        seeds=(0, 1),
+        limit_train=40,
+        limit_test=30,
+        batch_size=16,
+        gate_batch=4,
+        device="cpu",
+    )
     return AblationConfig(**{**options, **overrides})
 
 
@@ -60,13 +87,13 @@ def test_seed_003_parameter_count(backend, arm):
 @pytest.mark.parametrize("backend", ["fused", "fast"])
 def test_initial_biases_of_each_arm(backend):
     config = AblationConfig(backend=backend)
-    (b_ih, b_hh), = gate_bias_pairs(build_arm_model("baseline", 0, config, SEED_INFO))
-    assert torch.equal(b_ih[H:2 * H], torch.ones(H))  # b_iz = +1: keep more memory (PyTorch convention)
-    assert not b_ih[:H].any() and not b_ih[2 * H:].any() and not b_hh.any()  # +1 in b_ih only, not +2
-    (b_ih, b_hh), = gate_bias_pairs(build_arm_model("ablated", 0, config, SEED_INFO))
+    ((b_ih, b_hh),) = gate_bias_pairs(build_arm_model("baseline", 0, config, SEED_INFO))
+    assert torch.equal(b_ih[H : 2 * H], torch.ones(H))  # b_iz = +1: keep more memory (PyTorch convention)
+    assert not b_ih[:H].any() and not b_ih[2 * H :].any() and not b_hh.any()  # +1 in b_ih only, not +2
+    ((b_ih, b_hh),) = gate_bias_pairs(build_arm_model("ablated", 0, config, SEED_INFO))
     assert not b_ih.any() and not b_hh.any()
-    (b_ih, b_hh), = gate_bias_pairs(build_arm_model("chrono", 0, config, SEED_INFO))
-    b_z = b_ih[H:2 * H]
+    ((b_ih, b_hh),) = gate_bias_pairs(build_arm_model("chrono", 0, config, SEED_INFO))
+    b_z = b_ih[H : 2 * H]
     assert 0 <= b_z.min() and b_z.max() <= math.log(1023) and b_z.std() > 0.5
 
 
@@ -89,21 +116,21 @@ def test_hooks_keep_frozen_biases_exactly_zero_through_adamw(backend):
     config = AblationConfig(backend=backend, hidden_size=16)
     info = {**SEED_INFO, "sequence_length": 12}
     model = build_arm_model("ablated", 0, config, info)
-    (b_ih, b_hh), = gate_bias_pairs(model)
+    ((b_ih, b_hh),) = gate_bias_pairs(model)
     optimizer = adamw_steps(model)
     h = 16
     for bias in (b_ih, b_hh):
         assert torch.equal(bias[: 2 * h], torch.zeros(2 * h))  # exactly 0, not merely small
-        assert bias[2 * h:].abs().min() > 0  # the candidate bias learned
-        assert not bias.grad[: 2 * h].any() and bias.grad[2 * h:].any()
+        assert bias[2 * h :].abs().min() > 0  # the candidate bias learned
+        assert not bias.grad[: 2 * h].any() and bias.grad[2 * h :].any()
         state = optimizer.state[bias]  # Adam's moments never saw a gradient there
         assert not state["exp_avg"][: 2 * h].any() and not state["exp_avg_sq"][: 2 * h].any()
     assert check_frozen_biases(model).startswith("passed")
     # the control: without the hooks the same steps move the r and z biases
     control = build_arm_model("baseline", 0, AblationConfig(backend=backend, hidden_size=16), info)
-    (c_ih, _), = gate_bias_pairs(control)
+    ((c_ih, _),) = gate_bias_pairs(control)
     with torch.no_grad():
-        c_ih[h:2 * h] = 0
+        c_ih[h : 2 * h] = 0
     adamw_steps(control)
     assert c_ih[: 2 * h].abs().min() > 0
 
@@ -115,12 +142,12 @@ def test_adamw_decoupled_decay_keeps_zero_at_zero():
     for _ in range(3):
         p.grad = torch.zeros(2)
         optimizer.step()
-    assert p[0].item() == 0.0 and p[1].item() == pytest.approx(0.95 ** 3)
+    assert p[0].item() == 0.0 and p[1].item() == pytest.approx(0.95**3)
 
 
 def test_frozen_bias_check_raises_when_tampered():
     model = build_arm_model("ablated", 0, AblationConfig(hidden_size=16), SEED_INFO)
-    (b_ih, b_hh), = gate_bias_pairs(model)
+    ((b_ih, b_hh),) = gate_bias_pairs(model)
     with torch.no_grad():
         b_hh[16 + 3] = 1e-12
     with pytest.raises(FrozenBiasError, match=r"b_hh\[0:2H\]: 1 of 32"):
@@ -131,7 +158,7 @@ def test_a_run_whose_frozen_bias_moves_fails_loudly():
     config = tiny_config(epochs=1, seeds=(0,), arms=("ablated",), hidden_size=16)
     data = load_study_data(config)
     model = build_arm_model("ablated", 0, config, data.info)
-    (b_ih, _), = gate_bias_pairs(model)
+    ((b_ih, _),) = gate_bias_pairs(model)
 
     def tamper(event):  # something outside the hooks writes to a frozen bias mid-run
         if event["type"] == "step":
@@ -146,9 +173,14 @@ def test_freeze_handles_remove_and_config_validation():
     model = build_arm_model("baseline", 0, AblationConfig(hidden_size=8), SEED_INFO)
     handles = freeze_gate_biases(model)
     assert len(handles) == 2 and check_frozen_biases(model).startswith("passed")
-    for bad, match in [(dict(arms=("baseline", "nope")), "valid arms are"), (dict(seeds=(1, 1)), "twice"),
-                       (dict(dataset="mnist"), "valid datasets"), (dict(epochs=0), "epochs"),
-                       (dict(backend="cuda"), "backend"), (dict(size=100), "size")]:
+    for bad, match in [
+        (dict(arms=("baseline", "nope")), "valid arms are"),
+        (dict(seeds=(1, 1)), "twice"),
+        (dict(dataset="mnist"), "valid datasets"),
+        (dict(epochs=0), "epochs"),
+        (dict(backend="cuda"), "backend"),
+        (dict(size=100), "size"),
+    ]:
         with pytest.raises(ValueError, match=match):
             AblationConfig(**bad)
 
@@ -158,8 +190,9 @@ def test_time_constants_and_chrono_mean():
     assert rows[1.0]["sigmoid(b)"] == pytest.approx(0.7311, abs=1e-4)
     assert rows[1.0]["tau (steps)"] == pytest.approx(math.e + 1)
     assert rows[0.0]["half-life (steps)"] == pytest.approx(1.0)
-    assert chrono_mean(1024) == pytest.approx(chrono_bias(200_000, 1024, torch.Generator().manual_seed(0)).mean().item(),
-                                              abs=0.01)
+    assert chrono_mean(1024) == pytest.approx(
+        chrono_bias(200_000, 1024, torch.Generator().manual_seed(0)).mean().item(), abs=0.01
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -168,14 +201,22 @@ def test_time_constants_and_chrono_mean():
 
 def test_tiny_study_writes_a_well_formed_results_file(tiny_study):
     out, results, events = tiny_study
-    assert {p.name for p in out.iterdir()} == {"results.json", "results.csv", "digits-baseline-seed0.safetensors",
-                                               "digits-ablated-seed0.safetensors"}
+    assert {p.name for p in out.iterdir()} == {
+        "results.json",
+        "results.csv",
+        "digits-baseline-seed0.safetensors",
+        "digits-ablated-seed0.safetensors",
+    }
     saved = load_results(out)
     assert saved == json.loads(json.dumps(results)) and saved["complete"]
     assert saved["dataset"]["sequence_length"] == 64 and saved["dataset"]["n_train"] == 40
     assert saved["model"]["parameters"] == 101_732
-    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("baseline", 0), ("ablated", 0), ("baseline", 1),
-                                                               ("ablated", 1)]
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [
+        ("baseline", 0),
+        ("ablated", 0),
+        ("baseline", 1),
+        ("ablated", 1),
+    ]
     for run in saved["runs"]:
         assert [e["epoch"] for e in run["epochs"]] == [1.0, 2.0] and len(run["steps"]) == 6  # 3 steps per epoch
         for record in [run["initial"]] + run["epochs"]:
@@ -204,15 +245,6 @@ def test_tiny_study_writes_a_well_formed_results_file(tiny_study):
     assert check_frozen_biases(checkpoint.model).startswith("passed")
 
 
-TIMING = ("elapsed", "gate_stats_seconds", "seconds_per_epoch")
-
-
-def without_timing(run):
-    """A run record less its wall-clock fields, which differ between two runs of the same computation."""
-    return {**{k: v for k, v in run.items() if k not in TIMING},
-            "epochs": [{k: v for k, v in e.items() if k != "elapsed"} for e in run["epochs"]]}
-
-
 def test_a_stopped_study_resumes_where_it_stopped(tiny_study, tmp_path):
     _, uninterrupted, _ = tiny_study
     events = []
@@ -232,8 +264,10 @@ def test_a_stopped_study_resumes_where_it_stopped(tiny_study, tmp_path):
     assert resumed["created"] == first["created"]
     assert [without_timing(r) for r in resumed["runs"]] == [without_timing(r) for r in uninterrupted["runs"]]
     assert resumed["summary"] == uninterrupted["summary"]
-    assert {p.name for p in tmp_path.iterdir()} >= {"digits-baseline-seed0.safetensors",
-                                                     "digits-ablated-seed0.safetensors"}
+    assert {p.name for p in tmp_path.iterdir()} >= {
+        "digits-baseline-seed0.safetensors",
+        "digits-ablated-seed0.safetensors",
+    }
     written = (tmp_path / RESULTS_FILE).read_bytes()
     again = []
     assert run_ablation(tiny_config(), tmp_path, again.append)["complete"]
@@ -247,15 +281,23 @@ def test_resuming_with_another_config_is_refused(tiny_study):
 
 
 def test_cifar10_code_path_on_a_fixture(tmp_path, monkeypatch):
-    from test_data import _cifar_fixture
     from torchvision.datasets import CIFAR10
 
-    md5, _ = _cifar_fixture(tmp_path)
+    md5, _ = cifar_fixture(tmp_path)
     monkeypatch.setattr(CIFAR10, "train_list", [[name, md5[name]] for name, _ in CIFAR10.train_list])
     monkeypatch.setattr(CIFAR10, "test_list", [["test_batch", md5["test_batch"]]])
     monkeypatch.setattr(CIFAR10, "meta", {**CIFAR10.meta, "md5": md5["batches.meta"]})
-    config = AblationConfig(dataset="cifar10", root=str(tmp_path), epochs=1, seeds=(0,), arms=("ablated",),
-                            batch_size=10, hidden_size=8, gate_batch=2, device="cpu")
+    config = AblationConfig(
+        dataset="cifar10",
+        root=str(tmp_path),
+        epochs=1,
+        seeds=(0,),
+        arms=("ablated",),
+        batch_size=10,
+        hidden_size=8,
+        gate_batch=2,
+        device="cpu",
+    )
     results = run_ablation(config)
     assert results["dataset"]["sequence_length"] == 1024 and results["dataset"]["n_train"] == 10
     assert results["runs"][0]["frozen_bias_check"].startswith("passed") and results["complete"]
@@ -278,22 +320,62 @@ def test_cli_help_and_bad_input(capsys, tmp_path):
 
 def test_the_rerun_command_and_the_parser_come_from_one_table():
     assert {o.field for o in OPTIONS} == set(AblationConfig.__dataclass_fields__)  # every field is an option
-    config = AblationConfig(dataset="cifar10", root="/data/c10", download=True, arms=("chrono", "ablated"),
-                            seeds=(3, 4), epochs=7, backend="fast", hidden_size=12, lr=1e-3, min_lr=0.0,
-                            weight_decay=0.1, batch_size=5, grad_clip=0.5, limit_train=9, limit_test=8,
-                            gate_batch=3, checkpoint_seeds=(4,), device="cpu", size=16)
+    config = AblationConfig(
+        dataset="cifar10",
+        root="/data/c10",
+        download=True,
+        arms=("chrono", "ablated"),
+        seeds=(3, 4),
+        epochs=7,
+        backend="fast",
+        hidden_size=12,
+        lr=1e-3,
+        min_lr=0.0,
+        weight_decay=0.1,
+        batch_size=5,
+        grad_clip=0.5,
+        limit_train=9,
+        limit_test=8,
+        gate_batch=3,
+        checkpoint_seeds=(4,),
+        device="cpu",
+        size=16,
+    )
     changed = [f for f in AblationConfig.__dataclass_fields__ if getattr(config, f) != getattr(AblationConfig(), f)]
     assert len(changed) == len(OPTIONS)  # the round trip below covers every option
     command = cli_command(config, "runs/x")
     args = build_parser().parse_args(command.split()[3:])
     assert config_from_args(args) == config and args.out == "runs/x"
-    assert cli_command(AblationConfig()) == "python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 " \
-                                            "--arms baseline ablated"
+    assert (
+        cli_command(AblationConfig()) == "python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 "
+        "--arms baseline ablated"
+    )
 
 
 def test_cli_runs_a_tiny_study(capsys, tmp_path):
-    code = main(["ablation", "--size", "8", "--epochs", "1", "--seeds", "0", "--limit-train", "16", "--limit-test",
-                 "8", "--batch-size", "8", "--gate-batch", "2", "--backend", "fast", "--out", str(tmp_path / "new")])
+    code = main(
+        [
+            "ablation",
+            "--size",
+            "8",
+            "--epochs",
+            "1",
+            "--seeds",
+            "0",
+            "--limit-train",
+            "16",
+            "--limit-test",
+            "8",
+            "--batch-size",
+            "8",
+            "--gate-batch",
+            "2",
+            "--backend",
+            "fast",
+            "--out",
+            str(tmp_path / "new"),
+        ]
+    )
     assert code == 0
     results = load_results(tmp_path / "new" / RESULTS_FILE)  # the folder is made
     assert "--backend fast" in results["command"] and results["model"]["backend"] == "fast"
@@ -330,11 +412,19 @@ def _study(accuracies, complete=True):
     """A results dict with the fields conclusion() reads: {arm: [test accuracy per seed]}."""
     import statistics
 
-    return {"complete": complete, "config": {"epochs": 6}, "dataset": {"num_classes": 10},
-            "summary": {arm: {"val_accuracy_mean": statistics.fmean(v) if v else None,
-                              "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None,
-                              "val_accuracy_by_seed": dict(enumerate(v))}
-                        for arm, v in accuracies.items()}}
+    return {
+        "complete": complete,
+        "config": {"epochs": 6},
+        "dataset": {"num_classes": 10},
+        "summary": {
+            arm: {
+                "val_accuracy_mean": statistics.fmean(v) if v else None,
+                "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None,
+                "val_accuracy_by_seed": dict(enumerate(v)),
+            }
+            for arm, v in accuracies.items()
+        },
+    }
 
 
 def test_the_conclusion_follows_the_numbers():
@@ -348,10 +438,13 @@ def test_the_conclusion_follows_the_numbers():
     assert "still near chance" in near_chance and "cannot yet say" in near_chance
     assert "guessing gives 10%" in near_chance
     same = conclusion(_study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}))
-    assert same == ("after 6 epochs (baseline 82.0%, ablated 81.0%), ablated does not differ from the baseline "
-                    "beyond the luck of the seeds (-1.0 points, Welch's t-test p = 0.57).")  # t = -0.61, 4 df
-    apart = conclusion(_study({"baseline": [0.60, 0.62, 0.61], "ablated": [0.60, 0.61, 0.62],
-                               "chrono": [0.90, 0.91, 0.92]}))
+    assert same == (
+        "after 6 epochs (baseline 82.0%, ablated 81.0%), ablated does not differ from the baseline "
+        "beyond the luck of the seeds (-1.0 points, Welch's t-test p = 0.57)."
+    )  # t = -0.61, 4 df
+    apart = conclusion(
+        _study({"baseline": [0.60, 0.62, 0.61], "ablated": [0.60, 0.61, 0.62], "chrono": [0.90, 0.91, 0.92]})
+    )
     assert "ablated does not differ from the baseline" in apart
     assert "chrono differs from the baseline by more than the luck of the seeds explains (+30.0 points" in apart
     two = conclusion(_study({"baseline": [0.80, 0.84], "ablated": [0.60, 0.62, 0.61]}, complete=False))
@@ -389,8 +482,8 @@ def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch)
 
     import lab.experiments.ablation.runner
     from lab.capacity import Budget
-    from lab.models import LMConfig, build_model
     from lab.jobs import TrainingJob
+    from lab.models import LMConfig, build_model
     from lab.tasks import LMTask
     from lab.train import TrainConfig
 
@@ -398,15 +491,24 @@ def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch)
     budget = Budget(capacity=1, owner_share=1.0)  # room for one job at a time
 
     def training_job(**options):
-        return TrainingJob("run", build_model(LMConfig(vocab_size=task.vocab_size, hidden_size=8, embed_dim=4)),
-                           task, TrainConfig(max_steps=2, batch_size=2, block_size=8, device="cpu"), cost_mb=1,
-                           budget=budget, **options)
+        return TrainingJob(
+            "run",
+            build_model(LMConfig(vocab_size=task.vocab_size, hidden_size=8, embed_dim=4)),
+            task,
+            TrainConfig(max_steps=2, batch_size=2, block_size=8, device="cpu"),
+            cost_mb=1,
+            budget=budget,
+            **options,
+        )
 
     training_gate, ablation_gate = threading.Event(), threading.Event()
     training = training_job(sampler=lambda model: training_gate.wait(30) and "", sample_every_s=0).start()
     real_run_arm = lab.experiments.ablation.runner.run_arm
-    monkeypatch.setattr(lab.experiments.ablation.runner, "run_arm",
-                        lambda *args, **kwargs: ablation_gate.wait(30) and real_run_arm(*args, **kwargs))
+    monkeypatch.setattr(
+        lab.experiments.ablation.runner,
+        "run_arm",
+        lambda *args, **kwargs: ablation_gate.wait(30) and real_run_arm(*args, **kwargs),
+    )
     ablation = AblationJob(tiny_config(epochs=1, seeds=(0,), arms=("baseline",)), cost_mb=1, budget=budget).start()
     assert ablation.status == "queued" and ablation.queue_position == 1  # the training run holds the budget
     training_gate.set()
@@ -424,8 +526,10 @@ def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch)
 
 def test_a_live_ablation_in_a_process_of_its_own_gives_the_threads_results(tmp_path):
     config = tiny_config(epochs=1, seeds=(0,), arms=("baseline",))
-    jobs = [AblationJob(config, out_dir=tmp_path / where, cost_mb=1, in_process=where == "process").start()
-            for where in ("thread", "process")]
+    jobs = [
+        AblationJob(config, out_dir=tmp_path / where, cost_mb=1, in_process=where == "process").start()
+        for where in ("thread", "process")
+    ]
     for job in jobs:
         assert job.wait(120) == "finished", job.message
     thread, process = (load_results(job.out_dir) for job in jobs)
@@ -444,9 +548,24 @@ def test_welchs_t_test_against_the_baseline_by_hand():
     (close,) = compare_with_baseline(study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}))
     assert close["t"] == pytest.approx(-0.612, abs=1e-3) and close["p"] > 0.5  # the seeds alone explain it
     assert compare_with_baseline(study({"baseline": [0.80], "chrono": [0.85, 0.86]})) == []  # no spread yet
-    table = summary_markdown({**study({"baseline": [0.9, 0.91], "chrono": [0.95, 0.96]}), "summary": {
-        arm: {"n_seeds": 2, "val_accuracy_by_seed": dict(enumerate(v)), "val_accuracy_mean": sum(v) / 2,
-              "val_accuracy_std": 0.007, "val_loss_mean": None, "val_loss_std": None, "train_loss_mean": None,
-              "train_loss_std": None, "z_mean_final": None, "b_z_mean_final": None}
-        for arm, v in {"baseline": [0.9, 0.91], "chrono": [0.95, 0.96]}.items()}})
+    table = summary_markdown(
+        {
+            **study({"baseline": [0.9, 0.91], "chrono": [0.95, 0.96]}),
+            "summary": {
+                arm: {
+                    "n_seeds": 2,
+                    "val_accuracy_by_seed": dict(enumerate(v)),
+                    "val_accuracy_mean": sum(v) / 2,
+                    "val_accuracy_std": 0.007,
+                    "val_loss_mean": None,
+                    "val_loss_std": None,
+                    "train_loss_mean": None,
+                    "train_loss_std": None,
+                    "z_mean_final": None,
+                    "b_z_mean_final": None,
+                }
+                for arm, v in {"baseline": [0.9, 0.91], "chrono": [0.95, 0.96]}.items()
+            },
+        }
+    )
     assert "| chrono | +5.0 points |" in table

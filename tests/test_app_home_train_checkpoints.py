@@ -1,5 +1,6 @@
 """AppTest of the Home, Train and Checkpoints pages: they render, a tiny run trains live and
 stops, and bad input (uploads, settings, links) gives a message instead of a traceback."""
+
 import base64
 import json
 import pickle
@@ -129,8 +130,9 @@ def test_train_settings_come_from_and_go_to_the_url():
 
 
 def test_bad_url_values_are_ignored_with_warnings():
-    at = open_page(TRAIN, {"hidden": "abc", "cell": "transformer", "seconds": "-5", "dropout": "nan",
-                           "bogus": "1", "layers": "2"})
+    at = open_page(
+        TRAIN, {"hidden": "abc", "cell": "transformer", "seconds": "-5", "dropout": "nan", "bogus": "1", "layers": "2"}
+    )
     assert_clean(at)
     warnings = texts(at.warning)
     for name in ("hidden=abc", "cell=transformer", "seconds=-5", "dropout=nan", "bogus=1"):
@@ -171,11 +173,17 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
 
 def everything_shown(at):
     """Every text an AppTest page renders: Markdown, alerts, code, tables, widget labels and values."""
-    parts = [str(e.value) for kind in ("markdown", "caption", "success", "error", "warning", "info", "code", "text",
-                                       "latex") for e in at.get(kind)]
+    parts = [
+        str(e.value)
+        for kind in ("markdown", "caption", "success", "error", "warning", "info", "code", "text", "latex")
+        for e in at.get(kind)
+    ]
     parts += [e.value.to_csv() for e in at.dataframe] + [str(t.value) for t in at.table]
-    parts += [f"{w.label} {w.value}" for kind in ("text_input", "text_area", "selectbox", "radio", "number_input")
-              for w in at.get(kind)]
+    parts += [
+        f"{w.label} {w.value}"
+        for kind in ("text_input", "text_area", "selectbox", "radio", "number_input")
+        for w in at.get(kind)
+    ]
     return re.sub(r"\\(.)", r"\1", "\n".join(parts))
 
 
@@ -328,11 +336,14 @@ def test_checkpoints_lists_the_bundled_ones_and_summarises_one():
     assert at.get("download_button")
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("evil.safetensors", pickle.dumps({"weights": [1, 2, 3]}), "pickle"),
-    ("model.pt", b"PK\x03\x04 torch.save zip", "pickle"),
-    ("garbage.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!", "not an RNN Lab checkpoint"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("evil.safetensors", pickle.dumps({"weights": [1, 2, 3]}), "pickle"),
+        ("model.pt", b"PK\x03\x04 torch.save zip", "pickle"),
+        ("garbage.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!", "not an RNN Lab checkpoint"),
+    ],
+)
 def test_bad_checkpoint_uploads_are_refused_and_nothing_is_written(user_dir, name, content, message):
     at = open_page(CHECKPOINTS)
     at.file_uploader(key="ckpt_upload_0").set_value((name, content, "application/octet-stream")).run()
@@ -429,7 +440,9 @@ def test_a_model_too_large_for_the_server_is_refused_before_it_is_built():
     assert_clean(at)
     vocab = len(set("".join(lab.data.load_bundled_split())))  # the bundled corpus's characters
     asked = LMConfig(cell="gru_torch", vocab_size=vocab, embed_dim=2048, hidden_size=4096, num_layers=8)
-    assert f"{lab.cost.parameter_count(asked):,} parameters" in texts(at.error) and "more than this server" in texts(at.error)
+    assert f"{lab.cost.parameter_count(asked):,} parameters" in texts(at.error) and "more than this server" in texts(
+        at.error
+    )
     assert at.button(key="train_start").disabled
 
 

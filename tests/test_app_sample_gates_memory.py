@@ -3,16 +3,15 @@ works, and bad input gives an error element instead of a traceback.
 
 Kept small for 2 CPU cores: 40-token generations, short texts, a 50-step probe.
 """
+
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 APP = str(ROOT / "app.py")
@@ -20,7 +19,6 @@ SAMPLE, GATES, MEMORY = "pages/2_Sample.py", "pages/3_Gates.py", "pages/4_Memory
 # the bundled models these pages open on; tests/conftest.py fails the tests when one is missing
 NEEDED = ["char-rnn", "char-gru-seed", "char-gru-torch", "char-lstm", "char-scan", "scan-markov", "scribe-alpha"]
 SHORT_TEXT = "Ham.\nTo be, or not to be,--that is the question:--\n[Enter Ghost.]\nWhether 'tis nobler\n"
-
 
 
 def page(name, **state):
@@ -158,9 +156,18 @@ def test_gates_draws_a_heatmap_per_gate_and_shows_a_unit_and_the_code():
     assert any("class LSTMLayer" in c.value for c in at.code)
 
 
-@pytest.mark.parametrize("model", ["char-rnn_latest", "char-gru-seed_latest", "char-gru-torch_latest",
-                                   "char-lstm_latest", "char-scan_latest", "scan-markov_latest",
-                                   "scribe-alpha_latest"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "char-rnn_latest",
+        "char-gru-seed_latest",
+        "char-gru-torch_latest",
+        "char-lstm_latest",
+        "char-scan_latest",
+        "scan-markov_latest",
+        "scribe-alpha_latest",
+    ],
+)
 def test_gates_opens_on_a_gallery_of_units_for_every_bundled_family(model):
     at = page(GATES, gates_checkpoint=model, gates_cards=4).run()
     no_exception(at)
@@ -275,22 +282,62 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     assert at.query_params["probe_task"] in ("brackets", ["brackets"])  # a list on Streamlit 1.62
 
 
-@pytest.mark.parametrize("page_path, query, expected", [
-    (SAMPLE, {"model": "char-lstm_latest", "prompt": "JULIET.\n", "tokens": "20", "top_p": "0.5", "drove": "greedy",
-              "drove_token": "7", "typed": "O Romeo"},
-     {"sample_checkpoint": "char-lstm_latest", "sample_prompt": "JULIET.\n", "sample_tokens": 20,
-      "sample_top_p_p": 0.5, "sample_influence_strategy": "greedy", "sample_influence_token": 7,
-      "sample_typed": "O Romeo"}),
-    (GATES, {"model": "char-gru-seed_latest", "text": "Ham.\nTo be, or not to be", "unit": "7", "gate": "z",
-             "span": "5-9", "predict": "12", "order": "similarity", "cards": "3"},
-     {"gates_checkpoint": "char-gru-seed_latest", "gates_text": "Ham.\nTo be, or not to be", "gates_unit": 7,
-      "gates_unit_gate": "z", "gates_span": (5, 9), "gates_predict": 12, "gates_order": "similarity",
-      "gates_cards": 3}),
-    (MEMORY, {"text": SHORT_TEXT, "lag": "16", "steps": "30", "g": "0.999"},
-     {"memory_text": SHORT_TEXT, "memory_max_lag": 16, "memory_grad_steps": 30, "memory_g": 0.999}),
-    ("pages/5_Checkpoints.py", {"model": "char-rnn_latest"}, {"ckpt_choice": "char-rnn_latest"}),
-    ("pages/6_Ablation.py", {"epochs": "2", "size": "16"}, {"ablation_epochs": 2, "ablation_size": 16}),
-])
+@pytest.mark.parametrize(
+    "page_path, query, expected",
+    [
+        (
+            SAMPLE,
+            {
+                "model": "char-lstm_latest",
+                "prompt": "JULIET.\n",
+                "tokens": "20",
+                "top_p": "0.5",
+                "drove": "greedy",
+                "drove_token": "7",
+                "typed": "O Romeo",
+            },
+            {
+                "sample_checkpoint": "char-lstm_latest",
+                "sample_prompt": "JULIET.\n",
+                "sample_tokens": 20,
+                "sample_top_p_p": 0.5,
+                "sample_influence_strategy": "greedy",
+                "sample_influence_token": 7,
+                "sample_typed": "O Romeo",
+            },
+        ),
+        (
+            GATES,
+            {
+                "model": "char-gru-seed_latest",
+                "text": "Ham.\nTo be, or not to be",
+                "unit": "7",
+                "gate": "z",
+                "span": "5-9",
+                "predict": "12",
+                "order": "similarity",
+                "cards": "3",
+            },
+            {
+                "gates_checkpoint": "char-gru-seed_latest",
+                "gates_text": "Ham.\nTo be, or not to be",
+                "gates_unit": 7,
+                "gates_unit_gate": "z",
+                "gates_span": (5, 9),
+                "gates_predict": 12,
+                "gates_order": "similarity",
+                "gates_cards": 3,
+            },
+        ),
+        (
+            MEMORY,
+            {"text": SHORT_TEXT, "lag": "16", "steps": "30", "g": "0.999"},
+            {"memory_text": SHORT_TEXT, "memory_max_lag": 16, "memory_grad_steps": 30, "memory_g": 0.999},
+        ),
+        ("pages/5_Checkpoints.py", {"model": "char-rnn_latest"}, {"ckpt_choice": "char-rnn_latest"}),
+        ("pages/6_Ablation.py", {"epochs": "2", "size": "16"}, {"ablation_epochs": 2, "ablation_size": 16}),
+    ],
+)
 def test_every_page_restores_its_settings_from_a_link_and_keeps_them_in_the_url(page_path, query, expected):
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page(page_path)
@@ -300,14 +347,19 @@ def test_every_page_restores_its_settings_from_a_link_and_keeps_them_in_the_url(
     assert not at.warning, [w.value for w in at.warning]
     for key, value in expected.items():
         assert at.session_state[key] == value, key
-    assert {k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
-            for k in query} == query  # the URL still carries what the link asked for
+    assert {
+        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k] for k in query
+    } == query  # the URL still carries what the link asked for
 
 
-@pytest.mark.parametrize("page_path, query", [(SAMPLE, {"model": "someone-elses_latest", "tokens": "-3"}),
-                                              (GATES, {"layer": "9", "unit": "99999", "feature": "nope",
-                                                       "span": "9-3"}),
-                                              (MEMORY, {"lag": "1000", "g": "x"})])
+@pytest.mark.parametrize(
+    "page_path, query",
+    [
+        (SAMPLE, {"model": "someone-elses_latest", "tokens": "-3"}),
+        (GATES, {"layer": "9", "unit": "99999", "feature": "nope", "span": "9-3"}),
+        (MEMORY, {"lag": "1000", "g": "x"}),
+    ],
+)
 def test_a_bad_link_is_ignored_with_a_warning(page_path, query):
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page(page_path)

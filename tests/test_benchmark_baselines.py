@@ -1,10 +1,19 @@
 """The speed benchmark's seed-002 baselines compute the same function as lab's
 cells (so benchmarks/cells.py compares like with like)."""
+
 import pytest
 import torch
 
-from benchmarks.cells import (E, Lab, Seed002GRUCell, Seed002Layer, Seed002LSTMCell, TidySeedGRUCell,
-                              TidySeedLSTMCell, TidySeedStack)
+from benchmarks.cells import (
+    E,
+    Lab,
+    Seed002GRUCell,
+    Seed002Layer,
+    Seed002LSTMCell,
+    TidySeedGRUCell,
+    TidySeedLSTMCell,
+    TidySeedStack,
+)
 
 
 def _copy_gates(layer, cell, gates):
@@ -23,10 +32,13 @@ def _random_biases(module):
                 p.normal_()
 
 
-@pytest.mark.parametrize("seed_cell, lab_cell, gates", [
-    (Seed002LSTMCell, "lstm", "ifgo"),  # nn.LSTM's order
-    (Seed002GRUCell, "gru_seed", "rzh"),  # seed 001's GRU, z overwrites
-])
+@pytest.mark.parametrize(
+    "seed_cell, lab_cell, gates",
+    [
+        (Seed002LSTMCell, "lstm", "ifgo"),  # nn.LSTM's order
+        (Seed002GRUCell, "gru_seed", "rzh"),  # seed 001's GRU, z overwrites
+    ],
+)
 def test_seed002_cell_as_published_matches_lab(seed_cell, lab_cell, gates):
     torch.manual_seed(0)
     seed = Seed002Layer(seed_cell)
@@ -50,8 +62,11 @@ def test_tidied_seed_cells_match_the_published_ones():
         with torch.no_grad():
             for p_cell, t_cell in zip(published.layers, tidy.cells):
                 for k, gate in enumerate(gates):
-                    w_x, u_h = (t_cell.W[k], t_cell.U[k]) if lstm else (getattr(t_cell, f"W_{gate}"),
-                                                                        getattr(t_cell, f"U_{gate}"))
+                    w_x, u_h = (
+                        (t_cell.W[k], t_cell.U[k])
+                        if lstm
+                        else (getattr(t_cell, f"W_{gate}"), getattr(t_cell, f"U_{gate}"))
+                    )
                     w_x.weight.copy_(getattr(p_cell, f"W_{gate}_x").weight)
                     w_x.bias.copy_(getattr(p_cell, f"b_{gate}"))
                     u_h.weight.copy_(getattr(p_cell, f"W_{gate}_h").weight)
@@ -66,8 +81,15 @@ def test_the_class_benchmark_reads_each_first_step_from_the_server_log():
     from benchmarks.classroom import first_steps
     from ui.common import SERVER_LOG_FORMAT
 
-    record = logging.LogRecord("lab.jobs", logging.INFO, __file__, 1, "%s: first step %.2f s after Start "
-                               "(runs training on this server: %d)", ("The run astra-1a2b", 0.42, 3), None)
+    record = logging.LogRecord(
+        "lab.jobs",
+        logging.INFO,
+        __file__,
+        1,
+        "%s: first step %.2f s after Start (runs training on this server: %d)",
+        ("The run astra-1a2b", 0.42, 3),
+        None,
+    )
     record.created = time.time()
     record.msecs = int(record.created * 1000) % 1000
     lines = "\n".join(["2026-11-24 03:00:00.000 INFO streamlit: something else", SERVER_LOG_FORMAT.format(record)])

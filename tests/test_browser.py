@@ -10,6 +10,7 @@ stops that session's training. Screenshots go to test-artifacts/screenshots/.
 Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a
 missing browser is a failure.
 """
+
 import os
 import pickle
 import re
@@ -18,8 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.app import (CHART_POINTS_JS, CHROMIUM, ROOT, SCRIPT_DONE, AppServer, app_pages, chart_points,
-                            click_start_and_time_first_point, launch_browser, open_page, stop_training)
+from benchmarks.app import (
+    CHART_POINTS_JS,
+    CHROMIUM,
+    ROOT,
+    SCRIPT_DONE,
+    AppServer,
+    app_pages,
+    chart_points,
+    click_start_and_time_first_point,
+    launch_browser,
+    open_page,
+    stop_training,
+)
 from lab.checkpoints import checkpoint_bytes, read_info
 from lab.data import CharTokenizer
 from lab.models import LMConfig, build_model
@@ -112,8 +124,10 @@ def follow_to_full_page(page, link, url, widget, value):
     page.wait_for_url(url)
     page.wait_for_selector(SCRIPT_DONE)
     # the widgets can arrive a moment after the script's end on a busy machine: wait for the value
-    page.wait_for_function("([selector, value]) => document.querySelector(selector)?.value === value",
-                           arg=[f".st-key-{widget} input", value])
+    page.wait_for_function(
+        "([selector, value]) => document.querySelector(selector)?.value === value",
+        arg=[f".st-key-{widget} input", value],
+    )
     assert_no_exception(page, f"{url} opened from a lesson")
 
 
@@ -143,8 +157,13 @@ def test_every_lesson_opens_from_its_link_and_reveals_its_answer(server, page):
         screenshot(page, f"Lesson-{number}-{slug}")
         print(f"lesson {slug}: {seconds:.2f} s")
         if slug == "learn-your-text":  # it links to its full page with the same settings
-            follow_to_full_page(page, page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a'),
-                                "**/Train?*hidden=128*", "train_hidden", "128")
+            follow_to_full_page(
+                page,
+                page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a'),
+                "**/Train?*hidden=128*",
+                "train_hidden",
+                "128",
+            )
 
 
 def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, page):
@@ -156,8 +175,9 @@ def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, pag
     page.wait_for_selector("text=Open the Memory page with T = 90")
     page.wait_for_selector(SCRIPT_DONE)
     # within the session (no reload), to a page whose own settings were set on the earlier visit
-    follow_to_full_page(page, page.get_by_text("Open the Memory page with T = 90"), "**/Memory?steps=90",
-                        "memory_grad_steps", "90")
+    follow_to_full_page(
+        page, page.get_by_text("Open the Memory page with T = 90"), "**/Memory?steps=90", "memory_grad_steps", "90"
+    )
     screenshot(page, "Memory-from-a-lesson")
 
 
@@ -207,12 +227,14 @@ def test_settings_are_mirrored_in_the_url(server, page):
     assert_no_exception(page, "Train with a bad link")
 
 
-@pytest.mark.parametrize("name, content, message", [("empty.txt", b"", "empty"),
-                                                    ("binary.txt", b"\x00\x01\x02binary\xff\xfe", "not UTF-8")])
+@pytest.mark.parametrize(
+    "name, content, message", [("empty.txt", b"", "empty"), ("binary.txt", b"\x00\x01\x02binary\xff\xfe", "not UTF-8")]
+)
 def test_bad_corpus_uploads_show_an_error(server, page, name, content, message):
     open_page(page, f"{server.url}/Train?corpus=upload")
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-        files=[{"name": name, "mimeType": "text/plain", "buffer": content}])
+        files=[{"name": name, "mimeType": "text/plain", "buffer": content}]
+    )
     page.wait_for_selector(f"{ERROR}:has-text('{message}')")
     page.wait_for_selector(SCRIPT_DONE)
     assert page.locator(".st-key-train_start button").is_disabled()
@@ -225,7 +247,8 @@ def test_pickle_checkpoint_upload_is_refused(server, page, user_dir):
     open_page(page, f"{server.url}/Checkpoints")
     evil = pickle.dumps({"state_dict": [1, 2, 3]})
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-        files=[{"name": "evil.safetensors", "mimeType": "application/octet-stream", "buffer": evil}])
+        files=[{"name": "evil.safetensors", "mimeType": "application/octet-stream", "buffer": evil}]
+    )
     page.wait_for_selector(f"{ERROR}:has-text('pickle')")
     assert_no_exception(page, "Checkpoints with a pickle upload")
     assert sorted(user_dir.rglob("*")) == before  # nothing written
@@ -272,7 +295,8 @@ def tiny_checkpoint(name):
 
 def upload_and_save(page, file_name, data):
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-        files=[{"name": file_name, "mimeType": "application/octet-stream", "buffer": data}])
+        files=[{"name": file_name, "mimeType": "application/octet-stream", "buffer": data}]
+    )
     page.locator(".st-key-ckpt_save button").click()
     page.wait_for_selector('[data-testid="stAlertContentSuccess"]:has-text("Saved as")')
     page.wait_for_selector(SCRIPT_DONE)

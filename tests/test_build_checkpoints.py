@@ -1,4 +1,5 @@
 """scripts/build_checkpoints.py: early stopping, a build continued after a crash, float16 export."""
+
 import dataclasses
 
 import pytest
@@ -23,8 +24,12 @@ def tiny(task):
 
 
 def config(**overrides):
-    return TrainConfig(**{**dict(batch_size=8, block_size=16, max_steps=12, eval_interval=3, eval_windows=16,
-                                 lr=1e-2, device="cpu"), **overrides})
+    return TrainConfig(
+        **{
+            **dict(batch_size=8, block_size=16, max_steps=12, eval_interval=3, eval_windows=16, lr=1e-2, device="cpu"),
+            **overrides,
+        }
+    )
 
 
 def test_plateau_counts_evaluations_since_the_best_and_keeps_its_step():
@@ -51,8 +56,9 @@ def test_a_build_that_crashed_continues_from_its_progress_to_the_same_weights(ta
     assert load_checkpoint(tmp_path / "split" / "progress.safetensors").training_state.step == 2
     monkeypatch.setattr(build, "train", real_train)
     lines = []
-    split, metrics = build.train_until_plateau("split", tiny(task), config(), task, tmp_path / "split",
-                                               chunk_seconds=0, log=lines.append)
+    split, metrics = build.train_until_plateau(
+        "split", tiny(task), config(), task, tmp_path / "split", chunk_seconds=0, log=lines.append
+    )
     assert lines[0].startswith("split: continuing from step 2")
     assert metrics["steps"] == 12 and metrics["done"]
     for (name, a), b in zip(whole.state_dict().items(), split.state_dict().values()):
@@ -73,8 +79,7 @@ def test_the_best_weights_are_kept_not_the_last(task, tmp_path, monkeypatch):
         return {"val_loss": score, "val_nats_per_char": score}
 
     monkeypatch.setattr(task, "evaluate", evaluate)
-    model, metrics = build.train_until_plateau("overfit", tiny(task), config(max_steps=30), task, tmp_path,
-                                               patience=3)
+    model, metrics = build.train_until_plateau("overfit", tiny(task), config(max_steps=30), task, tmp_path, patience=3)
     assert metrics["plateau"]["best_step"] == 6 and metrics["reason"] == "early stopping"
     assert metrics["steps"] == 15  # three evaluations after the best, then no more steps
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), seen[1].values()))
@@ -87,8 +92,9 @@ def test_float16_weights_change_the_validation_loss_by_less_than_0_005_nats_per_
     assert abs(exported["val_nats_per_char"] - exported["float32_val_nats_per_char"]) < 0.005
     loaded = load_checkpoint(path, device="cpu")
     assert all(p.dtype == torch.float32 for p in loaded.model.parameters())
-    assert task.evaluate(loaded.model, config(), torch.device("cpu"))["val_nats_per_char"] == \
-        pytest.approx(exported["val_nats_per_char"], abs=1e-6)
+    assert task.evaluate(loaded.model, config(), torch.device("cpu"))["val_nats_per_char"] == pytest.approx(
+        exported["val_nats_per_char"], abs=1e-6
+    )
     assert path.stat().st_size < 0.6 * sum(p.numel() * 4 for p in trained.parameters()) + 20_000
 
 
@@ -112,6 +118,9 @@ def test_every_bundled_file_is_what_its_recipe_builds(name):
     tokenizer's)."""
     preset_name, model_overrides, _ = build.RECIPES[name]
     shipped = config_from_dict(read_info(BUNDLED_DIR / f"{name}_latest.safetensors", bundled=True).config)
-    expected = dataclasses.replace(get_preset(preset_name).model, **model_overrides,
-                                   **{k: getattr(shipped, k) for k in ("vocab_size", "backend", "scan_mode") if hasattr(shipped, k)})
+    expected = dataclasses.replace(
+        get_preset(preset_name).model,
+        **model_overrides,
+        **{k: getattr(shipped, k) for k in ("vocab_size", "backend", "scan_mode") if hasattr(shipped, k)},
+    )
     assert shipped == expected

@@ -1,4 +1,5 @@
 """scripts/build_corpus.py: the normalisation applied to every play of the bundled corpus."""
+
 import pytest
 
 from lab.data import load_bundled_split
@@ -14,15 +15,22 @@ YARDSTICK_LINES = [
     "Full fathom five thy father lies:",  # The Tempest, I.ii
     "Leave not a rack behind. We are such stuff",  # The Tempest, IV.i
     "How beauteous mankind is! O brave new world",  # The Tempest, V.i
-    "KATHERINA.", "CALIBAN.", "PROSPERO.", "Prospero", "Caliban", "Katherina",  # their speakers
+    "KATHERINA.",
+    "CALIBAN.",
+    "PROSPERO.",
+    "Prospero",
+    "Caliban",
+    "Katherina",  # their speakers
 ]
 
 
 def test_speaker_headings_get_one_format():
-    play = ("A MIDSUMMER NIGHT'S DREAM\n\nby William Shakespeare\n\n"
-            "THESEUS  \nNow, fair Hippolyta, our nuptial hour\n\n"
-            "FIRST FAIRY\nOver hill, over dale,\n\n"
-            "PROSPERO.\nThere, sir, stop:\nFROM THE TEXT IN CAPITALS\n\nACT IV\n\nSCENE I. The Wood.\n")
+    play = (
+        "A MIDSUMMER NIGHT'S DREAM\n\nby William Shakespeare\n\n"
+        "THESEUS  \nNow, fair Hippolyta, our nuptial hour\n\n"
+        "FIRST FAIRY\nOver hill, over dale,\n\n"
+        "PROSPERO.\nThere, sir, stop:\nFROM THE TEXT IN CAPITALS\n\nACT IV\n\nSCENE I. The Wood.\n"
+    )
     lines = build_corpus.normalise(play).split("\n")
     assert "THESEUS." in lines and "FIRST FAIRY." in lines  # bare headings gain the full stop
     assert "PROSPERO." in lines and "PROSPERO.." not in lines  # headings that had one keep one

@@ -1,5 +1,6 @@
 """lab.capacity: the server's training budget admits jobs by cost, queues the rest in order,
 caps each owner's share, and refuses a job that could never fit with a message."""
+
 import math
 import threading
 import time
@@ -53,8 +54,10 @@ def test_wait_blocks_until_admitted_and_a_stop_leaves_the_queue():
     waiting, stopped = budget.request(4, "b"), budget.request(4, "c")
     stop = threading.Event()
     results = {}
-    threads = [threading.Thread(target=lambda: results.update(waiting=waiting.wait(poll_seconds=0.01))),
-               threading.Thread(target=lambda: results.update(stopped=stopped.wait(stop.is_set, 0.01)))]
+    threads = [
+        threading.Thread(target=lambda: results.update(waiting=waiting.wait(poll_seconds=0.01))),
+        threading.Thread(target=lambda: results.update(stopped=stopped.wait(stop.is_set, 0.01))),
+    ]
     for thread in threads:
         thread.start()
     stop.set()

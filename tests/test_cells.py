@@ -1,4 +1,5 @@
 """Numerical checks of the cells: every backend against the others, against torch.nn and the seeds' equations."""
+
 import math
 
 import pytest
@@ -6,14 +7,24 @@ import torch
 import torch.nn as nn
 
 from lab.backends import BACKENDS, FUSED_MODULES, FusedLayer, check_cell, default_backend, make_layer
-from lab.cells import (CELLS, LSTMLayer, RecurrentStack, ScanLayer, SeedGRULayer, TorchGRULayer,
-                       scan_parallel, scan_sequential, sigmoid_time_constant)
+from lab.cells import (
+    CELLS,
+    LSTMLayer,
+    RecurrentStack,
+    ScanLayer,
+    SeedGRULayer,
+    TorchGRULayer,
+    scan_parallel,
+    scan_sequential,
+    sigmoid_time_constant,
+)
 from lab.kernels import _LSTMFunction, _TorchGRUFunction
 
 TORCH_TWINS = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
 # every (cell, backend) whose code differs from the reference's
-OTHER_BACKENDS = [(cell, backend) for backend in ("fast", "fused") for cell in sorted(BACKENDS[backend])
-                  if cell != "scan"]  # the scan has one implementation (lab.cells.ScanLayer) in every backend
+OTHER_BACKENDS = [
+    (cell, backend) for backend in ("fast", "fused") for cell in sorted(BACKENDS[backend]) if cell != "scan"
+]  # the scan has one implementation (lab.cells.ScanLayer) in every backend
 
 
 def _perturb(module, generator):
@@ -210,8 +221,9 @@ def test_backends_agree_with_the_reference_in_float64(cell, backend):
     from a non-zero initial state."""
     g = torch.Generator().manual_seed(2)
     I, H, L, B, T = 4, 6, 3, 3, 11
-    reference = RecurrentStack([make_layer(cell, I if l == 0 else H, H, "reference") for l in range(L)],
-                               norm_between_layers=True).double()
+    reference = RecurrentStack(
+        [make_layer(cell, I if l == 0 else H, H, "reference") for l in range(L)], norm_between_layers=True
+    ).double()
     _perturb(reference, g)
     other = _stack(cell, backend, reference)
     n_state = 2 if cell == "lstm" else 1
@@ -226,8 +238,9 @@ def test_backends_agree_with_the_reference_in_float64(cell, backend):
     for l, (e, o) in enumerate(zip(_parameter_grads(reference, "reference"), _parameter_grads(other, backend))):
         assert set(e) == set(o)
         for name in e:
-            torch.testing.assert_close(o[name], e[name], atol=1e-10, rtol=1e-10,
-                                       msg=lambda m: f"layer {l} {name}.grad: {m}")
+            torch.testing.assert_close(
+                o[name], e[name], atol=1e-10, rtol=1e-10, msg=lambda m: f"layer {l} {name}.grad: {m}"
+            )
     for e_norm, o_norm in zip(reference.norms, other.norms):  # the LayerNorms between layers see the same gradient
         torch.testing.assert_close(o_norm.weight.grad, e_norm.weight.grad, atol=1e-10, rtol=1e-10)
 
@@ -251,15 +264,15 @@ def test_default_backend_is_cudnn_on_cuda_and_the_fastest_measured_on_cpu():
 def test_initialisation_follows_seed_003():
     H = 6
     gru = TorchGRULayer(2, H)
-    assert torch.all(gru.bias[H:2 * H] == 1) and torch.all(gru.bias[:H] == 0) and torch.all(gru.bias_hh == 0)
+    assert torch.all(gru.bias[H : 2 * H] == 1) and torch.all(gru.bias[:H] == 0) and torch.all(gru.bias_hh == 0)
     u_r = gru.weight_hh[:H].detach()
     torch.testing.assert_close(u_r @ u_r.T, torch.eye(H), atol=1e-5, rtol=0)  # orthogonal block
     seed = SeedGRULayer(2, H)
-    assert torch.all(seed.bias[H:2 * H] == -1)  # z overwrites: -1 keeps as much as +1 does in torch's convention
+    assert torch.all(seed.bias[H : 2 * H] == -1)  # z overwrites: -1 keeps as much as +1 does in torch's convention
     lstm = LSTMLayer(2, H)
-    assert torch.all(lstm.bias[H:2 * H] == 1) and torch.all(lstm.bias[:H] == 0)
+    assert torch.all(lstm.bias[H : 2 * H] == 1) and torch.all(lstm.bias[:H] == 0)
     chrono = TorchGRULayer(2, H, chrono_tmax=1024)
-    b_z = chrono.bias[H:2 * H]
+    b_z = chrono.bias[H : 2 * H]
     assert torch.all(b_z >= 0) and torch.all(b_z <= torch.log(torch.tensor(1023.0))) and b_z.std() > 0
 
 
@@ -267,7 +280,7 @@ def test_keep_gate_time_constant():
     g, tau, half_life = sigmoid_time_constant(1.0)
     assert abs(g - 0.7310585786) < 1e-9
     assert abs(tau - 1 / (1 - g)) < 1e-12
-    assert abs(g ** half_life - 0.5) < 1e-9
+    assert abs(g**half_life - 0.5) < 1e-9
 
 
 @pytest.mark.parametrize("bias", [40.0, 700.0, 1000.0, 1e308, math.inf, -40.0, -1000.0, -1e308, -math.inf])

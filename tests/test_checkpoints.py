@@ -1,4 +1,5 @@
 """lab.checkpoints: round trips, versions, atomic saves, and files that must be refused without running code."""
+
 import errno
 import io
 import json
@@ -22,13 +23,20 @@ from safetensors.torch import save as save_safetensors_bytes
 
 import lab
 import lab.checkpoints
-from lab.checkpoints import (CheckpointError, checkpoint_bytes, delete_checkpoint, list_checkpoints,
-                             load_checkpoint, read_info, sanitize_name, save_checkpoint)
+from lab.checkpoints import (
+    CheckpointError,
+    checkpoint_bytes,
+    delete_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    read_info,
+    sanitize_name,
+    save_checkpoint,
+)
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
 from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, conventions
 
 REPO = Path(__file__).resolve().parent.parent
-
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +66,14 @@ def tiny_lm(vocab_size, seed=0, **options):
 def header(data):
     """The metadata dict of safetensors bytes."""
     n = int.from_bytes(data[:8], "little")
-    return json.loads(data[8:8 + n])["__metadata__"]
+    return json.loads(data[8 : 8 + n])["__metadata__"]
 
 
 def rebuild(data, tensors=None, **metadata):
     """The same checkpoint with some metadata entries (or the tensors) replaced, written by safetensors."""
-    return save_safetensors_bytes(tensors if tensors is not None else load_safetensors_bytes(data),
-                                  {**header(data), **metadata})
+    return save_safetensors_bytes(
+        tensors if tensors is not None else load_safetensors_bytes(data), {**header(data), **metadata}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +98,9 @@ def _lm_sentencepiece(text, char_tokenizer):
 
 def _scan_markov(text, char_tokenizer):
     torch.manual_seed(0)
-    config = ScanMarkovConfig(vocab_size=char_tokenizer.vocab_size, embed_dim=16, gate_hidden=32,
-                              decoder_hidden=32, max_positions=8)
+    config = ScanMarkovConfig(
+        vocab_size=char_tokenizer.vocab_size, embed_dim=16, gate_hidden=32, decoder_hidden=32, max_positions=8
+    )
     return trained_looking(build_model(config)), char_tokenizer
 
 
@@ -99,8 +109,11 @@ def _classifier(text, char_tokenizer):
     return trained_looking(build_model(ClassifierConfig(hidden_size=8, num_classes=3, input_size=2))), None
 
 
-@pytest.mark.parametrize("make", [_lm_char, _lm_sentencepiece, _scan_markov, _classifier],
-                         ids=["lm-char", "lm-sentencepiece", "scan-markov", "classifier"])
+@pytest.mark.parametrize(
+    "make",
+    [_lm_char, _lm_sentencepiece, _scan_markov, _classifier],
+    ids=["lm-char", "lm-sentencepiece", "scan-markov", "classifier"],
+)
 def test_round_trip_keeps_the_function_and_everything_needed_to_use_it(make, text, char_tokenizer, tmp_path):
     model, tokenizer = make(text, char_tokenizer)
     metrics = {"history": [{"type": "eval", "step": 3, "val_loss": 1.5}], "steps": 3}
@@ -148,7 +161,8 @@ def test_saving_three_times_makes_versions_and_latest(valid, char_tokenizer, tmp
     assert loaded.meta["version"] == "3" and loaded.metrics == {"i": 3}
     assert load_checkpoint(paths[0]).metrics == {"i": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["run_vx.safetensors", "runner_v9.safetensors", "run_latest.safetensors"] + [p.name for p in paths])
+        ["run_vx.safetensors", "runner_v9.safetensors", "run_latest.safetensors"] + [p.name for p in paths]
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -227,8 +241,14 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
     script, folder = tmp_path / "child.py", tmp_path / "runs"
     script.write_text(CHILD)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, str(script), str(folder)], cwd=REPO, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(folder)],
+        cwd=REPO,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     latest = folder / "run_latest.safetensors"
     seen = {}
 
@@ -294,11 +314,15 @@ def _torch_save(obj):
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("make", [
-    lambda marker: pickle.dumps(Payload(marker), protocol=2),
-    lambda marker: pickle.dumps(Payload(marker), protocol=pickle.HIGHEST_PROTOCOL),
-    lambda marker: _torch_save({"state_dict": Payload(marker)}),
-], ids=["pickle-2", "pickle-5", "torch.save"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda marker: pickle.dumps(Payload(marker), protocol=2),
+        lambda marker: pickle.dumps(Payload(marker), protocol=pickle.HIGHEST_PROTOCOL),
+        lambda marker: _torch_save({"state_dict": Payload(marker)}),
+    ],
+    ids=["pickle-2", "pickle-5", "torch.save"],
+)
 def test_a_malicious_pickle_is_refused_and_never_runs(make, tmp_path):
     marker = tmp_path / "marker"
     data = make(marker)
@@ -324,7 +348,7 @@ def _random(data):
 
 
 def _truncated(data):
-    return data[:len(data) // 2]
+    return data[: len(data) // 2]
 
 
 def _empty(data):
@@ -342,6 +366,7 @@ def _foreign_with_metadata(data):
 def _with_config(**changes):
     def make(data):
         return rebuild(data, config=json.dumps({**json.loads(header(data)["config"]), **changes}))
+
     return make
 
 
@@ -361,8 +386,10 @@ BAD_FILES = {
     "empty": (_empty, "corrupt or truncated file"),
     "foreign-safetensors": (_foreign, "a safetensors file, but not an RNN Lab checkpoint"),
     "foreign-with-metadata": (_foreign_with_metadata, "a safetensors file, but not an RNN Lab checkpoint"),
-    "other-hidden-size": (_with_config(hidden_size=24),
-                          r"weights do not match the architecture in its config \(wrong shape: "),
+    "other-hidden-size": (
+        _with_config(hidden_size=24),
+        r"weights do not match the architecture in its config \(wrong shape: ",
+    ),
     "other-cell": (_with_config(cell="lstm"), "weights do not match the architecture in its config"),
     "huge-hidden-size": (_with_config(hidden_size=1_000_000), "more than this server's limit"),
     "absurd-hidden-size": (_with_config(hidden_size=10**12), "more than this server's limit"),
@@ -374,26 +401,41 @@ BAD_FILES = {
     "unknown-config-field": (_with_config(heads=4), "unknown fields"),
     "config-not-a-dict": (_with_metadata(config="null"), "metadata 'config' must be an object, not null"),
     "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is not valid JSON"),
-    "tokenizer-too-small": (_with_metadata(tokenizer=json.dumps({"kind": "char", "chars": "abc"})),
-                            "tokenizer has 3 tokens"),
+    "tokenizer-too-small": (
+        _with_metadata(tokenizer=json.dumps({"kind": "char", "chars": "abc"})),
+        "tokenizer has 3 tokens",
+    ),
     "unknown-tokenizer": (_with_metadata(tokenizer=json.dumps({"kind": "magic"})), "unknown tokenizer kind 'magic'"),
     "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is not valid JSON"),
     "deeply-nested-json": (_with_metadata(extra="[" * 100_000 + "]" * 100_000), "metadata 'extra' is not valid JSON"),
-    "not-finite-weights": (lambda data: rebuild(data, {k: v.fill_(math.nan) if k == "head.bias" else v
-                                                        for k, v in load_safetensors_bytes(data).items()}),
-                           r"weights are not finite \(NaN or infinite values in head\.bias\)"),
+    "not-finite-weights": (
+        lambda data: rebuild(
+            data, {k: v.fill_(math.nan) if k == "head.bias" else v for k, v in load_safetensors_bytes(data).items()}
+        ),
+        r"weights are not finite \(NaN or infinite values in head\.bias\)",
+    ),
     "missing-weight": (_missing_weight, r"missing: head\.bias"),
     # the hostile battery's dtypes: float8 once raised "isfinite not implemented"; bool, complex and int loaded
-    **{f"{dtype}-weights".replace("torch.", ""): (
-        lambda data, dtype=dtype: rebuild(data, {k: v.to(dtype) if k == "head.bias" else v
-                                                 for k, v in load_safetensors_bytes(data).items()}),
-        rf"weight 'head\.bias' has type {dtype}; weights must be float32, float16, bfloat16, float64")
-       for dtype in (torch.float8_e4m3fn, torch.bool, torch.complex64, torch.int64, torch.uint8)},
-    "float64-beyond-float32": (lambda data: rebuild(data, {k: v.double().fill_(1e300) if k == "head.bias" else v
-                                                           for k, v in load_safetensors_bytes(data).items()}),
-                               r"weights are not finite \(NaN or infinite values in head\.bias\)"),
-    "history-entry-without-step": (_with_metadata(metrics=json.dumps({"history": [{"type": "eval", "val_loss": 1.0}]})),
-                                   r"checkpoint metrics history\[0\] has no 'step'"),
+    **{
+        f"{dtype}-weights".replace("torch.", ""): (
+            lambda data, dtype=dtype: rebuild(
+                data, {k: v.to(dtype) if k == "head.bias" else v for k, v in load_safetensors_bytes(data).items()}
+            ),
+            rf"weight 'head\.bias' has type {dtype}; weights must be float32, float16, bfloat16, float64",
+        )
+        for dtype in (torch.float8_e4m3fn, torch.bool, torch.complex64, torch.int64, torch.uint8)
+    },
+    "float64-beyond-float32": (
+        lambda data: rebuild(
+            data,
+            {k: v.double().fill_(1e300) if k == "head.bias" else v for k, v in load_safetensors_bytes(data).items()},
+        ),
+        r"weights are not finite \(NaN or infinite values in head\.bias\)",
+    ),
+    "history-entry-without-step": (
+        _with_metadata(metrics=json.dumps({"history": [{"type": "eval", "val_loss": 1.0}]})),
+        r"checkpoint metrics history\[0\] has no 'step'",
+    ),
 }
 
 
@@ -439,8 +481,9 @@ def test_a_too_large_file_on_disk_is_refused_before_it_is_read(valid, tmp_path, 
 # names and paths
 
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "a/b", "..", "", "   ", "名前", "/abs/path", "a\\b", ".hidden",
-                                  "x" * 300, "run v1!"])
+@pytest.mark.parametrize(
+    "name", ["../../etc/passwd", "a/b", "..", "", "   ", "名前", "/abs/path", "a\\b", ".hidden", "x" * 300, "run v1!"]
+)
 def test_sanitize_name_gives_a_safe_name_or_refuses(name, tmp_path):
     try:
         cleaned = sanitize_name(name)
@@ -473,8 +516,11 @@ def test_save_checkpoint_never_writes_outside_its_folder(valid, tmp_path):
             save_checkpoint(folder, name, model)
     outside = [p for p in tmp_path.rglob("*") if p.is_file() and folder not in p.parents]
     assert outside == []
-    assert {p.name for p in folder.iterdir()} == {f"{name}_{version}.safetensors" for name in
-                                                  ("escape", "tmp-escape", "x-..-..-y") for version in ("v1", "latest")}
+    assert {p.name for p in folder.iterdir()} == {
+        f"{name}_{version}.safetensors"
+        for name in ("escape", "tmp-escape", "x-..-..-y")
+        for version in ("v1", "latest")
+    }
 
 
 def test_delete_checkpoint_refuses_paths_outside_the_user_folder(valid, tmp_path):
@@ -501,8 +547,9 @@ def test_delete_checkpoint_refuses_paths_outside_the_user_folder(valid, tmp_path
 # listing
 
 
-def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(valid, char_tokenizer, tmp_path,
-                                                                             monkeypatch):
+def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(
+    valid, char_tokenizer, tmp_path, monkeypatch
+):
     model, data = valid
     user, bundled = tmp_path / "user", tmp_path / "bundled"
     save_checkpoint(bundled, "shipped", model, char_tokenizer, {"history": [{"step": 9, "val_loss": 1.0}]})
@@ -514,10 +561,16 @@ def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(v
         os.utime(folder / f"{name}.safetensors", (t + i, t + i))  # later in the list = newer
     marker = tmp_path / "marker"
     junk = {
-        "random": _random(data), "empty": b"", "truncated": _truncated(data), "foreign": _foreign(data),
-        "pickle": pickle.dumps(Payload(marker), protocol=2), "torch": _torch_save(Payload(marker)),
-        "bad-version": rebuild(data, version="seven"), "bad-config": rebuild(data, config="[1]"),
-        "bad-metrics": rebuild(data, metrics='"text"'), "no-config": rebuild(data, config="{"),
+        "random": _random(data),
+        "empty": b"",
+        "truncated": _truncated(data),
+        "foreign": _foreign(data),
+        "pickle": pickle.dumps(Payload(marker), protocol=2),
+        "torch": _torch_save(Payload(marker)),
+        "bad-version": rebuild(data, version="seven"),
+        "bad-config": rebuild(data, config="[1]"),
+        "bad-metrics": rebuild(data, metrics='"text"'),
+        "no-config": rebuild(data, config="{"),
     }
     for name, content in junk.items():
         (user / f"{name}.safetensors").write_bytes(content)
@@ -532,15 +585,23 @@ def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(v
     monkeypatch.setattr(Path, "read_bytes", forbidden)
     infos = list_checkpoints(user, bundled_dir=bundled)
     assert [(i.name, i.bundled) for i in infos] == [
-        ("shipped_latest", True), ("shipped_v1", True),
-        ("new_latest", False), ("new_v1", False), ("old_latest", False), ("old_v1", False)]
+        ("shipped_latest", True),
+        ("shipped_v1", True),
+        ("new_latest", False),
+        ("new_v1", False),
+        ("old_latest", False),
+        ("old_v1", False),
+    ]
     newest = infos[2]
     assert newest.path == user / "new_latest.safetensors" and newest.version == 1
     assert newest.family == "lm" and newest.cell == model.config.cell
     assert newest.config["hidden_size"] == 16 and newest.metrics["history"][-1]["val_nats_per_char"] == 1.9
     assert datetime.fromisoformat(newest.timestamp).tzinfo is not None
     assert [i.name for i in list_checkpoints(user, bundled_dir=bundled, include_versions=False)] == [
-        "shipped_latest", "new_latest", "old_latest"]
+        "shipped_latest",
+        "new_latest",
+        "old_latest",
+    ]
     assert list_checkpoints(tmp_path / "no such folder", bundled_dir=None) == []
     assert not marker.exists()
     monkeypatch.undo()
@@ -553,8 +614,12 @@ def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(v
 
 WRONG_VALUES = {"string": "abc", "list": [1, 2], "null": None, "number": 7, "object": {"a": 1}}
 WRONG_SHAPES = [  # (metadata key, what goes in it): the hostile tester's fields, each wrong kind of value
-    *[(key, value) for key in ("metrics", "extra", "config") for kind, value in WRONG_VALUES.items()
-      if kind != "object" and not (key == "config" and kind == "object")],
+    *[
+        (key, value)
+        for key in ("metrics", "extra", "config")
+        for kind, value in WRONG_VALUES.items()
+        if kind != "object" and not (key == "config" and kind == "object")
+    ],
     *[("tokenizer", value) for kind, value in WRONG_VALUES.items() if kind not in ("null", "object")],
     ("tokenizer", {"kind": "char", "chars": 5}),
     ("tokenizer", {"kind": "sentencepiece", "model_b64": 5, "model_type": "bpe", "vocab_size": 62}),
@@ -608,14 +673,15 @@ def test_cli_list_names_a_bad_file_and_lists_the_rest(valid, tmp_path, capsys):
     assert main(["list", "--dir", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert "good_latest" in out and "edited-by-hand" not in out
-    assert err.strip() == ("skipped edited-by-hand.safetensors: checkpoint metrics 'history' must be a list of "
-                           "objects, not a string")
+    assert err.strip() == (
+        "skipped edited-by-hand.safetensors: checkpoint metrics 'history' must be a list of objects, not a string"
+    )
 
 
 # ---------------------------------------------------------------------------
 # issue 14: concurrent saves under one name, and saves killed at random points
 
-SAVER = r'''
+SAVER = r"""
 import sys, time
 import torch
 from lab import checkpoints
@@ -628,7 +694,7 @@ time.sleep(max(0.0, start_at - time.time()))  # every process starts saving at t
 for i in range(count):
     checkpoints.save_checkpoint(folder, "run", model, metrics={"writer": tag, "i": i})
     print("SAVED", flush=True)
-'''
+"""
 
 
 def versions_in(folder):
@@ -673,9 +739,16 @@ def test_concurrent_saves_from_processes_keep_every_version_distinct(tmp_path):
     script.write_text(SAVER)
     folder, start_at = tmp_path / "runs", time.time() + 3
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    children = [subprocess.Popen([sys.executable, str(script), str(folder), str(tag), "3", str(start_at)],
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                for tag in range(4)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(folder), str(tag), "3", str(start_at)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in range(4)
+    ]
     for child in children:
         _, err = child.communicate(timeout=300)
         assert child.returncode == 0, err
@@ -692,8 +765,13 @@ def test_saves_killed_at_random_points_leave_a_loadable_latest_and_no_orphan(tmp
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     rng = random.Random(14)
     for trial in range(4):  # bounded: each trial is one process saving in a loop, killed at a random moment
-        child = subprocess.Popen([sys.executable, str(script), str(folder), str(trial), "1000", "0"], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(folder), str(trial), "1000", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
         def one_save_then_a_random_moment():
             assert child.stdout.readline() == "SAVED\n", child.stderr.read()  # at least one save done
@@ -738,9 +816,16 @@ def test_a_full_disk_names_the_file_being_written(valid, tmp_path, monkeypatch):
 
 def test_lab_and_the_app_import_without_fcntl():
     """Windows has no fcntl: nothing the app imports may need it (a subprocess where importing it fails)."""
-    code = ("import sys; sys.modules['fcntl'] = None\n"
-            "import lab.checkpoints, lab.jobs, lab.workers, lab.spaces, lab.capacity, lab.__main__, ui.common\n"
-            "print('imported')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parent.parent)
+    code = (
+        "import sys; sys.modules['fcntl'] = None\n"
+        "import lab.checkpoints, lab.jobs, lab.workers, lab.spaces, lab.capacity, lab.__main__, ui.common\n"
+        "print('imported')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-2000:]

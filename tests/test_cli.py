@@ -1,9 +1,8 @@
 """python -m lab: help texts, a tiny train -> summary -> list -> sample journey, and one-line errors on bad input."""
-import contextlib
+
 import errno
-import io
-import os
 import math
+import os
 import pickle
 import re
 import signal
@@ -13,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import assert_one_line_error, run
 
-from lab.__main__ import main
 from lab.checkpoints import load_checkpoint, save_checkpoint
 from lab.data import load_bundled_corpus
 from lab.models import ClassifierConfig, build_model, conventions, count_parameters
@@ -22,52 +21,71 @@ from lab.models import ClassifierConfig, build_model, conventions, count_paramet
 REPO = Path(__file__).resolve().parent.parent
 
 OPTIONS = {
-    "train": ["--preset", "--cell", "--backend", "--embed-dim", "--hidden-size", "--num-layers", "--dropout",
-              "--embed-dropout", "--weight-dropout",
-              "--corpus", "--tokenizer", "--vocab-size", "--steps", "--seconds", "--epochs", "--lr", "--weight-decay", "--batch-size",
-              "--block-size", "--eval-interval", "--stateful", "--seed", "--device", "--threads", "--name", "--out"],
-    "sample": ["checkpoint", "--prompt", "--strategy", "--length", "--temperature", "--top-k", "--top-p", "--seed",
-               "--stateless"],
+    "train": [
+        "--preset",
+        "--cell",
+        "--backend",
+        "--embed-dim",
+        "--hidden-size",
+        "--num-layers",
+        "--dropout",
+        "--embed-dropout",
+        "--weight-dropout",
+        "--corpus",
+        "--tokenizer",
+        "--vocab-size",
+        "--steps",
+        "--seconds",
+        "--epochs",
+        "--lr",
+        "--weight-decay",
+        "--batch-size",
+        "--block-size",
+        "--eval-interval",
+        "--stateful",
+        "--seed",
+        "--device",
+        "--threads",
+        "--name",
+        "--out",
+    ],
+    "sample": [
+        "checkpoint",
+        "--prompt",
+        "--strategy",
+        "--length",
+        "--temperature",
+        "--top-k",
+        "--top-p",
+        "--seed",
+        "--stateless",
+    ],
     "summary": ["checkpoint"],
     "list": ["--dir"],
 }
-TINY = ["--hidden-size", "16", "--embed-dim", "8", "--steps", "5", "--block-size", "16", "--batch-size", "4",
-        "--threads", "1"]
-
-
-
-def run(argv):
-    """main(argv) in-process -> (exit code, stdout, stderr); argparse's exits give their code."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as e:
-            code = e.code
-    return code, out.getvalue(), err.getvalue()
-
-
-def assert_one_line_error(code, err, message):
-    assert code == 2
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()  # also splits a progress bar's carriage returns
-    assert lines[-1].startswith("error: ") and sum("error:" in line for line in lines) == 1, err
-    assert message in lines[-1]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
-    path.write_text(load_bundled_corpus()[:20_000], encoding="utf-8")
-    return path
+TINY = [
+    "--hidden-size",
+    "16",
+    "--embed-dim",
+    "8",
+    "--steps",
+    "5",
+    "--block-size",
+    "16",
+    "--batch-size",
+    "4",
+    "--threads",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
 def trained(corpus, tmp_path_factory):
     """One tiny training run through the CLI: (exit code, stdout, stderr, checkpoint folder)."""
     out = tmp_path_factory.mktemp("runs")
-    code, stdout, stderr = run(["train", "--corpus", corpus, *TINY, "--eval-interval", "2", "--name", "tiny",
-                                "--out", out])
+    code, stdout, stderr = run(
+        ["train", "--corpus", corpus, *TINY, "--eval-interval", "2", "--name", "tiny", "--out", out]
+    )
     return code, stdout, stderr, out
 
 
@@ -76,8 +94,9 @@ def trained(corpus, tmp_path_factory):
 
 
 def test_top_level_help():
-    result = subprocess.run([sys.executable, "-m", "lab", "--help"], cwd=REPO, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "lab", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0 and result.stderr == ""
     for command in OPTIONS:
         assert re.search(rf"^\s+{command}\s", result.stdout, re.M), command
@@ -104,8 +123,24 @@ def test_train_help_lists_the_presets_and_cells():
 
 
 def test_train_takes_the_regularisers_into_the_saved_config(corpus, tmp_path):
-    code, _, err = run(["train", "--corpus", corpus, *TINY, "--cell", "lstm", "--weight-dropout", "0.3",
-                        "--embed-dropout", "0.1", "--name", "reg", "--out", tmp_path])
+    code, _, err = run(
+        [
+            "train",
+            "--corpus",
+            corpus,
+            *TINY,
+            "--cell",
+            "lstm",
+            "--weight-dropout",
+            "0.3",
+            "--embed-dropout",
+            "0.1",
+            "--name",
+            "reg",
+            "--out",
+            tmp_path,
+        ]
+    )
     assert code == 0, err
     config = load_checkpoint(tmp_path / "reg_v1.safetensors").config
     assert (config.cell, config.weight_dropout, config.embed_dropout) == ("lstm", 0.3, 0.1)
@@ -121,7 +156,8 @@ def test_train_saves_a_checkpoint_and_prints_the_final_val_loss(trained):
     assert [e["step"] for e in checkpoint.metrics["history"]] == [2, 4, 5]
     assert checkpoint.config.hidden_size == 16 and checkpoint.config.embed_dim == 8
     assert checkpoint.metrics["train_config"]["block_size"] == 16 and checkpoint.meta["extra"] == {
-        "preset": "astra-alpha"}
+        "preset": "astra-alpha"
+    }
     printed = re.search(r"^finished: 5 steps in .*val loss (\S+) \((\S+) nats/char\)$", out, re.M)
     assert printed, out
     assert float(printed[1]) == pytest.approx(last["val_loss"], abs=1e-4) and math.isfinite(float(printed[1]))
@@ -170,8 +206,25 @@ def test_sample_prints_text_starting_with_the_prompt(trained):
 
 
 def test_train_with_sentencepiece_stateful_and_scan_markov(corpus, tmp_path):
-    code, out, err = run(["train", "--corpus", corpus, *TINY, "--tokenizer", "sentencepiece", "--vocab-size", "120",
-                          "--stateful", "--steps", "2", "--name", "sp", "--out", tmp_path])
+    code, out, err = run(
+        [
+            "train",
+            "--corpus",
+            corpus,
+            *TINY,
+            "--tokenizer",
+            "sentencepiece",
+            "--vocab-size",
+            "120",
+            "--stateful",
+            "--steps",
+            "2",
+            "--name",
+            "sp",
+            "--out",
+            tmp_path,
+        ]
+    )
     assert code == 0, err
     assert "(sentencepiece, vocab 120," in out
     checkpoint = load_checkpoint(tmp_path / "sp_latest.safetensors")
@@ -184,8 +237,9 @@ def test_train_with_sentencepiece_stateful_and_scan_markov(corpus, tmp_path):
     assert code == 0, err
     assert load_checkpoint(tmp_path / "windows/scan-markov-windows_v1.safetensors").config.max_positions == 16
     # seed 004's recipe: --epochs alone is its 10 epochs (cut short by --steps here), evaluated per n
-    code, out, err = run([*scan_markov, "--embed-dim", "8", "--batch-size", "4", "--threads", "1", "--epochs",
-                          "--eval-interval", "2"])
+    code, out, err = run(
+        [*scan_markov, "--embed-dim", "8", "--batch-size", "4", "--threads", "1", "--epochs", "--eval-interval", "2"]
+    )
     assert code == 0, err
     assert re.search(r"n=2 \d\.\d+ \d+% \| n=3 .* \| n=5 ", out + err)
     checkpoint = load_checkpoint(tmp_path / "scan-markov_v1.safetensors")
@@ -198,8 +252,33 @@ def test_train_with_sentencepiece_stateful_and_scan_markov(corpus, tmp_path):
 def test_a_signal_stops_training_after_a_step_and_saves_what_was_trained(signum, corpus, tmp_path):
     """Ctrl-C (or a shutdown's SIGTERM) an hour into a run must not lose the hour: the run stops
     after its current step, is saved as resumable, and --resume continues it."""
-    argv = [sys.executable, "-m", "lab", "train", "--corpus", str(corpus), "--hidden-size", "16", "--embed-dim", "8",
-            "--block-size", "16", "--batch-size", "4", "--steps", "100000", "--eval-interval", "3", "--threads", "1", "--resumable", "--name", "long", "--out", str(tmp_path)]
+    argv = [
+        sys.executable,
+        "-m",
+        "lab",
+        "train",
+        "--corpus",
+        str(corpus),
+        "--hidden-size",
+        "16",
+        "--embed-dim",
+        "8",
+        "--block-size",
+        "16",
+        "--batch-size",
+        "4",
+        "--steps",
+        "100000",
+        "--eval-interval",
+        "3",
+        "--threads",
+        "1",
+        "--resumable",
+        "--name",
+        "long",
+        "--out",
+        str(tmp_path),
+    ]
     process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for line in process.stdout:  # the first evaluation: steps have been taken
@@ -217,8 +296,9 @@ def test_a_signal_stops_training_after_a_step_and_saves_what_was_trained(signum,
     assert checkpoint.training_state.step == checkpoint.metrics["steps"]
     assert f"continue it with: python -m lab train --resume {tmp_path / 'long_v1.safetensors'}" in out
     steps = checkpoint.metrics["steps"]
-    code, out, err = run(["train", "--resume", tmp_path / "long_v1.safetensors", "--steps", steps + 2,
-                          "--out", tmp_path])
+    code, out, err = run(
+        ["train", "--resume", tmp_path / "long_v1.safetensors", "--steps", steps + 2, "--out", tmp_path]
+    )
     assert code == 0, err
     assert load_checkpoint(tmp_path / "long_v2.safetensors").metrics["steps"] == steps + 2
 
@@ -245,14 +325,18 @@ def _corpus_file(tmp_path, content):
     return path
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "file not found"),
-    (b"", "is empty"),
-    (b"  \n\n ", "is empty"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, "looks binary"),
-    (b"caf\xe9 au lait\n" * 50, "not UTF-8"),
-    (b"To be, or not to be.\n", "shorter than one training window"),
-], ids=["missing", "empty", "whitespace", "binary", "latin-1", "too-short"])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "file not found"),
+        (b"", "is empty"),
+        (b"  \n\n ", "is empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, "looks binary"),
+        (b"caf\xe9 au lait\n" * 50, "not UTF-8"),
+        (b"To be, or not to be.\n", "shorter than one training window"),
+    ],
+    ids=["missing", "empty", "whitespace", "binary", "latin-1", "too-short"],
+)
 def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
     path = tmp_path / "nope.txt" if content is None else _corpus_file(tmp_path, content)
     code, _, err = run(["train", "--corpus", path, *TINY, "--out", tmp_path / "runs"])
@@ -260,29 +344,32 @@ def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--vocab-size", "100"], "vocab-size: only a sentencepiece tokenizer"),
-    (["--steps", "0"], "max_steps: must be None or an integer in [1,"),
-    (["--lr", "-1"], "lr: must be a number in (0, 1]"),
-    (["--weight-decay", "-0.1"], "weight_decay: must be in [0, 1]"),
-    (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
-    (["--weight-dropout", "1"], "weight_dropout: must be in [0, 1)"),
-    (["--weight-dropout", "nan"], "weight_dropout: must be in [0, 1), got nan"),
-    (["--embed-dropout", "inf"], "embed_dropout: must be in [0, 1), got inf"),
-    (["--cell", "scan", "--weight-dropout", "0.2"], "weight_dropout: the scan cell has no hidden-to-hidden"),
-    (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
-    (["--name", ".."], "name: '..' has no usable characters"),
-    # issue 14's hostile values: each used to hang, be ignored, or fail after training or with a traceback
-    (["--seconds", "inf"], "max_seconds: must be None or a finite number"),
-    (["--seconds", "nan"], "max_seconds: must be None or a finite number"),
-    (["--lr", "inf"], "lr: must be a number in (0, 1]"),
-    (["--lr", "1e6"], "lr: must be a number in (0, 1]"),
-    (["--seed", "-1"], "seed: must be an integer in [0, 2**63)"),
-    (["--tokenizer", "sentencepiece", "--vocab-size", "0"], "vocab_size=0 is too small"),
-    (["--hidden-size", "100000"], "more than this server's limit"),
-    (["--num-layers", "100000"], "num_layers: 100,000 layers is more than this server's limit"),
-    (["--batch-size", "4096", "--block-size", "4096"], "training: needs about"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--vocab-size", "100"], "vocab-size: only a sentencepiece tokenizer"),
+        (["--steps", "0"], "max_steps: must be None or an integer in [1,"),
+        (["--lr", "-1"], "lr: must be a number in (0, 1]"),
+        (["--weight-decay", "-0.1"], "weight_decay: must be in [0, 1]"),
+        (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
+        (["--weight-dropout", "1"], "weight_dropout: must be in [0, 1)"),
+        (["--weight-dropout", "nan"], "weight_dropout: must be in [0, 1), got nan"),
+        (["--embed-dropout", "inf"], "embed_dropout: must be in [0, 1), got inf"),
+        (["--cell", "scan", "--weight-dropout", "0.2"], "weight_dropout: the scan cell has no hidden-to-hidden"),
+        (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
+        (["--name", ".."], "name: '..' has no usable characters"),
+        # issue 14's hostile values: each used to hang, be ignored, or fail after training or with a traceback
+        (["--seconds", "inf"], "max_seconds: must be None or a finite number"),
+        (["--seconds", "nan"], "max_seconds: must be None or a finite number"),
+        (["--lr", "inf"], "lr: must be a number in (0, 1]"),
+        (["--lr", "1e6"], "lr: must be a number in (0, 1]"),
+        (["--seed", "-1"], "seed: must be an integer in [0, 2**63)"),
+        (["--tokenizer", "sentencepiece", "--vocab-size", "0"], "vocab_size=0 is too small"),
+        (["--hidden-size", "100000"], "more than this server's limit"),
+        (["--num-layers", "100000"], "num_layers: 100,000 layers is more than this server's limit"),
+        (["--batch-size", "4096", "--block-size", "4096"], "training: needs about"),
+    ],
+)
 def test_bad_train_options_exit_2_with_one_line(extra, message, corpus, tmp_path):
     code, _, err = run(["train", "--corpus", corpus, *TINY, "--out", tmp_path, *extra])
     assert_one_line_error(code, err, message)
@@ -304,8 +391,10 @@ def test_a_bad_out_folder_is_refused_before_training(corpus, tmp_path, monkeypat
     read_only = tmp_path / "read-only"
     read_only.mkdir(mode=0o555)
     if not os.access(read_only, os.W_OK):  # root may write anywhere
-        assert_one_line_error(*run(["train", "--corpus", corpus, *TINY, "--out", read_only / "runs"])[::2],
-                              "cannot write checkpoints in this folder")
+        assert_one_line_error(
+            *run(["train", "--corpus", corpus, *TINY, "--out", read_only / "runs"])[::2],
+            "cannot write checkpoints in this folder",
+        )
 
 
 def test_a_full_disk_names_the_path_and_keeps_the_trained_weights(corpus, tmp_path, monkeypatch):
@@ -373,13 +462,16 @@ def test_sample_refusals_exit_2_with_one_line(trained, tmp_path):
     assert_one_line_error(code, err, "temperature: must be a number in (0, 1e+06]")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["train", "--preset", "no-such-preset"], "invalid choice: 'no-such-preset'"),
-    (["train", "--steps", "many"], "invalid int value: 'many'"),
-    (["sample", "x.safetensors", "--strategy", "beam"], "invalid choice: 'beam'"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
-    ([], "required"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--preset", "no-such-preset"], "invalid choice: 'no-such-preset'"),
+        (["train", "--steps", "many"], "invalid int value: 'many'"),
+        (["sample", "x.safetensors", "--strategy", "beam"], "invalid choice: 'beam'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        ([], "required"),
+    ],
+)
 def test_argparse_errors_exit_2(argv, message):
     code, out, err = run(argv)
     assert code == 2 and out == "" and message in err and "Traceback" not in err

@@ -1,4 +1,5 @@
 """lab.cost: parameter counts and training memory from a config alone, and the limits a server sets."""
+
 import dataclasses
 
 import pytest
@@ -6,8 +7,14 @@ import torch
 
 from lab.backends import BACKENDS, FUSED_MODULES
 from lab.cells import CELLS
-from lab.cost import (CostError, activation_floats_per_token, check_model_size, check_training_memory,
-                      parameter_count, training_memory_bytes)
+from lab.cost import (
+    CostError,
+    activation_floats_per_token,
+    check_model_size,
+    check_training_memory,
+    parameter_count,
+    training_memory_bytes,
+)
 from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, count_parameters
 from lab.presets import PRESETS
 
@@ -27,11 +34,13 @@ def test_parameter_count_of_every_preset_equals_the_built_model(name):
 def test_parameter_count_of_every_cell_and_backend_equals_the_built_model(cell, backend, family):
     for layers, norm in [(1, "last"), (3, "every")]:
         if family == "lm":
-            config = LMConfig(cell=cell, backend=backend, vocab_size=37, embed_dim=5, hidden_size=7,
-                              num_layers=layers, norm=norm)
+            config = LMConfig(
+                cell=cell, backend=backend, vocab_size=37, embed_dim=5, hidden_size=7, num_layers=layers, norm=norm
+            )
         else:
-            config = ClassifierConfig(cell=cell, backend=backend, input_size=3, hidden_size=7, num_layers=layers,
-                                      num_classes=4)
+            config = ClassifierConfig(
+                cell=cell, backend=backend, input_size=3, hidden_size=7, num_layers=layers, num_classes=4
+            )
         assert parameter_count(config) == count_parameters(build_model(config)), config
 
 
@@ -60,8 +69,9 @@ def saved_floats_per_token(model, x, y):
 def test_the_activation_estimate_is_between_1x_and_3x_what_autograd_saves(cell, backend):
     torch.manual_seed(0)
     for hidden in (16, 48):
-        config = LMConfig(cell=cell, backend=backend, vocab_size=50, embed_dim=8, hidden_size=hidden, num_layers=2,
-                          dropout=0.1)
+        config = LMConfig(
+            cell=cell, backend=backend, vocab_size=50, embed_dim=8, hidden_size=hidden, num_layers=2, dropout=0.1
+        )
         x = torch.randint(50, (4, 24))
         measured = saved_floats_per_token(build_model(config), x, x)
         assert measured <= activation_floats_per_token(config) <= 3 * measured, (config, measured)
@@ -85,8 +95,13 @@ def test_training_memory_counts_five_copies_of_the_weights_and_scales_with_the_b
 def test_absurd_configs_are_refused_by_arithmetic_before_anything_is_built(monkeypatch):
     ui_maximum = LMConfig(vocab_size=65, embed_dim=2048, hidden_size=4096, num_layers=8)  # the Train page's limits
     assert parameter_count(ui_maximum) > 700_000_000
-    for config in [ui_maximum, LMConfig(hidden_size=10**12), ScanMarkovConfig(vocab_size=10**9),
-                   ClassifierConfig(num_classes=10**10), LMConfig(hidden_size=1, embed_dim=1, num_layers=100_000)]:
+    for config in [
+        ui_maximum,
+        LMConfig(hidden_size=10**12),
+        ScanMarkovConfig(vocab_size=10**9),
+        ClassifierConfig(num_classes=10**10),
+        LMConfig(hidden_size=1, embed_dim=1, num_layers=100_000),
+    ]:
         with pytest.raises(CostError, match="limit"):
             check_model_size(config)
         with pytest.raises(CostError, match="limit"):

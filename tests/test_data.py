@@ -1,23 +1,44 @@
 """lab.data: input validation, tokenizers, batching, corpora and sequence datasets. Offline and fast."""
+
 import hashlib
 import http.server
 import json
 import os
-import pickle
 import re
 import socket
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
+from helpers import cifar_fixture
 
-from lab.data import (BUNDLED_CORPUS, MAX_CORPUS_BYTES, SEQUENCE_DATASETS, TOKENIZERS, CharTokenizer,
-                      ConsecutiveWindows, DataError, FlattenSequence, SentencePieceTokenizer, build_tokenizer,
-                      chars_per_token, check_long_enough, download_tiny_shakespeare, encode_to_tensor,
-                      load_bundled_corpus, load_cifar10, load_digits_sequences, load_sequence_dataset,
-                      ngram_samples, random_windows, read_at_most, read_text, split_train_val, tokenizer_from_state)
+from lab.data import (
+    BUNDLED_CORPUS,
+    MAX_CORPUS_BYTES,
+    SEQUENCE_DATASETS,
+    TOKENIZERS,
+    CharTokenizer,
+    ConsecutiveWindows,
+    DataError,
+    FlattenSequence,
+    SentencePieceTokenizer,
+    build_tokenizer,
+    chars_per_token,
+    check_long_enough,
+    download_tiny_shakespeare,
+    encode_to_tensor,
+    load_bundled_corpus,
+    load_cifar10,
+    load_digits_sequences,
+    load_sequence_dataset,
+    ngram_samples,
+    random_windows,
+    read_at_most,
+    read_text,
+    split_train_val,
+    tokenizer_from_state,
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +63,17 @@ def test_read_text_accepts_bytes_and_paths_and_normalises(tmp_path):
     assert read_text("caf\u00e9\n".encode()) == "caf\u00e9\n"
 
 
-@pytest.mark.parametrize("raw, word", [
-    (b"", "empty"),
-    (b"  \n\t \r\n", "empty"),
-    (b"abc\x00def", "UTF-8"),
-    (b"\xff\xfe\x00\xd8", "not valid UTF-16"),  # a UTF-16 byte order mark, then half a surrogate pair
-    ("hello".encode("utf-16-le"), "UTF-16 text without a byte order mark"),
-    ("caf\u00e9".encode("latin-1"), "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "raw, word",
+    [
+        (b"", "empty"),
+        (b"  \n\t \r\n", "empty"),
+        (b"abc\x00def", "UTF-8"),
+        (b"\xff\xfe\x00\xd8", "not valid UTF-16"),  # a UTF-16 byte order mark, then half a surrogate pair
+        ("hello".encode("utf-16-le"), "UTF-16 text without a byte order mark"),
+        ("caf\u00e9".encode("latin-1"), "UTF-8"),
+    ],
+)
 def test_read_text_rejects_bad_bytes(raw, word):
     with pytest.raises(DataError, match=word):
         read_text(raw)
@@ -67,7 +91,7 @@ def test_read_text_size_limit_names_sizes_in_mb(tmp_path):
 def test_read_text_decodes_utf16_and_utf32_with_a_byte_order_mark(encoding, tmp_path):
     text = "ROMEO.\r\nBut soft, what light — é€😀\n"
     raw = text.encode(encoding)
-    if not encoding[-3:] in ("-le", "-be"):  # Python writes the mark itself; the others need one
+    if encoding[-3:] not in ("-le", "-be"):  # Python writes the mark itself; the others need one
         assert raw[:2] in (b"\xff\xfe", b"\xfe\xff")
     else:
         raw = "\ufeff".encode(encoding) + raw
@@ -181,8 +205,9 @@ def test_registry_and_bad_states():
     with pytest.raises(DataError, match="malformed"):
         tokenizer_from_state({"kind": "char"})
     with pytest.raises(DataError, match="malformed"):
-        tokenizer_from_state({"kind": "sentencepiece", "model_b64": "bm90IGEgbW9kZWw=", "model_type": "bpe",
-                              "vocab_size": 3})
+        tokenizer_from_state(
+            {"kind": "sentencepiece", "model_b64": "bm90IGEgbW9kZWw=", "model_type": "bpe", "vocab_size": 3}
+        )
 
 
 def test_chars_per_token():
@@ -230,14 +255,15 @@ def test_consecutive_windows_continue_across_batches():
 def test_ngram_samples_are_consistent_with_the_source():
     ids = torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(1))
     pad = 30
-    ctx, lengths, targets = ngram_samples(ids, num_samples=400, pad_index=pad, n_min=2, n_max=5,
-                                          generator=torch.Generator().manual_seed(2))
+    ctx, lengths, targets = ngram_samples(
+        ids, num_samples=400, pad_index=pad, n_min=2, n_max=5, generator=torch.Generator().manual_seed(2)
+    )
     assert ctx.shape == (400, 4) and lengths.shape == targets.shape == (400,)
     assert set(lengths.tolist()) == {1, 2, 3, 4}  # n = 2..5 all drawn
     for c, k, t in zip(ctx.tolist(), lengths.tolist(), targets.tolist()):
-        assert c[:4 - k] == [pad] * (4 - k) and pad not in c[4 - k:]  # left padding only
+        assert c[: 4 - k] == [pad] * (4 - k) and pad not in c[4 - k :]  # left padding only
         # the context followed by the target occurs in the source, in order
-        gram = c[4 - k:] + [t]
+        gram = c[4 - k :] + [t]
         windows = ids.unfold(0, k + 1, 1).tolist()
         assert gram in windows
     with pytest.raises(DataError, match="shorter than one training window"):
@@ -268,8 +294,7 @@ def http_dir(tmp_path):
     """A local HTTP server on 127.0.0.1 serving tmp_path/www; yields (folder, base url)."""
     www = tmp_path / "www"
     www.mkdir()
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), lambda *a, **kw: _Quiet(*a, directory=str(www), **kw))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a, **kw: _Quiet(*a, directory=str(www), **kw))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield www, f"http://127.0.0.1:{server.server_address[1]}"
@@ -333,31 +358,10 @@ def test_digits_sequences():
     assert x8.shape == (len(train), 64, 1)
 
 
-def _cifar_fixture(root, n_train=2, n_test=3):
-    """CIFAR-10's on-disk format with a few random images.
-
-    The real files are Python 2 pickles that torchvision loads with
-    encoding="latin1", which turns their keys into str, so our dicts use str
-    keys ("data", "labels") to be read the same way. Returns the md5 of each file.
-    """
-    folder = root / "cifar-10-batches-py"
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    batches = {f"data_batch_{i}": n_train for i in range(1, 6)} | {"test_batch": n_test}
-    labels = {}
-    for name, n in batches.items():
-        labels[name] = rng.integers(0, 10, n).tolist()
-        entry = {"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), "labels": labels[name]}
-        (folder / name).write_bytes(pickle.dumps(entry))
-    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [f"class{i}" for i in range(10)]}))
-    md5 = {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
-    return md5, labels
-
-
 def test_cifar10_loads_from_its_on_disk_format(tmp_path, monkeypatch):
     from torchvision.datasets import CIFAR10
 
-    md5, labels = _cifar_fixture(tmp_path)
+    md5, labels = cifar_fixture(tmp_path)
     # torchvision checks every file against a table of md5s of the real data.
     # Pointing that table at our files keeps its integrity check running for
     # real (a corrupted fixture would still fail), unlike stubbing the check out.

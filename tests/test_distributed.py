@@ -1,6 +1,7 @@
 """Under torchrun (lab.distributed): two CPU processes over gloo train the run one process trains, rank 0
 alone saves, a failing rank fails the job in one line; the ablation study's runs are spread over the ranks
 and give the files one process writes. Each torchrun costs ~10 s."""
+
 import os
 import socket
 import subprocess
@@ -10,16 +11,28 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import run, without_timing
 
-import lab.distributed
 from lab.checkpoints import load_checkpoint
 from lab.experiments.ablation import RESULTS_FILE, load_results
-from test_ablation import without_timing
-from test_cli import corpus, run  # noqa: F401 (corpus is a fixture)
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = ["--hidden-size", "16", "--embed-dim", "8", "--block-size", "16", "--batch-size", "4", "--threads", "1",
-        "--eval-interval", "3", "--steps", "6"]
+TINY = [
+    "--hidden-size",
+    "16",
+    "--embed-dim",
+    "8",
+    "--block-size",
+    "16",
+    "--batch-size",
+    "4",
+    "--threads",
+    "1",
+    "--eval-interval",
+    "3",
+    "--steps",
+    "6",
+]
 
 
 def torchrun(*argv, script=None, timeout=120):
@@ -29,9 +42,23 @@ def torchrun(*argv, script=None, timeout=120):
         port = s.getsockname()[1]
     target = [str(script)] if script else ["-m", "lab"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-                           "--master_addr=127.0.0.1", f"--master_port={port}", *target, *map(str, argv)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            "--master_addr=127.0.0.1",
+            f"--master_port={port}",
+            *target,
+            *map(str, argv),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_two_ranks_train_what_one_process_trains_and_rank_0_saves(corpus, tmp_path):
@@ -39,8 +66,10 @@ def test_two_ranks_train_what_one_process_trains_and_rank_0_saves(corpus, tmp_pa
     assert two.returncode == 0, two.stderr[-3000:]
     assert "data-parallel over 2 ranks: global batch 4 = 2 per rank x 2" in two.stdout
     assert two.stdout.count("saved ") == 1  # rank 0 alone reports and saves
-    assert {p.name for p in (tmp_path / "two").iterdir()} == {"astra-alpha_v1.safetensors",
-                                                                "astra-alpha_latest.safetensors"}
+    assert {p.name for p in (tmp_path / "two").iterdir()} == {
+        "astra-alpha_v1.safetensors",
+        "astra-alpha_latest.safetensors",
+    }
     code, _, err = run(["train", "--corpus", corpus, *TINY, "--out", tmp_path / "one"])
     assert code == 0, err
     ddp = load_checkpoint(tmp_path / "two" / "astra-alpha_v1.safetensors")
@@ -100,8 +129,26 @@ def test_the_batch_must_split_evenly_over_the_ranks(monkeypatch):
 
 
 # 2 arms x 2 seeds of 2 steps each: two rounds of two runs on two ranks
-STUDY = ["ablation", "--size", "8", "--epochs", "1", "--seeds", "0", "1", "--limit-train", "16", "--limit-test", "8",
-         "--batch-size", "8", "--gate-batch", "2", "--threads", "1"]
+STUDY = [
+    "ablation",
+    "--size",
+    "8",
+    "--epochs",
+    "1",
+    "--seeds",
+    "0",
+    "1",
+    "--limit-train",
+    "16",
+    "--limit-test",
+    "8",
+    "--batch-size",
+    "8",
+    "--gate-batch",
+    "2",
+    "--threads",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +166,11 @@ def assert_same_study(folder, one_process_folder):
     assert two["complete"] and two["summary"] == one["summary"]
     assert [without_timing(r) for r in two["runs"]] == [without_timing(r) for r in one["runs"]]
     assert (folder / "results.csv").read_text() == (one_process_folder / "results.csv").read_text()
-    assert {p.name for p in folder.iterdir()} == {p.name for p in one_process_folder.iterdir()} == {
-        RESULTS_FILE, "results.csv", "digits-baseline-seed0.safetensors", "digits-ablated-seed0.safetensors"}
+    assert (
+        {p.name for p in folder.iterdir()}
+        == {p.name for p in one_process_folder.iterdir()}
+        == {RESULTS_FILE, "results.csv", "digits-baseline-seed0.safetensors", "digits-ablated-seed0.safetensors"}
+    )
     for name in ("digits-baseline-seed0.safetensors", "digits-ablated-seed0.safetensors"):  # trained on ranks 0, 1
         two_weights, one_weights = (load_checkpoint(f / name).model.state_dict() for f in (folder, one_process_folder))
         assert all(torch.equal(two_weights[k], one_weights[k]) for k in one_weights), name
@@ -131,8 +181,12 @@ def test_two_ranks_share_the_ablation_and_write_what_one_process_writes(one_proc
     assert result.returncode == 0, result.stderr[-3000:]
     assert "spread over 2 ranks" in result.stdout and result.stdout.count("results in ") == 1  # rank 0 alone
     epochs = [line.split(" epoch")[0].split() for line in result.stdout.splitlines() if " epoch 1:" in line]
-    assert sorted(epochs) == [["ablated", "seed", "0"], ["ablated", "seed", "1"], ["baseline", "seed", "0"],
-                              ["baseline", "seed", "1"]], result.stdout  # each run trained once, on one rank or the other
+    assert sorted(epochs) == [
+        ["ablated", "seed", "0"],
+        ["ablated", "seed", "1"],
+        ["baseline", "seed", "0"],
+        ["baseline", "seed", "1"],
+    ], result.stdout  # each run trained once, on one rank or the other
     assert_same_study(tmp_path, one_process_study)
 
 
@@ -143,8 +197,10 @@ def test_a_rank_whose_run_fails_fails_the_study_and_a_rerun_continues_it(one_pro
     failed = torchrun(*STUDY, "--out", out, script=script)
     assert failed.returncode != 0
     errors = [line for line in failed.stderr.splitlines() if line.startswith("error: ")]
-    message = ("the ablated run at seed 1 failed on rank 1: DataError: the batch could not be read; the finished "
-               f"runs are saved in {out}; the same command continues the study")
+    message = (
+        "the ablated run at seed 1 failed on rank 1: DataError: the batch could not be read; the finished "
+        f"runs are saved in {out}; the same command continues the study"
+    )
     assert sorted(errors) == [f"error: rank 0: {message}", f"error: rank 1: {message}"], failed.stderr[-3000:]
     saved = load_results(out)  # the first round's runs, and the run rank 0 finished in the round that failed
     assert not saved["complete"]
@@ -154,14 +210,16 @@ def test_a_rank_whose_run_fails_fails_the_study_and_a_rerun_continues_it(one_pro
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert f"continuing the study in {out}: 3 of 4 runs already done" in rerun.stdout
     assert [line.split(" epoch")[0].split() for line in rerun.stdout.splitlines() if " epoch 1:" in line] == [
-        ["ablated", "seed", "1"]], rerun.stdout  # the finished runs are not trained again
+        ["ablated", "seed", "1"]
+    ], rerun.stdout  # the finished runs are not trained again
     assert_same_study(out, one_process_study)
     assert load_results(out)["created"] == saved["created"]
 
 
 def test_without_torchrun_nothing_is_distributed():
-    from lab import distributed
     import torch
+
+    from lab import distributed
 
     assert not distributed.launched() or pytest.skip("run under torchrun")
     assert distributed.rank_and_world() == (0, 1)

@@ -1,4 +1,5 @@
 """Features of a text on hand-made strings: the value after reading each character, and per token."""
+
 import re
 
 import numpy as np
@@ -15,19 +16,22 @@ def per_char(feature, text=PASSAGE):
     return "".join(str(int(v))[-1] for v in FEATURES[feature].per_char(text))
 
 
-@pytest.mark.parametrize("feature, expected", [
-    # one digit per character of PASSAGE:  Hor.|Look!||[Enter Ghost.]||LADY MACBETH.|I'll go.|   (| a newline)
-    ("in_brackets",   "000000000000111111111111100000000000000000000000000"),
-    ("line_position", "123401234500123456789012340012345678901230123456780"),
-    ("in_heading",    "111100000000000000000000000011111111111110000000000"),
-    ("after_heading", "000011111100000000000000000000000000000001111111110"),
-    ("word_position", "123001234000012345012345000012340123456700123401200"),
-    ("word_start",    "100001000000010000010000000010000100000000100001000"),
-    ("is_vowel",      "010000110000010010000100000001000010010000100000100"),
-    ("is_space",      "000000000000000000100000000000001000000000000010000"),
-    ("is_upper",      "100001000000010000010000000011110111111100100000000"),
-    ("is_newline",    "000010000011000000000000001100000000000001000000001"),
-])
+@pytest.mark.parametrize(
+    "feature, expected",
+    [
+        # one digit per character of PASSAGE:  Hor.|Look!||[Enter Ghost.]||LADY MACBETH.|I'll go.|   (| a newline)
+        ("in_brackets", "000000000000111111111111100000000000000000000000000"),
+        ("line_position", "123401234500123456789012340012345678901230123456780"),
+        ("in_heading", "111100000000000000000000000011111111111110000000000"),
+        ("after_heading", "000011111100000000000000000000000000000001111111110"),
+        ("word_position", "123001234000012345012345000012340123456700123401200"),
+        ("word_start", "100001000000010000010000000010000100000000100001000"),
+        ("is_vowel", "010000110000010010000100000001000010010000100000100"),
+        ("is_space", "000000000000000000100000000000001000000000000010000"),
+        ("is_upper", "100001000000010000010000000011110111111100100000000"),
+        ("is_newline", "000010000011000000000000001100000000000001000000001"),
+    ],
+)
 def test_each_feature_on_a_hand_made_passage(feature, expected):
     assert len(expected) == len(PASSAGE)
     assert per_char(feature) == expected

@@ -19,6 +19,7 @@ limits of 2,000,000 parameters and 128 MB per training run. Each CLI example is 
 valid command line with up to a few options replaced by hostile values, so that
 examples reach training and sampling and not only argparse.
 """
+
 import contextlib
 import dataclasses
 import io
@@ -45,10 +46,18 @@ from lab.presets import PRESETS
 from lab.sampling import STRATEGIES, SamplingConfig, generate
 from lab.train import TrainConfig
 
-settings.register_profile("default", max_examples=30, deadline=timedelta(seconds=30),
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("long", max_examples=500, deadline=timedelta(seconds=60),
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "default",
+    max_examples=30,
+    deadline=timedelta(seconds=30),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "long",
+    max_examples=500,
+    deadline=timedelta(seconds=60),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 LIMITS = {"RNNLAB_MAX_PARAMS": "2000000", "RNNLAB_MAX_TRAIN_MEMORY_MB": "128"}
@@ -56,7 +65,8 @@ LIMITS = {"RNNLAB_MAX_PARAMS": "2000000", "RNNLAB_MAX_TRAIN_MEMORY_MB": "128"}
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 numbers = st.integers() | st.floats() | st.sampled_from([0, -1, 1, 2**63, 2**64, 10**12, 1e-45, 5e-324, 1e308])
 
 
@@ -107,13 +117,12 @@ def workspace(tmp_path_factory):
     model = build_model(LMConfig(vocab_size=tokenizer.vocab_size, embed_dim=4, hidden_size=8))
     data = checkpoint_bytes(model, tokenizer, {"history": [{"type": "eval", "step": 1, "val_loss": 2.0}]}, "tiny", 1)
     checkpoint = save_checkpoint(root / "runs", "tiny", model, tokenizer)
-    return {"root": root, "text": text, "tokenizer": tokenizer, "model": model, "data": data,
-            "checkpoint": checkpoint}
+    return {"root": root, "text": text, "tokenizer": tokenizer, "model": model, "data": data, "checkpoint": checkpoint}
 
 
 def header(data):
     n = int.from_bytes(data[:8], "little")
-    return json.loads(data[8:8 + n])["__metadata__"]
+    return json.loads(data[8 : 8 + n])["__metadata__"]
 
 
 # ---------------------------------------------------------------------------
@@ -134,14 +143,21 @@ def edited_metadata(draw):
         return {draw(st.sampled_from(TEXT_KEYS)): draw(st.text(max_size=20))}
     if where == "config":
         config = {"family": "lm", "vocab_size": 62, "embed_dim": 4, "hidden_size": 8}
-        config[draw(st.sampled_from([*config, *(f.name for f in dataclasses.fields(LMConfig))]))] = \
-            draw(json_values | numbers)
+        config[draw(st.sampled_from([*config, *(f.name for f in dataclasses.fields(LMConfig))]))] = draw(
+            json_values | numbers
+        )
         return {"config": json.dumps(config)}
     if where == "history":
-        event = draw(st.dictionaries(st.sampled_from(["step", "type", "val_loss", "train_loss", "epoch", "x"]),
-                                     json_values, max_size=4))
-        return {"metrics": json.dumps({"history": [event], draw(st.sampled_from(["steps", "elapsed", "reason"])):
-                                       draw(json_values)})}
+        event = draw(
+            st.dictionaries(
+                st.sampled_from(["step", "type", "val_loss", "train_loss", "epoch", "x"]), json_values, max_size=4
+            )
+        )
+        return {
+            "metrics": json.dumps(
+                {"history": [event], draw(st.sampled_from(["steps", "elapsed", "reason"])): draw(json_values)}
+            )
+        }
     return {draw(st.sampled_from(METADATA_KEYS + TEXT_KEYS)): None}
 
 
@@ -188,18 +204,34 @@ def test_fuzz_configs_are_valid_or_refused_and_cost_is_arithmetic(cls, data):
 # sampling settings
 
 
-SAMPLING_HOSTILE = {"strategy": st.text(max_size=8), "temperature": numbers, "top_k": numbers, "top_p": numbers,
-                    "max_new_tokens": st.integers(-3, 30) | st.sampled_from([5001, 10**20]), "seed": numbers,
-                    "stateful": st.sampled_from([0, 1, None])}
+SAMPLING_HOSTILE = {
+    "strategy": st.text(max_size=8),
+    "temperature": numbers,
+    "top_k": numbers,
+    "top_p": numbers,
+    "max_new_tokens": st.integers(-3, 30) | st.sampled_from([5001, 10**20]),
+    "seed": numbers,
+    "stateful": st.sampled_from([0, 1, None]),
+}
 
 
-@given(strategy=st.sampled_from(list(STRATEGIES)), stateful=st.booleans(), data=st.data(),
-       hostile=st.sets(st.sampled_from(sorted(SAMPLING_HOSTILE)), max_size=2),
-       prompt=st.text(max_size=12) | st.sampled_from(["", "ROMEO.", "\n"]))
+@given(
+    strategy=st.sampled_from(list(STRATEGIES)),
+    stateful=st.booleans(),
+    data=st.data(),
+    hostile=st.sets(st.sampled_from(sorted(SAMPLING_HOSTILE)), max_size=2),
+    prompt=st.text(max_size=12) | st.sampled_from(["", "ROMEO.", "\n"]),
+)
 def test_fuzz_sampling_settings_generate_or_refuse(workspace, strategy, stateful, data, hostile, prompt):
-    settings_ = {"strategy": strategy, "temperature": data.draw(st.floats(1e-3, 10)), "top_k": data.draw(
-        st.integers(1, 100)), "top_p": data.draw(st.floats(0.01, 1)), "max_new_tokens": 20, "seed": 3,
-        "stateful": stateful}
+    settings_ = {
+        "strategy": strategy,
+        "temperature": data.draw(st.floats(1e-3, 10)),
+        "top_k": data.draw(st.integers(1, 100)),
+        "top_p": data.draw(st.floats(0.01, 1)),
+        "max_new_tokens": 20,
+        "seed": 3,
+        "stateful": stateful,
+    }
     settings_.update({field: data.draw(SAMPLING_HOSTILE[field], label=field) for field in sorted(hostile)})
     with lab_errors_only():
         out = generate(workspace["model"], workspace["tokenizer"], prompt, SamplingConfig(**settings_))
@@ -231,8 +263,10 @@ def assert_cli_outcome(code, err):
         assert len(errors) == 1, err  # argparse adds its usage line above; the lab prints the one line
 
 
-hostile_numbers = st.sampled_from(["0", "-1", "1", "3", "inf", "-inf", "nan", "1e308", "1e-45", "2.5", "x", "",
-                                   str(2**64), "100000", "4096"]) | st.integers(-5, 300).map(str)
+hostile_numbers = st.sampled_from(
+    ["0", "-1", "1", "3", "inf", "-inf", "nan", "1e308", "1e-45", "2.5", "x", "", str(2**64), "100000", "4096"]
+) | st.integers(-5, 300).map(str)
+
 
 def valid_or_hostile(*valid):
     """Half the time a value the option accepts, so that examples get past argparse and the checks."""
@@ -243,23 +277,47 @@ TRAIN_OPTIONS = {
     "--preset": st.sampled_from(sorted(PRESETS)) | st.text(max_size=6),
     "--cell": st.sampled_from(["rnn", "gru_seed", "gru_torch", "lstm", "scan", "gru"]),
     "--backend": st.sampled_from(["reference", "fast", "fused", "scratch", "cuda"]),
-    "--embed-dim": valid_or_hostile("4", "8"), "--hidden-size": valid_or_hostile("8", "16"),
-    "--num-layers": valid_or_hostile("1", "2"), "--dropout": valid_or_hostile("0.0", "0.5"),
-    "--tokenizer": st.sampled_from(["char", "sentencepiece", "bpe"]), "--vocab-size": valid_or_hostile("60", "90"),
-    "--seconds": valid_or_hostile("0.5", "30"), "--lr": valid_or_hostile("0.01", "1"),
-    "--weight-decay": valid_or_hostile("0", "0.1"), "--batch-size": valid_or_hostile("2", "8"),
-    "--block-size": valid_or_hostile("8", "16"), "--eval-interval": valid_or_hostile("1", "2"),
-    "--seed": valid_or_hostile("0", "7"), "--threads": valid_or_hostile("1"),
-    "--device": st.sampled_from(["auto", "cpu", "cuda", "tpu"]), "--name": st.text(max_size=12),
+    "--embed-dim": valid_or_hostile("4", "8"),
+    "--hidden-size": valid_or_hostile("8", "16"),
+    "--num-layers": valid_or_hostile("1", "2"),
+    "--dropout": valid_or_hostile("0.0", "0.5"),
+    "--tokenizer": st.sampled_from(["char", "sentencepiece", "bpe"]),
+    "--vocab-size": valid_or_hostile("60", "90"),
+    "--seconds": valid_or_hostile("0.5", "30"),
+    "--lr": valid_or_hostile("0.01", "1"),
+    "--weight-decay": valid_or_hostile("0", "0.1"),
+    "--batch-size": valid_or_hostile("2", "8"),
+    "--block-size": valid_or_hostile("8", "16"),
+    "--eval-interval": valid_or_hostile("1", "2"),
+    "--seed": valid_or_hostile("0", "7"),
+    "--threads": valid_or_hostile("1"),
+    "--device": st.sampled_from(["auto", "cpu", "cuda", "tpu"]),
+    "--name": st.text(max_size=12),
 }
 
 
-@given(options=st.dictionaries(st.sampled_from(sorted(TRAIN_OPTIONS)), st.none(), max_size=4), data=st.data(),
-       corpus=st.sampled_from(["corpus.txt", "corpus.txt", "corpus.txt", "binary.bin", "missing.txt", "."]),
-       stateful=st.booleans())
+@given(
+    options=st.dictionaries(st.sampled_from(sorted(TRAIN_OPTIONS)), st.none(), max_size=4),
+    data=st.data(),
+    corpus=st.sampled_from(["corpus.txt", "corpus.txt", "corpus.txt", "binary.bin", "missing.txt", "."]),
+    stateful=st.booleans(),
+)
 def test_fuzz_cli_train(workspace, options, data, corpus, stateful):
-    argv = ["train", "--corpus", workspace["root"] / corpus, "--hidden-size", "8", "--embed-dim", "4",
-            "--batch-size", "4", "--block-size", "16", "--threads", "1"]  # tiny unless an option replaces it
+    argv = [
+        "train",
+        "--corpus",
+        workspace["root"] / corpus,
+        "--hidden-size",
+        "8",
+        "--embed-dim",
+        "4",
+        "--batch-size",
+        "4",
+        "--block-size",
+        "16",
+        "--threads",
+        "1",
+    ]  # tiny unless an option replaces it
     for option in options:
         argv += [option, data.draw(TRAIN_OPTIONS[option], label=option)]
     with tempfile.TemporaryDirectory() as out:
@@ -268,16 +326,40 @@ def test_fuzz_cli_train(workspace, options, data, corpus, stateful):
         assert_no_partial_files(out)
 
 
-@given(target=st.sampled_from(["checkpoint", "binary.bin", "missing", "corpus.txt", "runs"]),
-       strategy=st.sampled_from(list(STRATEGIES) + ["beam"]), stateless=st.booleans(),
-       numbers=st.tuples(valid_or_hostile("20"), valid_or_hostile("0.8", "1e-45"), valid_or_hostile("5"),
-                         valid_or_hostile("0.9"), valid_or_hostile("0")),
-       prompt=st.text(max_size=10) | st.sampled_from(["ROMEO.", ""]))
+@given(
+    target=st.sampled_from(["checkpoint", "binary.bin", "missing", "corpus.txt", "runs"]),
+    strategy=st.sampled_from(list(STRATEGIES) + ["beam"]),
+    stateless=st.booleans(),
+    numbers=st.tuples(
+        valid_or_hostile("20"),
+        valid_or_hostile("0.8", "1e-45"),
+        valid_or_hostile("5"),
+        valid_or_hostile("0.9"),
+        valid_or_hostile("0"),
+    ),
+    prompt=st.text(max_size=10) | st.sampled_from(["ROMEO.", ""]),
+)
 def test_fuzz_cli_sample_and_summary(workspace, target, strategy, numbers, prompt, stateless):
     path = workspace["checkpoint"] if target == "checkpoint" else workspace["root"] / target
     length = "30" if numbers[0].isdigit() and 30 < int(numbers[0]) <= 5000 else numbers[0]  # valid ones kept short
-    argv = ["sample", path, "--strategy", strategy, "--length", length, "--temperature", numbers[1],
-            "--top-k", numbers[2], "--top-p", numbers[3], "--seed", numbers[4], "--prompt", prompt]
+    argv = [
+        "sample",
+        path,
+        "--strategy",
+        strategy,
+        "--length",
+        length,
+        "--temperature",
+        numbers[1],
+        "--top-k",
+        numbers[2],
+        "--top-p",
+        numbers[3],
+        "--seed",
+        numbers[4],
+        "--prompt",
+        prompt,
+    ]
     assert_cli_outcome(*run_cli(argv + (["--stateless"] if stateless else []))[::2])
     assert_cli_outcome(*run_cli(["summary", path])[::2])
 
@@ -291,17 +373,31 @@ def test_fuzz_cli_list(workspace, where, junk):
             assert code == 0 and "Traceback" not in err
 
 
-ABLATION_VALID = {"--epochs": "1", "--size": "3", "--limit-train": "16", "--limit-test": "8", "--backend": "fused",
-                  "--lr": "0.01", "--min-lr": "0.0001", "--weight-decay": "0.01", "--hidden-size": "8",
-                  "--batch-size": "8", "--gate-batch": "4", "--seeds": "0", "--arms": "baseline"}
+ABLATION_VALID = {
+    "--epochs": "1",
+    "--size": "3",
+    "--limit-train": "16",
+    "--limit-test": "8",
+    "--backend": "fused",
+    "--lr": "0.01",
+    "--min-lr": "0.0001",
+    "--weight-decay": "0.01",
+    "--hidden-size": "8",
+    "--batch-size": "8",
+    "--gate-batch": "4",
+    "--seeds": "0",
+    "--arms": "baseline",
+}
 
 
 SMALL_ENOUGH = {"--size": "4", "--epochs": "2", "--limit-train": "32", "--limit-test": "16", "--gate-batch": "16"}
 
 
-@given(hostile=st.dictionaries(st.sampled_from(sorted(ABLATION_VALID)), hostile_numbers, max_size=2),
-       seeds=st.lists(numbers | st.integers(0, 9), min_size=0, max_size=3),
-       arms=st.sampled_from([["baseline"], ["baseline", "ablated"], ["nope"], ["baseline", "baseline"]]))
+@given(
+    hostile=st.dictionaries(st.sampled_from(sorted(ABLATION_VALID)), hostile_numbers, max_size=2),
+    seeds=st.lists(numbers | st.integers(0, 9), min_size=0, max_size=3),
+    arms=st.sampled_from([["baseline"], ["baseline", "ablated"], ["nope"], ["baseline", "baseline"]]),
+)
 def test_fuzz_cli_ablation(hostile, seeds, arms):
     options = {**ABLATION_VALID, **hostile}
     with tempfile.TemporaryDirectory() as out:
@@ -321,9 +417,11 @@ def test_fuzz_cli_ablation(hostile, seeds, arms):
 # uploads: any bytes as text or as a checkpoint
 
 
-texts = st.text(max_size=200).flatmap(lambda t: st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le",
-                                                                  "utf-32", "utf-32-be"]).map(
-    lambda enc: t.encode(enc, errors="surrogatepass")))
+texts = st.text(max_size=200).flatmap(
+    lambda t: st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32", "utf-32-be"]).map(
+        lambda enc: t.encode(enc, errors="surrogatepass")
+    )
+)
 
 
 @given(raw=st.binary(max_size=400) | texts, limit=st.sampled_from([0, 10, 10**6]))

@@ -2,6 +2,7 @@
 
 The hostile battery's payload: an ignored URL parameter whose value ends the warning's code span
 with a blank line, then an image that fetches from another server and a phishing link."""
+
 import re
 from pathlib import Path
 

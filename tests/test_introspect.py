@@ -1,4 +1,5 @@
 """Gate traces: shapes, ranges, errors, summaries, and a long text read in chunks."""
+
 import numpy as np
 import pytest
 import torch
@@ -21,8 +22,9 @@ def tok():
 
 def small_lm(vocab_size, cell, backend="fast", layers=2):
     torch.manual_seed(0)
-    return build_model(LMConfig(cell=cell, backend=backend, vocab_size=vocab_size, embed_dim=8, hidden_size=12,
-                                num_layers=layers))
+    return build_model(
+        LMConfig(cell=cell, backend=backend, vocab_size=vocab_size, embed_dim=8, hidden_size=12, num_layers=layers)
+    )
 
 
 @pytest.mark.parametrize("cell", sorted(CELLS))
@@ -39,8 +41,9 @@ def test_trace_shapes_and_gate_ranges(tok, cell):
             assert low <= values.min() and values.max() <= high, name
 
 
-@pytest.mark.parametrize("backend, cell", [("fused", cell) for cell in sorted(FUSED_MODULES)] +
-                         [("fast", cell) for cell in sorted(CELLS)])
+@pytest.mark.parametrize(
+    "backend, cell", [("fused", cell) for cell in sorted(FUSED_MODULES)] + [("fast", cell) for cell in sorted(CELLS)]
+)
 def test_fast_and_fused_models_are_traced_through_their_reference_twin(tok, backend, cell):
     model = small_lm(tok.vocab_size, cell, backend=backend)
     trace = trace_text(model, tok, SAMPLE)
@@ -91,5 +94,6 @@ def test_a_long_text_read_in_chunks_carries_the_state(tok):
     assert [len(c.token_ids) for c in chunks] == [30, 30, len(SAMPLE) - 60]
     assert "".join(c.text for c in chunks) == SAMPLE
     for gate in whole.gate_names[1]:
-        np.testing.assert_allclose(np.concatenate([c.layers[1][gate] for c in chunks]), whole.layers[1][gate],
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            np.concatenate([c.layers[1][gate] for c in chunks]), whole.layers[1][gate], atol=1e-5
+        )

@@ -6,21 +6,20 @@ link within the session that brings a page new settings.
 Kept small for 2 CPU cores: the lessons read a 500-character passage and generate 120-200 tokens;
 cached results are shared between the tests of one process.
 """
+
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import ui.lessons
+from lab.probe import TOY_CELLS
+from ui.common import PAGES
+from ui.inspect_views import cell_label
+from ui.lessons import LESSONS
 
-import ui.lessons  # noqa: E402
-from ui.common import PAGES  # noqa: E402
-from lab.probe import TOY_CELLS  # noqa: E402
-from ui.inspect_views import cell_label  # noqa: E402
-from ui.lessons import LESSONS  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 APP = str(ROOT / "app.py")
 LESSONS_PAGE = "pages/7_Lessons.py"
@@ -126,8 +125,10 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     for a, b in zip(decision["char-gru-seed: 1 − z_t (keeps)"], seed_update["z_t"]):
         assert a == pytest.approx(1 - b)
     assert "unit 0: h_t = (1 − " in notice(at) and "0.43" in answer(at)
-    assert full_page_link(at) == ("Gates", {"model": "char-gru-seed_latest", "text": "To+be%2C+or+not+to+be",
-                                            "unit": "0"})
+    assert full_page_link(at) == (
+        "Gates",
+        {"model": "char-gru-seed_latest", "text": "To+be%2C+or+not+to+be", "unit": "0"},
+    )
     # a step on: the numbers move, the state it starts from is the one the first step left, the URL follows
     at.button(key="lessons_step_next").click().run()
     ok(at)
@@ -142,9 +143,14 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     assert at.session_state["lessons_step_t"] == 18
 
 
-@pytest.mark.parametrize("cell, equations, last", [("rnn", 1, ["unit", "h_{t−1}", "h_t"]),
-                                                   ("lstm", 6, ["unit", "o_t", "c_t", "h_t"]),
-                                                   ("scan", 2, ["unit", "A_t", "h_{t−1}", "B_t", "e_t", "h_t"])])
+@pytest.mark.parametrize(
+    "cell, equations, last",
+    [
+        ("rnn", 1, ["unit", "h_{t−1}", "h_t"]),
+        ("lstm", 6, ["unit", "o_t", "c_t", "h_t"]),
+        ("scan", 2, ["unit", "A_t", "h_{t−1}", "B_t", "e_t", "h_t"]),
+    ],
+)
 def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, equations, last):
     at = AppTest.from_file(APP, default_timeout=180)
     at.switch_page(LESSONS_PAGE)
@@ -178,15 +184,18 @@ def test_the_step_throughs_equations_are_the_cells_and_its_settings_are_its_own(
 def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
     at = lesson("state-is-memory")
     ok(at)
-    reset, carried = (float(metrics(at)[k].split()[0]) for k in ("state reset every token",
-                                                                  "state carried through the passage"))
+    reset, carried = (
+        float(metrics(at)[k].split()[0]) for k in ("state reset every token", "state carried through the passage")
+    )
     assert reset - carried > 0.5
     assert f"**{reset:.2f} nats/char**" in notice(at) and f"**{carried:.2f}**" in notice(at)
     boxes = [h.proto.body for h in at.main.html if "white-space: pre-wrap" in h.proto.body]
     assert len(boxes) == 2 and boxes[0] != boxes[1]  # stateful and stateless samples
     assert "bigram" in answer(at)
-    assert full_page_link(at) == ("Sample", {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A", "seed": "0",
-                                             "stateless": "top_k"})
+    assert full_page_link(at) == (
+        "Sample",
+        {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A", "seed": "0", "stateless": "top_k"},
+    )
     at.selectbox(key="lessons_state_model").set_value("char-rnn_latest").run()
     ok(at)
     assert float(metrics(at)["state carried through the passage"].split()[0]) != carried
@@ -205,8 +214,10 @@ def test_choosing_the_next_token_control_changes_the_measured_figures():
     assert colder["strategy"][1] == "temperature T=0.3"
     assert colder["mean p(chosen)"][1] > table["mean p(chosen)"][1]  # a colder sampler takes likelier tokens
     assert colder["mean p(chosen)"][0] == table["mean p(chosen)"][0]  # greedy did not move
-    assert full_page_link(at) == ("Sample", {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A",
-                                             "tokens": "200", "seed": "0", "temperature": "0.3"})
+    assert full_page_link(at) == (
+        "Sample",
+        {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A", "tokens": "200", "seed": "0", "temperature": "0.3"},
+    )
     at.radio(key="lessons_choose_strategy").set_value("top_k").run()
     at.slider(key="lessons_choose_k").set_value(1).run()
     ok(at)
@@ -276,7 +287,7 @@ def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
     race = at.dataframe[0].value
     assert race["length T"].tolist() == ui.lessons.scanning.SCAN_LENGTHS
     assert (race["largest difference"] < 1e-5).all()
-    assert f"H = 64 units" in notice(at)
+    assert "H = 64 units" in notice(at)
     at.select_slider(key="lessons_scan_hidden").set_value(8).run()
     ok(at)
     narrow = at.dataframe[0].value
@@ -304,7 +315,8 @@ def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
     ok(at)
     gates = metrics(at)
     assert float(gates["baseline: final mean update gate z (keeps)"]) > float(
-        gates["ablated: final mean update gate z (keeps)"])  # the +1 bias keeps more, as the study found
+        gates["ablated: final mean update gate z (keeps)"]
+    )  # the +1 bias keeps more, as the study found
     (ablated,) = [c for c in compare_with_baseline(study) if c["arm"] == "ablated"]
     assert f"p = {ablated['p']:.2f}" in answer(at) and answer(at).startswith("No." if ablated["p"] >= 0.05 else "For")
     assert full_page_link(at) == ("Ablation", {"seeds": "3"})
@@ -314,8 +326,19 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
     at = lesson("learn-your-text", lessons_learn_seconds=5)
     ok(at)
     assert any("Press **Start**" in i.value for i in at.info)
-    assert full_page_link(at) == ("Train", {"cell": "gru_torch", "emb": "32", "hidden": "128", "lr": "0.01",
-                                            "batch": "16", "block": "32", "seconds": "5", "corpus": "upload"})
+    assert full_page_link(at) == (
+        "Train",
+        {
+            "cell": "gru_torch",
+            "emb": "32",
+            "hidden": "128",
+            "lr": "0.01",
+            "batch": "16",
+            "block": "32",
+            "seconds": "5",
+            "corpus": "upload",
+        },
+    )
     at.button(key="lessons_learn_start").click().run()
     ok(at)
     first_job = at.session_state["lessons_learn_job"]
@@ -334,7 +357,7 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
     second_job = at.session_state["lessons_learn_job"]
     assert second_job is not first_job and second_job.wait(120) == "finished"
     samples = [e["text"] for e in second_job.events() if e["type"] == "sample"]
-    assert samples and all(s.startswith(other[:ui.lessons.learning.LEARN_PROMPT_CHARS]) for s in samples)
+    assert samples and all(s.startswith(other[: ui.lessons.learning.LEARN_PROMPT_CHARS]) for s in samples)
     at.run()
     assert not at.dataframe[0].value["sample"].equals(timeline["sample"])
 

@@ -1,5 +1,6 @@
 """The lab functions behind the Lessons page: the state-reset curve, the keep-gate biases a model
 learned, the gradient's decay per step, and the two scans raced."""
+
 import math
 
 import numpy as np
@@ -8,13 +9,14 @@ import torch
 
 from lab.checkpoints import BUNDLED_DIR, load_checkpoint
 from lab.data import CharTokenizer
-from lab.memory import (Retention, gradient_decay_per_step, keep_gate_biases, loss_with_state_reset,
-                        state_reset_curve)
+from lab.memory import Retention, gradient_decay_per_step, keep_gate_biases, loss_with_state_reset, state_reset_curve
 from lab.models import LMConfig, build_model
 from lab.scans import race_scans
 
-TEXT = ("Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
-        "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n")
+TEXT = (
+    "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+    "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +38,8 @@ def loss_read_in_order(model, tokenizer, text, chunk):
     with torch.no_grad():
         model.eval()
         for start in range(0, ids.size(1) - 1, chunk):
-            x, y = ids[:, start:start + chunk], ids[:, start + 1:start + chunk + 1]
-            x = x[:, :y.size(1)]
+            x, y = ids[:, start : start + chunk], ids[:, start + 1 : start + chunk + 1]
+            x = x[:, : y.size(1)]
             _, loss, state = model(x, y, state)
             total += loss.item() * y.numel()
     return total / (ids.size(1) - 1)
@@ -105,7 +107,9 @@ def test_keep_gate_biases_leaves_out_cells_without_a_keep_bias(bundled_gru):
     assert keep_gate_biases(small_lm("scan", tok.vocab_size)).empty
     trained = keep_gate_biases(bundled_gru.model)
     assert len(trained) == bundled_gru.config.num_layers  # one row per layer
-    assert (trained["bias_q10"] <= trained["bias_median"]).all() and (trained["bias_median"] <= trained["bias_q90"]).all()
+    assert (trained["bias_q10"] <= trained["bias_median"]).all() and (
+        trained["bias_median"] <= trained["bias_q90"]
+    ).all()
 
 
 def test_retention_half_life_is_the_first_lag_at_or_below_one_half():

@@ -1,5 +1,6 @@
 """Memory: measured retention against g**k, time constants, gradients through time (the toy-task
 probe is tests/test_probe.py)."""
+
 import math
 
 import numpy as np
@@ -7,16 +8,21 @@ import pandas as pd
 import pytest
 import torch
 
-from lab.data import CharTokenizer, load_bundled_corpus
-from lab.memory import (KEEP_GATE_LABELS, KEEP_GATES, bias_time_constants, constant_gate_retention,
-                        gradient_through_time, retention)
 from lab.cells import CELLS
+from lab.data import CharTokenizer, load_bundled_corpus
 from lab.introspect import gate_summary, trace_text
+from lab.memory import (
+    KEEP_GATE_LABELS,
+    KEEP_GATES,
+    bias_time_constants,
+    constant_gate_retention,
+    gradient_through_time,
+    retention,
+)
 from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers
 from lab.units import top_units
 
 TEXT = load_bundled_corpus()[20000:26000]
-
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +32,9 @@ def tok():
 
 def small_lm(vocab_size, cell, backend="fast", layers=1, seed=0):
     torch.manual_seed(seed)
-    return build_model(LMConfig(cell=cell, backend=backend, vocab_size=vocab_size, embed_dim=8, hidden_size=16,
-                                num_layers=layers))
+    return build_model(
+        LMConfig(cell=cell, backend=backend, vocab_size=vocab_size, embed_dim=8, hidden_size=16, num_layers=layers)
+    )
 
 
 def _hold_keep_gate(layer, cell, bias):
@@ -40,7 +47,7 @@ def _hold_keep_gate(layer, cell, bias):
         else:
             layer.weight_ih.zero_()
             layer.weight_hh.zero_()
-            layer.bias[H:2 * H] = bias  # z (GRUs) or f (LSTM): the second gate block
+            layer.bias[H : 2 * H] = bias  # z (GRUs) or f (LSTM): the second gate block
 
 
 @pytest.mark.parametrize("cell", sorted(KEEP_GATES))
@@ -116,8 +123,9 @@ def test_gradient_through_time_for_every_family(tok):
     for t in (1, 15, 28):  # the same derivative through torch.nn's own backward pass
         assert norms[t - 1] == pytest.approx(_gradient_by_restarting(fused, tokens, t), rel=1e-4)
     torch.manual_seed(0)
-    markov = build_model(ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=8, gate_hidden=16,
-                                          decoder_hidden=16)).train()
+    markov = build_model(
+        ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=8, gate_hidden=16, decoder_hidden=16)
+    ).train()
     norms = gradient_through_time(markov, TEXT[:30], tok)
     assert norms.shape == (29,) and np.isfinite(norms).all() and markov.training
     with pytest.raises(ValueError, match="tokenizer"):

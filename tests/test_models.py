@@ -1,4 +1,5 @@
 """The model families, presets, summaries and configuration errors."""
+
 import dataclasses
 
 import pytest
@@ -6,8 +7,18 @@ import torch
 
 from lab.backends import BACKENDS, FUSED_MODULES
 from lab.cells import CELLS
-from lab.models import (ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, config_from_dict,
-                        config_to_dict, count_parameters, model_summary, recurrent_layers, to_reference)
+from lab.models import (
+    ClassifierConfig,
+    LMConfig,
+    ScanMarkovConfig,
+    build_model,
+    config_from_dict,
+    config_to_dict,
+    count_parameters,
+    model_summary,
+    recurrent_layers,
+    to_reference,
+)
 from lab.presets import PRESETS, get_preset
 
 
@@ -37,14 +48,20 @@ def test_leviathan_is_seed_002s_architecture():
     assert preset.epoch_budget(preset.seed_epochs) == {"max_steps": 6 * 200, "max_epochs": None}
 
 
-@pytest.mark.parametrize("name, epochs, lr, dropout", [("scribe-alpha", 10, 2e-3, 0.10),
-                                                       ("scribe-beta", 15, 1.5e-3, 0.10),
-                                                       ("scribe-gamma", 20, 1e-3, 0.15)])
+@pytest.mark.parametrize(
+    "name, epochs, lr, dropout",
+    [("scribe-alpha", 10, 2e-3, 0.10), ("scribe-beta", 15, 1.5e-3, 0.10), ("scribe-gamma", 20, 1e-3, 0.15)],
+)
 def test_scribe_recipes_are_seed_000s(name, epochs, lr, dropout):
     preset = get_preset(name)
     recipe = preset.train_config(**preset.epoch_budget(preset.seed_epochs))
-    assert (recipe.max_epochs, recipe.max_steps, recipe.lr, recipe.weight_decay, recipe.min_lr) == \
-        (epochs, None, lr, 0.01, 0.0)  # cosine to 0, CosineAnnealingLR's default
+    assert (recipe.max_epochs, recipe.max_steps, recipe.lr, recipe.weight_decay, recipe.min_lr) == (
+        epochs,
+        None,
+        lr,
+        0.01,
+        0.0,
+    )  # cosine to 0, CosineAnnealingLR's default
     assert preset.model.dropout == dropout
 
 
@@ -90,7 +107,7 @@ def test_scan_markov_decoder_is_tied_to_the_embedding():
     _, loss, _ = model(idx, torch.randint(0, V, (4, 6)))
     loss.backward()
     grad = model.embedding.weight.grad
-    assert grad[V // 2:].abs().sum(1).min() > 0 and grad[:V // 2].abs().sum() > 0  # both uses reach one storage
+    assert grad[V // 2 :].abs().sum(1).min() > 0 and grad[: V // 2].abs().sum() > 0  # both uses reach one storage
     before = model.embedding.weight.detach().clone()
     torch.optim.SGD(model.parameters(), lr=0.1).step()
     moved = (model.embedding.weight.detach() - before).abs().sum(1)
@@ -104,12 +121,15 @@ def test_classifier_reads_the_final_state():
     assert logits.shape == (4, 10) and loss.ndim == 0 and state[0].shape == (4, 9)
 
 
-@pytest.mark.parametrize("backend, cell", [("fused", cell) for cell in sorted(FUSED_MODULES)] +
-                         [("fast", cell) for cell in ("gru_seed", "lstm")])
+@pytest.mark.parametrize(
+    "backend, cell",
+    [("fused", cell) for cell in sorted(FUSED_MODULES)] + [("fast", cell) for cell in ("gru_seed", "lstm")],
+)
 def test_to_reference_keeps_the_function_and_traces(backend, cell):
     torch.manual_seed(0)
-    model = build_model(LMConfig(cell=cell, backend=backend, vocab_size=7, embed_dim=4, hidden_size=5,
-                                 num_layers=2, norm="every")).eval()
+    model = build_model(
+        LMConfig(cell=cell, backend=backend, vocab_size=7, embed_dim=4, hidden_size=5, num_layers=2, norm="every")
+    ).eval()
     twin = to_reference(model)
     assert all(type(layer) is CELLS[cell] for layer in twin.rnn.layers)
     assert not any(type(layer) is CELLS[cell] for layer in model.rnn.layers)  # the model itself is untouched
@@ -119,8 +139,9 @@ def test_to_reference_keeps_the_function_and_traces(backend, cell):
     assert trace[1]["h"].shape == (2, 9, 5)
 
 
-@pytest.mark.parametrize("backend, cell", [(backend, cell) for backend in BACKENDS for cell in BACKENDS[backend]
-                                           if cell != "scan"])
+@pytest.mark.parametrize(
+    "backend, cell", [(backend, cell) for backend in BACKENDS for cell in BACKENDS[backend] if cell != "scan"]
+)
 def test_weight_dropout_masks_the_hidden_weights_while_training_only(backend, cell):
     """DropConnect: in training, the layer runs with F.dropout(weight_hh) (one mask for the
     whole sequence); in evaluation, with its own weights."""
@@ -134,7 +155,7 @@ def test_weight_dropout_masks_the_hidden_weights_while_training_only(backend, ce
     model.train()
     torch.manual_seed(1)
     logits = model(idx)[0]
-    (name, weight), = [(n, w) for n, w in model.rnn.layers[0].named_parameters() if "weight_hh" in n]
+    ((name, weight),) = [(n, w) for n, w in model.rnn.layers[0].named_parameters() if "weight_hh" in n]
     torch.manual_seed(1)  # the same draw: the mask model.train() used
     masked = torch.nn.functional.dropout(weight.detach(), 0.5)
     assert (masked == 0).any() and (masked != 0).any()
@@ -170,7 +191,11 @@ def test_legacy_scratch_backend_loads_as_fast():
 
 
 def test_config_round_trip_and_unknown_fields():
-    for config in (LMConfig(cell="lstm", embed_dropout=0.1, weight_dropout=0.3), ClassifierConfig(), ScanMarkovConfig()):
+    for config in (
+        LMConfig(cell="lstm", embed_dropout=0.1, weight_dropout=0.3),
+        ClassifierConfig(),
+        ScanMarkovConfig(),
+    ):
         assert config_from_dict(config_to_dict(config)) == config
     older = {k: v for k, v in config_to_dict(LMConfig()).items() if k not in ("embed_dropout", "weight_dropout")}
     assert config_from_dict(older) == LMConfig()  # files saved before these fields load without them
@@ -180,20 +205,23 @@ def test_config_round_trip_and_unknown_fields():
         config_from_dict({"family": "lm", "colour": "red"})
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"hidden_size": 0}, "hidden_size"),
-    ({"num_layers": -1}, "num_layers"),
-    ({"dropout": -0.1}, "dropout"),
-    ({"dropout": 1.0}, "dropout"),
-    ({"cell": "transformer"}, "cell"),
-    ({"backend": "quantum"}, "backend"),
-    ({"cell": "gru_seed", "backend": "fused"}, "backend"),
-    ({"norm": "sometimes"}, "norm"),
-    ({"chrono_tmax": 1}, "chrono_tmax"),
-    ({"embed_dropout": 1.0}, "embed_dropout"),
-    ({"weight_dropout": -0.5}, "weight_dropout"),
-    ({"cell": "scan", "weight_dropout": 0.3}, "weight_dropout"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"hidden_size": 0}, "hidden_size"),
+        ({"num_layers": -1}, "num_layers"),
+        ({"dropout": -0.1}, "dropout"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"cell": "transformer"}, "cell"),
+        ({"backend": "quantum"}, "backend"),
+        ({"cell": "gru_seed", "backend": "fused"}, "backend"),
+        ({"norm": "sometimes"}, "norm"),
+        ({"chrono_tmax": 1}, "chrono_tmax"),
+        ({"embed_dropout": 1.0}, "embed_dropout"),
+        ({"weight_dropout": -0.5}, "weight_dropout"),
+        ({"cell": "scan", "weight_dropout": 0.3}, "weight_dropout"),
+    ],
+)
 def test_bad_configuration_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         LMConfig(**kwargs)

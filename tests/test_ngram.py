@@ -1,4 +1,5 @@
 """Seed 004's n-gram training (lab.train.NgramTask), scoring by context length and the count baseline (lab.ngram)."""
+
 import numpy as np
 import pytest
 import torch
@@ -6,8 +7,15 @@ import torch.nn.functional as F
 
 from lab.data import CharTokenizer, load_bundled_corpus
 from lab.models import ScanMarkovConfig, build_model
-from lab.ngram import (KneserNey, contexts_at, kneser_ney_scores, model_predictor, score_by_order, target_positions,
-                       truncated_scores)
+from lab.ngram import (
+    KneserNey,
+    contexts_at,
+    kneser_ney_scores,
+    model_predictor,
+    score_by_order,
+    target_positions,
+    truncated_scores,
+)
 from lab.tasks import NgramTask
 from lab.train import TrainConfig, train
 
@@ -16,8 +24,11 @@ HAND = "abcdefghijklmnopqrstuvwxyz" * 4  # every character determines the next: 
 
 def tiny_markov(vocab_size, max_positions=4):
     torch.manual_seed(0)
-    return build_model(ScanMarkovConfig(vocab_size=vocab_size, embed_dim=16, gate_hidden=32, decoder_hidden=32,
-                                        max_positions=max_positions))
+    return build_model(
+        ScanMarkovConfig(
+            vocab_size=vocab_size, embed_dim=16, gate_hidden=32, decoder_hidden=32, max_positions=max_positions
+        )
+    )
 
 
 def test_ngram_batches_start_each_context_at_position_0_and_mark_only_its_target():
@@ -71,8 +82,7 @@ def test_score_by_order_reads_the_n_minus_1_characters_before_each_target():
 def test_a_tiny_ngram_run_lowers_the_loss_at_every_order():
     task = NgramTask.from_text(load_bundled_corpus()[:20_000], "char")
     model = tiny_markov(task.vocab_size)
-    config = TrainConfig(batch_size=64, max_steps=60, eval_interval=60, eval_windows=256, lr=1e-2,
-                         label_smoothing=0.1)
+    config = TrainConfig(batch_size=64, max_steps=60, eval_interval=60, eval_windows=256, lr=1e-2, label_smoothing=0.1)
     before = task.evaluate(model, config, "cpu")
     result = train(model, task, config)
     after = result.history[-1]
@@ -92,7 +102,7 @@ def test_epochs_are_every_position_at_every_order():
 
 
 def test_kneser_ney_matches_a_hand_computation():
-    """"aabab", V = 2 (a = 0, b = 1), order 2. Bigrams aa, ab, ba, ab: raw counts aa 1, ab 2, ba 1, so
+    """ "aabab", V = 2 (a = 0, b = 1), order 2. Bigrams aa, ab, ba, ab: raw counts aa 1, ab 2, ba 1, so
     n1 = 2, n2 = 1 and D2 = 2 / (2 + 2) = 1/2. Continuation counts N1+(. a) = 2 (aa, ba), N1+(. b) = 1:
     n1 = n2 = 1, D1 = 1/3, P1(a) = (2 - 1/3 + 1/3 * 2 * 1/2) / 3 = 2/3 (the raw unigram would say 3/5).
     P(b | a) = (2 - 1/2 + 1/2 * 2 * P1(b)) / 3 = 11/18; P(a | b) = (1 - 1/2 + 1/2 * 1 * P1(a)) / 1 = 5/6."""
@@ -108,8 +118,9 @@ def test_kneser_ney_distributions_sum_to_1_for_seen_and_unseen_contexts():
     model = KneserNey(ids, vocab_size=26, order=5)
     rng = np.random.default_rng(0)
     for k in range(5):
-        contexts = np.concatenate([contexts_at(torch.tensor(ids), torch.arange(4, 30), k).numpy(),
-                                   rng.integers(0, 26, (20, k))])  # seen contexts, then mostly unseen ones
+        contexts = np.concatenate(
+            [contexts_at(torch.tensor(ids), torch.arange(4, 30), k).numpy(), rng.integers(0, 26, (20, k))]
+        )  # seen contexts, then mostly unseen ones
         probs = model.log_probs(contexts).exp()
         assert torch.allclose(probs.sum(1), torch.ones(len(contexts), dtype=torch.float64))
         assert (probs > 0).all()

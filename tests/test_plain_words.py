@@ -8,10 +8,10 @@ is read too, so that a sentence shown only for some model or setting is covered 
 comments and docstrings are not rendered and may cite what they like. Text inside an expander
 whose label starts with "For the curious" is exempt.
 """
+
 import ast
 import json
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,11 +19,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Code, Dataframe, Expander, Html, Table
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from ui.common import PAGES
+from ui.lessons import LESSONS
 
-from ui.common import PAGES  # noqa: E402
-from ui.lessons import LESSONS  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 APP = str(ROOT / "app.py")
 LESSONS_PAGE = PAGES["Lessons"][0]
@@ -32,12 +31,22 @@ TIMEOUT = 90
 FORBIDDEN = re.compile(
     r"appendix|scribe design|leviathan notebook|scanmarkov design|seeds? 00[0-4]|the seeds|seed['’]s|seeds['’]"
     r"|design note|notebook",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # lab's own name for the z-overwrites GRU's convention (after its document): pages say it in plain words
 LAB_WORDS = re.compile(r"\bseed convention", re.IGNORECASE)
 # lab's own names for numbers, each shown to students under a plain label instead
-CODE_NAMES = {"bias_q10", "bias_median", "bias_q90", "half_life", "retention", "abs_correlation", "max_abs_diff",
-              "sequential_ms", "parallel_ms"}
+CODE_NAMES = {
+    "bias_q10",
+    "bias_median",
+    "bias_q90",
+    "half_life",
+    "retention",
+    "abs_correlation",
+    "max_abs_diff",
+    "sequential_ms",
+    "parallel_ms",
+}
 EXEMPT = "For the curious"
 SKIPPED_FIELDS = {"id", "form_id", "page_script_hash", "arrow_data", "data", "spec", "columns"}
 
@@ -57,6 +66,7 @@ def proto_strings(message):
 
 def chart_strings(spec):
     """A plotly spec's titles, trace names, annotations and texts."""
+
     def walk(node, key=None):
         if isinstance(node, dict):
             for k, v in node.items():
@@ -66,6 +76,7 @@ def chart_strings(spec):
                 yield from walk(v, key)
         elif isinstance(node, str) and key in ("name", "text", "title", "hovertemplate"):
             yield node
+
     yield from walk(json.loads(spec))
 
 
@@ -109,8 +120,9 @@ def citations(at):
         text = re.sub(r"\\(.)", r"\1", text)  # ui.common.plain's escapes, as a student reads them
         if exempt:
             continue
-        found += [f"{m.group(0)!r} in {text[:160]!r}" for pattern in (FORBIDDEN, LAB_WORDS)
-                  for m in pattern.finditer(text)]
+        found += [
+            f"{m.group(0)!r} in {text[:160]!r}" for pattern in (FORBIDDEN, LAB_WORDS) for m in pattern.finditer(text)
+        ]
         found += [f"code name {text!r}" for name in CODE_NAMES if text == name]
     return found
 
@@ -167,6 +179,9 @@ def rendered_literals():
 
 def test_no_string_the_app_can_show_cites_a_document():
     """Also the sentences only some settings show (a ScanMarkov model's note, one cell's equations)."""
-    found = [f"{path}:{line}: {m.group(0)!r} in {text[:120]!r}"
-             for path, line, text in rendered_literals() for m in FORBIDDEN.finditer(text)]
+    found = [
+        f"{path}:{line}: {m.group(0)!r} in {text[:120]!r}"
+        for path, line, text in rendered_literals()
+        for m in FORBIDDEN.finditer(text)
+    ]
     assert found == []

@@ -1,4 +1,5 @@
 """One prediction at a time: the influence of earlier tokens, and next-token bars as you type."""
+
 import numpy as np
 import pytest
 import torch
@@ -31,10 +32,10 @@ def copy_model(vocab_size, k):
         layer.weight_ih[:V] = torch.eye(V)
         layer.weight_hh.zero_()
         for j in range(1, k):
-            layer.weight_hh[j * V:(j + 1) * V, (j - 1) * V:j * V] = 3 * torch.eye(V)
+            layer.weight_hh[j * V : (j + 1) * V, (j - 1) * V : j * V] = 3 * torch.eye(V)
         layer.bias.zero_()
         model.head.weight.zero_()
-        model.head.weight[:, (k - 1) * V:] = 10 * torch.eye(V)
+        model.head.weight[:, (k - 1) * V :] = 10 * torch.eye(V)
         model.head.bias.zero_()
     return model
 

@@ -1,6 +1,7 @@
 """The toy tasks of lab.probe: each generator's answers checked by reading its sequences as a
 student would, hand-checked small cases, a tiny run on an easy setting beats chance, and the
 runner's bookkeeping (sizes, skipping, the results table)."""
+
 import pickle
 import time
 
@@ -8,8 +9,17 @@ import numpy as np
 import pytest
 import torch
 
-from lab.probe import (IGNORE, TOY_CELLS, TOY_TASKS, ProbeConfig, ProbeTask, hidden_size_for_budget, probe_run,
-                       results_table, run_memory_probe)
+from lab.probe import (
+    IGNORE,
+    TOY_CELLS,
+    TOY_TASKS,
+    ProbeConfig,
+    ProbeTask,
+    hidden_size_for_budget,
+    probe_run,
+    results_table,
+    run_memory_probe,
+)
 from lab.train import TrainConfig, train
 
 
@@ -62,7 +72,8 @@ def test_adding_answers_the_sum_of_the_two_marked_digits(distance):
 def test_parity_answers_whether_the_ones_are_odd(distance):
     _, answers, shown = batch("parity", distance)
     assert [TOY_TASKS["parity"].answers[a] for a in answers] == [
-        "odd" if tokens[:-1].count("1") % 2 else "even" for tokens in shown]
+        "odd" if tokens[:-1].count("1") % 2 else "even" for tokens in shown
+    ]
 
 
 def test_hand_checked_cases_read_as_a_student_reads_them():
@@ -87,8 +98,9 @@ def test_chance_is_the_commonest_answers_share():
 
 
 def test_a_tiny_run_on_an_easy_setting_beats_chance():
-    config = ProbeConfig(tasks=("brackets",), distances=(3,), steps=150, param_budget=2000, eval_sequences=256,
-                         eval_every=50, lr=1e-2)
+    config = ProbeConfig(
+        tasks=("brackets",), distances=(3,), steps=150, param_budget=2000, eval_sequences=256, eval_every=50, lr=1e-2
+    )
     table = run_memory_probe(config)
     assert list(table.cell) == list(TOY_CELLS) and not table.skipped.any()
     assert (table.accuracy > table.chance + 0.3).all(), table[["cell", "accuracy", "chance"]]
@@ -119,21 +131,41 @@ def test_models_are_sized_to_the_budget():
 
 def test_a_cell_at_chance_twice_in_a_row_skips_the_longer_distances():
     # one step on the parity of 20 or more bits: nothing learned, the answers at chance (2048 sequences: +-1%)
-    config = ProbeConfig(tasks=("parity",), cells=("rnn",), distances=(40, 20, 30), steps=1, eval_every=1,
-                         eval_sequences=2048)
+    config = ProbeConfig(
+        tasks=("parity",), cells=("rnn",), distances=(40, 20, 30), steps=1, eval_every=1, eval_sequences=2048
+    )
     table = run_memory_probe(config)
     assert table.distance.tolist() == [20, 30, 40]  # shortest first
     assert table.skipped.tolist() == [False, False, True] and np.isnan(table.accuracy[2]) and table.steps[2] == 0
     shown = results_table(table)
     assert list(shown.columns) == ["params", "hidden size", "k = 20", "k = 30", "k = 40"]
     assert np.isnan(shown.loc["rnn", "k = 40"]) and shown.loc["rnn", "params"] == table.params[0]
-    every = run_memory_probe(ProbeConfig(tasks=("parity",), cells=("rnn",), distances=(20, 30, 40), steps=1,
-                                         eval_every=1, eval_sequences=2048, give_up_after=0))
+    every = run_memory_probe(
+        ProbeConfig(
+            tasks=("parity",),
+            cells=("rnn",),
+            distances=(20, 30, 40),
+            steps=1,
+            eval_every=1,
+            eval_sequences=2048,
+            give_up_after=0,
+        )
+    )
     assert not every.skipped.any()
 
 
-@pytest.mark.parametrize("field, value", [("cells", ("transformer",)), ("tasks", ("sorting",)), ("distances", (0,)),
-                                          ("distances", (1,)), ("steps", 0), ("solved", 1.5), ("give_up_after", -1)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("cells", ("transformer",)),
+        ("tasks", ("sorting",)),
+        ("distances", (0,)),
+        ("distances", (1,)),
+        ("steps", 0),
+        ("solved", 1.5),
+        ("give_up_after", -1),
+    ],
+)
 def test_bad_probe_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         ProbeConfig(**{"tasks": ("adding",), field: value})  # adding needs k >= 2
@@ -156,11 +188,29 @@ def test_the_probe_and_the_live_ablation_wait_in_the_budgets_queue_while_it_is_f
 
     budget, turns = Budget(capacity=1000.0, owner_share=1.0), StepTurns(1)
     full = budget.request(1000.0, "someone else", "a big run")
-    probe = ProbeJob(ProbeConfig(tasks=("recall",), cells=("rnn",), distances=(2,), steps=5, eval_every=5,
-                                 eval_sequences=16, give_up_after=0), owner="student", budget=budget, turns=turns)
-    ablation = AblationJob(AblationConfig(dataset="digits", epochs=1, seeds=(0,), arms=("baseline",), size=8,
-                                          hidden_size=8, limit_train=64, limit_test=32, batch_size=32),
-                           owner="student", budget=budget)
+    probe = ProbeJob(
+        ProbeConfig(
+            tasks=("recall",), cells=("rnn",), distances=(2,), steps=5, eval_every=5, eval_sequences=16, give_up_after=0
+        ),
+        owner="student",
+        budget=budget,
+        turns=turns,
+    )
+    ablation = AblationJob(
+        AblationConfig(
+            dataset="digits",
+            epochs=1,
+            seeds=(0,),
+            arms=("baseline",),
+            size=8,
+            hidden_size=8,
+            limit_train=64,
+            limit_test=32,
+            batch_size=32,
+        ),
+        owner="student",
+        budget=budget,
+    )
     assert probe.cost_mb > 0 and ablation.cost_mb > 0
     probe.start(), ablation.start()
     time.sleep(1.0)

@@ -1,21 +1,22 @@
 """Resumable runs: a run stopped, saved and resumed takes the steps it would have taken in one go;
 the training state in a checkpoint is checked whole; `python -m lab train --resume`. Tiny and CPU-only."""
+
 import dataclasses
 import json
 import re
 
 import pytest
 import torch
+from helpers import assert_one_line_error, run
 from safetensors.torch import load as load_bytes
 from safetensors.torch import save as save_bytes
 
-from lab.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, save_checkpoint
+from lab.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, save_checkpoint, why_not_resumable
 from lab.data import load_bundled_corpus
-from lab.models import LMConfig, RecurrentLM
 from lab.jobs import TrainingJob
+from lab.models import LMConfig, RecurrentLM
 from lab.tasks import LMTask
-from lab.train import TrainConfig, resume_training_state, run_metrics, train, why_not_resumable
-from test_cli import assert_one_line_error, corpus, run  # noqa: F401 (corpus is a fixture)
+from lab.train import TrainConfig, resume_training_state, run_metrics, train
 
 K = 5  # steps before and after the save
 
@@ -31,8 +32,9 @@ def tiny_lm(vocab_size, dropout=0.0):
 
 
 def config(**overrides):
-    return TrainConfig(**{"max_steps": 2 * K, "batch_size": 4, "block_size": 16, "eval_interval": 3,
-                          "device": "cpu", **overrides})
+    return TrainConfig(
+        **{"max_steps": 2 * K, "batch_size": 4, "block_size": 16, "eval_interval": 3, "device": "cpu", **overrides}
+    )
 
 
 def stop_after(k):
@@ -46,8 +48,9 @@ def stopped_run(task, tmp_path, dropout=0.0):
     model = tiny_lm(task.vocab_size, dropout)
     result = train(model, task, config(), *stop_after(K))
     assert result.reason == "stopped" and result.steps == K
-    return save_checkpoint(tmp_path, "run", model, task.tokenizer, run_metrics(result, config()), None,
-                           result.training_state), result
+    return save_checkpoint(
+        tmp_path, "run", model, task.tokenizer, run_metrics(result, config()), None, result.training_state
+    ), result
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.3])  # dropout on: the restored generator gives the same masks
@@ -62,9 +65,15 @@ def test_k_steps_then_save_and_resume_then_k_steps_equals_2k_steps_in_one_go(tas
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
     assert resumed.last_train_loss == pytest.approx(one_go.last_train_loss, abs=1e-6)
     # the history goes on from the saved one, which ends with the evaluation made when the run stopped
-    assert [e["step"] for e in resumed.history] == [3, K, 6, 9, 10] and [e["step"] for e in one_go.history] == [3, 6, 9, 10]
+    assert [e["step"] for e in resumed.history] == [3, K, 6, 9, 10] and [e["step"] for e in one_go.history] == [
+        3,
+        6,
+        9,
+        10,
+    ]
     assert [e["val_loss"] for e in resumed.history if e["step"] != K] == pytest.approx(
-        [e["val_loss"] for e in one_go.history], abs=1e-6)
+        [e["val_loss"] for e in one_go.history], abs=1e-6
+    )
 
 
 def test_without_the_optimizer_state_the_resumed_run_differs(task, tmp_path):
@@ -113,7 +122,7 @@ def test_resuming_with_other_settings_or_no_budget_left_is_refused(task, tmp_pat
 def tampered(data, tensors=None, state=None):
     """The checkpoint `data` with its tensors and training_state header changed by the given functions."""
     header_len = int.from_bytes(data[:8], "little")
-    metadata = json.loads(data[8:8 + header_len])["__metadata__"]
+    metadata = json.loads(data[8 : 8 + header_len])["__metadata__"]
     loaded = load_bytes(data)
     if tensors:
         tensors(loaded)
@@ -128,41 +137,72 @@ def tampered(data, tensors=None, state=None):
 def resumable_bytes(task):
     model = tiny_lm(task.vocab_size)
     result = train(model, task, config(max_steps=2))
-    return checkpoint_bytes(model, task.tokenizer, run_metrics(result, config()), "run", 1, None,
-                            result.training_state)
+    return checkpoint_bytes(model, task.tokenizer, run_metrics(result, config()), "run", 1, None, result.training_state)
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(tensors=lambda t: t.pop("optim.head.weight.exp_avg")),
-     "training state entry 'optim.head.weight.exp_avg' is missing"),
-    (dict(tensors=lambda t: t.update({"optim.head.weight.exp_avg_sq": t["optim.head.weight.exp_avg_sq"][:2]})),
-     "'optim.head.weight.exp_avg_sq' has shape"),
-    (dict(tensors=lambda t: t["optim.head.bias.exp_avg"].fill_(float("nan"))),
-     "'optim.head.bias.exp_avg' is not finite"),
-    (dict(tensors=lambda t: t["optim.head.bias.exp_avg_sq"].fill_(-1.0)), "negative second moment"),
-    (dict(tensors=lambda t: t.update({"optim.head.bias.step": torch.tensor(2)})), "has type torch.int64"),
-    (dict(tensors=lambda t: t.update({"rng.data": t["rng.data"][:10]})), "'rng.data' has shape (10,)"),
-    (dict(tensors=lambda t: t.update({"optim.extra.exp_avg": torch.zeros(1)})),
-     "'optim.extra.exp_avg' is not listed in its header"),
-    (dict(state=lambda s: s.pop("step")), "checkpoint training_state 'step' is missing"),
-    (dict(state=lambda s: s.update(step=-1)), "'step' must be an integer in [0, 10**9]"),
-    (dict(state=lambda s: s.update(elapsed=1e308)), "'elapsed' must be a number of seconds in [0, 1,000,000,000]"),
-    (dict(state=lambda s: s.update(optimizer=["head.weight", "nowhere"])), "names 'nowhere', which is not a parameter"),
-    (dict(state=lambda s: s.update(hyperparameters={"betas": ["a"]})), "hyperparameters 'lr' is missing"),
-    (dict(state=lambda s: s["hyperparameters"].update(betas=["a", 0.9])), "hyperparameters 'betas' must be two numbers"),
-    # the hostile battery's edits: each once raised a KeyError, a RuntimeError or an AssertionError on --resume,
-    # or trained uphill without a word
-    (dict(state=lambda s: s["hyperparameters"].update(amsgrad=True)), "hyperparameters 'amsgrad' must be false"),
-    (dict(state=lambda s: s["hyperparameters"].update(maximize=True)), "hyperparameters 'maximize' must be false"),
-    (dict(state=lambda s: s["hyperparameters"].update(capturable=True)), "hyperparameters 'capturable' must be false"),
-    (dict(state=lambda s: s["hyperparameters"].update(betas=[[0.9, 0.1], 0.99])), "'betas' must be two numbers"),
-    (dict(state=lambda s: s["hyperparameters"].update(eps=0)), "hyperparameters 'eps' must be a number in (0, 0.001]"),
-    (dict(state=lambda s: s["hyperparameters"].update(weight_decay=1e30)), "'weight_decay' must be a number in [0, 1]"),
-    (dict(state=lambda s: s["hyperparameters"].update(bogus=1)), "hyperparameters 'bogus' is not an AdamW setting"),
-    (dict(tensors=lambda t: t.update({"optim.head.bias.exp_avg": t["optim.head.bias.exp_avg"].to(
-        torch.float8_e4m3fn)})), "'optim.head.bias.exp_avg' has type torch.float8_e4m3fn"),
-    (dict(state=lambda s: s.update(rng=["torch"])), "'rng' must be a list of generator names"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            dict(tensors=lambda t: t.pop("optim.head.weight.exp_avg")),
+            "training state entry 'optim.head.weight.exp_avg' is missing",
+        ),
+        (
+            dict(tensors=lambda t: t.update({"optim.head.weight.exp_avg_sq": t["optim.head.weight.exp_avg_sq"][:2]})),
+            "'optim.head.weight.exp_avg_sq' has shape",
+        ),
+        (
+            dict(tensors=lambda t: t["optim.head.bias.exp_avg"].fill_(float("nan"))),
+            "'optim.head.bias.exp_avg' is not finite",
+        ),
+        (dict(tensors=lambda t: t["optim.head.bias.exp_avg_sq"].fill_(-1.0)), "negative second moment"),
+        (dict(tensors=lambda t: t.update({"optim.head.bias.step": torch.tensor(2)})), "has type torch.int64"),
+        (dict(tensors=lambda t: t.update({"rng.data": t["rng.data"][:10]})), "'rng.data' has shape (10,)"),
+        (
+            dict(tensors=lambda t: t.update({"optim.extra.exp_avg": torch.zeros(1)})),
+            "'optim.extra.exp_avg' is not listed in its header",
+        ),
+        (dict(state=lambda s: s.pop("step")), "checkpoint training_state 'step' is missing"),
+        (dict(state=lambda s: s.update(step=-1)), "'step' must be an integer in [0, 10**9]"),
+        (dict(state=lambda s: s.update(elapsed=1e308)), "'elapsed' must be a number of seconds in [0, 1,000,000,000]"),
+        (
+            dict(state=lambda s: s.update(optimizer=["head.weight", "nowhere"])),
+            "names 'nowhere', which is not a parameter",
+        ),
+        (dict(state=lambda s: s.update(hyperparameters={"betas": ["a"]})), "hyperparameters 'lr' is missing"),
+        (
+            dict(state=lambda s: s["hyperparameters"].update(betas=["a", 0.9])),
+            "hyperparameters 'betas' must be two numbers",
+        ),
+        # the hostile battery's edits: each once raised a KeyError, a RuntimeError or an AssertionError on --resume,
+        # or trained uphill without a word
+        (dict(state=lambda s: s["hyperparameters"].update(amsgrad=True)), "hyperparameters 'amsgrad' must be false"),
+        (dict(state=lambda s: s["hyperparameters"].update(maximize=True)), "hyperparameters 'maximize' must be false"),
+        (
+            dict(state=lambda s: s["hyperparameters"].update(capturable=True)),
+            "hyperparameters 'capturable' must be false",
+        ),
+        (dict(state=lambda s: s["hyperparameters"].update(betas=[[0.9, 0.1], 0.99])), "'betas' must be two numbers"),
+        (
+            dict(state=lambda s: s["hyperparameters"].update(eps=0)),
+            "hyperparameters 'eps' must be a number in (0, 0.001]",
+        ),
+        (
+            dict(state=lambda s: s["hyperparameters"].update(weight_decay=1e30)),
+            "'weight_decay' must be a number in [0, 1]",
+        ),
+        (dict(state=lambda s: s["hyperparameters"].update(bogus=1)), "hyperparameters 'bogus' is not an AdamW setting"),
+        (
+            dict(
+                tensors=lambda t: t.update(
+                    {"optim.head.bias.exp_avg": t["optim.head.bias.exp_avg"].to(torch.float8_e4m3fn)}
+                )
+            ),
+            "'optim.head.bias.exp_avg' has type torch.float8_e4m3fn",
+        ),
+        (dict(state=lambda s: s.update(rng=["torch"])), "'rng' must be a list of generator names"),
+    ],
+)
 def test_a_corrupt_or_missing_training_state_entry_is_refused_in_one_line(resumable_bytes, change, message):
     with pytest.raises(CheckpointError) as refused:
         load_checkpoint(tampered(resumable_bytes, **change))
@@ -171,7 +211,7 @@ def test_a_corrupt_or_missing_training_state_entry_is_refused_in_one_line(resuma
 
 def test_a_training_state_header_that_is_not_json_is_refused(resumable_bytes):
     header_len = int.from_bytes(resumable_bytes[:8], "little")
-    metadata = json.loads(resumable_bytes[8:8 + header_len])["__metadata__"]
+    metadata = json.loads(resumable_bytes[8 : 8 + header_len])["__metadata__"]
     metadata["training_state"] = "{not json"
     with pytest.raises(CheckpointError, match="'training_state' is not valid JSON"):
         load_checkpoint(save_bytes(load_bytes(resumable_bytes), metadata))
@@ -182,8 +222,9 @@ def test_a_resumable_job_saves_its_state_and_a_job_can_continue_it(task, tmp_pat
     assert first.start().wait(60) == "finished"
     checkpoint = load_checkpoint(first.checkpoint_path, "cpu")
     longer = config(max_steps=2 * K)
-    second = TrainingJob("job", checkpoint.model, task, longer, tmp_path,
-                         resume=resume_training_state(checkpoint, longer))
+    second = TrainingJob(
+        "job", checkpoint.model, task, longer, tmp_path, resume=resume_training_state(checkpoint, longer)
+    )
     assert second.start().wait(60) == "finished"
     assert second.result.steps == 2 * K and second.result.training_state is None  # not kept unless resumable
     assert load_checkpoint(second.checkpoint_path).training_state is None
@@ -217,22 +258,38 @@ def test_why_a_run_could_not_be_continued(task, monkeypatch):
     assert "stateful run carries its hidden state" in why_not_resumable(small, config(stateful=True))
     monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", 2**20)
     assert why_not_resumable(small, config()) is None
-    assert re.fullmatch(r"with its optimizer's state this model's checkpoint would be about \d+ MB, over the 1 MB "
-                        "a checkpoint may have", why_not_resumable(dataclasses.replace(small, hidden_size=512), config()))
+    assert re.fullmatch(
+        r"with its optimizer's state this model's checkpoint would be about \d+ MB, over the 1 MB "
+        "a checkpoint may have",
+        why_not_resumable(dataclasses.replace(small, hidden_size=512), config()),
+    )
 
 
 # ---------------------------------------------------------------------------
 # the command line
 
-TINY = ["--hidden-size", "16", "--embed-dim", "8", "--block-size", "16", "--batch-size", "4", "--threads", "1",
-        "--eval-interval", "2"]
+TINY = [
+    "--hidden-size",
+    "16",
+    "--embed-dim",
+    "8",
+    "--block-size",
+    "16",
+    "--batch-size",
+    "4",
+    "--threads",
+    "1",
+    "--eval-interval",
+    "2",
+]
 
 
 def test_cli_resume_continues_from_the_saved_step(corpus, tmp_path):
     code, _, err = run(["train", "--corpus", corpus, *TINY, "--steps", "4", "--resumable", "--out", tmp_path])
     assert code == 0, err
-    code, out, err = run(["train", "--resume", tmp_path / "astra-alpha_latest.safetensors", "--steps", "7",
-                          "--out", tmp_path])
+    code, out, err = run(
+        ["train", "--resume", tmp_path / "astra-alpha_latest.safetensors", "--steps", "7", "--out", tmp_path]
+    )
     assert code == 0, err
     assert "resuming at step 4" in out and "finished: 7 steps" in out
     resumed = load_checkpoint(tmp_path / "astra-alpha_v2.safetensors")
@@ -240,12 +297,15 @@ def test_cli_resume_continues_from_the_saved_step(corpus, tmp_path):
     assert resumed.training_state.step == 7 and resumed.metrics["train_config"]["max_steps"] == 7
 
 
-@pytest.mark.parametrize("option, message", [
-    (["--hidden-size", "32"], "resume: --hidden-size 32 differs from the run being resumed (16)"),
-    (["--preset", "astra-beta"], "resume: --preset astra-beta differs from the run being resumed (astra-alpha)"),
-    (["--batch-size", "8"], "resume: batch_size is 8 but the run being resumed used 4"),
-    ([], "resume: the run already spent its budget (3 steps"),
-])
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--hidden-size", "32"], "resume: --hidden-size 32 differs from the run being resumed (16)"),
+        (["--preset", "astra-beta"], "resume: --preset astra-beta differs from the run being resumed (astra-alpha)"),
+        (["--batch-size", "8"], "resume: batch_size is 8 but the run being resumed used 4"),
+        ([], "resume: the run already spent its budget (3 steps"),
+    ],
+)
 def test_cli_resume_refuses_a_changed_run_in_one_line(corpus, tmp_path, option, message):
     assert run(["train", "--corpus", corpus, *TINY, "--steps", "3", "--resumable", "--out", tmp_path])[0] == 0
     code, _, err = run(["train", "--resume", tmp_path / "astra-alpha_v1.safetensors", *option, "--out", tmp_path])
@@ -260,9 +320,11 @@ def test_cli_resume_of_a_checkpoint_without_training_state_is_refused(corpus, tm
 
 def test_cli_refuses_a_resumable_run_whose_checkpoint_would_be_over_the_limit(corpus, tmp_path, monkeypatch):
     import lab.checkpoints
+
     monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", 2**20)
-    code, _, err = run(["train", "--corpus", corpus, *TINY, "--hidden-size", "256", "--steps", "2", "--resumable",
-                        "--out", tmp_path])
+    code, _, err = run(
+        ["train", "--corpus", corpus, *TINY, "--hidden-size", "256", "--steps", "2", "--resumable", "--out", tmp_path]
+    )
     assert_one_line_error(code, err, "over the 1 MB limit for a checkpoint; train it without --resumable")
     assert not list(tmp_path.iterdir())
 

@@ -1,4 +1,5 @@
 """The seeded sampler: strategies as defined, stateful vs stateless, every model family, loop detection."""
+
 import math
 
 import pytest
@@ -6,8 +7,19 @@ import torch
 
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
 from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.sampling import (MAX_NEW_TOKENS, MAX_PROMPT_CHARS, STRATEGIES, SamplingConfig, SamplingError, default_strategy, generate,
-                          encode_prompt, generate_by_rerunning_prefix, repetition_report, sample_top_p)
+from lab.sampling import (
+    MAX_NEW_TOKENS,
+    MAX_PROMPT_CHARS,
+    STRATEGIES,
+    SamplingConfig,
+    SamplingError,
+    default_strategy,
+    encode_prompt,
+    generate,
+    generate_by_rerunning_prefix,
+    repetition_report,
+    sample_top_p,
+)
 
 TEXT = load_bundled_corpus()[20000:26000]  # Hamlet I.3: speeches, names, a stage direction
 PROMPT = "Laer.\nMy necessaries are embark'd"
@@ -68,8 +80,7 @@ def test_greedy_takes_the_argmax_at_every_step(tok):
 
 def test_top_k_never_leaves_the_k_best(tok):
     model = Recorder(small_lm(tok.vocab_size))
-    out = generate(model, tok, PROMPT, SamplingConfig(strategy="top_k", top_k=3, temperature=2.0,
-                                                      max_new_tokens=150))
+    out = generate(model, tok, PROMPT, SamplingConfig(strategy="top_k", top_k=3, temperature=2.0, max_new_tokens=150))
     for call, token in zip(model.calls, out.token_ids):
         assert token in torch.topk(call["logits"], 3).indices.tolist()
     assert len(set(out.token_ids)) > 3  # it did sample, not always the argmax
@@ -78,8 +89,7 @@ def test_top_k_never_leaves_the_k_best(tok):
 def test_top_p_stays_inside_the_nucleus(tok):
     p, T = 0.5, 1.5
     model = Recorder(small_lm(tok.vocab_size))
-    out = generate(model, tok, PROMPT, SamplingConfig(strategy="top_p", top_p=p, temperature=T,
-                                                      max_new_tokens=150))
+    out = generate(model, tok, PROMPT, SamplingConfig(strategy="top_p", top_p=p, temperature=T, max_new_tokens=150))
     for call, token in zip(model.calls, out.token_ids):
         probs = torch.softmax(call["logits"].double() / T, -1)
         mass_above = probs[probs > probs[token]].sum()  # mass of the tokens ranked before it
@@ -135,8 +145,10 @@ def test_the_cli_refuses_to_sample_a_diverged_checkpoint(tok, tmp_path, capsys):
 def test_same_seed_same_text_other_seed_other_text_global_rng_untouched(tok):
     model = small_lm(tok.vocab_size)
     rng = torch.get_rng_state()
-    a, b, c = (generate(model, tok, PROMPT, SamplingConfig(strategy="temperature", seed=s, max_new_tokens=80))
-               for s in (7, 7, 8))
+    a, b, c = (
+        generate(model, tok, PROMPT, SamplingConfig(strategy="temperature", seed=s, max_new_tokens=80))
+        for s in (7, 7, 8)
+    )
     assert a.text == b.text and a.text != c.text
     assert torch.equal(torch.get_rng_state(), rng)
 
@@ -166,8 +178,10 @@ def test_stateful_reads_the_prompt_once_then_one_token_per_step(tok):
 def test_rerunning_the_prefix_gives_the_same_greedy_tokens(tok, cell):
     model = small_lm(tok.vocab_size, cell)
     config = SamplingConfig(strategy="greedy", max_new_tokens=25)
-    assert generate_by_rerunning_prefix(model, tok, "Laer.\n", config).token_ids == \
-        generate(model, tok, "Laer.\n", config).token_ids
+    assert (
+        generate_by_rerunning_prefix(model, tok, "Laer.\n", config).token_ids
+        == generate(model, tok, "Laer.\n", config).token_ids
+    )
 
 
 def test_generation_record_and_training_mode(tok):
@@ -193,10 +207,21 @@ def test_unknown_prompt_characters_are_named(tok):
         generate(small_lm(tok.vocab_size), tok, "ROMEO € 😀", SamplingConfig(max_new_tokens=5))
 
 
-@pytest.mark.parametrize("field, value", [
-    ("strategy", "beam"), ("top_k", 0), ("top_k", 2.5), ("top_p", 0.0), ("top_p", 1.5), ("temperature", 0),
-    ("temperature", -1.0), ("max_new_tokens", 0), ("max_new_tokens", MAX_NEW_TOKENS + 1), ("stateful", "yes"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("strategy", "beam"),
+        ("top_k", 0),
+        ("top_k", 2.5),
+        ("top_p", 0.0),
+        ("top_p", 1.5),
+        ("temperature", 0),
+        ("temperature", -1.0),
+        ("max_new_tokens", 0),
+        ("max_new_tokens", MAX_NEW_TOKENS + 1),
+        ("stateful", "yes"),
+    ],
+)
 def test_bad_parameters_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         SamplingConfig(**{field: value})
@@ -211,8 +236,9 @@ def test_unknown_strategy_lists_the_valid_ones():
 @pytest.mark.parametrize("stateful", [True, False])
 def test_scan_markov_samples(tok, stateful):
     torch.manual_seed(0)
-    model = build_model(ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=16, gate_hidden=32,
-                                         decoder_hidden=32, max_positions=8))
+    model = build_model(
+        ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=16, gate_hidden=32, decoder_hidden=32, max_positions=8)
+    )
     recorder = Recorder(model)
     out = generate(recorder, tok, PROMPT, SamplingConfig(strategy="top_p", max_new_tokens=30, stateful=stateful))
     assert len(out.token_ids) == 30 and out.text.startswith(PROMPT)
@@ -251,10 +277,12 @@ def test_scan_markov_generates_as_seed_004_describes(tok):
     nucleus, compose the new character: generate() (which reads the prompt in one parallel scan)
     picks the same characters."""
     torch.manual_seed(1)
-    model = build_model(ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=16, gate_hidden=32,
-                                         decoder_hidden=32, max_positions=4)).eval()
-    config = SamplingConfig(strategy=default_strategy("scan_markov"), temperature=0.8, top_p=0.9,
-                            max_new_tokens=25, seed=5)
+    model = build_model(
+        ScanMarkovConfig(vocab_size=tok.vocab_size, embed_dim=16, gate_hidden=32, decoder_hidden=32, max_positions=4)
+    ).eval()
+    config = SamplingConfig(
+        strategy=default_strategy("scan_markov"), temperature=0.8, top_p=0.9, max_new_tokens=25, seed=5
+    )
     assert config.strategy == "top_p" and default_strategy("lm") == "top_k"
     generator, state, picked = torch.Generator().manual_seed(config.seed), None, []
     with torch.no_grad():

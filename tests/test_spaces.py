@@ -1,5 +1,6 @@
 """lab.spaces: every session's files in a folder of its own under a key the server issued, with a quota of
 its own; swept when unseen."""
+
 import functools
 import os
 import time
@@ -7,7 +8,16 @@ import time
 import pytest
 
 from lab.checkpoints import save_checkpoint
-from lab.spaces import SpaceFullError, check_room, folder_bytes, is_space_key, mark_seen, new_space_key, space_dir, sweep
+from lab.spaces import (
+    SpaceFullError,
+    check_room,
+    folder_bytes,
+    is_space_key,
+    mark_seen,
+    new_space_key,
+    space_dir,
+    sweep,
+)
 
 DAY = 86400
 
@@ -38,8 +48,16 @@ def test_keys_are_random_and_only_keys_this_server_issued_make_folders(tmp_path)
     assert len(keys) == 100 and all(is_space_key(tmp_path, k) for k in keys)
     other_server = tmp_path / "elsewhere"
     forged = ["A" * 38, new_space_key(tmp_path)[:22] + "A" * 16, new_space_key(other_server)]
-    for bad in ["", "..", "../" + new_space_key(tmp_path)[:35], new_space_key(tmp_path) + "/x", "a" * 21, None, 7,
-                *forged]:
+    for bad in [
+        "",
+        "..",
+        "../" + new_space_key(tmp_path)[:35],
+        new_space_key(tmp_path) + "/x",
+        "a" * 21,
+        None,
+        7,
+        *forged,
+    ]:
         assert not is_space_key(tmp_path, bad)
         with pytest.raises(ValueError):
             space_dir(tmp_path, bad)

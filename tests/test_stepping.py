@@ -3,6 +3,7 @@ step t is the state the model's forward pass returns after t tokens (on the back
 with, not only the reference cells), the gates are the trace's, the state a step starts from is
 the one the step before left, and the operands shown reproduce the result by the cell's
 docstring equation."""
+
 import numpy as np
 import pytest
 import torch
@@ -73,12 +74,22 @@ def check_every_step(model, tok, text, layer, steps):
         assert shown <= set(step.values) and set(trace.gate_names[layer]) <= shown
 
 
-@pytest.mark.parametrize("cell, backend", [(cell, "fast") for cell in sorted(CELLS)] +
-                         [(cell, "fused") for cell in sorted(FUSED_MODULES)])
+@pytest.mark.parametrize(
+    "cell, backend", [(cell, "fast") for cell in sorted(CELLS)] + [(cell, "fused") for cell in sorted(FUSED_MODULES)]
+)
 def test_every_cells_step_is_its_own_forward_pass(cell, backend, tok):
     torch.manual_seed(0)
-    model = build_model(LMConfig(cell=cell, backend=backend, vocab_size=tok.vocab_size, embed_dim=6,
-                                 hidden_size=8, num_layers=2, keep_bias=0.5))
+    model = build_model(
+        LMConfig(
+            cell=cell,
+            backend=backend,
+            vocab_size=tok.vocab_size,
+            embed_dim=6,
+            hidden_size=8,
+            num_layers=2,
+            keep_bias=0.5,
+        )
+    )
     for layer in (0, 1):
         check_every_step(model, tok, TEXT, layer, [1, 2, 7, len(TEXT)])
     stepped = step_through(model, tok, TEXT)

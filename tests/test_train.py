@@ -1,4 +1,5 @@
 """lab.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only."""
+
 import errno
 import logging
 import math
@@ -16,16 +17,15 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import lab.capacity
 import lab.train
+from lab.capacity import Budget, CapacityError
 from lab.checkpoints import load_checkpoint, save_checkpoint
 from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows, split_text
-from lab.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
-from lab.capacity import Budget, CapacityError
 from lab.jobs import TrainingJob
+from lab.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
 from lab.tasks import ClassificationTask, LMTask, load_corpus
 from lab.train import TrainConfig, cosine_lr, resolve_device, train
 
 STEP_KEYS = {"type", "step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "elapsed", "eta", "progress"}
-
 
 
 @pytest.fixture(scope="module")
@@ -225,8 +225,9 @@ def test_classification_task_reports_accuracy(capsys):
     y = (x.sum((1, 2)) > 0).long()
     dataset = torch.utils.data.TensorDataset(x, y)
     # a TensorDataset for training, and any indexable dataset of (x, y) items for testing
-    task = ClassificationTask(torch.utils.data.TensorDataset(x[:30], y[:30]),
-                              torch.utils.data.Subset(dataset, range(30, 40)))
+    task = ClassificationTask(
+        torch.utils.data.TensorDataset(x[:30], y[:30]), torch.utils.data.Subset(dataset, range(30, 40))
+    )
     model = build_model(ClassifierConfig(hidden_size=8, num_classes=2))
     result, events = run(model, task, tiny_config(batch_size=8, max_steps=4, eval_interval=2))
     evals = of_type(events, "eval")
@@ -249,8 +250,9 @@ def test_loss_falls_on_a_repetitive_text():
 
 
 def test_time_and_epoch_budgets(char_task):
-    result, events = run(tiny_lm(char_task.vocab_size), char_task,
-                         tiny_config(max_steps=None, max_seconds=0.3, eval_interval=1000))
+    result, events = run(
+        tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=None, max_seconds=0.3, eval_interval=1000)
+    )
     assert result.reason == "time budget" and result.steps > 0 and result.elapsed >= 0.3
     config = tiny_config(max_steps=None, max_epochs=0.05, eval_interval=1000)
     result, events = run(tiny_lm(char_task.vocab_size), char_task, config)
@@ -266,8 +268,9 @@ def test_should_stop_is_checked_before_every_step(char_task):
         if event["type"] == "step":
             counted.append(event)
 
-    result = train(tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=50), emit,
-                   should_stop=lambda: len(counted) >= 3)
+    result = train(
+        tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=50), emit, should_stop=lambda: len(counted) >= 3
+    )
     assert result.reason == "stopped" and result.steps == 3 and len(counted) == 3
     assert result.history[-1]["step"] == 3  # a stopped run still gets its final evaluation
 
@@ -285,11 +288,13 @@ def test_label_smoothing_changes_the_loss(char_task):
     assert smoothed != plain
     # the first step's loss is exactly cross-entropy with smoothing on the first batch at initialisation
     config = tiny_config(max_steps=1, label_smoothing=0.1)
-    x, y = random_windows(char_task.train_ids, config.batch_size, config.block_size,
-                          torch.Generator().manual_seed(config.seed))
+    x, y = random_windows(
+        char_task.train_ids, config.batch_size, config.block_size, torch.Generator().manual_seed(config.seed)
+    )
     logits, _, _ = tiny_lm(char_task.vocab_size)(x)
-    expected = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1),
-                                                 label_smoothing=0.1)
+    expected = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), y.reshape(-1), label_smoothing=0.1
+    )
     assert smoothed == pytest.approx(expected.item(), rel=1e-5)
 
 
@@ -301,7 +306,7 @@ def test_stateful_training_carries_the_state_over_consecutive_windows(text):
     calls = model.calls
     assert len(calls) == windows_per_pass + 2
     assert calls[0]["state"] is None
-    for previous, current in zip(calls[:windows_per_pass - 1], calls[1:windows_per_pass]):
+    for previous, current in zip(calls[: windows_per_pass - 1], calls[1:windows_per_pass]):
         assert torch.equal(current["x"][:, 1:], current["y"][:, :-1])
         assert torch.equal(current["x"][:, 0], previous["y"][:, -1])  # each row continues its stream
         assert current["state"] is not None
@@ -339,7 +344,9 @@ def test_nats_per_char_for_sentencepiece_and_char(text):
 
 def test_validation_scores_the_same_windows_whatever_the_batch_size(char_task):
     model = tiny_lm(char_task.vocab_size).eval()
-    scores = [char_task.evaluate(model, tiny_config(batch_size=b, eval_windows=10), "cpu")["val_loss"] for b in (2, 3, 64)]
+    scores = [
+        char_task.evaluate(model, tiny_config(batch_size=b, eval_windows=10), "cpu")["val_loss"] for b in (2, 3, 64)
+    ]
     assert scores[1] == pytest.approx(scores[0], rel=1e-6) and scores[2] == pytest.approx(scores[0], rel=1e-6)
     other = char_task.evaluate(model, tiny_config(eval_windows=11), "cpu")["val_loss"]
     assert other != pytest.approx(scores[0], rel=1e-6)  # the windows are what the score is computed on
@@ -359,8 +366,10 @@ def test_in_order_validation_equals_one_pass_over_each_stream(char_task):
     x, y = rows[:, : n_chunks * chunk], rows[:, 1 : n_chunks * chunk + 1]
     with torch.no_grad():
         expected = model(x, y)[1].item()  # one pass, state carried inside the layer
-        cold = sum(model(x[:, s : s + chunk], y[:, s : s + chunk])[1].item()
-                   for s in range(0, n_chunks * chunk, chunk)) / n_chunks  # every chunk from a zero state
+        cold = (
+            sum(model(x[:, s : s + chunk], y[:, s : s + chunk])[1].item() for s in range(0, n_chunks * chunk, chunk))
+            / n_chunks
+        )  # every chunk from a zero state
     assert metrics["val_loss_in_order"] == pytest.approx(expected, rel=1e-5)
     # a carried state changes the score (a model trained on short windows may even do worse with it)
     assert abs(metrics["val_loss_in_order"] - cold) > 1e-3
@@ -380,8 +389,7 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_weights(char_task, where)
             snapshots.append(weights(model))
 
     events = []
-    result = train(model, char_task, tiny_config(max_steps=50, eval_interval=2),
-                   lambda e: (events.append(e), emit(e)))
+    result = train(model, char_task, tiny_config(max_steps=50, eval_interval=2), lambda e: (events.append(e), emit(e)))
     assert "non-finite" in result.reason and where in result.reason and "step 5" in result.reason
     assert result.steps == 4 and len(snapshots) == 4
     assert events[-1]["type"] == "done" and events[-1]["reason"] == result.reason
@@ -437,8 +445,9 @@ def test_a_failed_save_keeps_the_weights_in_the_job_and_save_retries(char_task, 
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(lab.checkpoints.os, "fsync", full)
-    job = TrainingJob("full", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=2),
-                      checkpoint_dir=tmp_path / "full")
+    job = TrainingJob(
+        "full", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=2), checkpoint_dir=tmp_path / "full"
+    )
     assert job.start().wait(120) == "failed" and job.checkpoint_path is None
     assert f"No space left on device: '{tmp_path / 'full' / 'full_v1.safetensors'}'" in job.message
     assert "kept in memory" in job.message
@@ -451,35 +460,38 @@ def test_a_failed_save_keeps_the_weights_in_the_job_and_save_retries(char_task, 
 # bad configuration and data
 
 
-@pytest.mark.parametrize("field, overrides", [
-    ("batch_size", {"batch_size": 0}),
-    ("block_size", {"block_size": -3}),
-    ("lr", {"lr": -1}),
-    ("lr", {"lr": math.nan}),
-    ("eval_interval", {"eval_interval": 0}),
-    ("max_steps", {"max_steps": None}),
-    ("max_steps", {"max_steps": 0}),
-    ("max_seconds", {"max_seconds": -1.0}),
-    ("min_lr", {"min_lr": 1.0}),
-    ("weight_decay", {"weight_decay": -0.1}),
-    ("grad_clip", {"grad_clip": 0.0}),
-    ("label_smoothing", {"label_smoothing": 1.0}),
-    ("device", {"device": "tpu"}),
-    # issue 14: values that used to be accepted and then hung, diverged or raised deep inside torch
-    ("lr", {"lr": math.inf}),
-    ("lr", {"lr": 1e6}),
-    ("max_seconds", {"max_seconds": math.inf}),
-    ("max_epochs", {"max_epochs": math.nan}),
-    ("grad_clip", {"grad_clip": math.inf}),
-    ("weight_decay", {"weight_decay": math.inf}),
-    ("batch_size", {"batch_size": 2.5}),
-    ("batch_size", {"batch_size": True}),
-    ("block_size", {"block_size": 10**9}),
-    ("eval_windows", {"eval_windows": 10**9}),
-    ("seed", {"seed": 2**64}),
-    ("seed", {"seed": -1}),
-    ("stateful", {"stateful": "yes"}),
-])
+@pytest.mark.parametrize(
+    "field, overrides",
+    [
+        ("batch_size", {"batch_size": 0}),
+        ("block_size", {"block_size": -3}),
+        ("lr", {"lr": -1}),
+        ("lr", {"lr": math.nan}),
+        ("eval_interval", {"eval_interval": 0}),
+        ("max_steps", {"max_steps": None}),
+        ("max_steps", {"max_steps": 0}),
+        ("max_seconds", {"max_seconds": -1.0}),
+        ("min_lr", {"min_lr": 1.0}),
+        ("weight_decay", {"weight_decay": -0.1}),
+        ("grad_clip", {"grad_clip": 0.0}),
+        ("label_smoothing", {"label_smoothing": 1.0}),
+        ("device", {"device": "tpu"}),
+        # issue 14: values that used to be accepted and then hung, diverged or raised deep inside torch
+        ("lr", {"lr": math.inf}),
+        ("lr", {"lr": 1e6}),
+        ("max_seconds", {"max_seconds": math.inf}),
+        ("max_epochs", {"max_epochs": math.nan}),
+        ("grad_clip", {"grad_clip": math.inf}),
+        ("weight_decay", {"weight_decay": math.inf}),
+        ("batch_size", {"batch_size": 2.5}),
+        ("batch_size", {"batch_size": True}),
+        ("block_size", {"block_size": 10**9}),
+        ("eval_windows", {"eval_windows": 10**9}),
+        ("seed", {"seed": 2**64}),
+        ("seed", {"seed": -1}),
+        ("stateful", {"stateful": "yes"}),
+    ],
+)
 def test_bad_config_raises_naming_the_field(field, overrides):
     with pytest.raises(ValueError) as error:
         TrainConfig(**overrides)
@@ -520,8 +532,13 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start) // 10)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc settings are glibc's (Linux)")
 def test_configure_cpu_keeps_freed_buffers_for_the_next_step():
     def faults_per_step(mode):
-        done = subprocess.run([sys.executable, "-c", _FAULTS_PER_STEP, mode], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent.parent, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", _FAULTS_PER_STEP, mode],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         return int(done.stdout)
 
@@ -552,8 +569,9 @@ def wait_for(condition, timeout=30.0):
 
 
 def test_job_runs_in_the_background_and_stops_within_one_step(char_task, tmp_path, no_jobs_left):
-    job = TrainingJob("bg", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=10**9),
-                      checkpoint_dir=tmp_path)
+    job = TrainingJob(
+        "bg", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=10**9), checkpoint_dir=tmp_path
+    )
     no_jobs_left.append(job)
     assert job.status == "ready" and not job.running
     job.start()
@@ -563,8 +581,12 @@ def test_job_runs_in_the_background_and_stops_within_one_step(char_task, tmp_pat
     events = job.events()
     steps = of_type(events, "step")
     assert 3 <= job.result.steps < 10_000 and steps[-1]["step"] == job.result.steps
-    assert events[-1] == {"type": "done", "reason": "stopped", "step": job.result.steps,
-                          "elapsed": events[-1]["elapsed"]}
+    assert events[-1] == {
+        "type": "done",
+        "reason": "stopped",
+        "step": job.result.steps,
+        "elapsed": events[-1]["elapsed"],
+    }
     assert job.events(since=len(events) - 1) == [events[-1]]
     assert job.checkpoint_path is not None and job.checkpoint_path.is_file()  # saved after a stop too
     with pytest.raises(RuntimeError, match="already been started"):
@@ -577,8 +599,14 @@ def test_stop_is_honoured_before_the_next_step(char_task, no_jobs_left):
             job.stop()
         return ""
 
-    job = TrainingJob("stopper", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=10**9),
-                      sampler=sampler, sample_every_s=0)
+    job = TrainingJob(
+        "stopper",
+        tiny_lm(char_task.vocab_size),
+        char_task,
+        tiny_config(max_steps=10**9),
+        sampler=sampler,
+        sample_every_s=0,
+    )
     no_jobs_left.append(job)
     assert job.start().wait(30) == "stopped"
     assert job.result.steps == 4 and job.message == "stopped" and job.checkpoint_path is None  # no folder given
@@ -608,8 +636,16 @@ def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_job
 
     monkeypatch.setattr(lab.capacity.Ticket, "release", recording_release)
     model = tiny_lm(char_task.vocab_size)
-    job = TrainingJob("astra", model, char_task, tiny_config(max_steps=5), checkpoint_dir=tmp_path,
-                      extra={"preset": "tiny"}, sampler=sampler, sample_every_s=0)
+    job = TrainingJob(
+        "astra",
+        model,
+        char_task,
+        tiny_config(max_steps=5),
+        checkpoint_dir=tmp_path,
+        extra={"preset": "tiny"},
+        sampler=sampler,
+        sample_every_s=0,
+    )
     no_jobs_left.append(job)
     assert job.status == "ready"
     job.start()
@@ -670,10 +706,19 @@ def two_jobs_on_a_small_budget(char_task, no_jobs_left):
     """A budget of 10, a first job of cost 8 held at its first step until `gate` is set, and a second
     job of cost 5 that cannot fit beside it."""
     budget, gate = Budget(capacity=10, owner_share=1.0), threading.Event()
-    first = TrainingJob("first", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
-                        sampler=lambda model: gate.wait(30) and "", sample_every_s=0, cost_mb=8, budget=budget)
-    second = TrainingJob("second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3),
-                         cost_mb=5, budget=budget)
+    first = TrainingJob(
+        "first",
+        tiny_lm(char_task.vocab_size),
+        char_task,
+        tiny_config(max_steps=3),
+        sampler=lambda model: gate.wait(30) and "",
+        sample_every_s=0,
+        cost_mb=8,
+        budget=budget,
+    )
+    second = TrainingJob(
+        "second", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3), cost_mb=5, budget=budget
+    )
     no_jobs_left.extend([first, second])
     yield budget, gate, first, second
     gate.set()
@@ -688,8 +733,7 @@ def test_jobs_queue_for_the_budget_and_start_when_it_frees(char_task, two_jobs_o
     assert first.wait(30) == "finished"
     assert second.wait(30) == "finished" and second.queue_position == 0
     with pytest.raises(CapacityError, match="more than one session may use"):
-        TrainingJob("huge", tiny_lm(char_task.vocab_size), char_task, tiny_config(), cost_mb=11,
-                    budget=budget).start()
+        TrainingJob("huge", tiny_lm(char_task.vocab_size), char_task, tiny_config(), cost_mb=11, budget=budget).start()
 
 
 def test_a_queued_job_stopped_before_its_turn_never_trains(two_jobs_on_a_small_budget):
@@ -722,8 +766,9 @@ def test_job_after_non_finite_loss_saves_the_good_weights(char_task, tmp_path, n
         snapshots.append(weights(m))
         return ""
 
-    job = TrainingJob("run", model, char_task, tiny_config(max_steps=50), checkpoint_dir=tmp_path,
-                      sampler=sampler, sample_every_s=0)
+    job = TrainingJob(
+        "run", model, char_task, tiny_config(max_steps=50), checkpoint_dir=tmp_path, sampler=sampler, sample_every_s=0
+    )
     no_jobs_left.append(job)
     assert job.start().wait(30) == "failed"
     assert "non-finite" in job.message and job.result.steps == 3
@@ -757,8 +802,18 @@ def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
         inside.release()
         return ""
 
-    jobs = [TrainingJob(f"turn{n}", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=20),
-                        sampler=sampler, sample_every_s=0, turns=turns) for n in range(2)]
+    jobs = [
+        TrainingJob(
+            f"turn{n}",
+            tiny_lm(char_task.vocab_size),
+            char_task,
+            tiny_config(max_steps=20),
+            sampler=sampler,
+            sample_every_s=0,
+            turns=turns,
+        )
+        for n in range(2)
+    ]
     no_jobs_left.extend(jobs)
     for job in jobs:
         job.start()
@@ -812,9 +867,12 @@ def test_bf16_autocast_trains_on_a_cpu_and_changes_the_numbers(char_task, backen
     def first_losses(amp):
         events = []
         torch.manual_seed(0)
-        train(RecurrentLM(LMConfig(vocab_size=char_task.vocab_size, embed_dim=8, hidden_size=16, backend=backend)),
-              char_task,
-              tiny_config(amp=amp, max_steps=2, device="cpu"), events.append)
+        train(
+            RecurrentLM(LMConfig(vocab_size=char_task.vocab_size, embed_dim=8, hidden_size=16, backend=backend)),
+            char_task,
+            tiny_config(amp=amp, max_steps=2, device="cpu"),
+            events.append,
+        )
         return [e["train_loss"] for e in of_type(events, "step")]
 
     bf16, fp32 = first_losses("bf16"), first_losses("off")
@@ -831,14 +889,19 @@ def test_compile_compiles_the_model_it_trains(char_task, monkeypatch):
 
 def test_eval_seconds_puts_a_validation_point_in_every_such_interval_whatever_the_steps(char_task):
     """The Train page's promise: a slow model still shows a validation point every ~10 s."""
+
     def slow_steps():  # each step takes 30 ms: 0.1 s between evaluations is ~3 steps
         time.sleep(0.03)
         return False
 
     events = []
-    result = train(tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=20, eval_interval=10**6,
-                                                                          eval_seconds=0.1),
-                   events.append, slow_steps)
+    result = train(
+        tiny_lm(char_task.vocab_size),
+        char_task,
+        tiny_config(max_steps=20, eval_interval=10**6, eval_seconds=0.1),
+        events.append,
+        slow_steps,
+    )
     evals = [e for e in events if e["type"] == "eval"]
     assert result.steps == 20 and len(evals) >= 4  # without eval_seconds: one, at the end
     gaps = [b["elapsed"] - a["elapsed"] for a, b in zip(evals, evals[1:])]
@@ -860,9 +923,13 @@ def test_a_save_that_succeeds_on_retry_clears_the_runs_failure(text, tmp_path, m
 
     monkeypatch.setattr(lab.checkpoints, "save_checkpoint", full_disk_once)
     task = LMTask.from_text(text, "char")
-    job = TrainingJob("retry", tiny_lm(task.vocab_size), task,
-                      TrainConfig(max_steps=2, batch_size=4, block_size=8, eval_interval=2, eval_windows=4,
-                                  device="cpu"), checkpoint_dir=tmp_path).start()
+    job = TrainingJob(
+        "retry",
+        tiny_lm(task.vocab_size),
+        task,
+        TrainConfig(max_steps=2, batch_size=4, block_size=8, eval_interval=2, eval_windows=4, device="cpu"),
+        checkpoint_dir=tmp_path,
+    ).start()
     assert job.wait(60) == "failed" and "saving failed" in job.message
     path = job.save()
     assert path.is_file() and job.status == "finished" and job.message == "finished"

@@ -1,5 +1,6 @@
 """ui.train_view's chart pieces: the race chart's axis, its unit (nats per character) and the
 reference lines it draws."""
+
 import math
 from types import SimpleNamespace
 
@@ -21,8 +22,9 @@ def test_anchors_compare_like_with_like():
     assert [y for y, _ in uploaded] == [math.log(50)]  # the uniform guess still holds for any text
     # per character, a subword run is compared with the same text's character figures too
     assert char_anchors({("sentencepiece", 1000, "tiny-shakespeare")}) == NANOGPT_ANCHORS
-    assert char_anchors({("char", 76, "bundled"), ("sentencepiece", 1000, "bundled")}, BUNDLED) \
-        == BUNDLED  # no uniform guess: ln V is per token
+    assert (
+        char_anchors({("char", 76, "bundled"), ("sentencepiece", 1000, "bundled")}, BUNDLED) == BUNDLED
+    )  # no uniform guess: ln V is per token
     assert char_anchors({("char", 76, "bundled"), ("char", 65, "tiny-shakespeare")}, BUNDLED) == []
     assert char_anchors({("char", 76, "bundled"), ("char", 50, "upload:notes.txt")}, BUNDLED) == []
 
@@ -46,8 +48,10 @@ class FakeJob:
 
 
 def test_a_subword_run_is_charted_per_character_with_its_token_loss_in_the_hover():
-    events = [{"type": "step", "step": 1, "elapsed": 0.5, "train_loss": 6.0},
-              {"type": "eval", "step": 1, "elapsed": 0.6, "val_loss": 6.4, "val_nats_per_char": 2.0}]
+    events = [
+        {"type": "step", "step": 1, "elapsed": 0.5, "train_loss": 6.0},
+        {"type": "eval", "step": 1, "elapsed": 0.6, "val_loss": 6.4, "val_nats_per_char": 2.0},
+    ]
     log = RunLog(FakeJob(events, chars_per_token=3.2), "scribe", 1, "gru_seed", "sentencepiece", 1000).update()
     train, val = race_figure([log]).data
     assert list(train.y) == [6.0 / 3.2] and list(train.customdata) == [6.0]
@@ -57,8 +61,9 @@ def test_a_subword_run_is_charted_per_character_with_its_token_loss_in_the_hover
 
 
 def test_the_runs_table_never_shows_none_before_the_first_validation():
-    log = RunLog(FakeJob([{"type": "step", "step": 1, "elapsed": 0.5, "train_loss": 4.0}], 1.0),
-                 "rnn", 1, "rnn", "char", 76).update()
+    log = RunLog(
+        FakeJob([{"type": "step", "step": 1, "elapsed": 0.5, "train_loss": 4.0}], 1.0), "rnn", 1, "rnn", "char", 76
+    ).update()
     assert None not in log.row().values() and log.row()["val nats/char"] == "…"
 
 

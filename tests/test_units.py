@@ -1,5 +1,6 @@
 """What units track: correlations (exact over chunks), the gallery, span selection and unit orders,
 checked on a model with one unit wired to the inside of [stage directions]."""
+
 import numpy as np
 import pytest
 import torch
@@ -8,8 +9,18 @@ from lab.data import CharTokenizer, load_bundled_corpus
 from lab.features import FEATURES
 from lab.introspect import GateTrace, trace_text
 from lab.models import LMConfig, build_model
-from lab.units import (TABLE_COLUMNS, UNIT_ORDERS, pearson, span_units, strongest_per_feature, top_units,
-                       unit_correlations, unit_correlations_over, unit_gallery, unit_order)
+from lab.units import (
+    TABLE_COLUMNS,
+    UNIT_ORDERS,
+    pearson,
+    span_units,
+    strongest_per_feature,
+    top_units,
+    unit_correlations,
+    unit_correlations_over,
+    unit_gallery,
+    unit_order,
+)
 
 CORPUS = load_bundled_corpus()
 TEXT = CORPUS[20000:21500]  # Hamlet, with stage directions in brackets
@@ -29,8 +40,9 @@ def bracket_lstm(tok, unit=PLANTED):
     unit's input gate opens (i = σ(20) ≈ 1) and its forget gate shuts (f ≈ 0), writing g = tanh(20) = 1
     on "[" and g = tanh(0) = 0 on "]"; on any other character i = 0 and f = 1 keep c as it is."""
     torch.manual_seed(0)
-    model = build_model(LMConfig(cell="lstm", backend="reference", vocab_size=tok.vocab_size, embed_dim=8,
-                                 hidden_size=H))
+    model = build_model(
+        LMConfig(cell="lstm", backend="reference", vocab_size=tok.vocab_size, embed_dim=8, hidden_size=H)
+    )
     layer = model.rnn.layers[0]
     i, f, g, o = (block * H + unit for block in range(4))  # weights stack [i; f; g; o] (lab.cells)
     with torch.no_grad():
@@ -92,8 +104,15 @@ def test_span_selection_finds_the_planted_unit(tok):
     start = TEXT.index("[")
     end = TEXT.index("]", start)  # the span "[Enter ...." without its "]", where c holds 1
     found = span_units(trace, start, end, k=3)
-    assert list(found.columns) == ["layer", "gate", "unit", "correlation", "abs_correlation", "mean_inside",
-                                   "mean_outside"]
+    assert list(found.columns) == [
+        "layer",
+        "gate",
+        "unit",
+        "correlation",
+        "abs_correlation",
+        "mean_inside",
+        "mean_outside",
+    ]
     assert found.unit.iloc[0] == PLANTED and found.gate.iloc[0] in ("c", "h")
     assert found.mean_inside.iloc[0] > found.mean_outside.iloc[0]
     for bad in ((5, 5), (-1, 4), (0, len(trace.token_ids)), (3, len(trace.token_ids) + 1)):
@@ -103,8 +122,15 @@ def test_span_selection_finds_the_planted_unit(tok):
 
 def _synthetic_trace(tokens, units):
     """A one-layer trace of the given token texts whose 'h' is the given (T, H) array."""
-    return GateTrace(token_ids=list(range(len(tokens))), pieces=list(tokens), token_texts=list(tokens),
-                     layers=[{"h": units}], cells=["rnn"], gate_names=[("h",)], conventions=["test"])
+    return GateTrace(
+        token_ids=list(range(len(tokens))),
+        pieces=list(tokens),
+        token_texts=list(tokens),
+        layers=[{"h": units}],
+        cells=["rnn"],
+        gate_names=[("h",)],
+        conventions=["test"],
+    )
 
 
 def test_top_units_find_a_planted_unit():

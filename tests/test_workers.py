@@ -1,5 +1,6 @@
 """Runs trained in processes of their own (lab.workers, TrainingJob(in_process=True)): the same
 run as in a thread, events in order, stop, a failure as one line, a killed child as a clear error."""
+
 import functools
 import logging
 import os
@@ -9,14 +10,14 @@ import time
 import pytest
 import torch
 
+from lab import workers
 from lab.checkpoints import load_checkpoint
 from lab.data import load_bundled_corpus
+from lab.jobs import TrainingJob
 from lab.models import LMConfig, build_model
 from lab.sampling import SamplingConfig, sample_text
-from lab.jobs import TrainingJob
 from lab.tasks import LMTask
 from lab.train import TrainConfig
-from lab import workers
 from lab.workers import NICENESS, WorkerError, run_in_process
 
 
@@ -31,15 +32,29 @@ def tiny_model(task, seed=0):
 
 
 def config(**overrides):
-    return TrainConfig(**{**dict(batch_size=4, block_size=16, max_steps=8, eval_interval=4, eval_windows=8,
-                                 lr=1e-2, device="cpu"), **overrides})
+    return TrainConfig(
+        **{
+            **dict(batch_size=4, block_size=16, max_steps=8, eval_interval=4, eval_windows=8, lr=1e-2, device="cpu"),
+            **overrides,
+        }
+    )
 
 
 def test_a_run_in_a_process_trains_the_same_weights_as_in_a_thread_and_saves_them(task, tmp_path):
     sampler = functools.partial(sample_text, task.tokenizer, "", SamplingConfig(max_new_tokens=5))
-    jobs = [TrainingJob(f"run-{where}", tiny_model(task), task, config(), checkpoint_dir=tmp_path / where,
-                        sampler=sampler, sample_every_s=0, in_process=where == "process")
-            for where in ("thread", "process")]
+    jobs = [
+        TrainingJob(
+            f"run-{where}",
+            tiny_model(task),
+            task,
+            config(),
+            checkpoint_dir=tmp_path / where,
+            sampler=sampler,
+            sample_every_s=0,
+            in_process=where == "process",
+        )
+        for where in ("thread", "process")
+    ]
     for job in jobs:
         assert job.start().wait(120) == "finished", job.message
     thread, process = jobs
@@ -56,8 +71,14 @@ def test_a_run_in_a_process_trains_the_same_weights_as_in_a_thread_and_saves_the
 
 
 def test_stopping_a_run_in_a_process_stops_it_between_steps_and_keeps_its_weights(task, tmp_path):
-    job = TrainingJob("long", tiny_model(task), task, config(max_steps=None, max_seconds=300),
-                      checkpoint_dir=tmp_path, in_process=True).start()
+    job = TrainingJob(
+        "long",
+        tiny_model(task),
+        task,
+        config(max_steps=None, max_seconds=300),
+        checkpoint_dir=tmp_path,
+        in_process=True,
+    ).start()
     deadline = time.monotonic() + 60
     while not any(e["type"] == "step" for e in job.events()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -115,8 +136,10 @@ def test_a_killed_child_leaves_the_count_of_running_children_as_it_was():
 
 
 def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(caplog):
-    with caplog.at_level(logging.ERROR, logger="lab.workers"), \
-            pytest.raises(WorkerError, match=r"^ValueError: corpus: too short$"):
+    with (
+        caplog.at_level(logging.ERROR, logger="lab.workers"),
+        pytest.raises(WorkerError, match=r"^ValueError: corpus: too short$"),
+    ):
         run_in_process(_fail, {"message": "corpus: too short"}, lambda event: None, lambda: False)
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "Traceback (most recent call last)" in logged and "_fail" in logged  # where it was raised

@@ -6,15 +6,18 @@ the value in the token's tooltip. Presentation only; the numbers come from lab.
 
 Glossary: T tokens.
 """
+
 import html
 
 import numpy as np
 
 from lab.introspect import SIGMOID_GATES
 
-_BOX = ("font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9rem; "
-        "line-height: 1.7; white-space: pre-wrap; word-break: break-word; padding: 0.6rem 0.7rem; "
-        "border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #fff; color: #111")
+_BOX = (
+    "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9rem; "
+    "line-height: 1.7; white-space: pre-wrap; word-break: break-word; padding: 0.6rem 0.7rem; "
+    "border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #fff; color: #111"
+)
 # a gallery card: smaller type, and a long text scrolls inside the card instead of stretching it
 _COMPACT = "; font-size: 0.78rem; line-height: 1.55; max-height: 11rem; overflow-y: auto"
 _LEGEND = "font-size:0.8rem; color:#555"
@@ -48,14 +51,18 @@ def _span(text, colour, tooltip, extra_style=""):
     shown = _escape(text)
     if "\n" in text:  # keep the line break, and show that a newline token is there
         shown = shown.replace("\n", '<span style="opacity:0.45">↵</span>\n')
-    return (f'<span title="{_escape(tooltip)}" style="background-color:{colour}; border-radius:2px{extra_style}">'
-            f"{shown}</span>")
+    return (
+        f'<span title="{_escape(tooltip)}" style="background-color:{colour}; border-radius:2px{extra_style}">'
+        f"{shown}</span>"
+    )
 
 
 def _legend(label, stops, after=""):
     """A legend line: `label`, one coloured cell per (colour, text) stop, then `after`."""
-    cells = "".join(f'<span style="background-color:{colour}; padding:0 0.45rem; margin-right:2px">{_escape(text)}'
-                    "</span>" for colour, text in stops)
+    cells = "".join(
+        f'<span style="background-color:{colour}; padding:0 0.45rem; margin-right:2px">{_escape(text)}</span>'
+        for colour, text in stops
+    )
     return f'<div style="{_LEGEND}">{label} {cells}{after}</div>'
 
 
@@ -77,9 +84,11 @@ def prob_html(prompt, token_texts, probs):
 
 
 def prob_legend_html():
-    return _legend("Background = the model's probability of the chosen token (untempered):",
-                   [(prob_colour(p), f"{p:g}") for p in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)],
-                   " · grey = your prompt · hover a token for its value")
+    return _legend(
+        "Background = the model's probability of the chosen token (untempered):",
+        [(prob_colour(p), f"{p:g}") for p in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)],
+        " · grey = your prompt · hover a token for its value",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -110,14 +119,21 @@ def gate_range(gate, values):
 def activation_html(token_texts, values, gate, compact=False):
     """Each token on a background coloured by one unit's value at that step (`compact`: a gallery card)."""
     vmin, vmax, diverging = gate_range(gate, values)
-    return _box([_span(t, activation_colour(v, vmin, vmax, diverging), f"{gate} = {v:+.3f}")
-                 for t, v in zip(token_texts, values)], compact)
+    return _box(
+        [
+            _span(t, activation_colour(v, vmin, vmax, diverging), f"{gate} = {v:+.3f}")
+            for t, v in zip(token_texts, values)
+        ],
+        compact,
+    )
 
 
 def activation_legend_html(gate, values):
     vmin, vmax, diverging = gate_range(gate, values)
-    return _legend(f"{_escape(gate)} value:", [(activation_colour(v, vmin, vmax, diverging), f"{v:+.2g}")
-                                               for v in np.linspace(vmin, vmax, 5)])
+    return _legend(
+        f"{_escape(gate)} value:",
+        [(activation_colour(v, vmin, vmax, diverging), f"{v:+.2g}") for v in np.linspace(vmin, vmax, 5)],
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -129,8 +145,9 @@ INFLUENCE_RGB = (230, 81, 0)
 
 def span_html(token_texts, start, end):
     """The text with tokens start..end-1 highlighted: the span whose units are sought."""
-    return _box([_span(t, SPAN_COLOUR if start <= n < end else "transparent", f"token {n}")
-                 for n, t in enumerate(token_texts)])
+    return _box(
+        [_span(t, SPAN_COLOUR if start <= n < end else "transparent", f"token {n}") for n, t in enumerate(token_texts)]
+    )
 
 
 def influence_colour(share):
@@ -142,16 +159,26 @@ def influence_html(token_texts, influence, tail_tokens=40):
     the largest), the predicted token framed, then up to `tail_tokens` tokens after it, faded (the
     model had not read them)."""
     target = influence.target
-    spans = [_span(t, influence_colour(share), f"influence {share:.2f} of the largest (gradient norm {norm:.2e})")
-             for t, share, norm in zip(token_texts[:target], influence.shares, influence.norms)]
-    spans.append(_span(token_texts[target], "transparent", f"predicted: p = {influence.probability:.3f}",
-                       "; outline: 2px solid #111; outline-offset: 1px"))
-    tail = token_texts[target + 1:]
+    spans = [
+        _span(t, influence_colour(share), f"influence {share:.2f} of the largest (gradient norm {norm:.2e})")
+        for t, share, norm in zip(token_texts[:target], influence.shares, influence.norms)
+    ]
+    spans.append(
+        _span(
+            token_texts[target],
+            "transparent",
+            f"predicted: p = {influence.probability:.3f}",
+            "; outline: 2px solid #111; outline-offset: 1px",
+        )
+    )
+    tail = token_texts[target + 1 :]
     shown = "".join(tail[:tail_tokens]) + ("…" if len(tail) > tail_tokens else "")
     spans.append(f'<span style="opacity:0.3">{_escape(shown)}</span>')
     return _box(spans)
 
 
 def influence_legend_html():
-    return _legend("Background = how strongly that character drove the framed prediction (share of the largest):",
-                   [(influence_colour(s), f"{s:g}") for s in (0.0, 0.25, 0.5, 0.75, 1.0)])
+    return _legend(
+        "Background = how strongly that character drove the framed prediction (share of the largest):",
+        [(influence_colour(s), f"{s:g}") for s in (0.0, 0.25, 0.5, 0.75, 1.0)],
+    )

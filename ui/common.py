@@ -5,7 +5,9 @@ what several pages need: page setup, the checkpoint picker with a cached
 loader, clear errors instead of tracebacks, per-session training jobs (stopped
 when their browser tab closes), and the published anchors shown beside results.
 """
+
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -18,8 +20,6 @@ import streamlit as st
 
 from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
 from lab.data import DataError
-import functools
-
 from lab.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.train import configure_cpu
 from ui.coloured_text import visible_piece
@@ -36,8 +36,10 @@ ARM_COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"} 
 ANCHORS = {
     "nanogpt_cpu": ("nanoGPT char-level Tiny Shakespeare, CPU config (~3 min)", "val loss ≈ 1.88 nats/char"),
     "nanogpt_gpu": ("nanoGPT char-level Tiny Shakespeare, 6-layer transformer on a GPU", "val loss ≈ 1.47 nats/char"),
-    "leviathan": ("Leviathan-LSTM: a 24M-parameter 3-layer character LSTM trained on a GPU (6 short epochs)",
-                  "val loss 1.50 nats/char"),
+    "leviathan": (
+        "Leviathan-LSTM: a 24M-parameter 3-layer character LSTM trained on a GPU (6 short epochs)",
+        "val loss 1.50 nats/char",
+    ),
     "uniform_char": ("Uniform guess over ~65 characters", "ln 65 ≈ 4.17 nats/char"),
     "scifar_lstm": ("Sequential CIFAR-10, LSTM (S4 paper, Table)", "63.0% accuracy"),
     "scifar_urgru": ("Sequential CIFAR-10, UR-GRU (S4 paper, Table)", "74.4% accuracy"),
@@ -63,9 +65,9 @@ PRESET_DESCRIPTIONS = {
     "leviathan-lstm": "Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (24M parameters; GPU-sized)",
     "seq-cifar-gru": "The Ablation page's GRU: reads an image one pixel per step; 1 layer, H=181, 10 classes",
     "scan-markov": "Mamba-style selective scan: a gated linear recurrence over 1-4 characters of context (~340K "
-                   "parameters), trained on mixed 2-5-gram samples",
+    "parameters), trained on mixed 2-5-gram samples",
     "scan-markov-windows": "The lab's own variant of scan-markov: the same model trained on 16-character windows, "
-                           "every position predicting the next (2- to 17-grams at once)",
+    "every position predicting the next (2- to 17-grams at once)",
 }
 
 
@@ -109,21 +111,21 @@ PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the 
 # the words every page leans on, one click away in the sidebar of every page
 GLOSSARY = {
     "state": "The vector h_t (and the LSTM's cell state c_t) a recurrent network carries from one step "
-             "to the next: its only memory of what it has read.",
+    "to the next: its only memory of what it has read.",
     "gate": "A vector of numbers in (0, 1), σ of a weighted sum, that multiplies another vector element by "
-            "element: how much of each unit to let through, keep or overwrite.",
+    "element: how much of each unit to let through, keep or overwrite.",
     "BPTT": "Backpropagation through time: the chain rule applied backwards along the unrolled steps. "
-            "The gradient reaching a step far back is a product of one factor per step in between.",
+    "The gradient reaching a step far back is a product of one factor per step in between.",
     "nats/char": "The loss, −ln P(next token), summed over a text and divided by its characters. ln 65 ≈ 4.17 "
-                 "is a uniform guess over 65 characters; lower is better, and it compares character and "
-                 "subword models fairly.",
+    "is a uniform guess over 65 characters; lower is better, and it compares character and "
+    "subword models fairly.",
     "convention": "Which way a GRU's update gate z points. In one convention z overwrites "
-                  "(h = (1−z)·h + z·h̃: the gru_seed cell and the Scribe models). In PyTorch's, z keeps "
-                  "(h = (1−z)·n + z·h: the gru_torch cell). Same name, opposite meaning.",
+    "(h = (1−z)·h + z·h̃: the gru_seed cell and the Scribe models). In PyTorch's, z keeps "
+    "(h = (1−z)·n + z·h: the gru_torch cell). Same name, opposite meaning.",
     "chrono initialisation": "Tallec & Ollivier (2018): start the keep-gate biases at log U[1, T−1], so the "
-                             "units begin with memories spread from 1 to T steps long.",
+    "units begin with memories spread from 1 to T steps long.",
     "random seed": "The number that starts a random generator: the same random seed gives the same sample "
-                   "or the same initial weights again.",
+    "or the same initial weights again.",
 }
 
 
@@ -154,15 +156,15 @@ def _process_setup():
     _log_jobs_to_the_server_log()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
-    threading.Thread(target=_reap_unattended_jobs, args=(_job_registry(),), name="rnnlab-reaper",
-                     daemon=True).start()
+    threading.Thread(target=_reap_unattended_jobs, args=(_job_registry(),), name="rnnlab-reaper", daemon=True).start()
     # not a daemon: the interpreter waits for its second or so at exit instead of killing it inside torch
     threading.Thread(target=_warm_up_training, name="rnnlab-warm-up").start()
     return threads
 
 
-SERVER_LOG_FORMAT = logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s",
-                                      "%Y-%m-%d %H:%M:%S")
+SERVER_LOG_FORMAT = logging.Formatter(
+    "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"
+)
 
 
 def _log_jobs_to_the_server_log():
@@ -184,8 +186,11 @@ def _warm_up_training():
     from lab.train import TrainConfig, train
 
     task = LMTask.from_text("to be or not to be " * 20, "char")
-    train(build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)), task,
-          TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2))
+    train(
+        build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)),
+        task,
+        TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2),
+    )
 
 
 def show_anchors(*keys):
@@ -244,8 +249,9 @@ def checkpoint_infos(families=None):
     """Bundled and this session's checkpoints of these families; the text pages' families (lm,
     scan_markov) only list files that carry their tokenizer."""
     infos = list_checkpoints(user_dir(), include_versions=False)
-    return [i for i in infos
-            if families is None or i.family in families and (i.has_tokenizer or i.family == "classifier")]
+    return [
+        i for i in infos if families is None or i.family in families and (i.has_tokenizer or i.family == "classifier")
+    ]
 
 
 def choose_checkpoint(key, label, infos, format_func, default_name=None):
@@ -266,11 +272,12 @@ def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), d
     """A selectbox over bundled and this session's checkpoints -> the loaded Checkpoint, or None (with a message)."""
     infos = checkpoint_infos(families)
     if not infos:
-        st.warning("No checkpoints yet: train one on the Train page, or regenerate the bundled ones "
-                   "with `python scripts/build_checkpoints.py`.")
+        st.warning(
+            "No checkpoints yet: train one on the Train page, or regenerate the bundled ones "
+            "with `python scripts/build_checkpoints.py`."
+        )
         return None
-    info = choose_checkpoint(key, label, infos, lambda i: i.name if i.bundled else f"{i.name}  (yours)",
-                             default_name)
+    info = choose_checkpoint(key, label, infos, lambda i: i.name if i.bundled else f"{i.name}  (yours)", default_name)
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
@@ -332,15 +339,17 @@ def space_cookie_script(key, sent):
     reloads so at most once (sessionStorage), so an odd cookie can never make it loop."""
     cookie = f"{SPACE_COOKIE}={key}; path=/; max-age={int(KEEP_SECONDS)}; SameSite=Lax"
     sent = sent if re.fullmatch(r"[A-Za-z0-9_-]{0,64}", sent or "") else ""  # the browser's: never raw into a script
-    return (f"<script>(() => {{const read = () => (document.cookie.split('; ').find("
-            f"c => c.startsWith('{SPACE_COOKIE}=')) || '').slice({len(SPACE_COOKIE) + 1});"
-            f"const adopt = () => {{ if (sessionStorage.getItem('{SPACE_COOKIE}_adopted')) return false;"
-            f"sessionStorage.setItem('{SPACE_COOKIE}_adopted', '1'); window.location.reload(); return true; }};"
-            f"const now = read();"
-            f"if (now && now !== '{sent}' && now !== '{key}' && adopt()) return;"
-            f"document.cookie = '{cookie}';"
-            f"setTimeout(() => {{ const later = read(); if (later && later !== '{key}') adopt(); }}, 1000);"
-            f"}})();</script>")
+    return (
+        f"<script>(() => {{const read = () => (document.cookie.split('; ').find("
+        f"c => c.startsWith('{SPACE_COOKIE}=')) || '').slice({len(SPACE_COOKIE) + 1});"
+        f"const adopt = () => {{ if (sessionStorage.getItem('{SPACE_COOKIE}_adopted')) return false;"
+        f"sessionStorage.setItem('{SPACE_COOKIE}_adopted', '1'); window.location.reload(); return true; }};"
+        f"const now = read();"
+        f"if (now && now !== '{sent}' && now !== '{key}' && adopt()) return;"
+        f"document.cookie = '{cookie}';"
+        f"setTimeout(() => {{ const later = read(); if (later && later !== '{key}') adopt(); }}, 1000);"
+        f"}})();</script>"
+    )
 
 
 def user_dir():
@@ -351,8 +360,9 @@ def user_dir():
 def room_check():
     """What a save into this session's folder calls first: SpaceFullError (a ValueError, one line) when
     the file would pass the session's quota or all sessions' bound (lab.spaces.check_room)."""
-    return functools.partial(check_room, USER_DIR, user_dir(), space_bytes=SPACE_MAX_BYTES,
-                             total_bytes=USER_DIR_MAX_BYTES)
+    return functools.partial(
+        check_room, USER_DIR, user_dir(), space_bytes=SPACE_MAX_BYTES, total_bytes=USER_DIR_MAX_BYTES
+    )
 
 
 def _session_entry(registry):

@@ -9,6 +9,7 @@ comes from `ui.common.cached_checkpoint` (one shared copy per process).
 
 Glossary: T time (tokens), H hidden units, K lags.
 """
+
 import copy
 import html
 import math
@@ -35,10 +36,14 @@ from ui.common import cached_checkpoint
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
 
 # one colour per cell family, the same on every chart
-CELL_COLOURS = {"rnn": "#7f7f7f", "gru_seed": "#1f77b4", "gru_torch": "#17becf", "lstm": "#d62728",
-                "scan": "#2ca02c"}
-CELL_NAMES = {"rnn": "vanilla RNN", "gru_seed": "GRU (z overwrites)",
-              "gru_torch": "GRU (PyTorch convention)", "lstm": "LSTM", "scan": "selective scan"}
+CELL_COLOURS = {"rnn": "#7f7f7f", "gru_seed": "#1f77b4", "gru_torch": "#17becf", "lstm": "#d62728", "scan": "#2ca02c"}
+CELL_NAMES = {
+    "rnn": "vanilla RNN",
+    "gru_seed": "GRU (z overwrites)",
+    "gru_torch": "GRU (PyTorch convention)",
+    "lstm": "LSTM",
+    "scan": "selective scan",
+}
 
 # The cell equations as each lab.cells layer implements them (its docstring, in LaTeX).
 CELL_EQUATIONS = {
@@ -69,6 +74,7 @@ CELL_EQUATIONS = {
     ],
 }
 
+
 def equations_latex(cell):
     """One aligned LaTeX block of a cell's equations (for st.latex)."""
     lines = [equation.replace(" = ", " &= ", 1) for equation in CELL_EQUATIONS[cell]]
@@ -78,13 +84,12 @@ def equations_latex(cell):
 CELL_NOTES = {
     "rnn": "No gate: every step squashes the whole state through tanh.",
     "gru_seed": "The Scribe models' convention: **z overwrites**, z → 0 keeps "
-                "the memory; the reset gate acts before U_h. The candidate h̃ is the trace's gate n.",
+    "the memory; the reset gate acts before U_h. The candidate h̃ is the trace's gate n.",
     "gru_torch": "PyTorch convention (torch.nn.GRU, and the Ablation page's study): **z keeps**, z → 1 keeps the "
-                 "memory; the reset gate multiplies W_hn h + b_hn.",
-    "lstm": "The standard LSTM: **f keeps** the cell state c; f = 1 "
-            "holds it untouched, which no GRU can.",
+    "memory; the reset gate multiplies W_hn h + b_hn.",
+    "lstm": "The standard LSTM: **f keeps** the cell state c; f = 1 holds it untouched, which no GRU can.",
     "scan": "A Mamba-style selective scan: the gates read the input only, never h, so the recurrence is an "
-            "associative scan; **A keeps**.",
+    "associative scan; **A keeps**.",
 }
 
 
@@ -140,7 +145,7 @@ def cached_passage_unit(path, mtime, first_line, chars, layer, gate, unit):
     start = corpus.find(first_line)
     if start < 0:
         raise ValueError(f"passage: {first_line!r} is not in the bundled corpus")
-    trace = cached_trace(path, mtime, corpus[start:start + chars])
+    trace = cached_trace(path, mtime, corpus[start : start + chars])
     return trace.token_texts, trace.gate(layer, gate)[:, unit]
 
 
@@ -201,14 +206,17 @@ def mean(values):
 
 def repetition_markdown(report):
     """lab.sampling.repetition_report as a few Markdown lines."""
+
     def quoted(text, limit=60):
         text = text if len(text) <= limit else text[:limit] + "…"
         return "`" + text.replace("`", "'").replace("\n", "↵") + "`"
 
     lines = []
     if report["ends_in_cycle"]:
-        lines.append(f"- **ends in a loop**: a period of {report['cycle_period']} characters, repeated "
-                     f"{report['cycle_repeats']:.1f}× at the end: {quoted(report['cycle'])}")
+        lines.append(
+            f"- **ends in a loop**: a period of {report['cycle_period']} characters, repeated "
+            f"{report['cycle_repeats']:.1f}× at the end: {quoted(report['cycle'])}"
+        )
     else:
         lines.append("- does not end in a loop")
     if report["top_line_count"] > 1:
@@ -256,19 +264,33 @@ def gate_heatmap(values, pieces, gate, units):
     shown = values[:, units].T  # (U, T)
     vmin, vmax, diverging = gate_range(gate, values)
     hover = np.array([chart_piece(p) for p in pieces])[None, :].repeat(shown.shape[0], 0)
-    fig = go.Figure(go.Heatmap(
-        z=shown, x=list(range(len(pieces))), y=[f"u{u}" for u in units], zmin=vmin, zmax=vmax,
-        colorscale="RdBu_r" if diverging else "Viridis", customdata=hover,
-        hovertemplate="token %{x} '%{customdata}'<br>%{y}<br>" + gate + " = %{z:.3f}<extra></extra>",
-        colorbar=dict(thickness=10, len=0.9)))
+    fig = go.Figure(
+        go.Heatmap(
+            z=shown,
+            x=list(range(len(pieces))),
+            y=[f"u{u}" for u in units],
+            zmin=vmin,
+            zmax=vmax,
+            colorscale="RdBu_r" if diverging else "Viridis",
+            customdata=hover,
+            hovertemplate="token %{x} '%{customdata}'<br>%{y}<br>" + gate + " = %{z:.3f}<extra></extra>",
+            colorbar=dict(thickness=10, len=0.9),
+        )
+    )
     ticks, labels = _token_axis(pieces)
     fig.update_layout(
         title=dict(text=f"{gate} · {GATE_KINDS.get(gate, '')}", font=dict(size=14)),
         height=96 + int(min(max(2.5 * len(units), 184), 640)),  # 64 units in 280 px; more units, taller rows
         margin=dict(l=50, r=10, t=36, b=60),
-        xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels, tickangle=-30 if len(ticks) > 12 else 0,
-                   tickfont=dict(size=11, family="monospace")),
-        yaxis=dict(title="unit", autorange="reversed", type="category", tickfont=dict(size=9)))
+        xaxis=dict(
+            tickmode="array",
+            tickvals=ticks,
+            ticktext=labels,
+            tickangle=-30 if len(ticks) > 12 else 0,
+            tickfont=dict(size=11, family="monospace"),
+        ),
+        yaxis=dict(title="unit", autorange="reversed", type="category", tickfont=dict(size=9)),
+    )
     return fig
 
 
@@ -277,40 +299,78 @@ def saturation_histogram(values, gate):
     low, high = SATURATION
     flat = values.ravel()
     share_low, share_high = float((flat < low).mean()), float((flat > high).mean())
-    fig = go.Figure(go.Histogram(x=flat, xbins=dict(start=0, end=1, size=0.02), marker_color="#6a1b9a",
-                                 histnorm="percent", hovertemplate="%{x}: %{y:.1f}%<extra></extra>"))
+    fig = go.Figure(
+        go.Histogram(
+            x=flat,
+            xbins=dict(start=0, end=1, size=0.02),
+            marker_color="#6a1b9a",
+            histnorm="percent",
+            hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
+        )
+    )
     fig.add_vrect(x0=0, x1=low, fillcolor="#1f77b4", opacity=0.12, line_width=0)
     fig.add_vrect(x0=high, x1=1, fillcolor="#d62728", opacity=0.12, line_width=0)
     fig.update_layout(
-        title=dict(text=f"{gate}: {share_low:.0%} shut (< {low}) · {share_high:.0%} open (> {high})",
-                   font=dict(size=13)),
-        height=230, margin=dict(l=40, r=10, t=40, b=30), xaxis=dict(range=[0, 1], title=f"{gate} value"),
-        yaxis=dict(title="% of values"), bargap=0.05)
+        title=dict(
+            text=f"{gate}: {share_low:.0%} shut (< {low}) · {share_high:.0%} open (> {high})", font=dict(size=13)
+        ),
+        height=230,
+        margin=dict(l=40, r=10, t=40, b=30),
+        xaxis=dict(range=[0, 1], title=f"{gate} value"),
+        yaxis=dict(title="% of values"),
+        bargap=0.05,
+    )
     return fig
 
 
 def next_token_figure(top):
     """Horizontal bars of the most likely next tokens (lab.prediction.next_tokens), the likeliest on top."""
     labels = [f"{chart_piece(p)} " for p in top["piece"]]
-    fig = go.Figure(go.Bar(x=top["probability"], y=labels, orientation="h", marker_color="#2e7d32",
-                           text=[f"{p:.1%}" for p in top["probability"]], textposition="outside",
-                           hovertemplate="'%{y}': %{x:.3f}<extra></extra>"))
-    fig.update_layout(height=60 + 34 * len(top), margin=dict(l=10, r=40, t=10, b=30),
-                      xaxis=dict(range=[0, 1.1], title="probability of the next token", tickformat=".0%"),
-                      yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=15, family="monospace")))
+    fig = go.Figure(
+        go.Bar(
+            x=top["probability"],
+            y=labels,
+            orientation="h",
+            marker_color="#2e7d32",
+            text=[f"{p:.1%}" for p in top["probability"]],
+            textposition="outside",
+            hovertemplate="'%{y}': %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=60 + 34 * len(top),
+        margin=dict(l=10, r=40, t=10, b=30),
+        xaxis=dict(range=[0, 1.1], title="probability of the next token", tickformat=".0%"),
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=15, family="monospace")),
+    )
     return fig
 
 
 def unit_trace_figure(values, pieces, gate, unit):
     """One unit's value over the text, as a line under the coloured text."""
-    fig = go.Figure(go.Scatter(y=values, mode="lines+markers", marker=dict(size=3), line=dict(color="#6a1b9a"),
-                               customdata=[chart_piece(p) for p in pieces],
-                               hovertemplate="token %{x} '%{customdata}': %{y:.3f}<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            y=values,
+            mode="lines+markers",
+            marker=dict(size=3),
+            line=dict(color="#6a1b9a"),
+            customdata=[chart_piece(p) for p in pieces],
+            hovertemplate="token %{x} '%{customdata}': %{y:.3f}<extra></extra>",
+        )
+    )
     ticks, labels = _token_axis(pieces)
-    fig.update_layout(height=230, margin=dict(l=40, r=10, t=30, b=60),
-                      title=dict(text=f"unit {unit} of {gate}", font=dict(size=13)),
-                      xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels,
-                                 tickangle=-30 if len(ticks) > 12 else 0, tickfont=dict(size=11, family="monospace")))
+    fig.update_layout(
+        height=230,
+        margin=dict(l=40, r=10, t=30, b=60),
+        title=dict(text=f"unit {unit} of {gate}", font=dict(size=13)),
+        xaxis=dict(
+            tickmode="array",
+            tickvals=ticks,
+            ticktext=labels,
+            tickangle=-30 if len(ticks) > 12 else 0,
+            tickfont=dict(size=11, family="monospace"),
+        ),
+    )
     return fig
 
 
@@ -324,16 +384,26 @@ def decay_figure(curves, reference=None, log_y=False):
     fig = go.Figure()
     for n, (name, cell, lags, median) in enumerate(curves):
         deeper = n > 0 and curves[n - 1][1] == cell  # a second layer of the same model: dashed
-        fig.add_trace(go.Scatter(x=lags, y=median, mode="lines", name=name,
-                                 line=dict(color=CELL_COLOURS.get(cell), width=2.5, dash="dash" if deeper else None)))
+        fig.add_trace(
+            go.Scatter(
+                x=lags,
+                y=median,
+                mode="lines",
+                name=name,
+                line=dict(color=CELL_COLOURS.get(cell), width=2.5, dash="dash" if deeper else None),
+            )
+        )
     if reference is not None:
         label, lags, values = reference
-        fig.add_trace(go.Scatter(x=lags, y=values, mode="lines", name=label,
-                                 line=dict(color="#999", dash="dot")))
+        fig.add_trace(go.Scatter(x=lags, y=values, mode="lines", name=label, line=dict(color="#999", dash="dot")))
     yaxis = dict(type="log", range=[-6, 0.05], exponentformat="power") if log_y else dict(range=[0, 1.02])
-    fig.update_layout(height=400, margin=dict(l=60, r=10, t=30, b=40), xaxis_title="lag k (tokens)",
-                      yaxis=dict(title="retention (median over units)", **yaxis),
-                      legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(
+        height=400,
+        margin=dict(l=60, r=10, t=30, b=40),
+        xaxis_title="lag k (tokens)",
+        yaxis=dict(title="retention (median over units)", **yaxis),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig
 
 
@@ -342,18 +412,46 @@ def analytic_figure(chosen, others, max_lag):
     lags = np.unique(np.logspace(0, math.log10(max_lag), 200).astype(int))
     fig = go.Figure()
     for g in others:
-        fig.add_trace(go.Scatter(x=lags, y=constant_gate_retention(g, lags), mode="lines", name=f"g = {g:g}",
-                                 line=dict(width=1, color="#bbb"), hovertemplate="k=%{x}: %{y:.4f}"))
-    fig.add_trace(go.Scatter(x=lags, y=constant_gate_retention(chosen, lags), mode="lines", name=f"g = {chosen:g}",
-                             line=dict(width=3, color="#d62728"), hovertemplate="k=%{x}: %{y:.5f}"))
+        fig.add_trace(
+            go.Scatter(
+                x=lags,
+                y=constant_gate_retention(g, lags),
+                mode="lines",
+                name=f"g = {g:g}",
+                line=dict(width=1, color="#bbb"),
+                hovertemplate="k=%{x}: %{y:.4f}",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=lags,
+            y=constant_gate_retention(chosen, lags),
+            mode="lines",
+            name=f"g = {chosen:g}",
+            line=dict(width=3, color="#d62728"),
+            hovertemplate="k=%{x}: %{y:.5f}",
+        )
+    )
     if max_lag >= 100:
-        fig.add_trace(go.Scatter(x=[100], y=constant_gate_retention(0.99999, [100]), mode="markers+text",
-                                 text=["0.99999¹⁰⁰ = 0.99900"], textposition="bottom left",
-                                 name="a nearly shut GRU update gate", marker=dict(size=9, color="#1f77b4"),
-                                 showlegend=False))
-    fig.update_layout(height=330, margin=dict(l=50, r=10, t=20, b=40),
-                      xaxis=dict(type="log", title="steps k"), yaxis=dict(title="retention g^k", range=[0, 1.05]),
-                      legend=dict(orientation="h", y=-0.25))
+        fig.add_trace(
+            go.Scatter(
+                x=[100],
+                y=constant_gate_retention(0.99999, [100]),
+                mode="markers+text",
+                text=["0.99999¹⁰⁰ = 0.99900"],
+                textposition="bottom left",
+                name="a nearly shut GRU update gate",
+                marker=dict(size=9, color="#1f77b4"),
+                showlegend=False,
+            )
+        )
+    fig.update_layout(
+        height=330,
+        margin=dict(l=50, r=10, t=20, b=40),
+        xaxis=dict(type="log", title="steps k"),
+        yaxis=dict(title="retention g^k", range=[0, 1.05]),
+        legend=dict(orientation="h", y=-0.25),
+    )
     return fig
 
 
@@ -363,12 +461,23 @@ def gradient_figure(curves, title, y_range=None):
     for name, cell, norms in curves:
         norms = np.asarray(norms, dtype=float)
         distance = np.arange(len(norms))[::-1]  # index 0 is the step farthest from the loss
-        fig.add_trace(go.Scatter(x=distance, y=np.maximum(norms, 1e-30), mode="lines", name=name,
-                                 line=dict(color=CELL_COLOURS.get(cell), width=2)))
-    fig.update_layout(height=380, margin=dict(l=60, r=10, t=40, b=40), title=dict(text=title, font=dict(size=14)),
-                      xaxis_title="distance T − t (steps back from the loss)",
-                      yaxis=dict(type="log", title="‖∂L_T / ∂h_t‖", range=y_range, exponentformat="power"),
-                      legend=dict(orientation="h", y=-0.2))
+        fig.add_trace(
+            go.Scatter(
+                x=distance,
+                y=np.maximum(norms, 1e-30),
+                mode="lines",
+                name=name,
+                line=dict(color=CELL_COLOURS.get(cell), width=2),
+            )
+        )
+    fig.update_layout(
+        height=380,
+        margin=dict(l=60, r=10, t=40, b=40),
+        title=dict(text=title, font=dict(size=14)),
+        xaxis_title="distance T − t (steps back from the loss)",
+        yaxis=dict(type="log", title="‖∂L_T / ∂h_t‖", range=y_range, exponentformat="power"),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig
 
 
@@ -392,20 +501,34 @@ def probe_figure(results, live=None, marked=None):
         for cell, rows in frame[~frame.get("skipped", False)].groupby("cell", sort=False):
             rows = rows.sort_values("distance")
             name = f"{cell}: your live run" if is_live else f"{cell} ({int(rows['params'].iloc[0]):,} params)"
-            fig.add_trace(go.Scatter(
-                x=rows["distance"], y=rows["accuracy"], mode="lines+markers" if not is_live else "markers",
-                name=name, line=dict(color=CELL_COLOURS.get(cell), width=2.5),
-                marker=dict(symbol="diamond", size=12) if is_live else None,
-                customdata=rows["steps"], hovertemplate="k = %{x}: %{y:.2f} after %{customdata} steps<extra></extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=rows["distance"],
+                    y=rows["accuracy"],
+                    mode="lines+markers" if not is_live else "markers",
+                    name=name,
+                    line=dict(color=CELL_COLOURS.get(cell), width=2.5),
+                    marker=dict(symbol="diamond", size=12) if is_live else None,
+                    customdata=rows["steps"],
+                    hovertemplate="k = %{x}: %{y:.2f} after %{customdata} steps<extra></extra>",
+                )
+            )
     if frames:
         chance = float(frames[0]["chance"].max())
-        fig.add_hline(y=chance, line=dict(color="#999", dash="dot"), annotation_text=f"chance {chance:.2f}",
-                      annotation_position="bottom right")
+        fig.add_hline(
+            y=chance,
+            line=dict(color="#999", dash="dot"),
+            annotation_text=f"chance {chance:.2f}",
+            annotation_position="bottom right",
+        )
     if marked is not None:
         fig.add_vline(x=marked, line=dict(color="#bbb", width=1))
     distances = sorted(set().union(*[set(int(k) for k in f["distance"]) for f in frames])) if frames else []
-    fig.update_layout(height=380, margin=dict(l=50, r=10, t=20, b=40),
-                      xaxis=dict(type="log", title="distance k (steps the memory must span)", tickvals=distances),
-                      yaxis=dict(title="accuracy at the “?” on fresh sequences", range=[0, 1.03]),
-                      legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(
+        height=380,
+        margin=dict(l=50, r=10, t=20, b=40),
+        xaxis=dict(type="log", title="distance k (steps the memory must span)", tickvals=distances),
+        yaxis=dict(title="accuracy at the “?” on fresh sequences", range=[0, 1.03]),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig

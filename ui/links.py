@@ -10,6 +10,7 @@ a short URL name, each bound to a widget key:
 
 A bad value in a link is ignored with a warning that names it; the page opens with its default.
 """
+
 import math
 from dataclasses import dataclass
 
@@ -51,8 +52,9 @@ class Field:
         try:
             value = int(raw) if self.kind == "int" else float(raw)
         except ValueError:
-            raise ValueError(f"must be {'an integer' if self.kind == 'int' else 'a number'} "
-                             f"in [{self.low:g}, {self.high:g}]") from None
+            raise ValueError(
+                f"must be {'an integer' if self.kind == 'int' else 'a number'} in [{self.low:g}, {self.high:g}]"
+            ) from None
         if not (math.isfinite(value) and self.low <= value <= self.high):
             raise ValueError(f"must be in [{self.low:g}, {self.high:g}]")
         return value

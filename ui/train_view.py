@@ -9,6 +9,7 @@ in the URL (`?preset=astra-beta&hidden=128&seconds=30`). Only values that
 differ from the chosen preset's defaults are written to the URL, so a link
 stays short and still opens with the same settings.
 """
+
 import dataclasses
 import math
 
@@ -19,17 +20,20 @@ import streamlit as st
 
 from lab.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
 from lab.cells import CELLS
+from lab.checkpoints import why_not_resumable
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
-from lab.train import TrainConfig, resolve_device, why_not_resumable
+from lab.train import TrainConfig, resolve_device
 from ui.common import plain, register_job, user_errors
 from ui.links import Field, parse_query
 
 DEFAULT_PRESET = "astra-alpha"
 RACE_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # the four families of the Race button
-CORPUS_CHOICES = {"bundled": "Bundled Shakespeare (35 plays, 4.6 MB, offline)",
-                  "tiny-shakespeare": "Tiny Shakespeare (download, 1.1 MB)",
-                  "upload": "Upload a .txt file"}
+CORPUS_CHOICES = {
+    "bundled": "Bundled Shakespeare (35 plays, 4.6 MB, offline)",
+    "tiny-shakespeare": "Tiny Shakespeare (download, 1.1 MB)",
+    "upload": "Upload a .txt file",
+}
 # presets that train on text (the sequence classifier has its own page)
 TEXT_PRESETS = [name for name, p in PRESETS.items() if p.model.family in ("lm", "scan_markov")]
 
@@ -57,9 +61,13 @@ FIELDS = {
     "name": Field("text", "Run name (checkpoint name)"),
     "x": Field("choice", "Chart x axis", choices=("elapsed", "step")),
 }
-CELL_LABELS = {"rnn": "rnn: vanilla RNN", "gru_seed": "gru_seed: GRU, the Scribe models' convention (z overwrites)",
-               "gru_torch": "gru_torch: GRU, PyTorch convention (z keeps)", "lstm": "lstm: LSTM",
-               "scan": "scan: selective scan (Mamba-style)"}
+CELL_LABELS = {
+    "rnn": "rnn: vanilla RNN",
+    "gru_seed": "gru_seed: GRU, the Scribe models' convention (z overwrites)",
+    "gru_torch": "gru_torch: GRU, PyTorch convention (z keeps)",
+    "lstm": "lstm: LSTM",
+    "scan": "scan: selective scan (Mamba-style)",
+}
 
 
 def key(name):
@@ -91,8 +99,15 @@ def preset_values(name):
 
 
 def default_values(preset=DEFAULT_PRESET):
-    return {**preset_values(preset), "corpus": "bundled", "seconds": 60, "stateful": False,
-            "eval_every": TrainConfig().eval_interval, "name": "", "x": "elapsed"}
+    return {
+        **preset_values(preset),
+        "corpus": "bundled",
+        "seconds": 60,
+        "stateful": False,
+        "eval_every": TrainConfig().eval_interval,
+        "name": "",
+        "x": "elapsed",
+    }
 
 
 def values_from_query(query):
@@ -122,23 +137,34 @@ def fused_problem(values):
     """Why the fused backend cannot be used with these settings, or None."""
     if values["backend"] != "fused" or is_scan_markov(values) or values["cell"] in FUSED_MODULES:
         return None
-    why = {"gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not this cell's "
-                       "(z overwrites)",
-           "scan": "torch.nn has no selective scan"}.get(values["cell"], "torch.nn has no such layer")
-    return (f"The fused backend exists only for {', '.join(sorted(FUSED_MODULES))}: {why}. "
-            "Choose the fast or reference backend for this cell.")
+    why = {
+        "gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not this cell's (z overwrites)",
+        "scan": "torch.nn has no selective scan",
+    }.get(values["cell"], "torch.nn has no such layer")
+    return (
+        f"The fused backend exists only for {', '.join(sorted(FUSED_MODULES))}: {why}. "
+        "Choose the fast or reference backend for this cell."
+    )
 
 
 def model_config(values, vocab_size):
     """Settings -> the lab model config (ValueError names a bad field)."""
     preset = PRESETS[values["preset"]]
     if is_scan_markov(values):  # seed 004's architecture is fixed but for its width and dropout
-        return dataclasses.replace(preset.model, vocab_size=vocab_size, embed_dim=values["emb"],
-                                   dropout=values["dropout"])
-    return dataclasses.replace(preset.model, vocab_size=vocab_size, cell=values["cell"], backend=values["backend"],
-                               embed_dim=values["emb"], hidden_size=values["hidden"],
-                               num_layers=values["layers"], dropout=values["dropout"],
-                               scan_mode=default_scan_mode(resolve_device()))  # the scan's faster form here
+        return dataclasses.replace(
+            preset.model, vocab_size=vocab_size, embed_dim=values["emb"], dropout=values["dropout"]
+        )
+    return dataclasses.replace(
+        preset.model,
+        vocab_size=vocab_size,
+        cell=values["cell"],
+        backend=values["backend"],
+        embed_dim=values["emb"],
+        hidden_size=values["hidden"],
+        num_layers=values["layers"],
+        dropout=values["dropout"],
+        scan_mode=default_scan_mode(resolve_device()),
+    )  # the scan's faster form here
 
 
 EVAL_SECONDS = 10.0  # a validation point at least this often, whatever the model's speed
@@ -146,11 +172,20 @@ EVAL_SECONDS = 10.0  # a validation point at least this often, whatever the mode
 
 def train_config(values):
     """Settings -> lab.train.TrainConfig with a wall-clock budget (ValueError names a bad field)."""
-    return TrainConfig(lr=values["lr"], min_lr=min(PRESETS[values["preset"]].train.get("min_lr", 0.0), values["lr"]),
-                       weight_decay=values["wd"], batch_size=values["batch"], block_size=values["block"],
-                       max_steps=None, max_seconds=float(values["seconds"]), grad_clip=values["clip"],
-                       label_smoothing=values["smoothing"], stateful=values["stateful"],
-                       eval_interval=values["eval_every"], eval_seconds=EVAL_SECONDS)
+    return TrainConfig(
+        lr=values["lr"],
+        min_lr=min(PRESETS[values["preset"]].train.get("min_lr", 0.0), values["lr"]),
+        weight_decay=values["wd"],
+        batch_size=values["batch"],
+        block_size=values["block"],
+        max_steps=None,
+        max_seconds=float(values["seconds"]),
+        grad_clip=values["clip"],
+        label_smoothing=values["smoothing"],
+        stateful=values["stateful"],
+        eval_interval=values["eval_every"],
+        eval_seconds=EVAL_SECONDS,
+    )
 
 
 def widget_values(saved):
@@ -201,12 +236,20 @@ class RunLog:
         for e in events:
             if e["type"] == "step":
                 self.last_step = e
-                for k, v in (("step", e["step"]), ("elapsed", e["elapsed"]), ("loss", e["train_loss"]),
-                             ("nats_per_char", e["train_loss"] / self.chars_per_token)):
+                for k, v in (
+                    ("step", e["step"]),
+                    ("elapsed", e["elapsed"]),
+                    ("loss", e["train_loss"]),
+                    ("nats_per_char", e["train_loss"] / self.chars_per_token),
+                ):
                     self.steps[k].append(v)
             elif e["type"] == "eval":
-                for k, v in (("step", e["step"]), ("elapsed", e["elapsed"]), ("loss", e["val_loss"]),
-                             ("nats_per_char", e.get("val_nats_per_char", math.nan))):
+                for k, v in (
+                    ("step", e["step"]),
+                    ("elapsed", e["elapsed"]),
+                    ("loss", e["val_loss"]),
+                    ("nats_per_char", e.get("val_nats_per_char", math.nan)),
+                ):
                     self.evals[k].append(v)
             elif e["type"] == "sample":
                 self.first_sample, self.sample = self.first_sample or e, e
@@ -224,12 +267,19 @@ class RunLog:
         def latest(values):
             return f"{values[-1]:.3f}" if values else pending
 
-        return {"run": self.label, "cell": self.cell, "params": self.params, "status": job.status,
-                "steps": last.get("step", 0), "seconds": round(last.get("elapsed", 0.0), 1),
-                "train nats/char": latest(self.steps["nats_per_char"]),
-                "val nats/char": latest(self.evals["nats_per_char"]), "val loss/token": latest(self.evals["loss"]),
-                # the file's name only: its folder's path holds the session's secret key
-                "checkpoint": job.checkpoint_path.stem if job.checkpoint_path else ""}
+        return {
+            "run": self.label,
+            "cell": self.cell,
+            "params": self.params,
+            "status": job.status,
+            "steps": last.get("step", 0),
+            "seconds": round(last.get("elapsed", 0.0), 1),
+            "train nats/char": latest(self.steps["nats_per_char"]),
+            "val nats/char": latest(self.evals["nats_per_char"]),
+            "val loss/token": latest(self.evals["loss"]),
+            # the file's name only: its folder's path holds the session's secret key
+            "checkpoint": job.checkpoint_path.stem if job.checkpoint_path else "",
+        }
 
 
 def _thin(xs, *series, max_points=400):
@@ -257,27 +307,58 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
     for i, log in enumerate(logs):
         color = COLORS[i % len(COLORS)]
         x, y, per_token = _thin(log.steps[x_axis], log.steps["nats_per_char"], log.steps["loss"])
-        fig.add_trace(go.Scatter(x=x, y=y, customdata=per_token, hovertemplate=HOVER,
-                                 mode="lines" if len(x) > 20 else "lines+markers",  # a lone point shows
-                                 name=f"{log.label} · train", legendgroup=log.label,
-                                 line=dict(color=color, width=1.5), marker=dict(size=4), opacity=0.6))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                customdata=per_token,
+                hovertemplate=HOVER,
+                mode="lines" if len(x) > 20 else "lines+markers",  # a lone point shows
+                name=f"{log.label} · train",
+                legendgroup=log.label,
+                line=dict(color=color, width=1.5),
+                marker=dict(size=4),
+                opacity=0.6,
+            )
+        )
         x, y, per_token = _thin(log.evals[x_axis], log.evals["nats_per_char"], log.evals["loss"])
-        fig.add_trace(go.Scatter(x=x, y=y, customdata=per_token,
-                                 hovertemplate=HOVER, mode="lines+markers", name=f"{log.label} · val",
-                                 legendgroup=log.label,
-                                 line=dict(color=color, width=2.5, dash="dash"), marker=dict(size=7)))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                customdata=per_token,
+                hovertemplate=HOVER,
+                mode="lines+markers",
+                name=f"{log.label} · val",
+                legendgroup=log.label,
+                line=dict(color=color, width=2.5, dash="dash"),
+                marker=dict(size=7),
+            )
+        )
     # the reference lines as plain shapes: add_hline compares them with every trace's data (seconds per
     # redraw once several runs have thousands of points)
-    shapes = [dict(type="line", xref="paper", x0=0, x1=1, y0=y, y1=y, line=dict(color="grey", width=1, dash="dot"))
-              for y, _ in anchors]
-    notes = [dict(xref="paper", x=1, y=y, text=label, showarrow=False, xanchor="right", yanchor="top",
-                  font=dict(color="grey")) for y, label in anchors]
-    fig.update_layout(height=440, margin=dict(l=10, r=10, t=40, b=10), showlegend=bool(logs), shapes=shapes,
-                      annotations=notes,
-                      legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
-                      xaxis_title="seconds" if x_axis == "elapsed" else "step",
-                      yaxis_title="cross-entropy (nats per character)", hovermode="x unified",
-                      template="plotly_white")
+    shapes = [
+        dict(type="line", xref="paper", x0=0, x1=1, y0=y, y1=y, line=dict(color="grey", width=1, dash="dot"))
+        for y, _ in anchors
+    ]
+    notes = [
+        dict(
+            xref="paper", x=1, y=y, text=label, showarrow=False, xanchor="right", yanchor="top", font=dict(color="grey")
+        )
+        for y, label in anchors
+    ]
+    fig.update_layout(
+        height=440,
+        margin=dict(l=10, r=10, t=40, b=10),
+        showlegend=bool(logs),
+        shapes=shapes,
+        annotations=notes,
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        xaxis_title="seconds" if x_axis == "elapsed" else "step",
+        yaxis_title="cross-entropy (nats per character)",
+        hovermode="x unified",
+        template="plotly_white",
+    )
     if any(log.steps[x_axis] for log in logs):
         fig.update_xaxes(rangemode="tozero")
         fig.update_yaxes(rangemode="tozero")
@@ -296,8 +377,15 @@ CELL_NAMES = {"rnn": "RNN", "gru_seed": "GRU (z overwrites)", "gru_torch": "GRU"
 def bundled_anchors(infos):
     """The best bundled character model's score on the bundled corpus's held-out plays, as a chart
     line: the yardstick a run on the same corpus is compared with."""
-    scored = [i for i in infos if i.bundled and i.metrics.get("corpus") == "bundled" and i.family == "lm"
-              and i.config.get("vocab_size", 0) < 256 and "val_nats_per_char" in i.metrics]
+    scored = [
+        i
+        for i in infos
+        if i.bundled
+        and i.metrics.get("corpus") == "bundled"
+        and i.family == "lm"
+        and i.config.get("vocab_size", 0) < 256
+        and "val_nats_per_char" in i.metrics
+    ]
     if not scored:
         return []
     best = min(scored, key=lambda i: i.metrics["val_nats_per_char"])
@@ -332,15 +420,20 @@ def draw_progress_and_samples(logs):
     for log in active:
         last = log.last_step
         if log.job.queue_position:
-            st.progress(0.0, text=f"**{log.label}** · waiting for this server's training budget: number "
-                                  f"{log.job.queue_position} in the queue")
+            st.progress(
+                0.0,
+                text=f"**{log.label}** · waiting for this server's training budget: number "
+                f"{log.job.queue_position} in the queue",
+            )
             continue
         if last is None:
             st.progress(0.0, text=f"**{log.label}** · starting…")
             continue
-        st.progress(min(1.0, last["progress"]),
-                    text=f"**{log.label}** · step {last['step']:,} · train loss {last['train_loss']:.3f} · "
-                         f"{last['tokens_per_s']:,.0f} tokens/s · ETA {format_eta(last['eta'])}")
+        st.progress(
+            min(1.0, last["progress"]),
+            text=f"**{log.label}** · step {last['step']:,} · train loss {last['train_loss']:.3f} · "
+            f"{last['tokens_per_s']:,.0f} tokens/s · ETA {format_eta(last['eta'])}",
+        )
     shown = active or logs[-1:]
     for column, log in zip(st.columns(len(shown)) if shown else [], shown):
         with column:
@@ -355,8 +448,12 @@ def draw_progress_and_samples(logs):
             st.code(log.sample["text"], language=None, wrap_lines=True)
     if not logs:
         return
-    st.dataframe(pd.DataFrame([log.row() for log in logs]), hide_index=True, width="stretch",
-                 column_config={"params": st.column_config.NumberColumn(format="%d")})
+    st.dataframe(
+        pd.DataFrame([log.row() for log in logs]),
+        hide_index=True,
+        width="stretch",
+        column_config={"params": st.column_config.NumberColumn(format="%d")},
+    )
     for log in logs:
         job = log.job
         if job.status == "failed":
@@ -370,9 +467,11 @@ def draw_progress_and_samples(logs):
         elif job.checkpoint_path is not None:
             why = f" ({job.message})" if job.message != job.status else ""
             # its name only: the folder's path holds the session's secret key
-            st.success(f"{log.label} {job.status}{plain(why)} and was saved: it is listed as "
-                       f"**{plain(job.checkpoint_path.name.rsplit('_v', 1)[0])}\_latest (yours)** "
-                       "on the Sample and Gates pages.")
+            st.success(
+                f"{log.label} {job.status}{plain(why)} and was saved: it is listed as "
+                rf"**{plain(job.checkpoint_path.name.rsplit('_v', 1)[0])}\_latest (yours)** "
+                "on the Sample and Gates pages."
+            )
 
 
 MORE_SECONDS = 60  # what "Continue this run" offers at first: a minute more
@@ -391,19 +490,32 @@ def draw_continue_controls(logs):
             st.caption(f"{log.label} cannot be continued: {why_not_resumable(job.model.config, job.config)}.")
             continue
         with st.container(horizontal=True, vertical_alignment="bottom"):
-            more = st.number_input(f"More seconds for {log.label}", FIELDS["seconds"].low, FIELDS["seconds"].high,
-                                   value=MORE_SECONDS, key=f"train_more_{id(job)}")
-            if st.button("Continue this run", key=f"train_continue_{id(job)}",
-                         help="It goes on from where it ended: the same weights, optimizer state and stream of "
-                              "batches, and saves the next version of its checkpoint. Its learning rate follows "
-                              "the cosine over the new total time, so it rises again at first, then anneals."):
+            more = st.number_input(
+                f"More seconds for {log.label}",
+                FIELDS["seconds"].low,
+                FIELDS["seconds"].high,
+                value=MORE_SECONDS,
+                key=f"train_more_{id(job)}",
+            )
+            if st.button(
+                "Continue this run",
+                key=f"train_continue_{id(job)}",
+                help="It goes on from where it ended: the same weights, optimizer state and stream of "
+                "batches, and saves the next version of its checkpoint. Its learning rate follows "
+                "the cosine over the new total time, so it rises again at first, then anneals.",
+            ):
                 with user_errors("Continuing the run"):
                     continued = job.continuation(float(more))
                     continued.start()  # queued for the server's budget, like a new run
                     register_job(continued)
                     st.session_state.setdefault("train_logs", {})[id(continued)] = RunLog(
-                        continued, f"{job.name}, continued from step {continued.resume.step:,}", log.params,
-                        log.cell, log.tokenizer, log.vocab)
+                        continued,
+                        f"{job.name}, continued from step {continued.resume.step:,}",
+                        log.params,
+                        log.cell,
+                        log.tokenizer,
+                        log.vocab,
+                    )
                     st.rerun()  # the whole page: its Stop button and the live chart's refresh
 
 

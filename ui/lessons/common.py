@@ -6,6 +6,7 @@ A lesson whose bundled model is missing says so and stops (`bundled`); the other
 work. Files shipped beside the models are found through `shipped`, so that a test can point
 MODELS_DIR elsewhere.
 """
+
 import streamlit as st
 
 from lab.checkpoints import BUNDLED_DIR, CheckpointError
@@ -13,13 +14,20 @@ from lab.memory import state_reset_curve
 from ui.common import cached_checkpoint, page_link, plain
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
-PASSAGE = ("Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
-           "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
-           "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
-           "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n")
+PASSAGE = (
+    "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+    "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
+    "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
+    "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n"
+)
 PROMPT = "ROMEO.\n"
-CHAR_MODELS = ["char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", "char-rnn_latest",
-               "char-scan_latest"]
+CHAR_MODELS = [
+    "char-gru-torch_latest",
+    "char-gru-seed_latest",
+    "char-lstm_latest",
+    "char-rnn_latest",
+    "char-scan_latest",
+]
 SUBWORD_MODEL = "scribe-alpha_latest"
 # what a lesson builds on, in plain words: the models and ideas it uses (never a document students cannot open)
 BACKGROUND = {
@@ -27,9 +35,8 @@ BACKGROUND = {
     "equations": "**the cell equations**: the RNN, GRU and LSTM equations this lab implements, on the Home page",
     "leviathan": "**Leviathan-LSTM**: a 24M-parameter 3-layer character LSTM trained on Shakespeare on a GPU",
     "gate_bias": "**the gate-bias study** of the Ablation page: a GRU reading small images one pixel per step, "
-                 "trained with and without its gate biases",
-    "scan": "**a Mamba-style selective scan**: a recurrence whose gates read only the input, the scan cell "
-            "of this lab",
+    "trained with and without its gate biases",
+    "scan": "**a Mamba-style selective scan**: a recurrence whose gates read only the input, the scan cell of this lab",
 }
 
 
@@ -41,9 +48,12 @@ def bundled(name):
     """The bundled checkpoint `name`, or None after a message saying what is missing and how to get it."""
     path = shipped(f"{name}.safetensors")
     if not path.is_file():
-        st.warning(f"This lesson needs the bundled model **{plain(name)}**, which is missing from this "
-                   "installation. Regenerate the bundled models with `python scripts/build_checkpoints.py` "
-                   "(or choose another model above, if there is a choice).", icon="📦")
+        st.warning(
+            f"This lesson needs the bundled model **{plain(name)}**, which is missing from this "
+            "installation. Regenerate the bundled models with `python scripts/build_checkpoints.py` "
+            "(or choose another model above, if there is a choice).",
+            icon="📦",
+        )
         return None
     try:
         return cached_checkpoint(str(path), path.stat().st_mtime)
@@ -87,4 +97,3 @@ def cached_reset_curve(path, mtime, text, resets=None):
     """lab.memory.state_reset_curve of a checkpoint (resets: a tuple, or None for 1, 2, 4, ..., full)."""
     checkpoint = cached_checkpoint(path, mtime)
     return state_reset_curve(checkpoint.model, checkpoint.tokenizer, text, None if resets is None else list(resets))
-

@@ -1,5 +1,6 @@
 """The lesson that steps through one recurrent step, equation by equation, with the numbers the
 bundled model's cell computed (lab.stepping); the two GRU conventions side by side."""
+
 import inspect
 
 import numpy as np
@@ -21,18 +22,38 @@ STEP_MODELS = {  # the student's choice -> the bundled models shown, side by sid
     "lstm": ("char-lstm_latest",),
     "scan": ("char-scan_latest",),
 }
-STEP_CHOICES = {"rnn": "vanilla RNN", "gru": "GRU, both conventions side by side", "lstm": "LSTM",
-                "scan": "selective scan"}
+STEP_CHOICES = {
+    "rnn": "vanilla RNN",
+    "gru": "GRU, both conventions side by side",
+    "lstm": "LSTM",
+    "scan": "selective scan",
+}
 STEP_MAX_CHARS = 200
 UNITS_SHOWN = 6  # the most units a table shows
 # the lesson's settings in a link (?lesson=step-through&cell=lstm&t=4&text=...)
-SETTINGS = {"cell": (Field("choice", "Cell", choices=tuple(STEP_MODELS)), "lessons_step_cell"),
-            "text": (Field("text", "Text", high=STEP_MAX_CHARS), "lessons_step_text"),
-            "t": (Field("int", "Step", 1, MAX_STEP_TOKENS), "lessons_step_t")}
+SETTINGS = {
+    "cell": (Field("choice", "Cell", choices=tuple(STEP_MODELS)), "lessons_step_cell"),
+    "text": (Field("text", "Text", high=STEP_MAX_CHARS), "lessons_step_text"),
+    "t": (Field("int", "Step", 1, MAX_STEP_TOKENS), "lessons_step_t"),
+}
 DEFAULTS = {"cell": "gru", "text": "To be, or not to be", "t": 1}
 
-SYMBOLS = {"h_prev": "h_{t−1}", "c_prev": "c_{t−1}", "h": "h_t", "c": "c_t", "r": "r_t", "z": "z_t", "n": "n_t",
-           "i": "i_t", "f": "f_t", "g": "g_t", "o": "o_t", "A": "A_t", "B": "B_t", "e": "e_t"}
+SYMBOLS = {
+    "h_prev": "h_{t−1}",
+    "c_prev": "c_{t−1}",
+    "h": "h_t",
+    "c": "c_t",
+    "r": "r_t",
+    "z": "z_t",
+    "n": "n_t",
+    "i": "i_t",
+    "f": "f_t",
+    "g": "g_t",
+    "o": "o_t",
+    "A": "A_t",
+    "B": "B_t",
+    "e": "e_t",
+}
 # each cell's state update with one unit's numbers written in: the student checks the arithmetic
 WORKED = {
     "rnn": "h_t = tanh(W_xh x_t + W_hh h_{{t−1}} + b_h) = {h}, from h_{{t−1}} = {h_prev}",
@@ -66,20 +87,39 @@ def step_controls(length):
     """The step slider and its two buttons -> t (1..length)."""
     st.session_state.lessons_step_t = min(max(1, st.session_state.lessons_step_t), length)
     cols = st.columns([1, 6, 1])
-    cols[0].button("◀ Previous", key="lessons_step_back", on_click=_move, args=(-1, length),
-                   disabled=st.session_state.lessons_step_t == 1)
+    cols[0].button(
+        "◀ Previous",
+        key="lessons_step_back",
+        on_click=_move,
+        args=(-1, length),
+        disabled=st.session_state.lessons_step_t == 1,
+    )
     if length > 1:
         cols[1].slider("Step t", 1, length, key="lessons_step_t", label_visibility="collapsed")
-    cols[2].button("Next ▶", key="lessons_step_next", on_click=_move, args=(1, length),
-                   disabled=st.session_state.lessons_step_t == length)
+    cols[2].button(
+        "Next ▶",
+        key="lessons_step_next",
+        on_click=_move,
+        args=(1, length),
+        disabled=st.session_state.lessons_step_t == length,
+    )
     return st.session_state.lessons_step_t
 
 
 def embedding_chart(step, name):
-    fig = go.Figure(go.Bar(y=step.x, marker_color=views.CELL_COLOURS.get(step.cell),
-                           hovertemplate="feature %{x}: %{y:.3f}<extra></extra>"))
-    fig.update_layout(height=150, margin=dict(l=40, r=10, t=30, b=20), bargap=0.1,
-                      title=dict(text=f"x_t, {name}: {len(step.x)} numbers", font=dict(size=13)))
+    fig = go.Figure(
+        go.Bar(
+            y=step.x,
+            marker_color=views.CELL_COLOURS.get(step.cell),
+            hovertemplate="feature %{x}: %{y:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=150,
+        margin=dict(l=40, r=10, t=30, b=20),
+        bargap=0.1,
+        title=dict(text=f"x_t, {name}: {len(step.x)} numbers", font=dict(size=13)),
+    )
     return fig
 
 
@@ -89,21 +129,29 @@ def show_equations(step, name, units):
     for equation, latex in zip(step.equations, views.CELL_EQUATIONS[step.cell]):
         st.latex(latex)
         table = step.table(equation, units).rename(columns=lambda c: c if c == "unit" else symbol(step.cell, c))
-        st.dataframe(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True,
-                     width="stretch")
+        st.dataframe(
+            table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True, width="stretch"
+        )
 
 
 def same_decision(seed, torch_, units):
     """The GRUs' update gates side by side: what each convention calls z, and what each keeps."""
-    st.markdown("**One decision, two letters.** What each GRU keeps of its old state and overwrites with its "
-                "candidate, at this step:")
-    table = pd.DataFrame({"unit": units,
-                          "char-gru-seed: z_t (overwrites)": seed.values["z"][units],
-                          "char-gru-seed: 1 − z_t (keeps)": seed.keep[units],
-                          "PyTorch: 1 − z_t (overwrites)": 1 - torch_.keep[units],
-                          "PyTorch: z_t (keeps)": torch_.keep[units]})
-    st.dataframe(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True,
-                 width="stretch")
+    st.markdown(
+        "**One decision, two letters.** What each GRU keeps of its old state and overwrites with its "
+        "candidate, at this step:"
+    )
+    table = pd.DataFrame(
+        {
+            "unit": units,
+            "char-gru-seed: z_t (overwrites)": seed.values["z"][units],
+            "char-gru-seed: 1 − z_t (keeps)": seed.keep[units],
+            "PyTorch: 1 − z_t (overwrites)": 1 - torch_.keep[units],
+            "PyTorch: z_t (keeps)": torch_.keep[units],
+        }
+    )
+    st.dataframe(
+        table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True, width="stretch"
+    )
 
 
 def one_step():
@@ -127,47 +175,73 @@ def one_step():
     steps = [s.step(t) for s in stepped]
     names = [name.removesuffix("_latest") for name in STEP_MODELS[choice]]
     st.html(span_html(stepped[0].trace.token_texts, t - 1, t))
-    st.markdown(f"**Step t = {t} of {length}**: the cell reads “{piece_label(steps[0].token)}” and "
-                "turns h_{t−1}, the state the steps before left, into h_t.")
+    st.markdown(
+        f"**Step t = {t} of {length}**: the cell reads “{piece_label(steps[0].token)}” and "
+        "turns h_{t−1}, the state the steps before left, into h_t."
+    )
     if [u for u in st.session_state.get("lessons_step_units", []) if u >= hidden]:
         del st.session_state["lessons_step_units"]  # units another model had
-    units = st.multiselect("Units shown", list(range(hidden)), default=list(range(min(5, hidden))), max_selections=UNITS_SHOWN,
-                           key="lessons_step_units") or [0]
+    units = st.multiselect(
+        "Units shown",
+        list(range(hidden)),
+        default=list(range(min(5, hidden))),
+        max_selections=UNITS_SHOWN,
+        key="lessons_step_units",
+    ) or [0]
     for column, step, name in zip(st.columns(len(steps)), steps, names):
         with column:
             show_equations(step, name, units)
     if choice == "gru":
         same_decision(*steps, units)
     unit = units[0]
-    worked = "\n".join(f"- {plain(name)}, unit {unit}: "
-                       + WORKED[step.cell].format(**{k: number(v[unit]) for k, v in step.values.items()})
-                       for step, name in zip(steps, names))
+    worked = "\n".join(
+        f"- {plain(name)}, unit {unit}: "
+        + WORKED[step.cell].format(**{k: number(v[unit]) for k, v in step.values.items()})
+        for step, name in zip(steps, names)
+    )
     kept = [(name, float(np.mean(step.keep))) for step, name in zip(steps, names) if step.keep is not None]
     if kept:
-        gist = ("Averaged over all its units, at this step " + " and ".join(
-            f"{plain(name)} keeps **{share:.0%}** of its old state" for name, share in kept)
-            + ", and writes the rest from the candidate.")
+        gist = (
+            "Averaged over all its units, at this step "
+            + " and ".join(f"{plain(name)} keeps **{share:.0%}** of its old state" for name, share in kept)
+            + ", and writes the rest from the candidate."
+        )
     else:
         moved = float(np.mean(np.abs(steps[0].values["h"] - steps[0].values["h_prev"])))
-        gist = (f"The vanilla RNN has no gate: every unit is recomputed from scratch each step, moving by "
-                f"**{moved:.2f}** on average (|h_t − h_{{t−1}}|), whether or not the token matters.")
-    conventions = ("\n\nThe two GRUs are separately trained models, so their units hold different things, but "
-                   "read the table above: the convention of char-gru-seed writes the share it overwrites as "
-                   "z and keeps 1 − z; PyTorch's writes the share it keeps as z. The same decision, opposite "
-                   "letters." if choice == "gru" else "")
-    notice("Every number above is the cell's own, recorded while it read your text (not recomputed). Check the "
-           f"last equation by hand for unit {unit}:\n{worked}\n\n{gist}{conventions}\n\nPress **Next ▶** and "
-           "watch which gates move with the token: a space or a capital letter often shuts or opens whole "
-           "groups of units at once.")
+        gist = (
+            f"The vanilla RNN has no gate: every unit is recomputed from scratch each step, moving by "
+            f"**{moved:.2f}** on average (|h_t − h_{{t−1}}|), whether or not the token matters."
+        )
+    conventions = (
+        "\n\nThe two GRUs are separately trained models, so their units hold different things, but "
+        "read the table above: the convention of char-gru-seed writes the share it overwrites as "
+        "z and keeps 1 − z; PyTorch's writes the share it keeps as z. The same decision, opposite "
+        "letters."
+        if choice == "gru"
+        else ""
+    )
+    notice(
+        "Every number above is the cell's own, recorded while it read your text (not recomputed). Check the "
+        f"last equation by hand for unit {unit}:\n{worked}\n\n{gist}{conventions}\n\nPress **Next ▶** and "
+        "watch which gates move with the token: a space or a capital letter often shuts or opens whole "
+        "groups of units at once."
+    )
     if st.toggle("Show code", key="lessons_step_code", help="The lab source of the cells on this screen."):
         for cell in dict.fromkeys(step.cell for step in steps):
             st.caption(f"`lab/cells.py` · `{CELLS[cell].__name__}.forward`: one line per equation above")
             st.code(inspect.getsource(CELLS[cell].forward), language="python")
-    check_yourself("A unit of the PyTorch-convention GRU has z_t = 0.9, h_{t−1} = 0.5 and candidate n_t = −0.2. "
-                   "What is h_t, and what would the update gate of a GRU in the other convention (z overwrites, "
-                   "like char-gru-seed) read to make the same decision?",
-                   "h_t = (1 − 0.9) · (−0.2) + 0.9 · 0.5 = 0.43: it keeps 90% of its old state. In the other "
-                   "convention z is the share overwritten, so the same decision is z_t = 0.1, and "
-                   "h_t = (1 − 0.1) · 0.5 + 0.1 · (−0.2) = 0.43 again. Same arithmetic, the letter flipped.")
-    open_full_page("Gates", f"Open the Gates page on {names[0]} with your text (every gate at every step)",
-                   model=STEP_MODELS[choice][0], text=text, unit=unit)
+    check_yourself(
+        "A unit of the PyTorch-convention GRU has z_t = 0.9, h_{t−1} = 0.5 and candidate n_t = −0.2. "
+        "What is h_t, and what would the update gate of a GRU in the other convention (z overwrites, "
+        "like char-gru-seed) read to make the same decision?",
+        "h_t = (1 − 0.9) · (−0.2) + 0.9 · 0.5 = 0.43: it keeps 90% of its old state. In the other "
+        "convention z is the share overwritten, so the same decision is z_t = 0.1, and "
+        "h_t = (1 − 0.1) · 0.5 + 0.1 · (−0.2) = 0.43 again. Same arithmetic, the letter flipped.",
+    )
+    open_full_page(
+        "Gates",
+        f"Open the Gates page on {names[0]} with your text (every gate at every step)",
+        model=STEP_MODELS[choice][0],
+        text=text,
+        unit=unit,
+    )

@@ -1,13 +1,14 @@
 """The lesson of toy tasks that train in seconds (TensorFlow Playground for sequences): a task that
 needs memory, the distance it must span, and four tiny cells side by side: the shipped results
 of lab.probe over every distance, and a live run of all four at the chosen one."""
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from lab.jobs import TrainingJob
 from lab.models import count_parameters
 from lab.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
-from lab.jobs import TrainingJob
 from ui import inspect_views as views
 from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, user_errors
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
@@ -16,8 +17,10 @@ from ui.links import Field
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
 DISTANCES = list(ProbeConfig.distances)
 HOLDS = 0.9  # an accuracy at which a cell "holds" a memory over that distance
-SETTINGS = {"task": (Field("choice", "Task", choices=tuple(TOY_TASKS)), "lessons_toy_task"),
-            "distance": (Field("choice", "Distance", choices=tuple(str(k) for k in DISTANCES)), "lessons_toy_k")}
+SETTINGS = {
+    "task": (Field("choice", "Task", choices=tuple(TOY_TASKS)), "lessons_toy_task"),
+    "distance": (Field("choice", "Distance", choices=tuple(str(k) for k in DISTANCES)), "lessons_toy_k"),
+}
 DEFAULTS = {"task": "recall", "distance": "20"}
 
 
@@ -30,9 +33,12 @@ def shipped_results():
     """The shipped table, or None after a message saying it is missing."""
     path = shipped(RESULTS)
     if not path.is_file():
-        st.warning(f"The shipped toy-task results (`checkpoints/{RESULTS}`) are missing from this installation: "
-                   "run `python scripts/build_probe_results.py` (about 15 minutes) to make them. The live run "
-                   "below still works.", icon="📦")
+        st.warning(
+            f"The shipped toy-task results (`checkpoints/{RESULTS}`) are missing from this installation: "
+            "run `python scripts/build_probe_results.py` (about 15 minutes) to make them. The live run "
+            "below still works.",
+            icon="📦",
+        )
         return None
     return cached_results(str(path), path.stat().st_mtime)
 
@@ -45,8 +51,9 @@ def start_live_run(task, distance, seconds):
     jobs = {}
     for cell in TOY_CELLS:
         model, probe_task, train_config = probe_run(config, task, cell, distance)
-        jobs[cell] = TrainingJob(f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(),
-                                 in_process=TRAIN_IN_PROCESS)
+        jobs[cell] = TrainingJob(
+            f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(), in_process=TRAIN_IN_PROCESS
+        )
     for job in jobs.values():
         job.start()
         register_job(job)
@@ -59,11 +66,19 @@ def live_rows(jobs, task, distance):
     for cell, job in jobs.items():
         evals = [e for e in job.events() if e["type"] == "eval"]
         steps = [e for e in job.events() if e["type"] == "step"]
-        rows.append({"cell": cell, "distance": distance, "status": job.status,
-                     "steps": steps[-1]["step"] if steps else 0,
-                     "accuracy": evals[-1]["val_accuracy"] if evals else np.nan,
-                     "chance": job.task.chance, "params": count_parameters(job.model),
-                     "skipped": False, "task": task})
+        rows.append(
+            {
+                "cell": cell,
+                "distance": distance,
+                "status": job.status,
+                "steps": steps[-1]["step"] if steps else 0,
+                "accuracy": evals[-1]["val_accuracy"] if evals else np.nan,
+                "chance": job.task.chance,
+                "params": count_parameters(job.model),
+                "skipped": False,
+                "task": task,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -75,13 +90,21 @@ def live_view(results, task, distance):
         return
     ran = st.session_state.lessons_toy_for
     live = live_rows(jobs, *ran)
-    st.plotly_chart(views.probe_figure(results, live if ran == (task, distance) else None, marked=distance),
-                    key="lessons_toy_chart")
+    st.plotly_chart(
+        views.probe_figure(results, live if ran == (task, distance) else None, marked=distance), key="lessons_toy_chart"
+    )
     if ran != (task, distance):
-        st.info(f"The live run below trained {TOY_TASKS[ran[0]].title.lower()} at k = {ran[1]}: press Train to "
-                "run this task and distance.")
-    st.dataframe(live[["cell", "status", "steps", "accuracy", "chance"]].style.format(
-        {"accuracy": "{:.1%}", "chance": "{:.1%}"}, na_rep="not yet"), hide_index=True, width="stretch")
+        st.info(
+            f"The live run below trained {TOY_TASKS[ran[0]].title.lower()} at k = {ran[1]}: press Train to "
+            "run this task and distance."
+        )
+    st.dataframe(
+        live[["cell", "status", "steps", "accuracy", "chance"]].style.format(
+            {"accuracy": "{:.1%}", "chance": "{:.1%}"}, na_rep="not yet"
+        ),
+        hide_index=True,
+        width="stretch",
+    )
     for job in jobs.values():
         if job.status == "failed":
             st.error(f"The {plain(job.name)} run failed: {plain(job.message)}")
@@ -107,32 +130,47 @@ def what_the_curves_show(rows, task, distance):
         holds = f"holds up to k = {held}" if held else "holds at no distance measured"
         falls = f", at chance from k = {lost}" if lost else ", above chance at every distance measured"
         parts.append(f"- **{label}** {holds}{falls}.")
-    beating = [views.cell_label(c) for c, r in here.iterrows()
-               if not r["skipped"] and r["accuracy"] >= r["chance"] + AT_CHANCE]
+    beating = [
+        views.cell_label(c) for c, r in here.iterrows() if not r["skipped"] and r["accuracy"] >= r["chance"] + AT_CHANCE
+    ]
     listed = " and ".join([", ".join(beating[:-1]), beating[-1]] if len(beating) > 1 else beating)
-    at_k = (f"At k = {distance}, " + (f"{listed} beat chance" if beating else "no cell beats chance")
-            + f" ({here['chance'].iloc[0]:.0%}, always giving the commonest answer).") if len(here) else ""
+    at_k = (
+        (
+            f"At k = {distance}, "
+            + (f"{listed} beat chance" if beating else "no cell beats chance")
+            + f" ({here['chance'].iloc[0]:.0%}, always giving the commonest answer)."
+        )
+        if len(here)
+        else ""
+    )
     return "\n".join(parts) + "\n\n" + at_k
 
 
 def toy_tasks():
-    st.caption("Where this comes from: the memory probe of this lab (lab/probe.py), after TensorFlow Playground's "
-               "experiments that train while you watch; the adding problem is Hochreiter and Schmidhuber's (1997).")
+    st.caption(
+        "Where this comes from: the memory probe of this lab (lab/probe.py), after TensorFlow Playground's "
+        "experiments that train while you watch; the adding problem is Hochreiter and Schmidhuber's (1997)."
+    )
     for name, (_, key) in SETTINGS.items():
         st.session_state.setdefault(key, DEFAULTS[name])
     cols = st.columns([3, 2])
-    task = cols[0].radio("Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True,
-                         key="lessons_toy_task")
-    distance = int(cols[1].select_slider("Distance k (steps the memory must span)", [str(k) for k in DISTANCES],
-                                         key="lessons_toy_k"))
+    task = cols[0].radio(
+        "Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True, key="lessons_toy_task"
+    )
+    distance = int(
+        cols[1].select_slider(
+            "Distance k (steps the memory must span)", [str(k) for k in DISTANCES], key="lessons_toy_k"
+        )
+    )
     spec = TOY_TASKS[task]
     st.markdown(f"**The task.** At the “?”: {spec.question} An example at k = {distance}:")
     st.code(spec.example(distance), language=None)
     results = shipped_results()
     rows = results[results["task"] == task] if results is not None else None
     cols = st.columns([2, 1])
-    seconds = cols[0].slider("Live run: seconds of training (all four cells at once)", 5, 45, 20, 5,
-                             key="lessons_toy_seconds")
+    seconds = cols[0].slider(
+        "Live run: seconds of training (all four cells at once)", 5, 45, 20, 5, key="lessons_toy_seconds"
+    )
     if cols[1].button("▶ Train", key="lessons_toy_start", type="primary"):
         with user_errors("Starting the run"):
             start_live_run(task, distance, seconds)
@@ -145,26 +183,34 @@ def toy_tasks():
         for column, cell in zip(metrics, TOY_CELLS):
             row = rows[(rows["cell"] == cell) & (rows["distance"] == distance)]
             shown = "not trained" if row.empty or row["skipped"].iloc[0] else f"{row['accuracy'].iloc[0]:.0%}"
-            column.metric(f"{views.cell_label(cell)}, shipped", shown,
-                          help=None if row.empty else f"{int(row['steps'].iloc[0])} steps")
-        notice(f"The shipped curves (each cell ~{first['param_budget']:,} parameters, up to "
-               f"{first['steps_budget']:,} steps of {first['batch_size']} fresh sequences, stopped early once "
-               f"{first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
-               f"further):\n\n{what_the_curves_show(rows, task, distance)}\n\nThe live run trains the same four "
-               f"models from scratch for {seconds} s on this server's shared CPU, so it takes fewer steps than the "
-               "shipped runs did (hover a point for its steps): at short distances a few hundred steps are "
-               "enough, at long ones watch which cell gets off chance first.")
-    check_yourself("The selective scan's gates A_t and B_t read only the current token, never the state. Which "
-                   "of these tasks suits such a cell over any distance, and which does not suit it even over a "
-                   "few steps?",
-                   "Counting brackets is a sum: with A = 1 (keep everything) and B·e = +1 for “(”, −1 for “)” and "
-                   "0 for a distractor, h_t is the depth, exactly, however far back the brackets are; look how far "
-                   "the scan's bracket curve goes. Recalling the first symbol is not a sum: the first symbol looks "
-                   "the same to the gates as every distractor after it, so the scan cannot keep it and shut the "
-                   "others out; all it can do is let older tokens fade more, which picks out the first one now and "
-                   "then over a few steps and not over many. Parity is not a sum it can read either: the answer "
-                   "flips with every 1, and a count of 1s (0, 1, 2, 3, ...) is not something its linear readout "
-                   "can turn into even, odd, even, odd. A GRU or an LSTM has gates that read the state, so it can "
-                   "shut once the first symbol is stored: that is why they recall over longer distances.")
-    open_full_page("Memory", "Open the Memory page on this task (train one cell at distances you choose)",
-                   probe_task=task)
+            column.metric(
+                f"{views.cell_label(cell)}, shipped",
+                shown,
+                help=None if row.empty else f"{int(row['steps'].iloc[0])} steps",
+            )
+        notice(
+            f"The shipped curves (each cell ~{first['param_budget']:,} parameters, up to "
+            f"{first['steps_budget']:,} steps of {first['batch_size']} fresh sequences, stopped early once "
+            f"{first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
+            f"further):\n\n{what_the_curves_show(rows, task, distance)}\n\nThe live run trains the same four "
+            f"models from scratch for {seconds} s on this server's shared CPU, so it takes fewer steps than the "
+            "shipped runs did (hover a point for its steps): at short distances a few hundred steps are "
+            "enough, at long ones watch which cell gets off chance first."
+        )
+    check_yourself(
+        "The selective scan's gates A_t and B_t read only the current token, never the state. Which "
+        "of these tasks suits such a cell over any distance, and which does not suit it even over a "
+        "few steps?",
+        "Counting brackets is a sum: with A = 1 (keep everything) and B·e = +1 for “(”, −1 for “)” and "
+        "0 for a distractor, h_t is the depth, exactly, however far back the brackets are; look how far "
+        "the scan's bracket curve goes. Recalling the first symbol is not a sum: the first symbol looks "
+        "the same to the gates as every distractor after it, so the scan cannot keep it and shut the "
+        "others out; all it can do is let older tokens fade more, which picks out the first one now and "
+        "then over a few steps and not over many. Parity is not a sum it can read either: the answer "
+        "flips with every 1, and a count of 1s (0, 1, 2, 3, ...) is not something its linear readout "
+        "can turn into even, odd, even, odd. A GRU or an LSTM has gates that read the state, so it can "
+        "shut once the first symbol is stored: that is why they recall over longer distances.",
+    )
+    open_full_page(
+        "Memory", "Open the Memory page on this task (train one cell at distances you choose)", probe_task=task
+    )

@@ -1,14 +1,15 @@
 """A study's config, and the one table of command-line options that both builds `python -m lab ablation`'s
 parser and writes the command line that reruns a config, so the two cannot drift apart."""
+
 import shlex
 from dataclasses import dataclass
 from typing import Optional
 
 from lab.backends import BACKENDS, check_cell
 from lab.data import SEQUENCE_DATASETS
+from lab.errors import LabError
 
 from .model import ARMS, BACKEND_HELP, DEFAULT_BACKEND, get_arm
-from lab.errors import LabError
 
 DEVICES = ("auto", "cpu", "cuda")  # lab.train.resolve_device's names
 
@@ -54,8 +55,9 @@ class AblationConfig:
             get_arm(name)
         if len(set(self.arms)) != len(self.arms):
             raise LabError(f"arms: {list(self.arms)} lists an arm twice")
-        if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**63
-                                     for s in self.seeds):  # torch's seed range
+        if not self.seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**63 for s in self.seeds
+        ):  # torch's seed range
             raise LabError(f"seeds: give at least one integer seed in [0, 2**63), got {list(self.seeds)}")
         if len(set(self.seeds)) != len(self.seeds):
             raise LabError(f"seeds: {list(self.seeds)} lists a seed twice")
@@ -98,11 +100,21 @@ class Option:
 
 
 OPTIONS = (
-    Option("dataset", "digits: scikit-learn's digits upsampled, offline (default); cifar10: grayscale CIFAR-10, "
-           "1024 steps (needs --download the first time)", choices=tuple(SEQUENCE_DATASETS), always=True),
+    Option(
+        "dataset",
+        "digits: scikit-learn's digits upsampled, offline (default); cifar10: grayscale CIFAR-10, "
+        "1024 steps (needs --download the first time)",
+        choices=tuple(SEQUENCE_DATASETS),
+        always=True,
+    ),
     Option("epochs", "epochs per run (default %(default)s, as seed 003)", int, always=True),
-    Option("seeds", "random seeds, one run per arm and seed (default 0 1 2); results are mean ± std over seeds",
-           int, "+", always=True),
+    Option(
+        "seeds",
+        "random seeds, one run per arm and seed (default 0 1 2); results are mean ± std over seeds",
+        int,
+        "+",
+        always=True,
+    ),
     Option("arms", "arms to train (default baseline ablated)", nargs="+", choices=tuple(ARMS), always=True),
     Option("backend", BACKEND_HELP, choices=BACKENDS),
     Option("download", "cifar10: download the 170 MB archive if missing"),
@@ -131,11 +143,19 @@ def add_arguments(parser, out_default):
         if isinstance(value, bool):
             parser.add_argument(option.flag, action="store_true", help=option.help)
             continue
-        parser.add_argument(option.flag, type=option.type, nargs=option.nargs, choices=option.choices,
-                            default=list(value) if isinstance(value, tuple) else value, help=option.help)
-    parser.add_argument(OUT_FLAG, default=out_default,
-                        help="folder for results and checkpoints; rerun the same command to continue a study "
-                             f"(default {out_default})")
+        parser.add_argument(
+            option.flag,
+            type=option.type,
+            nargs=option.nargs,
+            choices=option.choices,
+            default=list(value) if isinstance(value, tuple) else value,
+            help=option.help,
+        )
+    parser.add_argument(
+        OUT_FLAG,
+        default=out_default,
+        help=f"folder for results and checkpoints; rerun the same command to continue a study (default {out_default})",
+    )
 
 
 def config_from_args(args):
@@ -158,4 +178,3 @@ def cli_command(config, out_dir=None):
     if out_dir is not None:
         parts.append(f"{OUT_FLAG} {shlex.quote(str(out_dir))}")
     return " ".join(parts)
-

@@ -3,6 +3,7 @@ recorded for every epoch.
 
 Glossary: B batch, T time (pixels per sequence), H hidden units.
 """
+
 import math
 import threading
 from dataclasses import dataclass
@@ -11,15 +12,17 @@ import torch
 
 from lab.backends import FusedLayer
 from lab.cells import TorchGRULayer
+from lab.errors import LabError
 from lab.models import ClassifierConfig, build_model, recurrent_layers
 from lab.models import to_reference as traceable_twin
-from lab.errors import LabError
 
 # lab.cells' backend names appear in this package only here and in `traceable_twin` above, so a
 # rename there (issue 12) changes these lines alone.
 DEFAULT_BACKEND = "fused"  # torch.nn.GRU with cuDNN, as seed 003; the others run lab's TorchGRULayer
-BACKEND_HELP = (f"{DEFAULT_BACKEND}: torch.nn.GRU (default, as seed 003); fast: lab's hand-written kernel; "
-                "reference: lab.cells.TorchGRULayer as written")
+BACKEND_HELP = (
+    f"{DEFAULT_BACKEND}: torch.nn.GRU (default, as seed 003); fast: lab's hand-written kernel; "
+    "reference: lab.cells.TorchGRULayer as written"
+)
 GATES = ("z", "r")
 QUANTILES = tuple(i / 10 for i in range(11))  # min, deciles, max
 HIST_BINS = 20  # over [0, 1]
@@ -40,15 +43,29 @@ class Arm:
     freeze_rz: bool = False  # the r and z chunks of b_ih and b_hh are frozen at 0
 
 
-ARMS = {arm.name: arm for arm in [
-    Arm("baseline", "every bias learnable; update-gate bias b_iz = +1, so z ~ sigmoid(1) = 0.73 at "
-        "initialisation (PyTorch convention: z keeps, so +1 means keep more memory)", keep_bias=1.0),
-    Arm("ablated", "reset and update biases (r and z chunks [0:2H] of b_ih and b_hh) frozen at exactly 0 "
-        "by gradient hooks, so z ~ sigmoid(0) = 0.5; candidate biases b_in, b_hn learnable",
-        keep_bias=0.0, freeze_rz=True),
-    Arm("chrono", "chrono initialisation b_iz ~ log U[1, T - 1] (mean ~5.9 at T = 1024), every bias "
-        "learnable", chrono=True),
-]}
+ARMS = {
+    arm.name: arm
+    for arm in [
+        Arm(
+            "baseline",
+            "every bias learnable; update-gate bias b_iz = +1, so z ~ sigmoid(1) = 0.73 at "
+            "initialisation (PyTorch convention: z keeps, so +1 means keep more memory)",
+            keep_bias=1.0,
+        ),
+        Arm(
+            "ablated",
+            "reset and update biases (r and z chunks [0:2H] of b_ih and b_hh) frozen at exactly 0 "
+            "by gradient hooks, so z ~ sigmoid(0) = 0.5; candidate biases b_in, b_hn learnable",
+            keep_bias=0.0,
+            freeze_rz=True,
+        ),
+        Arm(
+            "chrono",
+            "chrono initialisation b_iz ~ log U[1, T - 1] (mean ~5.9 at T = 1024), every bias learnable",
+            chrono=True,
+        ),
+    ]
+}
 
 
 def get_arm(name):
@@ -59,10 +76,16 @@ def get_arm(name):
 
 def model_config(arm_name, config, data_info):
     arm = get_arm(arm_name)
-    return ClassifierConfig(cell="gru_torch", backend=config.backend, input_size=data_info.get("input_size", 1),
-                            hidden_size=config.hidden_size, num_layers=1, num_classes=data_info["num_classes"],
-                            keep_bias=arm.keep_bias,
-                            chrono_tmax=data_info["sequence_length"] if arm.chrono else None)
+    return ClassifierConfig(
+        cell="gru_torch",
+        backend=config.backend,
+        input_size=data_info.get("input_size", 1),
+        hidden_size=config.hidden_size,
+        num_layers=1,
+        num_classes=data_info["num_classes"],
+        keep_bias=arm.keep_bias,
+        chrono_tmax=data_info["sequence_length"] if arm.chrono else None,
+    )
 
 
 def gate_bias_pairs(model):
@@ -74,8 +97,9 @@ def gate_bias_pairs(model):
         elif isinstance(layer, TorchGRULayer):
             pairs.append((layer.bias, layer.bias_hh))
         else:
-            raise LabError(f"the gate-bias ablation needs gru_torch layers (PyTorch convention), "
-                             f"not {type(layer).__name__}")
+            raise LabError(
+                f"the gate-bias ablation needs gru_torch layers (PyTorch convention), not {type(layer).__name__}"
+            )
     return pairs
 
 
@@ -84,6 +108,7 @@ def _zero_reset_update_grad(H):
         grad = grad.clone()
         grad[: 2 * H] = 0
         return grad
+
     return hook
 
 
@@ -112,7 +137,8 @@ def check_frozen_biases(model):
             if nonzero:
                 raise FrozenBiasError(
                     f"layer {l} {name}[0:2H]: {nonzero} of {2 * H} frozen reset/update biases are not exactly 0 "
-                    f"(max |b| = {frozen.abs().max().item():.3g}); the ablation is invalid")
+                    f"(max |b| = {frozen.abs().max().item():.3g}); the ablation is invalid"
+                )
     return "passed: r and z chunks of b_ih and b_hh are exactly 0"
 
 
@@ -138,8 +164,12 @@ def rounded(x, digits=6):
 
 
 def _stats(v):
-    return {"mean": rounded(v.mean()), "std": rounded(v.std()) if v.numel() > 1 else 0.0, "min": rounded(v.min()),
-            "max": rounded(v.max())}
+    return {
+        "mean": rounded(v.mean()),
+        "std": rounded(v.std()) if v.numel() > 1 else 0.0,
+        "min": rounded(v.min()),
+        "max": rounded(v.max()),
+    }
 
 
 @torch.no_grad()
@@ -148,8 +178,13 @@ def bias_statistics(model):
     b_ih, b_hh = (b.detach().float().cpu() for b in gate_bias_pairs(model)[0])
     H = b_ih.numel() // 3
     frozen = torch.cat([b_ih[: 2 * H], b_hh[: 2 * H]])
-    return {"b_r": _stats(b_ih[:H] + b_hh[:H]), "b_z": _stats(b_ih[H:2 * H] + b_hh[H:2 * H]),
-            "b_in": _stats(b_ih[2 * H:]), "b_hn": _stats(b_hh[2 * H:]), "rz_max_abs": rounded(frozen.abs().max())}
+    return {
+        "b_r": _stats(b_ih[:H] + b_hh[:H]),
+        "b_z": _stats(b_ih[H : 2 * H] + b_hh[H : 2 * H]),
+        "b_in": _stats(b_ih[2 * H :]),
+        "b_hn": _stats(b_hh[2 * H :]),
+        "rz_max_abs": rounded(frozen.abs().max()),
+    }
 
 
 def _distribution(v):
@@ -164,15 +199,23 @@ def _distribution(v):
     per_step = v.transpose(0, 1).reshape(T, -1)  # (T, B*H)
     bins = torch.tensor_split(torch.arange(T), min(TIME_BINS, T))
     chunks = [per_step[idx].flatten() for idx in bins]
-    chunks_q = [torch.quantile(c[:: math.ceil(c.numel() / MAX_QUANTILE_ELEMENTS)], torch.tensor([0.1, 0.9]))
-                for c in chunks]
+    chunks_q = [
+        torch.quantile(c[:: math.ceil(c.numel() / MAX_QUANTILE_ELEMENTS)], torch.tensor([0.1, 0.9])) for c in chunks
+    ]
     return {
-        "mean": rounded(v.mean()), "std": rounded(v.std()),
-        "quantiles": [rounded(q) for q in quantiles], "histogram": [rounded(h) for h in hist / hist.sum()],
-        "below_0.1": rounded((v < 0.1).float().mean()), "above_0.9": rounded((v > 0.9).float().mean()),
-        "time": {"t_start": [int(idx[0]) for idx in bins], "t_end": [int(idx[-1]) + 1 for idx in bins],
-                 "mean": [rounded(c.mean()) for c in chunks], "q10": [rounded(q[0]) for q in chunks_q],
-                 "q90": [rounded(q[1]) for q in chunks_q]},
+        "mean": rounded(v.mean()),
+        "std": rounded(v.std()),
+        "quantiles": [rounded(q) for q in quantiles],
+        "histogram": [rounded(h) for h in hist / hist.sum()],
+        "below_0.1": rounded((v < 0.1).float().mean()),
+        "above_0.9": rounded((v > 0.9).float().mean()),
+        "time": {
+            "t_start": [int(idx[0]) for idx in bins],
+            "t_end": [int(idx[-1]) + 1 for idx in bins],
+            "mean": [rounded(c.mean()) for c in chunks],
+            "q10": [rounded(q[0]) for q in chunks_q],
+            "q90": [rounded(q[1]) for q in chunks_q],
+        },
     }
 
 

@@ -4,6 +4,7 @@ same function on a background thread.
 
 Glossary: N sequences, T time (pixels per sequence), G traced test sequences.
 """
+
 import math
 import tempfile
 import time
@@ -22,10 +23,16 @@ from lab.train import TrainConfig, resolve_device, train
 from lab.workers import PROCESS_MB, run_in_process
 
 from .config import cli_command
-from .model import (bias_statistics, build_arm_model, check_frozen_biases, gate_statistics, get_arm, model_config,
-                    rounded)
-from .results import (arm_checkpoint, assemble_results, now, results_to_resume, write_arm_checkpoint,
-                      write_results)
+from .model import (
+    bias_statistics,
+    build_arm_model,
+    check_frozen_biases,
+    gate_statistics,
+    get_arm,
+    model_config,
+    rounded,
+)
+from .results import arm_checkpoint, assemble_results, now, results_to_resume, write_arm_checkpoint, write_results
 
 
 @dataclass
@@ -46,14 +53,22 @@ def _first(dataset, n):
 
 def load_study_data(config):
     """Train and test splits as tensors (CIFAR-10 is transformed once, here)."""
-    splits = [load_sequence_dataset(config.dataset, train, config.root, config.download, config.size)
-              for train in (True, False)]
+    splits = [
+        load_sequence_dataset(config.dataset, train, config.root, config.download, config.size)
+        for train in (True, False)
+    ]
     task = ClassificationTask(_first(splits[0], config.limit_train), _first(splits[1], config.limit_test))
     task.check(None)
     T = task.x_train.shape[1]
-    info = {"name": config.dataset, "title": SEQUENCE_DATASETS[config.dataset].title, "sequence_length": T,
-            "input_size": task.x_train.shape[2], "n_train": len(task.x_train), "n_test": len(task.x_test),
-            "num_classes": SEQUENCE_DATASETS[config.dataset].num_classes}
+    info = {
+        "name": config.dataset,
+        "title": SEQUENCE_DATASETS[config.dataset].title,
+        "sequence_length": T,
+        "input_size": task.x_train.shape[2],
+        "n_train": len(task.x_train),
+        "n_test": len(task.x_test),
+        "num_classes": SEQUENCE_DATASETS[config.dataset].num_classes,
+    }
     if config.dataset == "digits":
         info["image_size"] = config.size
     return StudyData(task, task.x_test[: config.gate_batch], info, math.ceil(len(task.x_train) / config.batch_size))
@@ -62,9 +77,18 @@ def load_study_data(config):
 def train_config(config, data, seed):
     """lab.train's config for one run: a step budget of whole epochs, evaluated after each."""
     spe = data.steps_per_epoch
-    return TrainConfig(lr=config.lr, min_lr=config.min_lr, weight_decay=config.weight_decay,
-                       batch_size=config.batch_size, max_steps=config.epochs * spe, max_epochs=None,
-                       eval_interval=spe, grad_clip=config.grad_clip, seed=seed, device=config.device)
+    return TrainConfig(
+        lr=config.lr,
+        min_lr=config.min_lr,
+        weight_decay=config.weight_decay,
+        batch_size=config.batch_size,
+        max_steps=config.epochs * spe,
+        max_epochs=None,
+        eval_interval=spe,
+        grad_clip=config.grad_clip,
+        seed=seed,
+        device=config.device,
+    )
 
 
 def run_arm(arm_name, seed, config, data, emit=None, should_stop=None, model=None):
@@ -87,45 +111,68 @@ def run_arm(arm_name, seed, config, data, emit=None, should_stop=None, model=Non
         gate_seconds[0] += time.perf_counter() - start
         return stats
 
-    record = {"arm": arm_name, "seed": seed, "initial": {"gates": gates_now(), "biases": bias_statistics(model)},
-              "epochs": [], "steps": [], "frozen_bias_check": None, "checkpoint": None}
+    record = {
+        "arm": arm_name,
+        "seed": seed,
+        "initial": {"gates": gates_now(), "biases": bias_statistics(model)},
+        "epochs": [],
+        "steps": [],
+        "frozen_bias_check": None,
+        "checkpoint": None,
+    }
     window = []  # train losses since the last evaluation
 
     def on_event(event):
         tagged = {**event, "arm": arm_name, "seed": seed}
         if event["type"] == "step":
             window.append(event["train_loss"])
-            record["steps"].append([event["step"], rounded(event["train_loss"]), rounded(event["lr"], 8),
-                                    rounded(event["grad_norm"], 4)])
+            record["steps"].append(
+                [event["step"], rounded(event["train_loss"]), rounded(event["lr"], 8), rounded(event["grad_norm"], 4)]
+            )
             emit(tagged)
         elif event["type"] == "eval":
             if arm.freeze_rz:
                 check_frozen_biases(model)  # fail at the first bad epoch, not after hours
-            epoch = {"epoch": rounded(event["step"] / spe, 4), "step": event["step"],
-                     "train_loss": rounded(sum(window) / len(window)) if window else None,
-                     "train_loss_last": rounded(event["train_loss"]), "val_loss": rounded(event["val_loss"]),
-                     "val_accuracy": rounded(event["val_accuracy"]), "elapsed": rounded(event["elapsed"], 2),
-                     "gates": gates_now(), "biases": bias_statistics(model)}
+            epoch = {
+                "epoch": rounded(event["step"] / spe, 4),
+                "step": event["step"],
+                "train_loss": rounded(sum(window) / len(window)) if window else None,
+                "train_loss_last": rounded(event["train_loss"]),
+                "val_loss": rounded(event["val_loss"]),
+                "val_accuracy": rounded(event["val_accuracy"]),
+                "elapsed": rounded(event["elapsed"], 2),
+                "gates": gates_now(),
+                "biases": bias_statistics(model),
+            }
             window.clear()
             record["epochs"].append(epoch)
-            emit({"type": "epoch", "arm": arm_name, "seed": seed,
-                  **{k: v for k, v in epoch.items() if k not in ("gates", "biases")},
-                  "z_mean": epoch["gates"]["z"]["mean"], "r_mean": epoch["gates"]["r"]["mean"],
-                  "b_z_mean": epoch["biases"]["b_z"]["mean"]})
+            emit(
+                {
+                    "type": "epoch",
+                    "arm": arm_name,
+                    "seed": seed,
+                    **{k: v for k, v in epoch.items() if k not in ("gates", "biases")},
+                    "z_mean": epoch["gates"]["z"]["mean"],
+                    "r_mean": epoch["gates"]["r"]["mean"],
+                    "b_z_mean": epoch["biases"]["b_z"]["mean"],
+                }
+            )
         elif event["type"] == "done":
             emit(tagged)
 
-    emit({"type": "run_start", "arm": arm_name, "seed": seed, "steps": tc.max_steps,
-          "steps_per_epoch": spe})
+    emit({"type": "run_start", "arm": arm_name, "seed": seed, "steps": tc.max_steps, "steps_per_epoch": spe})
     result = train(model, data.task, tc, on_event, should_stop)
     if arm.freeze_rz:
         record["frozen_bias_check"] = check_frozen_biases(model)
     last = record["epochs"][-1] if record["epochs"] else None
     record.update(
-        reason=result.reason, steps_done=result.steps, elapsed=rounded(result.elapsed, 2),
+        reason=result.reason,
+        steps_done=result.steps,
+        elapsed=rounded(result.elapsed, 2),
         gate_stats_seconds=rounded(gate_seconds[0], 2),
         seconds_per_epoch=rounded(result.elapsed / (result.steps / spe), 2) if result.steps else None,
-        final=None if last is None else {k: last[k] for k in ("epoch", "train_loss", "val_loss", "val_accuracy")})
+        final=None if last is None else {k: last[k] for k in ("epoch", "train_loss", "val_loss", "val_accuracy")},
+    )
     return record, model
 
 
@@ -161,16 +208,28 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
     study = _StudyFiles(config, plan, out_dir, command, emit) if rank == 0 else None
     with distributed.first_on_each_machine():  # a CIFAR-10 download is made once per machine
         data = load_study_data(config)
-    distributed.check_same_as_rank0([len(data.task.x_train), data.task.x_train.sum().item(), len(data.task.x_test),
-                                     data.task.x_test.sum().item()], "dataset", config.dataset)
+    distributed.check_same_as_rank0(
+        [len(data.task.x_train), data.task.x_train.sum().item(), len(data.task.x_test), data.task.x_test.sum().item()],
+        "dataset",
+        config.dataset,
+    )
     finished = distributed.object_from_rank0(set(study.done) if study else None)
     todo = [key for key in plan if key not in finished]
-    emit({"type": "study_start", "runs": len(plan), "resumed": len(finished), "dataset": data.info,
-          "steps_per_run": config.epochs * data.steps_per_epoch, "ranks": world, "runs_here": len(todo[rank::world])})
+    emit(
+        {
+            "type": "study_start",
+            "runs": len(plan),
+            "resumed": len(finished),
+            "dataset": data.info,
+            "steps_per_run": config.epochs * data.steps_per_epoch,
+            "ranks": world,
+            "runs_here": len(todo[rank::world]),
+        }
+    )
     for first in range(0, len(todo), world):
         if distributed.object_from_rank0(should_stop()):
             break
-        round_runs = todo[first:first + world]
+        round_runs = todo[first : first + world]
         outcome = None
         if rank < len(round_runs):
             outcome = _train_one(*round_runs[rank], config, data, emit, should_stop, out_dir is not None)
@@ -194,8 +253,9 @@ class _StudyFiles:
             Path(out_dir).mkdir(parents=True, exist_ok=True)  # checkpoints land there before results.json
         self.config, self.plan, self.out_dir, self.command, self.emit = config, plan, out_dir, command, emit
         self.created = previous["created"] if previous else now()
-        self.done = {(r["arm"], r["seed"]): r for r in (previous["runs"] if previous else [])
-                     if r["reason"] != "stopped"}
+        self.done = {
+            (r["arm"], r["seed"]): r for r in (previous["runs"] if previous else []) if r["reason"] != "stopped"
+        }
         self.runs = [self.done[key] for key in plan if key in self.done]
         self.device = resolve_device(config.device)
         self.path = self.results = None
@@ -207,8 +267,9 @@ class _StudyFiles:
             if outcome is None:  # an idle rank in the last round
                 continue
             if "error" in outcome:
-                failures.append(f"the {outcome['arm']} run at seed {outcome['seed']} failed on rank {rank}: "
-                                f"{outcome['error']}")
+                failures.append(
+                    f"the {outcome['arm']} run at seed {outcome['seed']} failed on rank {rank}: {outcome['error']}"
+                )
                 continue
             record, key = outcome["record"], (outcome["record"]["arm"], outcome["record"]["seed"])
             if outcome["checkpoint"] is not None:
@@ -220,22 +281,38 @@ class _StudyFiles:
             self.results = self._assemble(data)
             if self.out_dir is not None:
                 self.path = write_results(self.out_dir, self.results)
-            self.emit({"type": "run_done", "index": self.plan.index(key), "runs": len(self.plan), "arm": key[0],
-                       "seed": key[1], "final": record["final"], "reason": record["reason"],
-                       "elapsed": record["elapsed"], "frozen_bias_check": record["frozen_bias_check"]})
+            self.emit(
+                {
+                    "type": "run_done",
+                    "index": self.plan.index(key),
+                    "runs": len(self.plan),
+                    "arm": key[0],
+                    "seed": key[1],
+                    "final": record["final"],
+                    "reason": record["reason"],
+                    "elapsed": record["elapsed"],
+                    "frozen_bias_check": record["frozen_bias_check"],
+                }
+            )
             stopped = stopped or record["reason"] == "stopped"
         return failures, stopped
 
     def finish(self, data):
         if self.results is None:  # nothing ran (stopped at once, or every run was done before): nothing to rewrite
             self.results = self._assemble(data)
-        self.emit({"type": "study_done", "path": None if self.path is None else str(self.path),
-                   "complete": self.results["complete"]})
+        self.emit(
+            {
+                "type": "study_done",
+                "path": None if self.path is None else str(self.path),
+                "complete": self.results["complete"],
+            }
+        )
         return self.results
 
     def _assemble(self, data):
-        return assemble_results(self.config, data, self.runs, len(self.done) == len(self.plan), self.created,
-                                self.device, self.command)
+        return assemble_results(
+            self.config, data, self.runs, len(self.done) == len(self.plan), self.created, self.device, self.command
+        )
 
 
 def _train_one(arm, seed, config, data, emit, should_stop, keep_checkpoint):
@@ -260,8 +337,11 @@ def expected_data_info(config):
     """The shape of the study's data before it is loaded: one grey pixel per step, T = side^2 steps
     (CIFAR-10 is 32 x 32), for estimating a run's cost."""
     side = config.size if config.dataset == "digits" else 32
-    return {"input_size": 1, "num_classes": SEQUENCE_DATASETS[config.dataset].num_classes,
-            "sequence_length": side * side}
+    return {
+        "input_size": 1,
+        "num_classes": SEQUENCE_DATASETS[config.dataset].num_classes,
+        "sequence_length": side * side,
+    }
 
 
 class AblationJob(BackgroundJob):
@@ -281,8 +361,9 @@ class AblationJob(BackgroundJob):
     def __init__(self, config, out_dir=None, cost_mb=None, owner=None, budget=None, in_process=False):
         if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
             info = expected_data_info(config)
-            cost_mb = training_memory_bytes(model_config("baseline", config, info), config.batch_size,
-                                            info["sequence_length"]) / 2**20 + (PROCESS_MB if in_process else 0.0)
+            cost_mb = training_memory_bytes(
+                model_config("baseline", config, info), config.batch_size, info["sequence_length"]
+            ) / 2**20 + (PROCESS_MB if in_process else 0.0)
         super().__init__(cost_mb, owner, budget)
         self.config, self.out_dir, self.results, self.in_process = config, out_dir, None, in_process
         self.command = cli_command(config)  # what the page offers: run this study yourself
@@ -293,8 +374,12 @@ class AblationJob(BackgroundJob):
 
     def _work(self):
         if self.in_process:
-            self.results = run_in_process(run_ablation, dict(config=self.config, out_dir=self.out_dir,
-                                                             command=self.command), self._log, self._stop.is_set)
+            self.results = run_in_process(
+                run_ablation,
+                dict(config=self.config, out_dir=self.out_dir, command=self.command),
+                self._log,
+                self._stop.is_set,
+            )
         else:
             # in the server's threads: its steps take turns with every other job's (BackgroundJob)
             self.results = run_ablation(self.config, self.out_dir, self._log, self._next_step_turn, self.command)

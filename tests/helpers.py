@@ -1,0 +1,62 @@
+"""What several test modules share: running the CLI in-process and reading its errors, a study's
+records without their timings, and CIFAR-10's on-disk format in miniature. (Fixtures live in conftest.)"""
+
+import contextlib
+import hashlib
+import io
+import pickle
+
+import numpy as np
+
+from lab.__main__ import main
+
+
+def run(argv):
+    """main(argv) in-process -> (exit code, stdout, stderr); argparse's exits give their code."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(code, err, message):
+    assert code == 2
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()  # also splits a progress bar's carriage returns
+    assert lines[-1].startswith("error: ") and sum("error:" in line for line in lines) == 1, err
+    assert message in lines[-1]
+
+
+TIMING = ("elapsed", "gate_stats_seconds", "seconds_per_epoch")
+
+
+def without_timing(run):
+    """A run record less its wall-clock fields, which differ between two runs of the same computation."""
+    return {
+        **{k: v for k, v in run.items() if k not in TIMING},
+        "epochs": [{k: v for k, v in e.items() if k != "elapsed"} for e in run["epochs"]],
+    }
+
+
+def cifar_fixture(root, n_train=2, n_test=3):
+    """CIFAR-10's on-disk format with a few random images.
+
+    The real files are Python 2 pickles that torchvision loads with
+    encoding="latin1", which turns their keys into str, so our dicts use str
+    keys ("data", "labels") to be read the same way. Returns the md5 of each file.
+    """
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    batches = {f"data_batch_{i}": n_train for i in range(1, 6)} | {"test_batch": n_test}
+    labels = {}
+    for name, n in batches.items():
+        labels[name] = rng.integers(0, 10, n).tolist()
+        entry = {"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), "labels": labels[name]}
+        (folder / name).write_bytes(pickle.dumps(entry))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [f"class{i}" for i in range(10)]}))
+    md5 = {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+    return md5, labels

@@ -1,0 +1,75 @@
+"""The lab package's shape: its modules import each other without a cycle (counting the imports inside
+functions, which would otherwise hide one), and never import Streamlit."""
+
+import ast
+from pathlib import Path
+
+LAB = Path(__file__).resolve().parent.parent / "lab"
+
+
+def module_name(path):
+    parts = path.relative_to(LAB.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path):
+    """Every lab module `path` imports, at the top or inside a function."""
+    found = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from .config import ...
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+    return {name for name in found if name == "lab" or name.startswith("lab.")}
+
+
+def graph():
+    modules = {module_name(p): p for p in LAB.rglob("*.py")}
+    edges = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in imports_of(path):
+            while imported not in modules and "." in imported:  # lab.x.y where y is a name: lab.x
+                imported = imported.rsplit(".", 1)[0]
+            if imported in modules and imported != name and imported != "lab":
+                targets.add(imported)
+        edges[name] = targets
+    return edges
+
+
+def test_no_module_of_lab_imports_streamlit():
+    offenders = [str(p) for p in LAB.rglob("*.py") if "streamlit" in {n.split(".")[0] for n in _all_imports(p)}]
+    assert offenders == []
+
+
+def _all_imports(path):
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_lab_modules_import_each_other_without_a_cycle():
+    edges, state, cycles = graph(), {}, []
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in sorted(edges[node]):
+            if state.get(target) == "open":
+                cycles.append(path[path.index(target) :] + [target] if target in path else [node, target])
+            elif target not in state:
+                visit(target, path + [target])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == [], " ; ".join(" -> ".join(c) for c in cycles)
