@@ -43,7 +43,7 @@ st.caption(
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")
 
 SETTINGS = {"model": (Field("text", "Checkpoint"), "ckpt_choice")}  # ?model=char-lstm_latest
-DEFAULTS = {"model": None}  # None: the newest bundled checkpoint
+DEFAULTS = {"model": "char-lstm_latest"}  # the best bundled character model
 restore_from_url(SETTINGS, DEFAULTS)
 
 if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, shown after the rerun
@@ -54,7 +54,7 @@ if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, show
 def final_metrics(info):
     history = info.metrics.get("history") or [{}]
     last = history[-1]
-    return last.get("val_loss", math.nan), last.get("val_nats_per_char", last.get("val_accuracy", math.nan))
+    return last.get("val_nats_per_char", last.get("val_accuracy", math.nan))
 
 
 def params_of(info):
@@ -110,8 +110,8 @@ else:
             "family": i.family,
             "cell": i.cell,
             "params": params_of(i),
-            "final val loss": final_metrics(i)[0],
-            "val nats/char": final_metrics(i)[1],
+            # per character only: a subword model's loss per token beside characters' would mislead
+            "val nats/char": final_metrics(i),
             "saved": i.timestamp.replace("T", " ").replace("+00:00", " UTC"),
         }
         for i in infos
@@ -122,13 +122,16 @@ else:
         width="stretch",
         column_config={
             "params": st.column_config.NumberColumn(format="localized"),
-            "final val loss": st.column_config.NumberColumn(format="%.3f"),
             "val nats/char": st.column_config.NumberColumn(format="%.3f"),
         },
     )
 
     info = choose_checkpoint(
-        "ckpt_choice", "Inspect a checkpoint", infos, lambda i: f"{i.name}  ({'bundled' if i.bundled else 'yours'})"
+        "ckpt_choice",
+        "Inspect a checkpoint",
+        infos,
+        lambda i: f"{i.name}  ({'bundled' if i.bundled else 'yours'})",
+        default_name=DEFAULTS["model"],
     )
     mirror_to_url(SETTINGS, DEFAULTS)
     checkpoint = None

@@ -550,3 +550,11 @@ def test_the_cookie_script_shares_one_space_per_browser_and_never_embeds_a_raw_c
     assert "alert" not in script  # a cookie from the browser never reaches the script as code
     assert script.count("window.location.reload()") == 1 and "sessionStorage" in script  # reloads at most once
     assert f"rnnlab_space={key}; path=/; max-age={int(ui.common.KEEP_SECONDS)}" in script
+
+
+def test_checkpoints_opens_on_the_best_character_model_and_compares_per_character_only():
+    at = open_page(CHECKPOINTS)
+    assert_clean(at)
+    assert at.selectbox(key="ckpt_choice").value == "char-lstm_latest"
+    (table,) = [d.value for d in at.dataframe if "val nats/char" in d.value.columns]
+    assert "final val loss" not in table.columns  # a subword model's loss per token would sit beside characters'
