@@ -185,3 +185,10 @@ def test_no_string_the_app_can_show_cites_a_document():
         for m in FORBIDDEN.finditer(text)
     ]
     assert found == []
+
+
+def test_the_glossary_explains_the_words_the_pages_lean_on():
+    from ui.common import GLOSSARY
+
+    for term in ("token", "embedding", "softmax", "entropy", "epoch", "state", "gate", "BPTT", "nats/char"):
+        assert term in GLOSSARY and len(GLOSSARY[term]) > 40, term

@@ -110,6 +110,15 @@ PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the 
 
 # the words every page leans on, one click away in the sidebar of every page
 GLOSSARY = {
+    "token": "One unit of text the model reads and predicts: a character, or for a subword model a common "
+    "piece of a word (“▁the”, “ing”). The model sees only their numbers.",
+    "embedding": "The vector of numbers a model learns for each token: the first layer turns token number "
+    "i into row i of a table, and the network reads that row.",
+    "softmax": "Turns the model's scores for every possible next token into probabilities that add up to 1: "
+    "exp(score) divided by the sum of all of them.",
+    "entropy": "How unsure a probability distribution is, in nats: 0 when one token is certain, ln V when "
+    "all V tokens are equally likely.",
+    "epoch": "One pass over the whole training text (or the training images).",
     "state": "The vector h_t (and the LSTM's cell state c_t) a recurrent network carries from one step "
     "to the next: its only memory of what it has read.",
     "gate": "A vector of numbers in (0, 1), σ of a weighted sum, that multiplies another vector element by "
