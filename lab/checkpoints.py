@@ -766,12 +766,28 @@ def list_checkpoints(user_dir=None, bundled_dir=BUNDLED_DIR, include_versions=Tr
 
 
 def delete_checkpoint(path, user_dir):
-    """Delete a user checkpoint; bundled ones and paths outside `user_dir` are refused.
-    A bare file name is looked up in `user_dir`."""
+    """Delete a user checkpoint -> the paths removed; bundled ones and paths outside `user_dir` are
+    refused. A bare file name is looked up in `user_dir`. A run's name_latest takes every name_vN of
+    the run with it (deleting the latest alone would only bring the previous version back)."""
     path = Path(path)
     if path.name != str(path) and path.resolve().parent != Path(user_dir).resolve():
         raise CheckpointError(f"{path}: not in the user checkpoint folder; only your own checkpoints can be deleted")
     path = _inside(user_dir, path.name)
     if not path.is_file():
         raise CheckpointError(f"{path.name}: no such checkpoint")
-    path.unlink()
+    stem = path.name[: -len(SUFFIX)]
+    if not stem.endswith("_latest"):
+        path.unlink()
+        return [path]
+    name = stem[: -len("_latest")]
+    with _folder_lock(path.parent):
+        versions = [p for p in path.parent.glob(f"*_v*{SUFFIX}") if _version_of(p) == name]
+        for doomed in [path, *versions]:
+            doomed.unlink(missing_ok=True)
+    return [path, *sorted(versions)]
+
+
+def _version_of(path):
+    """The run name of a name_vN file, else None."""
+    m = _VERSIONED.match(path.name[: -len(SUFFIX)])
+    return m["name"] if m else None

@@ -1,8 +1,10 @@
 """Checkpoints: the bundled models and your own, their summaries and histories; download,
 upload (validated, never executed) and delete (yours only)."""
 
+import collections
 import contextlib
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +47,7 @@ show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")
 SETTINGS = {"model": (Field("text", "Checkpoint"), "ckpt_choice")}  # ?model=char-lstm_latest
 DEFAULTS = {"model": "char-lstm_latest"}  # the best bundled character model
 restore_from_url(SETTINGS, DEFAULTS)
+VERSIONED_RUN = re.compile(r"(.+)_v\d+")  # name_vN: one version of a run
 
 if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, shown after the rerun
     kind, message = st.session_state.pop("ckpt_flash")
@@ -67,8 +70,8 @@ def params_of(info):
 def delete(path):
     """Button callback (it runs before the page, so it may reset the widgets that showed the file)."""
     try:
-        delete_checkpoint(path, user_dir())
-        st.session_state.ckpt_flash = ("success", f"Deleted {path.name}.")
+        removed = delete_checkpoint(path, user_dir())
+        st.session_state.ckpt_flash = ("success", f"Deleted {', '.join(p.name for p in removed)}.")
     except (CheckpointError, OSError) as e:
         st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {plain(e)}")
     st.session_state.ckpt_confirm_delete = False
@@ -97,6 +100,9 @@ if problems:  # a hand-edited or damaged file is named and can be removed; it ne
                 on_click=delete_unreadable,
                 args=(unreadable,),
             )
+# a run is listed once, by its name_latest; its earlier versions are counted beside it
+versions = collections.Counter(VERSIONED_RUN.fullmatch(i.name)[1] for i in infos if VERSIONED_RUN.fullmatch(i.name))
+infos = [i for i in infos if i.bundled or not VERSIONED_RUN.fullmatch(i.name)]
 if not infos:
     st.warning(
         "No checkpoints yet: train one on the Train page, or regenerate the bundled ones with "
@@ -110,6 +116,7 @@ else:
             "family": i.family,
             "cell": i.cell,
             "params": params_of(i),
+            "versions": versions.get(i.name.removesuffix("_latest"), 0) or None,
             # per character only: a subword model's loss per token beside characters' would mislead
             "val nats/char": final_metrics(i),
             "saved": i.timestamp.replace("T", " ").replace("+00:00", " UTC"),
@@ -186,7 +193,8 @@ else:
                 page_link("Sample", label="Sample from it")
                 page_link("Gates", label="See its gates")
             if not info.bundled:
-                confirm = st.checkbox(f"Yes, delete {info.path.name}", key="ckpt_confirm_delete")
+                every = " and every version of it" if info.name.endswith("_latest") else ""
+                confirm = st.checkbox(f"Yes, delete {plain(info.path.name)}{every}", key="ckpt_confirm_delete")
                 st.button("🗑 Delete", key="ckpt_delete", disabled=not confirm, on_click=delete, args=(info.path,))
             else:
                 st.caption("Bundled checkpoints cannot be deleted from the app.")

@@ -373,14 +373,15 @@ def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir):
     assert saved_files(user_dir) == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name
     assert "Saved as my-model_v1.safetensors" in texts(at.success)
 
-    at.selectbox(key="ckpt_choice").set_value("my-model_v1").run()
-    assert "user" in set(at.dataframe[0].value["where"])
+    table = at.dataframe[0].value
+    assert list(table[table["where"] == "user"]["name"]) == ["my-model_latest"]  # the run once, not its v1 too
+    at.selectbox(key="ckpt_choice").set_value("my-model_latest").run()
     assert at.button(key="ckpt_delete").disabled  # not without the confirmation
     at.checkbox(key="ckpt_confirm_delete").check().run()
     at.button(key="ckpt_delete").click().run()
     assert_clean(at)
-    assert saved_files(user_dir) == ["my-model_latest.safetensors"]
-    assert "Deleted my-model_v1.safetensors" in texts(at.success)
+    assert saved_files(user_dir) == []  # the run and its versions: no earlier version comes back
+    assert "Deleted my-model_latest.safetensors, my-model_v1.safetensors" in texts(at.success)
 
 
 def test_bundled_checkpoints_have_no_delete_button():

@@ -829,3 +829,13 @@ def test_lab_and_the_app_import_without_fcntl():
         cwd=Path(__file__).resolve().parent.parent,
     )
     assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-2000:]
+
+
+def test_deleting_a_runs_latest_deletes_its_versions_and_nothing_else(tmp_path, char_tokenizer):
+    model = build_model(LMConfig(vocab_size=char_tokenizer.vocab_size, embed_dim=4, hidden_size=8))
+    for name in ("run", "run", "runner"):
+        save_checkpoint(tmp_path, name, model, char_tokenizer)
+    removed = delete_checkpoint(tmp_path / "run_latest.safetensors", tmp_path)
+    assert sorted(p.name for p in removed) == ["run_latest.safetensors", "run_v1.safetensors", "run_v2.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runner_latest.safetensors", "runner_v1.safetensors"]
+    assert [p.name for p in delete_checkpoint("runner_v1.safetensors", tmp_path)] == ["runner_v1.safetensors"]
