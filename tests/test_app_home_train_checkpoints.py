@@ -38,7 +38,7 @@ def user_dir(tmp_path, monkeypatch):
     and ends with no jobs left running."""
     folder = tmp_path / "user_checkpoints"
     monkeypatch.setattr(ui.common, "USER_DIR", folder)
-    registry = ui.common._job_registry()
+    registry = ui.common.job_registry()
     yield folder
     with registry["lock"]:
         jobs = [job for session in registry["sessions"].values() for job in session["jobs"]]

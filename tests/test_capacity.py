@@ -110,7 +110,7 @@ def test_step_turns_go_round_in_order_and_a_first_step_goes_first():
     for name, first in [("old-1", False), ("old-2", False), ("new", True)]:
         waiting.append(threading.Thread(target=job, args=(name, first)))
         waiting[-1].start()
-        while len(turns._waiting) < len(waiting):  # queued in this order
+        while turns.waiting < len(waiting):  # queued in this order
             time.sleep(0.001)
     turns.give_back()
     for thread in waiting:

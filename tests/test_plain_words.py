@@ -116,7 +116,7 @@ def shown(node, exempt=False):
 def citations(at):
     """The forbidden phrases and code names a run of a page shows, outside "For the curious"."""
     found = []
-    for text, exempt in shown(at._tree):
+    for text, exempt in [*shown(at.main), *shown(at.sidebar)]:
         text = re.sub(r"\\(.)", r"\1", text)  # ui.common.plain's escapes, as a student reads them
         if exempt:
             continue

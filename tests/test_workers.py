@@ -10,7 +10,6 @@ import time
 import pytest
 import torch
 
-from lab import workers
 from lab.checkpoints import load_checkpoint
 from lab.data import load_bundled_corpus
 from lab.jobs import TrainingJob
@@ -125,14 +124,19 @@ def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task,
     assert [e["type"] for e in job.events()][-1] == "error"
 
 
+def _threads_after_sharing(emit, should_stop):
+    should_stop()  # a child's share of the threads is set here: threads // running children
+    return torch.get_num_threads()
+
+
 def test_a_killed_child_leaves_the_count_of_running_children_as_it_was():
-    """The count sets each child's share of the threads: a child killed mid-run must not stay counted."""
-    _, running = workers._shared()
-    before = running.value
+    """The count sets each child's share of the threads: a child killed mid-run must not stay counted,
+    or every later run gets fewer threads."""
+    torch.set_num_threads(4)
     for _ in range(3):
         with pytest.raises(WorkerError):
             run_in_process(_die, {}, lambda event: None, lambda: False)
-        assert running.value == before
+    assert run_in_process(_threads_after_sharing, {}, lambda event: None, lambda: False) == 4  # alone: all four
 
 
 def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(caplog):

@@ -165,7 +165,7 @@ def _process_setup():
     _log_jobs_to_the_server_log()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
-    threading.Thread(target=_reap_unattended_jobs, args=(_job_registry(),), name="rnnlab-reaper", daemon=True).start()
+    threading.Thread(target=_reap_unattended_jobs, args=(job_registry(),), name="rnnlab-reaper", daemon=True).start()
     # not a daemon: the interpreter waits for its second or so at exit instead of killing it inside torch
     threading.Thread(target=_warm_up_training, name="rnnlab-warm-up").start()
     return threads
@@ -308,7 +308,7 @@ TRAIN_IN_PROCESS = os.environ.get("RNNLAB_TRAIN_IN_PROCESS", "0") != "0"
 
 
 @st.cache_resource
-def _job_registry():
+def job_registry():
     """session key -> {"jobs": [TrainingJob, ...], "seen": monotonic time of its last heartbeat}."""
     return {"lock": threading.Lock(), "sessions": {}}
 
@@ -381,7 +381,7 @@ def _session_entry(registry):
 
 def touch_session():
     """Record that this session is still open: its jobs keep running, its files are kept."""
-    registry = _job_registry()
+    registry = job_registry()
     with registry["lock"]:
         _session_entry(registry)["seen"] = time.monotonic()
     mark_seen(USER_DIR, session_key())
@@ -394,13 +394,13 @@ def _heartbeat():
 
 def session_jobs():
     """This browser session's jobs (oldest first)."""
-    registry = _job_registry()
+    registry = job_registry()
     with registry["lock"]:
         return list(_session_entry(registry)["jobs"])
 
 
 def register_job(job):
-    registry = _job_registry()
+    registry = job_registry()
     with registry["lock"]:
         entry = _session_entry(registry)
         entry["jobs"].append(job)
@@ -409,7 +409,7 @@ def register_job(job):
 
 def forget_jobs(predicate):
     """Drop this session's jobs for which predicate(job) is true (e.g. finished ones) from its list."""
-    registry = _job_registry()
+    registry = job_registry()
     with registry["lock"]:
         entry = _session_entry(registry)
         entry["jobs"] = [job for job in entry["jobs"] if not predicate(job)]
