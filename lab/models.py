@@ -341,12 +341,12 @@ def for_device(model, device):
     fastest = dataclasses.replace(
         config, backend=default_backend(config.cell, device), scan_mode=default_scan_mode(device)
     )
-    p = next(model.parameters())
+    p, reference_model = next(model.parameters()), to_reference(model)
     twin = build_model(fastest).to(p.device, p.dtype)
     twin.load_state_dict(
-        {k: v for k, v in to_reference(model).state_dict().items() if not k.startswith("rnn.layers.")}, strict=False
+        {k: v for k, v in reference_model.state_dict().items() if not k.startswith("rnn.layers.")}, strict=False
     )  # the embedding, norms and head; the layers below
-    for layer, reference in zip(twin.rnn.layers, to_reference(model).rnn.layers):
+    for layer, reference in zip(twin.rnn.layers, reference_model.rnn.layers):
         if hasattr(layer, "load_reference"):  # a torch.nn layer
             layer.load_reference(reference)
         else:  # the fast and reference cells share their parameters' names

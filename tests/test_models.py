@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from lab.backends import BACKENDS, FUSED_MODULES
+from lab.backends import BACKENDS, FUSED_MODULES, default_backend
 from lab.cells import CELLS
 from lab.models import (
     ClassifierConfig,
@@ -250,3 +250,20 @@ def test_every_preset_recipe_is_a_train_config(name):
     preset = PRESETS[name]
     config = preset.train_config(max_seconds=5.0)
     assert config.lr == preset.train["lr"] and config.max_seconds == 5.0
+
+
+@pytest.mark.parametrize(
+    "cell, backend",
+    [("gru_torch", "fused"), ("lstm", "fused"), ("rnn", "fused"), ("gru_seed", "fast"), ("scan", "fast")],
+)
+def test_for_device_computes_the_same_function_in_the_cpus_fastest_form(cell, backend):
+    """A GPU-trained model (cuDNN layers, the parallel scan) shipped for CPUs: same outputs, same mode."""
+    from lab.models import for_device
+
+    torch.manual_seed(0)
+    model = build_model(LMConfig(cell=cell, backend=backend, vocab_size=11, hidden_size=12, num_layers=2)).eval()
+    shipped = for_device(model, "cpu")
+    assert (shipped.config.backend, shipped.config.scan_mode) == (default_backend(cell, "cpu"), "sequential")
+    assert not shipped.training
+    x = torch.randint(0, 11, (2, 9))
+    assert torch.allclose(model(x)[0], shipped(x)[0], atol=1e-5)
