@@ -116,7 +116,7 @@ else:
             "family": i.family,
             "cell": i.cell,
             "params": params_of(i),
-            "versions": versions.get(i.name.removesuffix("_latest"), 0) or None,
+            "versions": "" if i.bundled else str(versions.get(i.name.removesuffix("_latest"), 0)),
             # per character only: a subword model's loss per token beside characters' would mislead
             "val nats/char": final_metrics(i),
             "saved": i.timestamp.replace("T", " ").replace("+00:00", " UTC"),
