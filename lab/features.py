@@ -64,9 +64,10 @@ def _word_position(text):
 
 
 # A speaker heading is a short line after a blank line (or at the start of the text), one to three
-# capitalised words and a full stop: "Ham.", "LADY MACBETH.", "First Witch." (the bundled plays
-# abbreviate in some plays and not in others, lab/corpus/README.md).
-SPEAKER_HEADING = re.compile(r"[A-Z][A-Za-z'-]*(?: [A-Z][A-Za-z'-]*){0,2}\.")
+# capitalised words and a colon: "Ham:", "LADY MACBETH:", "First Witch:" (the bundled plays
+# abbreviate in some plays and not in others, lab/corpus/README.md). Texts that end headings with a
+# full stop, as most printed editions do ("Ham."), count too.
+SPEAKER_HEADING = re.compile(r"[A-Z][A-Za-z'-]*(?: [A-Z][A-Za-z'-]*){0,2}[:.]")
 
 
 def _heading_lines(text):
@@ -81,7 +82,7 @@ def _heading_lines(text):
 
 
 def _in_heading(text):
-    """1 on the characters of a speaker heading ("Ham."), 0 on its newline and elsewhere."""
+    """1 on the characters of a speaker heading ("Ham:"), 0 on its newline and elsewhere."""
     values = np.zeros(len(text))
     for start, end in _heading_lines(text):
         values[start:end] = 1
@@ -117,7 +118,7 @@ FEATURES = {
     "in_brackets": Feature("inside a [stage direction]", _inside("[", "]"), "last", "context"),
     "in_quotes": Feature('inside "double quotes" (rare in Shakespeare)', _inside('"', '"'), "last", "context"),
     "line_position": Feature("characters since the last newline", _line_position, "last", "context"),
-    "in_heading": Feature('in a speaker heading ("Ham.", "LADY MACBETH.")', _in_heading, "last", "context"),
+    "in_heading": Feature('in a speaker heading ("Ham:", "LADY MACBETH:")', _in_heading, "last", "context"),
     "after_heading": Feature(
         "on the first line of a speech, just after its speaker heading", _after_heading, "last", "context"
     ),

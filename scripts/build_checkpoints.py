@@ -172,7 +172,7 @@ def export_float16(model, task, train_config, metrics, name, extra, path, device
     return metrics
 
 
-def build(name, minutes, work_dir, out_dir, patience, device, steps=None):
+def build(name, minutes, work_dir, out_dir, patience, device, steps=None, save_minutes=5):
     preset_name, model_overrides, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
     task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
@@ -194,7 +194,9 @@ def build(name, minutes, work_dir, out_dir, patience, device, steps=None):
             "device": device.type,
         }
     )
-    model, metrics = train_until_plateau(name, config, train_config, task, work_dir / name, patience)
+    model, metrics = train_until_plateau(
+        name, config, train_config, task, work_dir / name, patience, chunk_seconds=save_minutes * 60
+    )
     plateau = metrics.pop("plateau")
     metrics.pop("done")
     metrics = export_float16(
@@ -232,6 +234,9 @@ def main():
     parser.add_argument("--only", nargs="*", choices=sorted(RECIPES), help="build only these")
     parser.add_argument("--work", default=str(ROOT / "build"), help="where unfinished builds keep their progress")
     parser.add_argument("--out", default=str(ROOT / "checkpoints"))
+    parser.add_argument(
+        "--save-minutes", type=float, default=5, help="how often an unfinished build writes its progress"
+    )
     args = parser.parse_args()
     configure_cpu(2)
     device = resolve_device(args.device)
@@ -243,7 +248,10 @@ def main():
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only or RECIPES:
-        print(build(name, args.minutes, Path(args.work), out_dir, args.patience, device, args.steps), flush=True)
+        print(
+            build(name, args.minutes, Path(args.work), out_dir, args.patience, device, args.steps, args.save_minutes),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -15,26 +15,30 @@ YARDSTICK_LINES = [
     "Full fathom five thy father lies:",  # The Tempest, I.ii
     "Leave not a rack behind. We are such stuff",  # The Tempest, IV.i
     "How beauteous mankind is! O brave new world",  # The Tempest, V.i
-    "KATHERINA.",
-    "CALIBAN.",
-    "PROSPERO.",
+    "KATHERINA:",
+    "CALIBAN:",
+    "PROSPERO:",
     "Prospero",
     "Caliban",
     "Katherina",  # their speakers
 ]
 
 
-def test_speaker_headings_get_one_format():
+def test_speaker_headings_get_tiny_shakespeares_format():
     play = (
         "A MIDSUMMER NIGHT'S DREAM\n\nby William Shakespeare\n\n"
         "THESEUS  \nNow, fair Hippolyta, our nuptial hour\n\n"
         "FIRST FAIRY\nOver hill, over dale,\n\n"
-        "PROSPERO.\nThere, sir, stop:\nFROM THE TEXT IN CAPITALS\n\nACT IV\n\nSCENE I. The Wood.\n"
+        "PROSPERO.\nThere, sir, stop:\nFROM THE TEXT IN CAPITALS\n\nACT IV\n\nSCENE I. The Wood.\n\n"
+        "MRS. PAGE.\nWhat, have I scaped love-letters?\n\n1 Clown.\nIs she to be buried?\n\n"
+        "PERICLES. [Aside.]\nHow courtesy would seem to cover sin!\n\nAct I.\nEnter Gower.\n"
     )
     lines = build_corpus.normalise(play).split("\n")
-    assert "THESEUS." in lines and "FIRST FAIRY." in lines  # bare headings gain the full stop
-    assert "PROSPERO." in lines and "PROSPERO.." not in lines  # headings that had one keep one
+    assert "THESEUS:" in lines and "FIRST FAIRY:" in lines  # bare headings gain the colon
+    assert "PROSPERO:" in lines and "MRS. PAGE:" in lines and "1 Clown:" in lines  # full stops become one
+    assert "PERICLES: [Aside.]" in lines  # a stage direction after the name stays
     assert "A MIDSUMMER NIGHT'S DREAM" in lines and "ACT IV" in lines  # titles: a blank line follows
+    assert "Act I." in lines and "SCENE I. The Wood." in lines  # act and scene titles are not speakers
     assert "FROM THE TEXT IN CAPITALS" in lines  # a line inside a speech is not a heading
 
 
@@ -64,4 +68,5 @@ def test_the_bundled_task_splits_at_the_held_out_plays():
 def test_bundled_corpus_has_no_bare_speaker_headings():
     lines = "\n\n".join(load_bundled_split()).split("\n")
     assert [lines[i] for i in build_corpus.bare_headings(lines)] == []
-    assert lines.count("THESEUS.") > 40  # A Midsummer Night's Dream is there, in the common format
+    assert lines.count("THESEUS:") > 40  # A Midsummer Night's Dream is there, in the common format
+    assert [lines[i] for i in build_corpus.speaker_headings(lines)] == []  # every heading has its colon
