@@ -24,7 +24,7 @@ from lab.models import build_model, count_parameters
 from lab.presets import get_preset
 from lab.sampling import SamplingConfig, generate, generate_by_rerunning_prefix
 
-PROMPT = "Ham.\n"
+PROMPT = "Ham:\n"
 
 
 def timed(fn, repeats):

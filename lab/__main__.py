@@ -1,7 +1,7 @@
 """RNN Lab on the command line: the same lab functions the app calls.
 
 python -m lab train --preset astra-alpha --seconds 60 --name astra
-python -m lab sample runs/astra_latest.safetensors --prompt "ROMEO." --strategy top_p
+python -m lab sample runs/astra_latest.safetensors --prompt "ROMEO:" --strategy top_p
 python -m lab summary runs/astra_latest.safetensors
 python -m lab list
 python -m lab ablation --dataset digits --epochs 3 --seeds 0 1 2

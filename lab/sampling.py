@@ -3,7 +3,7 @@
 Glossary: T time (tokens read so far), P prompt tokens, N new tokens, V vocabulary.
 
     config = SamplingConfig(strategy="top_k", top_k=20, temperature=0.8)  # seed 002's favourite
-    out = generate(model, tokenizer, "ROMEO.", config)
+    out = generate(model, tokenizer, "ROMEO:", config)
     out.text, out.pieces, out.probs, out.entropies
 
 Stateful generation (the default) reads the prompt once, then feeds one token

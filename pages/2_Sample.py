@@ -55,7 +55,7 @@ SETTINGS = {
 }
 DEFAULTS = {
     "model": "char-gru-torch_latest",
-    "prompt": "ROMEO.\n",
+    "prompt": "ROMEO:\n",
     "tokens": 300,
     "seed": 0,
     "temperature": 0.8,

@@ -25,23 +25,23 @@ show_anchors("uniform_char", "leviathan")
 
 TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbeth is held out
     "Hamlet meets the Ghost (a [stage direction])": (
-        "Hor.\nLook, my lord, it comes!\n\n[Enter Ghost.]\n\nHam.\nAngels and ministers of grace defend us!--\n"
+        "Hor:\nLook, my lord, it comes!\n\n[Enter Ghost.]\n\nHam:\nAngels and ministers of grace defend us!--\n"
         "Be thou a spirit of health or goblin damn'd,\nBring with thee airs from heaven or blasts from hell,\n"
     ),
     'Macbeth\'s witch ("quotes" and (parentheses))': (
-        "FIRST WITCH.\nA sailor's wife had chestnuts in her lap,\n"
+        "FIRST WITCH:\nA sailor's wife had chestnuts in her lap,\n"
         "And mounch'd, and mounch'd, and mounch'd:--\"Give me,\" quoth I:\n"
-        '"Aroint thee, witch!" the rump-fed ronyon cries.\n\nMACBETH.\n'
+        '"Aroint thee, witch!" the rump-fed ronyon cries.\n\nMACBETH:\n'
         "I keep a servant fee'd. I will to-morrow,\n(And betimes I will) to the weird sisters:\n"
     ),
     "To be, or not to be": (
-        "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+        "Ham:\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
         "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
     ),
 }
 # a longer passage from a held-out play (never trained on): Macbeth's witches at their cauldron;
 # stage directions, a chant in short lines and short speeches
-PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH.\nThrice the brinded cat", 1200)
+PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH:\nThrice the brinded cat", 1200)
 TEXT_MAX_CHARS = 4000  # the box and the link alike; the trace itself reads at most MAX_TRACE_TOKENS
 # lab.units' column names -> what a student reads in the tables of units
 UNIT_COLUMNS = {

@@ -20,7 +20,7 @@ st.caption(
 )
 
 TEXT = (
-    "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+    "Ham:\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
     "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
     "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
     "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n"

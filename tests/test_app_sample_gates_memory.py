@@ -18,7 +18,7 @@ APP = str(ROOT / "app.py")
 SAMPLE, GATES, MEMORY = "pages/2_Sample.py", "pages/3_Gates.py", "pages/4_Memory.py"
 # the bundled models these pages open on; tests/conftest.py fails the tests when one is missing
 NEEDED = ["char-rnn", "char-gru-seed", "char-gru-torch", "char-lstm", "char-scan", "scan-markov", "scribe-alpha"]
-SHORT_TEXT = "Ham.\nTo be, or not to be,--that is the question:--\n[Enter Ghost.]\nWhether 'tis nobler\n"
+SHORT_TEXT = "Ham:\nTo be, or not to be,--that is the question:--\n[Enter Ghost.]\nWhether 'tis nobler\n"
 
 
 def page(name, **state):
@@ -89,7 +89,7 @@ def test_sample_traces_a_generated_character_back_to_what_drove_it():
     no_exception(at)
     framed = [box for box in coloured_texts(at) if "outline: 2px solid" in box]
     assert len(framed) == 1
-    assert framed[0].count("influence ") == len("ROMEO.\n") + 29  # the prompt and the 29 characters before it
+    assert framed[0].count("influence ") == len("ROMEO:\n") + 29  # the prompt and the 29 characters before it
     at.selectbox(key="sample_influence_strategy").set_value("greedy")
     at.select_slider(key="sample_influence_token").set_value(5).run()
     no_exception(at)
@@ -289,7 +289,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
             SAMPLE,
             {
                 "model": "char-lstm_latest",
-                "prompt": "JULIET.\n",
+                "prompt": "JULIET:\n",
                 "tokens": "20",
                 "top_p": "0.5",
                 "drove": "greedy",
@@ -298,7 +298,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
             },
             {
                 "sample_checkpoint": "char-lstm_latest",
-                "sample_prompt": "JULIET.\n",
+                "sample_prompt": "JULIET:\n",
                 "sample_tokens": 20,
                 "sample_top_p_p": 0.5,
                 "sample_influence_strategy": "greedy",
@@ -310,7 +310,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
             GATES,
             {
                 "model": "char-gru-seed_latest",
-                "text": "Ham.\nTo be, or not to be",
+                "text": "Ham:\nTo be, or not to be",
                 "unit": "7",
                 "gate": "z",
                 "span": "5-9",
@@ -320,7 +320,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
             },
             {
                 "gates_checkpoint": "char-gru-seed_latest",
-                "gates_text": "Ham.\nTo be, or not to be",
+                "gates_text": "Ham:\nTo be, or not to be",
                 "gates_unit": 7,
                 "gates_unit_gate": "z",
                 "gates_span": (5, 9),

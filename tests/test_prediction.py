@@ -8,7 +8,7 @@ from lab.data import CharTokenizer
 from lab.models import LMConfig, ScanMarkovConfig, build_model
 from lab.prediction import TypingReader, input_influence, next_tokens
 
-TEXT = "ROMEO.\nBut, soft! what light through yonder window breaks?\n"
+TEXT = "ROMEO:\nBut, soft! what light through yonder window breaks?\n"
 
 
 @pytest.fixture(scope="module")
@@ -73,17 +73,17 @@ def test_typing_reader_carries_the_state_and_equals_reading_afresh(tok, cell):
     torch.manual_seed(0)
     model = build_model(LMConfig(cell=cell, vocab_size=tok.vocab_size, embed_dim=8, hidden_size=16))
     reader = TypingReader(model, tok)
-    reader.read("ROMEO.\nBut, soft")
-    assert reader.new_tokens == len("ROMEO.\nBut, soft")
-    probs = reader.read("ROMEO.\nBut, soft!")
+    reader.read("ROMEO:\nBut, soft")
+    assert reader.new_tokens == len("ROMEO:\nBut, soft")
+    probs = reader.read("ROMEO:\nBut, soft!")
     assert reader.new_tokens == 1  # only the new character, from the carried state
-    fresh = TypingReader(model, tok).read("ROMEO.\nBut, soft!")
+    fresh = TypingReader(model, tok).read("ROMEO:\nBut, soft!")
     torch.testing.assert_close(probs, fresh)
     assert float(probs.sum()) == pytest.approx(1.0, abs=1e-5)
-    reader.read("ROMEO.\nBut, soft!")
+    reader.read("ROMEO:\nBut, soft!")
     assert reader.new_tokens == 0
-    torch.testing.assert_close(reader.read("ROMEO.\nBut"), TypingReader(model, tok).read("ROMEO.\nBut"))
-    assert reader.new_tokens == len("ROMEO.\nBut")  # an edit: read again from the start
+    torch.testing.assert_close(reader.read("ROMEO:\nBut"), TypingReader(model, tok).read("ROMEO:\nBut"))
+    assert reader.new_tokens == len("ROMEO:\nBut")  # an edit: read again from the start
     reader.read("")
     assert reader.ids == tok.encode("\n")  # the sampler's start
     with pytest.raises(ValueError, match="☃"):

@@ -15,12 +15,12 @@ from ui.common import cached_checkpoint, page_link, plain
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
 PASSAGE = (
-    "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+    "Ham:\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
     "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
     "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
     "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n"
 )
-PROMPT = "ROMEO.\n"
+PROMPT = "ROMEO:\n"
 CHAR_MODELS = [
     "char-gru-torch_latest",
     "char-gru-seed_latest",
