@@ -7,14 +7,13 @@ of the Shrew and the start of The Tempest: the public yardstick, on which nanoGP
 character transformer scores 1.47 nats/char. Neither play is in the bundled corpus
 (scripts/build_corpus.py). This reads the Shrew part (up to The Tempest's first line) in order with
 the state carried, 8 streams, and reports nats per character beside the model's own validation
-figures. The text is Tiny Shakespeare's own ("NAME:" headings, where the bundled plays write
-"NAME."), downloaded once and cached (lab.data.download_tiny_shakespeare), or read from --tiny.
-Nothing here trains or tunes on it.
+figures. The text is Tiny Shakespeare's own ("NAME:" headings, as the bundled plays write them),
+downloaded once and cached (lab.data.download_tiny_shakespeare), or read from --tiny. Nothing here
+trains or tunes on it.
 
 A second column, a diagnostic and not the yardstick, scores the same text with each speaker
-heading's colon written as the bundled plays write it ("PETRUCHIO." for "PETRUCHIO:"): a model
-that never saw a colon end a heading pays ~10 nats at each of the Shrew's 707 headings, about
-0.1 nats/char of its score.
+heading's colon a full stop ("PETRUCHIO." for "PETRUCHIO:"), as printed editions write them: what a
+heading format the model never saw costs it (~10 nats at each of the Shrew's 707 headings).
 """
 
 import argparse
@@ -39,7 +38,7 @@ def shrew_text(tiny):
     return validation[: end + 2]
 
 
-def headings_as_the_corpus_writes_them(text):
+def headings_with_full_stops(text):
     """`text` with each speaker heading's colon ("NAME:" alone on its line) a full stop."""
     return re.sub(r"(?m)^([A-Za-z][A-Za-z ']*):$", r"\1.", text)
 
@@ -76,7 +75,7 @@ def main():
             f"| {checkpoint.meta['name']} | {params:,} | {m.get('val_nats_per_char', float('nan')):.3f} | "
             f"{m.get('val_nats_per_char_in_order', float('nan')):.3f} | "
             f"{shrew_nats_per_char(checkpoint, text):.3f} | "
-            f"{shrew_nats_per_char(checkpoint, headings_as_the_corpus_writes_them(text)):.3f} |",
+            f"{shrew_nats_per_char(checkpoint, headings_with_full_stops(text)):.3f} |",
             flush=True,
         )
 
