@@ -15,7 +15,8 @@ import time
 
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.errors import LabError
-from lab.train import is_finite_number, resume_training_state, run_metrics, train
+from lab.schema import PositiveNumber, check
+from lab.train import resume_training_state, run_metrics, train
 from lab.workers import PROCESS_MB, WorkerError, run_in_process
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
@@ -221,8 +222,7 @@ class TrainingJob(BackgroundJob):
         its training state or its file cannot be read."""
         from lab.checkpoints import load_checkpoint  # checkpoints imports models; keep train importable alone
 
-        if not (is_finite_number(more_seconds) and more_seconds > 0):
-            raise LabError(f"more_seconds: must be a number of seconds > 0, got {more_seconds!r}")
+        check(more_seconds, PositiveNumber, "more_seconds")
         if self.running or self.checkpoint_path is None:
             raise LabError(f"resume: the run {self.name} has not ended and been saved yet")
         config = dataclasses.replace(

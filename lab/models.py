@@ -19,124 +19,88 @@ Families (registry `MODEL_FAMILIES`, keyed by the config's `family`):
 
 import copy
 import dataclasses
-import math
-import reprlib
-import typing
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import Annotated, ClassVar, Literal, Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from pydantic import Field
 
 from lab.backends import check_cell, default_backend, default_scan_mode, make_layer, to_reference_layer
 from lab.cells import CELLS, SCAN_MODES, RecurrentStack, ScanLayer
 from lab.cost import check_model_size
 from lab.errors import LabError
+from lab.schema import Fraction, PositiveInt, config
 
 NORMS = ("every", "last")
 
 
-def _require(condition, field, message):
-    if not condition:
-        raise LabError(f"{field}: {message}")
+ScanMode = Literal[tuple(SCAN_MODES)]
+ChronoTmax = Optional[Annotated[int, Field(ge=3)]]  # chrono initialisation's T_max
 
 
-def _check_common(cfg, *positive_fields):
-    for field in positive_fields:
-        value = getattr(cfg, field)
-        _require(
-            isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-            field,
-            f"must be a positive integer, got {value!r}",
-        )
-    for field in ("dropout", "embed_dropout", "weight_dropout"):
-        if hasattr(cfg, field):
-            value = getattr(cfg, field)
-            _require(0.0 <= value < 1.0, field, f"must be in [0, 1), got {value!r}")
-    if hasattr(cfg, "keep_bias"):  # inf or NaN would make every keep gate shut or undefined from step 1
-        _require(
-            isinstance(cfg.keep_bias, (int, float)) and math.isfinite(cfg.keep_bias),
-            "keep_bias",
-            f"must be a finite number, got {cfg.keep_bias!r}",
-        )
-    if getattr(cfg, "chrono_tmax", None) is not None:
-        _require(
-            isinstance(cfg.chrono_tmax, int) and cfg.chrono_tmax >= 3,
-            "chrono_tmax",
-            f"must be an integer >= 3 or None, got {cfg.chrono_tmax!r}",
-        )
-
-
-@dataclass
+@config
 class LMConfig:
     """A recurrent language model (character or subword)."""
 
     family: ClassVar[str] = "lm"
     cell: str = "gru_torch"  # key of lab.cells.CELLS: rnn, gru_seed, gru_torch, lstm, scan
     backend: str = "fast"  # key of lab.backends.BACKENDS: "reference", "fast" or "fused" (torch.nn)
-    vocab_size: int = 65  # set from the tokenizer when training
-    embed_dim: int = 64  # E: token embedding width
-    hidden_size: int = 256  # H: recurrent units per layer
-    num_layers: int = 1  # L: stacked recurrent layers
-    dropout: float = 0.0  # between layers and before the head
-    embed_dropout: float = 0.0  # on the token embeddings, while training (AWD-LSTM's input dropout)
-    weight_dropout: float = 0.0  # DropConnect on each layer's hidden-to-hidden weights, while training
-    norm: str = "last"  # "last": one LayerNorm before the head (seed 002); "every": after every layer (Scribe)
+    vocab_size: PositiveInt = 65  # set from the tokenizer when training
+    embed_dim: PositiveInt = 64  # E: token embedding width
+    hidden_size: PositiveInt = 256  # H: recurrent units per layer
+    num_layers: PositiveInt = 1  # L: stacked recurrent layers
+    dropout: Fraction = 0.0  # between layers and before the head
+    embed_dropout: Fraction = 0.0  # on the token embeddings, while training (AWD-LSTM's input dropout)
+    weight_dropout: Fraction = 0.0  # DropConnect on each layer's hidden-to-hidden weights, while training
+    norm: Literal[NORMS] = "last"  # "last": one LayerNorm before the head (seed 002); "every": after every layer
     keep_bias: float = 1.0  # initial keep-gate bias: retention sigmoid(1) = 0.73 (seed 003); LSTM forget bias
-    chrono_tmax: Optional[int] = None  # chrono initialisation of keep gates, b ~ log U[1, T_max-1]
-    scan_mode: str = "parallel"  # scan cell only: "parallel" (associative) or "sequential" loop
+    # (finite, as every float in a config: inf or NaN would shut every keep gate from step 1)
+    chrono_tmax: ChronoTmax = None  # chrono initialisation of keep gates, b ~ log U[1, T_max-1]
+    scan_mode: ScanMode = "parallel"  # scan cell only: "parallel" (associative) or "sequential" loop
 
     def __post_init__(self):
         check_cell(self.cell, self.backend)
-        _check_common(self, "vocab_size", "embed_dim", "hidden_size", "num_layers")
-        _require(self.norm in NORMS, "norm", f"must be one of {list(NORMS)}, got {self.norm!r}")
-        _require(self.scan_mode in SCAN_MODES, "scan_mode", f"must be one of {sorted(SCAN_MODES)}")
-        _require(
-            not (self.weight_dropout and self.cell == "scan"),
-            "weight_dropout",
-            "the scan cell has no hidden-to-hidden weight matrix to drop; use dropout instead",
-        )
+        if self.weight_dropout and self.cell == "scan":
+            raise LabError(
+                "weight_dropout: the scan cell has no hidden-to-hidden weight matrix to drop; use dropout instead"
+            )
 
 
-@dataclass
+@config
 class ClassifierConfig:
     """A sequence classifier reading the final state (seed 003: pixels in, class out)."""
 
     family: ClassVar[str] = "classifier"
     cell: str = "gru_torch"
     backend: str = "fused"  # seed 003 trains nn.GRU for speed
-    input_size: int = 1  # features per time step (1 grey pixel)
-    hidden_size: int = 181  # H = 181 gives seed 003's 101,732 parameters
-    num_layers: int = 1
-    num_classes: int = 10
-    dropout: float = 0.0
+    input_size: PositiveInt = 1  # features per time step (1 grey pixel)
+    hidden_size: PositiveInt = 181  # H = 181 gives seed 003's 101,732 parameters
+    num_layers: PositiveInt = 1
+    num_classes: PositiveInt = 10
+    dropout: Fraction = 0.0
     keep_bias: float = 1.0  # seed 003 baseline: update-gate bias +1
-    chrono_tmax: Optional[int] = None
-    scan_mode: str = "parallel"
+    chrono_tmax: ChronoTmax = None
+    scan_mode: ScanMode = "parallel"
 
     def __post_init__(self):
         check_cell(self.cell, self.backend)
-        _check_common(self, "input_size", "hidden_size", "num_layers", "num_classes")
 
 
-@dataclass
+@config
 class ScanMarkovConfig:
     """Seed 004's ScanMarkov model: a character model over a selective scan."""
 
     family: ClassVar[str] = "scan_markov"
     cell: ClassVar[str] = "scan"  # its one recurrent layer, so every config names its cell
-    vocab_size: int = 65
-    embed_dim: int = 128  # token and positional embedding width (= scan width)
-    gate_hidden: int = 512  # gate MLP 128 -> 512 -> 256
-    decoder_hidden: int = 512  # decoder MLP 128 -> 512 -> 128
-    max_positions: int = 16  # positional table; later positions reuse the last entry
-    dropout: float = 0.0
-    scan_mode: str = "parallel"
-
-    def __post_init__(self):
-        _check_common(self, "vocab_size", "embed_dim", "gate_hidden", "decoder_hidden", "max_positions")
-        _require(self.scan_mode in SCAN_MODES, "scan_mode", f"must be one of {sorted(SCAN_MODES)}")
+    vocab_size: PositiveInt = 65
+    embed_dim: PositiveInt = 128  # token and positional embedding width (= scan width)
+    gate_hidden: PositiveInt = 512  # gate MLP 128 -> 512 -> 256
+    decoder_hidden: PositiveInt = 512  # decoder MLP 128 -> 512 -> 128
+    max_positions: PositiveInt = 16  # positional table; later positions reuse the last entry
+    dropout: Fraction = 0.0
+    scan_mode: ScanMode = "parallel"
 
 
 def _loss(logits, targets, label_smoothing):
@@ -278,35 +242,14 @@ LEGACY_BACKENDS = {
 
 
 def config_from_dict(data):
-    """Rebuild a config from `config_to_dict` output; unknown families or fields raise ValueError."""
+    """Rebuild a config from `config_to_dict` output; unknown families or fields raise LabError."""
     data = dict(data)
     if data.get("backend") in LEGACY_BACKENDS:
         data["backend"] = LEGACY_BACKENDS[data["backend"]]
     family = data.pop("family", None)
     if not isinstance(family, str) or family not in MODEL_FAMILIES:  # a list from JSON is not even hashable
         raise LabError(f"family: unknown model family {family!r}; valid families are {sorted(MODEL_FAMILIES)}")
-    cls = MODEL_FAMILIES[family][0]
-    fields = {f.name: f.type for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise LabError(f"config: unknown fields {unknown} for family {family!r}")
-    for name, value in data.items():  # JSON can hold anything; the dataclass checks assume these types
-        kinds = typing.get_args(fields[name]) or (fields[name],)  # Optional[int] -> (int, NoneType)
-        _require(
-            any(_JSON_KINDS[kind][1](value) for kind in kinds),
-            name,
-            f"must be {' or '.join(_JSON_KINDS[kind][0] for kind in kinds)}, got {reprlib.repr(value)}",
-        )
-    return cls(**data)
-
-
-# a config field's annotation -> (what to call it, whether a decoded JSON value fits it)
-_JSON_KINDS = {
-    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    float: ("a finite number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)),
-    str: ("a string", lambda v: isinstance(v, str)),
-    type(None): ("null", lambda v: v is None),
-}
+    return MODEL_FAMILIES[family][0](**data)  # lab.schema checks every field's type and bounds
 
 
 def recurrent_layers(model):

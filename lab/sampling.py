@@ -34,11 +34,14 @@ same text on every call.
 
 from collections import Counter
 from dataclasses import asdict, dataclass
+from typing import Annotated, Literal
 
 import torch
+from pydantic import Field
 
 from lab.errors import LabError
 from lab.introspect import encode_text, evaluating
+from lab.schema import PositiveInt, Seed, config
 
 MAX_NEW_TOKENS = 5000
 MAX_TEMPERATURE = 1e6
@@ -113,51 +116,19 @@ STRATEGY_LABELS = {  # for legends: str.format over the config's fields
 }
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-@dataclass
+@config
 class SamplingConfig:
     """How to pick each next token. Fields a strategy does not use are ignored."""
 
-    strategy: str = "top_k"  # key of STRATEGIES
-    temperature: float = 1.0  # divides the logits before sampling (not used by greedy)
-    top_k: int = 20  # top_k: candidates kept (clipped to V)
-    top_p: float = 0.9  # top_p: probability mass of the nucleus
-    max_new_tokens: int = 200  # tokens to generate, 1..MAX_NEW_TOKENS
-    seed: int = 0  # seeds the sampler's own torch.Generator
+    strategy: Literal[tuple(STRATEGIES)] = "top_k"
+    # divides the logits before sampling (not used by greedy); above ~1e3 every distribution is
+    # uniform to float64's precision
+    temperature: Annotated[float, Field(gt=0, le=MAX_TEMPERATURE)] = 1.0
+    top_k: PositiveInt = 20  # top_k: candidates kept (clipped to V)
+    top_p: Annotated[float, Field(gt=0, le=1)] = 0.9  # top_p: probability mass of the nucleus
+    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_NEW_TOKENS)] = 200  # tokens to generate
+    seed: Seed = 0  # seeds the sampler's own torch.Generator
     stateful: bool = True  # carry the state (True) or reset it before every step (False)
-
-    def __post_init__(self):
-        checks = [
-            ("strategy", self.strategy in STRATEGIES, f"must be one of {list(STRATEGIES)}"),
-            # above ~1e3 every distribution is uniform to float64's precision; an int past 2**1024 is no float
-            (
-                "temperature",
-                isinstance(self.temperature, (int, float))
-                and not isinstance(self.temperature, bool)
-                and 0 < self.temperature <= MAX_TEMPERATURE,
-                f"must be a number in (0, {MAX_TEMPERATURE:g}]",
-            ),
-            ("top_k", _is_int(self.top_k) and self.top_k >= 1, "must be an integer >= 1"),
-            (
-                "top_p",
-                isinstance(self.top_p, (int, float)) and not isinstance(self.top_p, bool) and 0 < self.top_p <= 1,
-                "must be in (0, 1]",
-            ),
-            (
-                "max_new_tokens",
-                _is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= MAX_NEW_TOKENS,
-                f"must be an integer in [1, {MAX_NEW_TOKENS}]",
-            ),
-            # torch.Generator's seed range
-            ("seed", _is_int(self.seed) and 0 <= self.seed < 2**63, "must be an integer in [0, 2**63)"),
-            ("stateful", isinstance(self.stateful, bool), "must be True or False"),
-        ]
-        for field, ok, rule in checks:
-            if not ok:
-                raise LabError(f"{field}: {rule}, got {getattr(self, field)!r}")
 
     @property
     def label(self):

@@ -31,113 +31,60 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Annotated, Literal, Optional, get_args
 
 import torch
+from pydantic import Field
 
 from lab import distributed
 from lab.cells import detach_state
 from lab.cost import check_training_memory
 from lab.errors import LabError
+from lab.schema import Device, Fraction, PositiveNumber, Seed, config
 
 MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
 MAX_BATCH_SIZE = MAX_BLOCK_SIZE = 4096  # each also bounded by lab.cost's training memory limit
 MAX_STEPS = 10**9
 MAX_EVAL_WINDOWS = 2048  # the validation windows are built at once: 2048 x 4096 ids is 64 MB
+AMP_MODES = ("auto", "off", "bf16", "fp16")
 
 
-@dataclass
+Steps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
+Seconds = Annotated[float, Field(gt=0)]
+
+
+@config
 class TrainConfig:
-    lr: float = 3e-3  # peak learning rate
-    min_lr: float = 0.0  # cosine annealing floor (seed 003: 1e-5)
-    weight_decay: float = 0.01  # AdamW, all seeds
-    batch_size: int = 64
-    block_size: int = 128  # T: time steps per window (BPTT length)
-    max_steps: Optional[int] = 1000  # budgets: training stops at whichever comes first
-    max_seconds: Optional[float] = None
-    max_epochs: Optional[float] = None
-    grad_clip: float = 1.0  # clip the global gradient norm (seeds 002, 003)
-    label_smoothing: float = 0.0  # seed 004 uses 0.1
+    # the fields come from a CLI, a form or a file: each is checked, finite, and within what a run on a
+    # shared server can mean (lr 1e6 or inf only ever produced NaN weights)
+    lr: Annotated[float, Field(gt=0, le=MAX_LR)] = 3e-3  # peak learning rate
+    min_lr: Annotated[float, Field(ge=0)] = 0.0  # cosine annealing floor (seed 003: 1e-5), at most lr
+    weight_decay: Annotated[float, Field(ge=0, le=1)] = 0.01  # AdamW, all seeds
+    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] = 64
+    block_size: Annotated[int, Field(ge=1, le=MAX_BLOCK_SIZE)] = 128  # T: time steps per window (BPTT length)
+    max_steps: Optional[Steps] = 1000  # budgets: training stops at whichever comes first
+    max_seconds: Optional[Seconds] = None
+    max_epochs: Optional[PositiveNumber] = None
+    grad_clip: PositiveNumber = 1.0  # clip the global gradient norm (seeds 002, 003)
+    label_smoothing: Fraction = 0.0  # seed 004 uses 0.1
     stateful: bool = False  # consecutive windows, hidden state carried across batches (truncated BPTT)
-    eval_interval: int = 50  # steps between validation passes
-    eval_seconds: Optional[float] = None  # and at most this long between them (a slow model's first point)
-    eval_windows: int = 256  # validation windows per pass: the same ones every time, whatever batch_size
-    seed: int = 1337
-    device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
-    amp: str = "auto"  # mixed precision, AMP_MODES: "auto" is on for the fused backend on CUDA only
+    eval_interval: Steps = 50  # steps between validation passes
+    eval_seconds: Optional[Seconds] = None  # and at most this long between them (a slow model's first point)
+    eval_windows: Annotated[int, Field(ge=1, le=MAX_EVAL_WINDOWS)] = 256  # validation windows per pass: the
+    # same ones every time, whatever batch_size
+    seed: Seed = 1337
+    device: Device = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
+    amp: Literal[AMP_MODES] = "auto"  # mixed precision: "auto" is on for the fused backend on CUDA only
     compile: bool = False  # torch.compile the model first (minutes of compiling, then faster steps on a GPU)
 
     def __post_init__(self):
-        # the fields come from a CLI, a form or a file: every one is checked, finite, and within what a
-        # run on a shared server can mean (lr 1e6 or inf only ever produced NaN weights)
-        for field, ok, rule in [
-            ("lr", is_finite_number(self.lr) and 0 < self.lr <= MAX_LR, f"must be a number in (0, {MAX_LR:g}]"),
-            ("min_lr", is_finite_number(self.min_lr) and 0 <= self.min_lr <= self.lr, "must be a number in [0, lr]"),
-            ("weight_decay", is_finite_number(self.weight_decay) and 0 <= self.weight_decay <= 1, "must be in [0, 1]"),
-            (
-                "batch_size",
-                _integer(self.batch_size, 1, MAX_BATCH_SIZE),
-                f"must be an integer in [1, {MAX_BATCH_SIZE}]",
-            ),
-            (
-                "block_size",
-                _integer(self.block_size, 1, MAX_BLOCK_SIZE),
-                f"must be an integer in [1, {MAX_BLOCK_SIZE}]",
-            ),
-            (
-                "max_steps",
-                self.max_steps is None or _integer(self.max_steps, 1, MAX_STEPS),
-                f"must be None or an integer in [1, {MAX_STEPS:,}]",
-            ),
-            (
-                "max_seconds",
-                self.max_seconds is None or is_finite_number(self.max_seconds) and 0 < self.max_seconds,
-                "must be None or a finite number of seconds > 0",
-            ),
-            (
-                "max_epochs",
-                self.max_epochs is None or is_finite_number(self.max_epochs) and 0 < self.max_epochs,
-                "must be None or a finite number > 0",
-            ),
-            ("grad_clip", is_finite_number(self.grad_clip) and self.grad_clip > 0, "must be a finite number > 0"),
-            (
-                "label_smoothing",
-                is_finite_number(self.label_smoothing) and 0 <= self.label_smoothing < 1,
-                "must be in [0, 1)",
-            ),
-            ("stateful", isinstance(self.stateful, bool), "must be True or False"),
-            ("eval_interval", _integer(self.eval_interval, 1, MAX_STEPS), "must be a positive integer"),
-            (
-                "eval_seconds",
-                self.eval_seconds is None or is_finite_number(self.eval_seconds) and self.eval_seconds > 0,
-                "must be None or a finite number of seconds > 0",
-            ),
-            (
-                "eval_windows",
-                _integer(self.eval_windows, 1, MAX_EVAL_WINDOWS),
-                f"must be an integer in [1, {MAX_EVAL_WINDOWS}]",
-            ),
-            ("seed", _integer(self.seed, 0, 2**63 - 1), "must be an integer in [0, 2**63)"),  # torch's seed range
-            ("device", self.device in DEVICES, f"must be one of {list(DEVICES)}"),
-            ("amp", self.amp in AMP_MODES, f"must be one of {list(AMP_MODES)}"),
-            ("compile", isinstance(self.compile, bool), "must be True or False"),
-        ]:
-            if not ok:
-                raise LabError(f"{field}: {rule}, got {getattr(self, field)!r}")
+        if self.min_lr > self.lr:
+            raise LabError(f"min_lr: must be at most lr ({self.lr:g}), got {self.min_lr!r}")
         if self.max_steps is None and self.max_seconds is None and self.max_epochs is None:
             raise LabError("max_steps: give at least one budget (max_steps, max_seconds or max_epochs)")
 
 
-DEVICES = ("auto", "cpu", "cuda")
-AMP_MODES = ("auto", "off", "bf16", "fp16")
-
-
-def is_finite_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _integer(value, low, high):
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+DEVICES = get_args(Device)
 
 
 def resolve_device(name="auto"):

@@ -176,7 +176,7 @@ def test_freeze_handles_remove_and_config_validation():
     for bad, match in [
         (dict(arms=("baseline", "nope")), "valid arms are"),
         (dict(seeds=(1, 1)), "twice"),
-        (dict(dataset="mnist"), "valid datasets"),
+        (dict(dataset="mnist"), "dataset: input should be .digits. or .cifar10."),
         (dict(epochs=0), "epochs"),
         (dict(backend="cuda"), "backend"),
         (dict(size=100), "size"),

@@ -348,22 +348,22 @@ def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
     "extra, message",
     [
         (["--vocab-size", "100"], "vocab-size: only a sentencepiece tokenizer"),
-        (["--steps", "0"], "max_steps: must be None or an integer in [1,"),
-        (["--lr", "-1"], "lr: must be a number in (0, 1]"),
-        (["--weight-decay", "-0.1"], "weight_decay: must be in [0, 1]"),
-        (["--hidden-size", "0"], "hidden_size: must be a positive integer"),
-        (["--weight-dropout", "1"], "weight_dropout: must be in [0, 1)"),
-        (["--weight-dropout", "nan"], "weight_dropout: must be in [0, 1), got nan"),
-        (["--embed-dropout", "inf"], "embed_dropout: must be in [0, 1), got inf"),
+        (["--steps", "0"], "max_steps: input should be greater than or equal to 1"),
+        (["--lr", "-1"], "lr: input should be greater than 0"),
+        (["--weight-decay", "-0.1"], "weight_decay: input should be greater than or equal to 0"),
+        (["--hidden-size", "0"], "hidden_size: input should be greater than or equal to 1"),
+        (["--weight-dropout", "1"], "weight_dropout: input should be less than 1"),
+        (["--weight-dropout", "nan"], "weight_dropout: input should be a finite number, got nan"),
+        (["--embed-dropout", "inf"], "embed_dropout: input should be a finite number, got inf"),
         (["--cell", "scan", "--weight-dropout", "0.2"], "weight_dropout: the scan cell has no hidden-to-hidden"),
         (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
         (["--name", ".."], "name: '..' has no usable characters"),
         # issue 14's hostile values: each used to hang, be ignored, or fail after training or with a traceback
-        (["--seconds", "inf"], "max_seconds: must be None or a finite number"),
-        (["--seconds", "nan"], "max_seconds: must be None or a finite number"),
-        (["--lr", "inf"], "lr: must be a number in (0, 1]"),
-        (["--lr", "1e6"], "lr: must be a number in (0, 1]"),
-        (["--seed", "-1"], "seed: must be an integer in [0, 2**63)"),
+        (["--seconds", "inf"], "max_seconds: input should be a finite number"),
+        (["--seconds", "nan"], "max_seconds: input should be a finite number"),
+        (["--lr", "inf"], "lr: input should be a finite number"),
+        (["--lr", "1e6"], "lr: input should be less than or equal to 1"),
+        (["--seed", "-1"], "seed: input should be greater than or equal to 0"),
         (["--tokenizer", "sentencepiece", "--vocab-size", "0"], "vocab_size=0 is too small"),
         (["--hidden-size", "100000"], "more than this server's limit"),
         (["--num-layers", "100000"], "num_layers: 100,000 layers is more than this server's limit"),
@@ -459,7 +459,7 @@ def test_sample_refusals_exit_2_with_one_line(trained, tmp_path):
     code, _, err = run(["sample", path, "--prompt", "\u00a7\u00a7"])
     assert_one_line_error(code, err, "not in the model's vocabulary")
     code, _, err = run(["sample", path, "--temperature", "0"])
-    assert_one_line_error(code, err, "temperature: must be a number in (0, 1e+06]")
+    assert_one_line_error(code, err, "temperature: input should be greater than 0")
 
 
 @pytest.mark.parametrize(

@@ -233,7 +233,7 @@ def test_a_resumable_job_saves_its_state_and_a_job_can_continue_it(task, tmp_pat
 def test_an_ended_job_makes_the_job_that_continues_it_for_more_seconds(task, tmp_path):
     first = TrainingJob("job", tiny_lm(task.vocab_size), task, config(max_steps=K), tmp_path, resumable=True)
     assert first.start().wait(60) == "finished"
-    with pytest.raises(ValueError, match="more_seconds: must be a number of seconds > 0"):
+    with pytest.raises(ValueError, match="more_seconds: input should be greater than 0"):
         first.continuation(0)
     more = first.continuation(0.5)
     assert more.name == "job" and more.resumable and more.resume.step == K

@@ -3,80 +3,56 @@ parser and writes the command line that reruns a config, so the two cannot drift
 
 import shlex
 from dataclasses import dataclass
-from typing import Optional
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field
 
 from lab.backends import BACKENDS, check_cell
 from lab.data import SEQUENCE_DATASETS
 from lab.errors import LabError
+from lab.schema import Device, PositiveInt, PositiveNumber, Seed, config
+from lab.train import DEVICES
 
 from .model import ARMS, BACKEND_HELP, DEFAULT_BACKEND, get_arm
 
-DEVICES = ("auto", "cpu", "cuda")  # lab.train.resolve_device's names
+Seeds = Annotated[tuple[Seed, ...], Field(strict=False)]  # a list from JSON or argparse is a tuple here
+Limit = Optional[PositiveInt]
 
 
-def _positive_int(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-@dataclass
+@config
 class AblationConfig:
     """One study: every arm trained once per seed with the same data and recipe."""
 
-    dataset: str = "digits"  # lab.data.SEQUENCE_DATASETS: "digits" (offline) or "cifar10" (download)
-    size: int = 32  # digits only: size x size images, T = size**2 steps (32 -> 1024, like CIFAR-10)
+    dataset: Literal[tuple(SEQUENCE_DATASETS)] = "digits"  # "digits" (offline) or "cifar10" (download)
+    size: Annotated[int, Field(ge=2, le=64)] = 32  # digits only: size x size images, T = size**2 steps (32: 1024)
     root: Optional[str] = None  # CIFAR-10 folder (default <cache dir>/cifar10)
     download: bool = False  # CIFAR-10 only: fetch the 170 MB archive when it is missing
-    arms: tuple = ("baseline", "ablated")  # keys of ARMS
-    seeds: tuple = (0, 1, 2)  # one run per arm and seed; summaries are mean ± std over seeds
-    epochs: int = 40  # seed 003 trains 40 epochs
+    arms: Annotated[tuple[str, ...], Field(strict=False, min_length=1)] = ("baseline", "ablated")  # keys of ARMS
+    seeds: Annotated[Seeds, Field(min_length=1)] = (0, 1, 2)  # one run per arm and seed; mean ± std over seeds
+    epochs: PositiveInt = 40  # seed 003 trains 40 epochs
     backend: str = DEFAULT_BACKEND  # lab.backends.BACKENDS; the default is torch.nn.GRU, as seed 003
-    hidden_size: int = 181  # H; 181 gives seed 003's 101,732 parameters (change only for quick demos)
-    lr: float = 5e-4  # seed 003: 1e-3 spiked, 5e-4 converged
-    min_lr: float = 1e-5  # cosine floor (seed 003's CosineAnnealingLR eta_min)
-    weight_decay: float = 0.01  # AdamW's decoupled decay
-    batch_size: int = 128  # seed 003
-    grad_clip: float = 1.0  # global gradient-norm clipping (lab.train's default)
-    limit_train: Optional[int] = None  # keep only the first N training sequences (quick runs)
-    limit_test: Optional[int] = None  # keep only the first N test sequences
-    gate_batch: int = 32  # the first G test sequences are traced for gate statistics every epoch
-    checkpoint_seeds: Optional[tuple] = None  # seeds whose final model is saved, per arm; None: the first
-    device: str = "auto"  # lab.train.resolve_device: "auto" (CUDA when available), "cpu" or "cuda"
+    hidden_size: PositiveInt = 181  # H; 181 gives seed 003's 101,732 parameters (change only for quick demos)
+    lr: PositiveNumber = 5e-4  # seed 003: 1e-3 spiked, 5e-4 converged
+    min_lr: Annotated[float, Field(ge=0)] = 1e-5  # cosine floor (seed 003's CosineAnnealingLR eta_min), <= lr
+    weight_decay: Annotated[float, Field(ge=0)] = 0.01  # AdamW's decoupled decay
+    batch_size: PositiveInt = 128  # seed 003
+    grad_clip: PositiveNumber = 1.0  # global gradient-norm clipping (lab.train's default)
+    limit_train: Limit = None  # keep only the first N training sequences (quick runs)
+    limit_test: Limit = None  # keep only the first N test sequences
+    gate_batch: PositiveInt = 32  # the first G test sequences are traced for gate statistics every epoch
+    checkpoint_seeds: Optional[Seeds] = None  # seeds whose final model is saved, per arm; None: the first
+    device: Device = "auto"  # lab.train.resolve_device: "auto" (CUDA when available), "cpu" or "cuda"
 
     def __post_init__(self):
-        self.arms = tuple(self.arms)
-        self.seeds = tuple(self.seeds)
-        if self.checkpoint_seeds is not None:
-            self.checkpoint_seeds = tuple(self.checkpoint_seeds)
-        if self.dataset not in SEQUENCE_DATASETS:
-            raise LabError(f"dataset: unknown dataset {self.dataset!r}; valid datasets are {list(SEQUENCE_DATASETS)}")
-        if not self.arms:
-            raise LabError("arms: give at least one arm")
         for name in self.arms:
             get_arm(name)
         if len(set(self.arms)) != len(self.arms):
             raise LabError(f"arms: {list(self.arms)} lists an arm twice")
-        if not self.seeds or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**63 for s in self.seeds
-        ):  # torch's seed range
-            raise LabError(f"seeds: give at least one integer seed in [0, 2**63), got {list(self.seeds)}")
         if len(set(self.seeds)) != len(self.seeds):
             raise LabError(f"seeds: {list(self.seeds)} lists a seed twice")
-        for name in ("epochs", "hidden_size", "batch_size", "gate_batch"):
-            if not _positive_int(getattr(self, name)):
-                raise LabError(f"{name}: must be a positive integer, got {getattr(self, name)!r}")
-        if not (_positive_int(self.size) and 2 <= self.size <= 64):
-            raise LabError(f"size: must be an integer from 2 to 64, got {self.size!r}")
-        for name in ("limit_train", "limit_test"):
-            value = getattr(self, name)
-            if value is not None and not _positive_int(value):
-                raise LabError(f"{name}: must be a positive integer or None, got {value!r}")
         check_cell("gru_torch", self.backend)
-        if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
-            raise LabError(f"lr: need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr!r}, min_lr={self.min_lr!r}")
-        if self.weight_decay < 0 or not self.grad_clip > 0:
-            raise LabError("weight_decay: must be >= 0, and grad_clip > 0")
-        if self.device not in DEVICES:
-            raise LabError(f"device: must be one of {list(DEVICES)}, got {self.device!r}")
+        if self.min_lr > self.lr:
+            raise LabError(f"min_lr: must be at most lr ({self.lr:g}), got {self.min_lr!r}")
 
     @property
     def saved_seeds(self):
