@@ -37,15 +37,18 @@ import json
 import math
 import os
 import re
+import reprlib
 import secrets
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Annotated, Literal, Optional
 
 import torch
 from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
@@ -55,6 +58,7 @@ from lab.cost import FLOAT_BYTES, check_model_size, parameter_count
 from lab.data import DataError, read_at_most, tokenizer_from_state
 from lab.errors import LabError
 from lab.models import build_model, config_from_dict, config_to_dict, conventions
+from lab.schema import STRICT, refusal
 from lab.train import TrainingState, resolve_device
 
 FORMAT = "rnnlab-checkpoint"
@@ -397,128 +401,104 @@ def _json_kind(value):
     )
 
 
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-# metrics entries the CLI and the pages compute with: key -> (rule, test)
-_METRIC_RULES = {
-    "steps": ("a non-negative integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
-    "elapsed": ("a number", _is_number),
-    "reason": ("a string", lambda v: isinstance(v, str)),
-    "corpus": ("a string", lambda v: isinstance(v, str)),
-    "train_config": ("an object", lambda v: isinstance(v, dict)),
-    "history": ("a list of objects", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v)),
-}
-_EVENT_RULES = {
-    "step": _METRIC_RULES["steps"],
-    "type": _METRIC_RULES["reason"],
-    **{key: ("a number", _is_number) for key in ("epoch", "elapsed", "train_loss", "lr", "grad_norm")},
-}
-
-
-def _check_metrics(metrics, source):
-    for key, (rule, ok) in _METRIC_RULES.items():
-        if key in metrics and not ok(metrics[key]):
-            raise CheckpointError(
-                f"{source}: checkpoint metrics {key!r} must be {rule}, not {_json_kind(metrics[key])}"
-            )
-    for n, event in enumerate(metrics.get("history", [])):
-        if "step" not in event:  # every chart of a run's history is drawn over its steps
-            raise CheckpointError(f"{source}: checkpoint metrics history[{n}] has no 'step'")
-        for key, value in event.items():
-            rule, ok = _EVENT_RULES.get(key, ("a number", _is_number) if key.startswith("val_") else (None, None))
-            if ok is not None and not ok(value):
-                raise CheckpointError(
-                    f"{source}: checkpoint metrics history[{n}][{key!r}] must be {rule}, not {_json_kind(value)}"
-                )
-
-
-def _is_count(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
+# The JSON a checkpoint carries, declared: lab.schema's rules (strict types, finite where it matters)
+Count = Annotated[int, Field(ge=0)]
+Number = Annotated[float, Field(allow_inf_nan=True)]  # a diverged run's history records NaN losses
 MAX_ELAPSED_SECONDS = 10**9  # 31 years: a longer "elapsed" is an edited file, and the schedule divides by it
+Unit = Annotated[float, Field(ge=0, le=1)]
 
 
-def _is_seconds(value):
-    return _is_number(value) and math.isfinite(value) and 0 <= value <= MAX_ELAPSED_SECONDS
+class Event(BaseModel):
+    """One entry of a run's history: every chart of it is drawn over its steps."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    step: Count
+    type: str = None
+    epoch: Number = None
+    elapsed: Number = None
+    train_loss: Number = None
+    lr: Number = None
+    grad_norm: Number = None
+
+    @model_validator(mode="after")
+    def _validation_figures_are_numbers(self):
+        for key, value in self.model_extra.items():
+            if key.startswith("val_") and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+                raise ValueError(f"{key} must be a number, got {reprlib.repr(value)}")
+        return self
 
 
-def _is_fraction(value, low=0.0, high=1.0):
-    return _is_number(value) and math.isfinite(value) and low <= value <= high
+class Metrics(BaseModel):
+    """The metrics entries the CLI and the pages compute with; others are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    steps: Count = None
+    elapsed: Number = None
+    reason: str = None
+    corpus: str = None
+    train_config: dict = None
+    history: list[Event] = None
 
 
-# AdamW's settings as lab.train saves them: key -> (rule, test). A resumed run restores them, so each is
-# checked: amsgrad, maximize, capturable or differentiable would make it train differently or not at all
-_ADAMW_RULES = {
-    "lr": ("a number in [0, 1]", _is_fraction),
-    "initial_lr": ("a number in [0, 1]", _is_fraction),
-    "betas": (
-        "two numbers in [0, 1)",
-        lambda v: isinstance(v, list) and len(v) == 2 and all(_is_fraction(b) and b < 1 for b in v),
-    ),
-    "eps": ("a number in (0, 0.001]", lambda v: _is_fraction(v, 0, 1e-3) and v > 0),
-    "weight_decay": ("a number in [0, 1]", _is_fraction),
-    **{key: ("false", lambda v: v is False) for key in ("amsgrad", "maximize", "capturable", "differentiable")},
-    **{key: ("true, false or null", lambda v: v is None or isinstance(v, bool)) for key in ("foreach", "fused")},
-    "decoupled_weight_decay": ("true", lambda v: v is True),
-}
-_ADAMW_REQUIRED = ("lr", "betas", "eps", "weight_decay")
+class AdamWSettings(BaseModel):
+    """AdamW's settings as lab.train saves them. A resumed run restores them, so each is checked:
+    amsgrad, maximize, capturable or differentiable would make it train differently or not at all."""
+
+    model_config = STRICT
+    lr: Unit
+    initial_lr: Unit = None
+    betas: Annotated[
+        tuple[Annotated[float, Field(ge=0, lt=1)], Annotated[float, Field(ge=0, lt=1)]], Field(strict=False)
+    ]
+    eps: Annotated[float, Field(gt=0, le=1e-3)]
+    weight_decay: Unit
+    amsgrad: Literal[False] = False
+    maximize: Literal[False] = False
+    capturable: Literal[False] = False
+    differentiable: Literal[False] = False
+    foreach: Optional[bool] = None
+    fused: Optional[bool] = None
+    decoupled_weight_decay: Literal[True] = True
 
 
-def _check_hyperparameters(value, source):
-    if not isinstance(value, dict):
-        raise CheckpointError(f"{source}: checkpoint training_state 'hyperparameters' must be an object")
-    for key in _ADAMW_REQUIRED:
-        if key not in value:
-            raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} is missing")
-    for key, entry in value.items():
-        if key not in _ADAMW_RULES:
-            raise CheckpointError(
-                f"{source}: checkpoint training_state hyperparameters {key!r} is not an AdamW "
-                f"setting this trainer restores (known: {sorted(_ADAMW_RULES)})"
-            )
-        rule, ok = _ADAMW_RULES[key]
-        if not ok(entry):
-            raise CheckpointError(f"{source}: checkpoint training_state hyperparameters {key!r} must be {rule}")
+RandomGenerator = Literal["torch", "data", "cuda"]  # dropout (CPU, CUDA) and the batch sampler
 
 
-_RNG_NAMES = {"torch", "data", "cuda"}  # the generators a run restores: dropout (CPU, CUDA) and the batch sampler
-# training_state entries -> (rule, test)
-_TRAINING_STATE_RULES = {
-    "step": ("an integer in [0, 10**9]", lambda v: _is_count(v) and v <= 10**9),
-    "elapsed": (f"a number of seconds in [0, {MAX_ELAPSED_SECONDS:,}]", _is_seconds),
-    "train_loss": ("a number or null", lambda v: v is None or _is_number(v) and math.isfinite(v)),
-    "hyperparameters": ("an object of AdamW settings", lambda v: isinstance(v, dict)),
-    "optimizer": (
-        "a list of distinct parameter names",
-        lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v) and len(set(v)) == len(v),
-    ),
-    "rng": (
-        f"a list of generator names including 'torch' and 'data', from {sorted(_RNG_NAMES)}",
-        lambda v: (
-            isinstance(v, list)
-            and all(isinstance(n, str) for n in v)
-            and {"torch", "data"} <= set(v)
-            and set(v) <= _RNG_NAMES
-        ),
-    ),
-}
+class TrainingStateHeader(BaseModel):
+    """The JSON half of a resumable checkpoint's TrainingState (the tensors are checked on loading)."""
+
+    model_config = STRICT
+    step: Annotated[int, Field(ge=0, le=10**9)]
+    elapsed: Annotated[float, Field(ge=0, le=MAX_ELAPSED_SECONDS)]
+    train_loss: Optional[float]
+    hyperparameters: AdamWSettings
+    optimizer: list[str]  # parameter names, distinct
+    rng: list[RandomGenerator]
+
+    @model_validator(mode="after")
+    def _names_are_distinct_and_complete(self):
+        if len(set(self.optimizer)) != len(self.optimizer):
+            raise ValueError("optimizer names a parameter twice")
+        if not {"torch", "data"} <= set(self.rng):
+            raise ValueError(f"rng must name the generators 'torch' and 'data', got {self.rng}")
+        return self
+
+
+def _validated(schema, value, source, what):
+    """`value` checked against a pydantic schema, or CheckpointError naming the entry."""
+    try:
+        schema.model_validate(value)
+    except ValidationError as error:
+        raise refusal(error, CheckpointError, f"{source}: checkpoint {what} ") from None
+    return value
 
 
 def _check_training_state(metadata, source):
-    """The JSON half of a TrainingState, every entry present and of its kind; None when the file has none."""
+    """The JSON half of a TrainingState, validated whole; None when the file has none."""
     if "training_state" not in metadata:
         return None
     state = _json_field(metadata, "training_state", source, dict)
-    for key, (rule, ok) in _TRAINING_STATE_RULES.items():
-        if key not in state:
-            raise CheckpointError(f"{source}: checkpoint training_state {key!r} is missing")
-        if not ok(state[key]):
-            raise CheckpointError(f"{source}: checkpoint training_state {key!r} must be {rule}")
-    _check_hyperparameters(state["hyperparameters"], source)
-    return state
+    return _validated(TrainingStateHeader, state, source, "training_state")
 
 
 def read_header(metadata, source):
@@ -538,7 +518,7 @@ def read_header(metadata, source):
     names = _json_field(metadata, "conventions", source, list, default=[])
     if not all(isinstance(n, str) for n in names):
         raise CheckpointError(f"{source}: checkpoint metadata 'conventions' must be a list of strings")
-    _check_metrics(metrics, source)
+    _validated(Metrics, metrics, source, "metrics")
     training_state = _check_training_state(metadata, source)
     try:
         config = config_from_dict(config_dict)

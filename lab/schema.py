@@ -11,6 +11,7 @@ which raises LabError itself.
 """
 
 import functools
+import reprlib
 from typing import Annotated, Literal
 
 import pydantic
@@ -33,11 +34,17 @@ def error_message(error: ValidationError, prefix="", field="value") -> str:
     """The first of pydantic's errors as one line: "field: what is wrong, got value" (`field` names
     a value validated whole)."""
     first = error.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or field
-    if first["type"] == "unexpected_keyword_argument":
-        return f"{prefix}{where}: unknown field"
-    message = first["msg"][:1].lower() + first["msg"][1:]
-    return f"{prefix}{where}: {message}, got {first['input']!r}"[:300]
+    where = ".".join(str(part) for part in first["loc"])
+    if first["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
+        text = "unknown field"
+    elif first["type"] == "missing":
+        text = "is missing"
+    elif first["type"] == "value_error":  # a validator's rule across fields, worded by the validator
+        text = str(first["ctx"]["error"])
+        return f"{prefix}{where}: {text}" if where else f"{prefix}{text}"
+    else:
+        text = f"{first['msg'][:1].lower()}{first['msg'][1:]}, got {reprlib.repr(first['input'])}"
+    return f"{prefix}{where or field}: {text}"
 
 
 def refusal(error: ValidationError, kind=LabError, prefix=""):

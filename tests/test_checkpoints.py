@@ -434,7 +434,7 @@ BAD_FILES = {
     ),
     "history-entry-without-step": (
         _with_metadata(metrics=json.dumps({"history": [{"type": "eval", "val_loss": 1.0}]})),
-        r"checkpoint metrics history\[0\] has no 'step'",
+        "checkpoint metrics history.0.step: is missing",
     ),
 }
 
@@ -674,7 +674,7 @@ def test_cli_list_names_a_bad_file_and_lists_the_rest(valid, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "good_latest" in out and "edited-by-hand" not in out
     assert err.strip() == (
-        "skipped edited-by-hand.safetensors: checkpoint metrics 'history' must be a list of objects, not a string"
+        "skipped edited-by-hand.safetensors: checkpoint metrics history: input should be a valid list, got 'abc'"
     )
 
 
