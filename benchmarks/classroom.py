@@ -15,7 +15,9 @@ Start in each as fast as Playwright can, and prints:
 * the memory idle, at its peak while training, and after the runs end: the server process's RSS,
   and the PSS of the server with the processes its runs train in;
 * the seconds from closing every tab to the server counting no run (the server is started with
-  RNNLAB_UNATTENDED_SECONDS=--unattended; a run stops within that plus the reaper's 2 s).
+  RNNLAB_UNATTENDED_SECONDS=--unattended; a run stops within that plus the reaper's 2 s);
+* what each student's run got: its steps and steps per second, read from the checkpoint every run
+  saves when it ends (`--processes`: runs in processes of their own, RNNLAB_TRAIN_IN_PROCESS=1).
 
 Bounded: N contexts, one Start each, every wait capped; the server and browser stop at the end.
 """
@@ -42,6 +44,14 @@ def first_steps(server_log):
         (datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp(), float(after))
         for stamp, after in FIRST_STEP_LINE.findall(server_log)
     ]
+
+
+def saved_runs(user_dir):
+    """(steps, seconds trained) of every run saved under the server's user folder."""
+    from lab.checkpoints import load_checkpoint
+
+    metrics = [load_checkpoint(path, "cpu").metrics for path in Path(user_dir).rglob("*.safetensors")]
+    return [(m["steps"], m["elapsed"]) for m in metrics if m.get("elapsed")]
 
 
 def _descendants(pid):
@@ -117,10 +127,11 @@ def main():
     )
     parser.add_argument("--unattended", type=int, default=20, help="the server's RNNLAB_UNATTENDED_SECONDS")
     parser.add_argument("--browser-nice", type=int, default=10, help="the browsers' niceness (0-19)")
+    parser.add_argument("--processes", action="store_true", help="runs train in processes, not threads")
     args = parser.parse_args()
     if not 1 <= args.sessions <= 30:
         parser.error("--sessions must be in 1..30")
-    env = {"RNNLAB_UNATTENDED_SECONDS": str(args.unattended)}
+    env = {"RNNLAB_UNATTENDED_SECONDS": str(args.unattended), "RNNLAB_TRAIN_IN_PROCESS": str(int(args.processes))}
     with (
         tempfile.TemporaryDirectory() as user_dir,
         AppServer(user_dir, extra_env=env) as server,
@@ -176,6 +187,7 @@ def main():
         (peak_rss, peak_pss) = peak.peak
         browser.close()
         server_side = first_steps(server.output(last_chars=None))
+        runs = saved_runs(user_dir)
 
     times = [t for t in first_point if t is not None]
     print(f"{args.sessions} students press Start at once (default model astra-alpha, {args.seconds} s budget):")
@@ -209,6 +221,13 @@ def main():
         f"server and its run processes, PSS: idle {idle_pss:.0f} MiB, peak while training {peak_pss:.0f} MiB, "
         f"after the runs {after_pss:.0f} MiB"
     )
+    if runs:
+        rates = [steps / elapsed for steps, elapsed in runs]
+        print(
+            f"each run's steps (from its saved checkpoint): {sorted(steps for steps, _ in runs)}; steps per "
+            f"second: median {statistics.median(rates):.2f}, min {min(rates):.2f}, max {max(rates):.2f}, "
+            f"all runs together {sum(rates):.1f}"
+        )
     print(
         f"closing every tab -> no run on the server: {stopped_after:.1f} s "
         f"(RNNLAB_UNATTENDED_SECONDS={args.unattended})"
