@@ -16,7 +16,7 @@ What makes them fast (BENCHMARKS.md has the measurements):
   in the loop makes autograd accumulate a full-size gradient buffer per step).
 * lstm and gru_torch, the cells the speed benchmark measures against torch.nn,
   run their loop inside an autograd.Function with backpropagation through time
-  written by hand (_LSTMFunction, _TorchGRUFunction), time-major (T, B, ·) so
+  written by hand (LSTMFunction, TorchGRUFunction), time-major (T, B, ·) so
   every step's slice is contiguous.
 * scan has no kernel of its own: ScanLayer serves every backend (see lab/cells.py).
 """
@@ -66,25 +66,25 @@ class FastSeedGRULayer(SeedGRULayer):
 
 
 class FastTorchGRULayer(TorchGRULayer):
-    """TorchGRULayer's function with hand-written BPTT (_TorchGRUFunction)."""
+    """TorchGRULayer's function with hand-written BPTT (TorchGRUFunction)."""
 
     def forward(self, x, state=None, trace=None):
         if trace is not None:
             return super().forward(x, state, trace)
         h0 = self._zeros(x) if state is None else state
-        out = _TorchGRUFunction.apply(x.transpose(0, 1), h0, self.weight_ih, self.weight_hh, self.bias, self.bias_hh)
+        out = TorchGRUFunction.apply(x.transpose(0, 1), h0, self.weight_ih, self.weight_hh, self.bias, self.bias_hh)
         return out, out[:, -1]
 
 
 class FastLSTMLayer(LSTMLayer):
-    """LSTMLayer's function with hand-written BPTT (_LSTMFunction)."""
+    """LSTMLayer's function with hand-written BPTT (LSTMFunction)."""
 
     def forward(self, x, state=None, trace=None):
         if trace is not None:
             return super().forward(x, state, trace)
         h0, c0 = (self._zeros(x), self._zeros(x)) if state is None else state
         # a stack of LSTM layers hands the next one its output time-major at no cost
-        out, c = _LSTMFunction.apply(x.transpose(0, 1), h0, c0, self.weight_ih, self.weight_hh, self.bias)
+        out, c = LSTMFunction.apply(x.transpose(0, 1), h0, c0, self.weight_ih, self.weight_hh, self.bias)
         return out, (out[:, -1], c)
 
 
@@ -123,9 +123,9 @@ def _projection_grads(grad_pre, x, weight_ih, needs_grad_x):
     return grad_x, grad_pre.t() @ x, grad_pre.sum(0)
 
 
-class _TorchGRUFunction(torch.autograd.Function):
+class TorchGRUFunction(torch.autograd.Function):
     """TorchGRULayer's forward pass, with backpropagation through time written
-    by hand, as _LSTMFunction does for the LSTM (see there for why).
+    by hand, as LSTMFunction does for the LSTM (see there for why).
 
     The GRU has one recursive quantity, h, so every gradient at step t is dh_t
     times a factor known after the forward pass (a = pre-activations,
@@ -188,7 +188,7 @@ class _TorchGRUFunction(torch.autograd.Function):
         return grad_x, dh, grad_w_ih, grad_h_side.t() @ hs[:-1].reshape(T * B, H), grad_b_ih, grad_h_side.sum(0)
 
 
-class _LSTMFunction(torch.autograd.Function):
+class LSTMFunction(torch.autograd.Function):
     """LSTMLayer's forward pass, with backpropagation through time written by hand.
 
     Autograd would record ~10 small ops per step and replay ~25 in the

@@ -18,7 +18,7 @@ from lab.cells import (
     scan_sequential,
     sigmoid_time_constant,
 )
-from lab.kernels import _LSTMFunction, _TorchGRUFunction
+from lab.kernels import LSTMFunction, TorchGRUFunction
 
 TORCH_TWINS = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
 # every (cell, backend) whose code differs from the reference's
@@ -118,9 +118,9 @@ def test_hand_written_bptt_passes_gradcheck_on_every_input(cell):
     torch.manual_seed(0)
     T, B, I, H = 6, 2, 3, 4
     if cell == "lstm":
-        function, shapes = _LSTMFunction, [(T, B, I), (B, H), (B, H), (4 * H, I), (4 * H, H), (4 * H,)]
+        function, shapes = LSTMFunction, [(T, B, I), (B, H), (B, H), (4 * H, I), (4 * H, H), (4 * H,)]
     else:
-        function, shapes = _TorchGRUFunction, [(T, B, I), (B, H), (3 * H, I), (3 * H, H), (3 * H,), (3 * H,)]
+        function, shapes = TorchGRUFunction, [(T, B, I), (B, H), (3 * H, I), (3 * H, H), (3 * H,), (3 * H,)]
     inputs = [torch.randn(*shape, dtype=torch.float64, requires_grad=True) for shape in shapes]
 
     assert torch.autograd.gradcheck(function.apply, inputs)  # out (and the LSTM's c_T)

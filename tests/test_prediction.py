@@ -59,8 +59,9 @@ def test_influence_leaves_the_shared_model_alone_and_checks_the_target(tok):
     ids = tok.encode(TEXT)
     influence = input_influence(model, ids, 10)
     assert 0 < influence.probability < 1 and np.isfinite(influence.norms).all()
-    assert model.training and not model.embedding._forward_hooks
-    assert all(p.grad is None for p in model.parameters())
+    assert model.training and all(p.grad is None for p in model.parameters())
+    model(torch.tensor([ids]))[0].sum().backward()  # a hook left on the embedding would cut its gradient
+    assert model.embedding.weight.grad is not None
     for bad in (0, len(ids)):
         with pytest.raises(ValueError, match="target"):
             input_influence(model, ids, bad)
