@@ -14,7 +14,7 @@ import streamlit as st
 from lab.checkpoints import (
     CheckpointError,
     delete_checkpoint,
-    load_checkpoint,
+    load_upload,
     sanitize_name,
     save_checkpoint,
     scan_checkpoints,
@@ -28,6 +28,7 @@ from ui.common import (
     plain,
     plain_convention,
     room_check,
+    session_key,
     setup_page,
     show_anchors,
     user_dir,
@@ -237,6 +238,18 @@ st.caption(
     "An RNN Lab `.safetensors` file. It is checked before anything is written: a pickle or `torch.save` "
     "file (which could run code), a corrupt file, or weights that do not match their config are refused."
 )
+
+
+def upload_summary(checkpoint):
+    """What the page shows of a checked upload: kept between reruns instead of the model."""
+    params = parameter_count(config_to_dict(checkpoint.config))
+    conventions = ", ".join(plain_convention(c) for c in model_summary(checkpoint.model).conventions)
+    return {
+        "name": checkpoint.meta.get("name"),
+        "description": f"{checkpoint.config.family}, {params:,} parameters, {conventions}",
+    }
+
+
 # a new key after each save empties the uploader
 upload = st.file_uploader(
     "Checkpoint file",
@@ -244,21 +257,22 @@ upload = st.file_uploader(
     key=f"ckpt_upload_{st.session_state.setdefault('ckpt_uploads', 0)}",
 )
 if upload is not None:
-    data = upload.getvalue()
-    checkpoint = None
-    with user_errors(f"Checking {upload.name}"):
-        checkpoint = load_checkpoint(data)  # bytes: parsed as safetensors, never unpickled
-    if checkpoint is not None:
-        params = parameter_count(config_to_dict(checkpoint.config))
-        st.success(
-            f"{plain(upload.name)} is a valid RNN Lab checkpoint: {checkpoint.config.family}, "
-            f"{params:,} parameters, "
-            f"{', '.join(plain_convention(c) for c in model_summary(checkpoint.model).conventions)}."
-        )
+    # read once per upload, counted in the server's budget; a rerun shows what that reading found
+    checked = st.session_state.get("ckpt_checked")
+    if checked is None or checked[0] != upload.file_id:
+        checked = (upload.file_id, None)
+        with user_errors(f"Checking {upload.name}"):
+            checkpoint = load_upload(upload.getvalue(), session_key())  # parsed as safetensors, never unpickled
+            checked = (upload.file_id, upload_summary(checkpoint))
+        st.session_state.ckpt_checked = checked
+    summary = checked[1]
+    if summary is not None:
+        st.success(f"{plain(upload.name)} is a valid RNN Lab checkpoint: {summary['description']}.")
         stem = upload.name.rsplit(".", 1)[0].removesuffix("_latest")
-        name = st.text_input("Save as", value=checkpoint.meta.get("name") or stem, key="ckpt_save_name", max_chars=64)
+        name = st.text_input("Save as", value=summary["name"] or stem, key="ckpt_save_name", max_chars=64)
         if st.button("Save to my checkpoints", key="ckpt_save", type="primary"):
             with user_errors("Saving"):
+                checkpoint = load_upload(upload.getvalue(), session_key())
                 extra = {**checkpoint.meta.get("extra", {}), "uploaded": upload.name}
                 path = save_checkpoint(
                     user_dir(),

@@ -363,11 +363,18 @@ def test_wrong_architecture_upload_is_refused(user_dir):
     assert saved_files(user_dir) == []
 
 
-def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir):
+def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir, monkeypatch):
+    import lab.checkpoints
+
+    reads = []
+    read = lab.checkpoints.load_upload
+    monkeypatch.setattr(lab.checkpoints, "load_upload", lambda *args: reads.append(1) or read(*args))
     at = open_page(CHECKPOINTS)
     at.file_uploader(key="ckpt_upload_0").set_value(("my model!.safetensors", tiny_checkpoint("my model!"), "")).run()
     assert_clean(at)
     assert "valid RNN Lab checkpoint" in texts(at.success)
+    at.run()
+    assert "valid RNN Lab checkpoint" in texts(at.success) and len(reads) == 1  # read once, not on every rerun
     at.button(key="ckpt_save").click().run()
     assert_clean(at)
     assert saved_files(user_dir) == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name

@@ -839,3 +839,19 @@ def test_deleting_a_runs_latest_deletes_its_versions_and_nothing_else(tmp_path, 
     assert sorted(p.name for p in removed) == ["run_latest.safetensors", "run_v1.safetensors", "run_v2.safetensors"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runner_latest.safetensors", "runner_v1.safetensors"]
     assert [p.name for p in delete_checkpoint("runner_v1.safetensors", tmp_path)] == ["runner_v1.safetensors"]
+
+
+def test_an_upload_is_read_as_one_admitted_job_of_the_budget(valid):
+    from lab.capacity import Budget, CapacityError
+    from lab.checkpoints import UPLOAD_COST_PER_MB, load_upload
+
+    _, data = valid
+    budget = Budget(capacity=100, owner_share=1.0)
+    assert load_upload(data, "alice", budget).meta["name"] == "tiny"
+    assert budget.snapshot()[0] == 0  # released once read
+    run = budget.request(100, "bob", "a run that fills the budget")
+    assert run.wait()
+    with pytest.raises(CapacityError, match=r"^upload: the server's training budget has had no room for 0 s"):
+        load_upload(data, "alice", budget, wait_seconds=0.3)  # queued behind the run, then refused
+    run.release()
+    assert budget.snapshot()[0] == 0 and UPLOAD_COST_PER_MB * len(data) / 2**20 < 100
