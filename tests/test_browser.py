@@ -323,3 +323,74 @@ def test_two_students_at_once_keep_their_files_apart_and_a_reload_keeps_them(ser
     finally:
         alice.context.close()
         bob.context.close()
+
+
+@pytest.fixture
+def fetch_recorder():
+    """A web server on 127.0.0.1 that records every request: a page that fetched from it rendered an
+    image, or followed a link, written by a user."""
+    import http.server
+    import threading
+
+    requests = []
+
+    class Record(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            requests.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    recorder = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    threading.Thread(target=recorder.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{recorder.server_port}", requests
+    recorder.shutdown()
+
+
+def test_nothing_a_user_writes_renders_as_markdown_or_a_link(server, page, fetch_recorder):
+    from urllib.parse import quote
+
+    here, fetched = fetch_recorder
+    payloads = [
+        f"x\n\n![p]({here}/markdown.png) [Log in again]({here}/phish)",
+        f"<img src='{here}/html.png'>",
+        f"{here}/bare-url",
+    ]
+    for path, file_name in app_pages():
+        for payload in payloads:  # an unknown parameter and a known one (a text box's) alike
+            open_page(page, f"{server.url}/{path}?zz={quote(payload)}&prompt={quote(payload)}&text={quote(payload)}")
+            page.wait_for_timeout(200)
+            assert_no_exception(page, file_name)
+            links = page.locator(f'a[href^="{here}"]')
+            assert links.count() == 0, f"{file_name} shows a link to {links.first.get_attribute('href')}"
+    open_page(page, f"{server.url}/Checkpoints")  # a file name is a user's string too
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": f"![x]({here}/upload.png).safetensors", "mimeType": "", "buffer": tiny_checkpoint("x")}]
+    )
+    page.wait_for_selector('[data-testid="stAlertContentSuccess"]')
+    page.wait_for_timeout(500)
+    assert fetched == [], f"the browser fetched {fetched}"
+
+
+def test_two_tabs_opened_at_once_on_a_first_visit_share_one_space(server, browser, user_dir):
+    context = browser.new_context(viewport=VIEWPORT)
+    first, second = context.new_page(), context.new_page()
+    try:
+        for tab in (first, second):  # both ask before either has a cookie
+            tab.goto(f"{server.url}/Checkpoints", wait_until="commit")
+        for tab in (first, second):
+            tab.wait_for_selector(SCRIPT_DONE, timeout=60_000)
+            tab.wait_for_selector('[data-testid="stFileUploaderDropzoneInput"]', state="attached", timeout=60_000)
+        upload_and_save(first, "two-tabs.safetensors", tiny_checkpoint("two-tabs"))
+        for tab in (first, second):
+            tab.bring_to_front()  # a menu opens in the tab that has the focus
+            open_page(tab, f"{server.url}/Checkpoints")  # a reload
+            tab.locator(".st-key-ckpt_choice").click()
+            menu = tab.locator('[data-testid="stSelectboxVirtualDropdown"]').inner_text()
+            tab.keyboard.press("Escape")
+            assert "two-tabs_latest" in menu, menu
+        assert len([f for f in user_dir.iterdir() if any(f.glob("two-tabs_v1.safetensors"))]) == 1
+    finally:
+        context.close()

@@ -20,13 +20,17 @@ PAYLOADS = [
     "http://127.0.0.1:8765/phish www.example.com someone@example.com",
     ":red[alarm] **bold** `code` $x^2$ :material/home:",
 ]
-# what would act in rendered Markdown: an image or link, raw HTML, a bare URL, an address, a directive
-LIVE = [r"!\[", r"\]\(", r"<img", r"https?:", r"www\.", r"@example", r":red\[", r"\*\*", r"`", r"\$"]
+# what would act in rendered Markdown: an image or link, raw HTML, a directive (inert when a backslash
+# precedes it) ...
+LIVE = [r"!\[", r"\]\(", r"<img", r":red\[", r"\*\*", r"`", r"\$"]
+# ... and what the renderer links by itself, backslashes or not (a real browser showed "http\:\/\/..."
+# linked): a URL, "www.", an address
+AUTOLINKS = [r"(?i)https?\\?:", r"(?i)www\\?\.", r"@\w"]
 
 
 def live_syntax(markdown):
-    """The live constructs left in `markdown` (a construct is inert when a backslash precedes it)."""
-    return [pattern for pattern in LIVE if re.search(r"(?<!\\)" + pattern, markdown)]
+    """The live constructs left in `markdown`."""
+    return [p for p in LIVE if re.search(r"(?<!\\)" + p, markdown)] + [p for p in AUTOLINKS if re.search(p, markdown)]
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
@@ -39,6 +43,8 @@ def test_plain_leaves_nothing_live(payload):
 def test_plain_keeps_the_characters():
     shown = plain("It's 3.5 (a*b) [x]_y!")
     assert re.sub(r"\\(.)", r"\1", shown) == "It's 3.5 (a*b) [x]_y!"  # unescaped, the same text
+    linked = plain("see http://a.b or me@c.d")
+    assert re.sub(r"\\(.)", r"\1", linked).replace("\u2060", "") == "see http://a.b or me@c.d"
 
 
 def test_a_links_warnings_are_plain_text():

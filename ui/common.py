@@ -214,10 +214,18 @@ def show_anchors(*keys):
 _MARKDOWN_SYNTAX = re.compile(r"([!-/:-@\[-`{-~])")
 
 
+# what the renderer turns into a link by itself, escaped or not (GitHub's autolinks): a URL's scheme,
+# "www." and an address's "@". An invisible word joiner after its first character breaks each.
+_AUTOLINK_STARTS = re.compile(r"(?i)(?<=h)(?=ttps?\\?:)|(?<=f)(?=tp\\?:)|(?<=w)(?=ww\\?\.)|(?<=@)")
+WORD_JOINER = "\u2060"
+
+
 def plain(text):
     """`text` (from a file, a link or a user) made inert inside Markdown: every punctuation character
-    is backslash-escaped, so it renders as the characters it is, never as a link, an image or HTML."""
-    return _MARKDOWN_SYNTAX.sub(r"\\\1", str(text)).replace("\n", "  \n")
+    is backslash-escaped and every autolink broken, so it renders as the characters it is, never as a
+    link, an image or HTML."""
+    escaped = _MARKDOWN_SYNTAX.sub(r"\\\1", str(text)).replace("\n", "  \n")
+    return _AUTOLINK_STARTS.sub(WORD_JOINER, escaped)
 
 
 def piece_label(piece):
