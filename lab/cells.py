@@ -70,6 +70,9 @@ class RecurrentLayer(nn.Module):
     two_biases = False
     gate_names = ()  # keys this layer writes into `trace`, the hidden output h last
     convention = ""  # one line naming the equations, shown in every summary
+    # the equations as the pages show them (LaTeX), one per line of `forward`'s loop; tests/test_cells.py
+    # runs them against `forward`, so what a student reads is what the cell computes
+    equations = ()
 
     def __init__(self, input_size, hidden_size, keep_bias=1.0, chrono_tmax=None):
         super().__init__()
@@ -113,6 +116,7 @@ class RNNLayer(RecurrentLayer):
     cell = "rnn"
     gate_names = ("h",)
     convention = "vanilla RNN: h_t = tanh(W_xh x_t + W_hh h_{t-1} + b_h)"
+    equations = (r"h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b_h)",)
 
     def forward(self, x, state=None, trace=None):
         W_xh, W_hh, b_h = self.weight_ih, self.weight_hh, self.bias  # (H, I), (H, H), (H,)
@@ -141,6 +145,12 @@ class SeedGRULayer(RecurrentLayer):
     n_gates = 3
     gate_names = ("r", "z", "n", "h")
     convention = "GRU, seed convention: h_t = (1-z)*h_{t-1} + z*n_t, reset before U_h (z overwrites)"
+    equations = (
+        r"r_t = \sigma(W_r x_t + U_r h_{t-1} + b_r)",
+        r"z_t = \sigma(W_z x_t + U_z h_{t-1} + b_z)",
+        r"\tilde h_t = \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)",
+        r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t",
+    )
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -185,6 +195,12 @@ class TorchGRULayer(RecurrentLayer):
     two_biases = True  # b_hn sits inside r * (...), so it cannot merge with b_in
     gate_names = ("r", "z", "n", "h")
     convention = "GRU, PyTorch convention: h_t = (1-z)*n_t + z*h_{t-1}, r*(W_hn h + b_hn) (z keeps)"
+    equations = (
+        r"r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})",
+        r"z_t = \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})",
+        r"n_t = \tanh\big(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})\big)",
+        r"h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}",
+    )
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -230,6 +246,14 @@ class LSTMLayer(RecurrentLayer):
     n_gates = 4
     gate_names = ("i", "f", "g", "o", "c", "h")
     convention = "LSTM: c_t = f*c_{t-1} + i*g, h_t = o*tanh(c_t) (f keeps)"
+    equations = (
+        r"i_t = \sigma(W_i x_t + U_i h_{t-1} + b_i)",
+        r"f_t = \sigma(W_f x_t + U_f h_{t-1} + b_f)",
+        r"g_t = \tanh(W_g x_t + U_g h_{t-1} + b_g)",
+        r"o_t = \sigma(W_o x_t + U_o h_{t-1} + b_o)",
+        r"c_t = f_t \odot c_{t-1} + i_t \odot g_t",
+        r"h_t = o_t \odot \tanh(c_t)",
+    )
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -318,6 +342,10 @@ class ScanLayer(nn.Module):
     cell = "scan"
     gate_names = ("A", "B", "h")
     convention = "selective scan: [A,B] = sigmoid(gate(e_t)), h_t = A*h_{t-1} + B*e_t (A keeps)"
+    equations = (
+        r"[A_t, B_t] = \sigma\big(\mathrm{gate}(e_t)\big)",
+        r"h_t = A_t \odot h_{t-1} + B_t \odot e_t",
+    )
 
     def __init__(self, input_size, hidden_size, gate_hidden=None, scan_mode="parallel"):
         super().__init__()

@@ -336,7 +336,7 @@ with left:
         )
 with right:
     st.markdown(f"**{views.cell_label(cell)}**, as lab.cells implements it")
-    for equation in views.CELL_EQUATIONS[cell]:
+    for equation in CELLS[cell].equations:
         st.latex(equation)
     st.markdown(views.CELL_NOTES[cell])
     st.caption(f"convention: `{plain_convention(trace.conventions[layer])}`")

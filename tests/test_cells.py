@@ -1,6 +1,7 @@
 """Numerical checks of the cells: every backend against the others, against torch.nn and the seeds' equations."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -312,3 +313,56 @@ def test_trace_has_documented_gates_and_shapes(cell, backend):
 def test_fused_layers_refuse_to_trace():
     with pytest.raises(ValueError, match="to_reference"):
         make_layer("gru_torch", 3, 4, "fused")(torch.randn(1, 2, 3), None, {})
+
+
+# each cell's stacked parameters unstacked under the names its equations use, in its docstring's order
+EQUATION_NAMES = {
+    "rnn": {"weight_ih": "W_xh", "weight_hh": "W_hh", "bias": "b_h"},
+    "gru_seed": {"weight_ih": "W_r W_z W_h", "weight_hh": "U_r U_z U_h", "bias": "b_r b_z b_h"},
+    "gru_torch": {
+        "weight_ih": "W_ir W_iz W_in",
+        "weight_hh": "W_hr W_hz W_hn",
+        "bias": "b_ir b_iz b_in",
+        "bias_hh": "b_hr b_hz b_hn",
+    },
+    "lstm": {"weight_ih": "W_i W_f W_g W_o", "weight_hh": "U_i U_f U_g U_o", "bias": "b_i b_f b_g b_o"},
+    "scan": {},
+}
+
+
+def as_python(latex):
+    """One displayed equation as a Python statement over one sample's vectors: h_{t-1} is h_prev,
+    a matrix before a vector multiplies it, \\odot is *."""
+    text = latex.replace(r"\big", "").replace(r"\tilde h_t", "n_t").replace(r"\mathrm{gate}", "gate")
+    text = text.replace(r"\sigma", "torch.sigmoid").replace(r"\tanh", "torch.tanh").replace(r"\odot", "*")
+    text = re.sub(r"_\{t-1\}", "_prev", text)
+    text = re.sub(r"_\{(\w+)\}", r"_\1", text)
+    text = re.sub(r"\b([A-Za-z])_t\b", r"\1", text)
+    text = re.sub(r"\b([WU]_\w+) (?=[\w(])", r"\1 @ ", text)
+    if text.startswith("[A, B] = "):
+        text = f"A, B = ({text.removeprefix('[A, B] = ')}).chunk(2, -1)"
+    return text
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_the_equations_a_page_shows_are_what_the_cell_computes(cell):
+    torch.manual_seed(0)
+    layer = CELLS[cell](5, 5)
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.normal_(0, 0.5)  # no zero bias left to hide a misplaced term
+    x, h_prev, c_prev = torch.randn(5), torch.randn(5), torch.randn(5)
+    names = {"x": x, "e": x, "h_prev": h_prev, "c_prev": c_prev, "torch": torch}
+    if cell == "scan":
+        names.update(e=layer.in_proj(x), gate=layer.gate)
+    for parameter, stacked_names in EQUATION_NAMES[cell].items():
+        blocks = getattr(layer, parameter).chunk(len(stacked_names.split()))
+        names.update(zip(stacked_names.split(), blocks))
+    with torch.no_grad():
+        for equation in layer.equations:
+            exec(as_python(equation), {}, names)
+        trace = {}
+        state = (h_prev[None], c_prev[None]) if cell == "lstm" else h_prev[None]
+        layer(x[None, None], state, trace)
+    for gate in layer.gate_names:
+        torch.testing.assert_close(names[gate], trace[gate][0, 0], msg=f"{cell}: {gate}")

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from lab.cells import CELLS
 from lab.checkpoints import BUNDLED_DIR
 from lab.data import load_bundled_corpus
 from lab.features import feature_values
@@ -45,39 +46,10 @@ CELL_NAMES = {
     "scan": "selective scan",
 }
 
-# The cell equations as each lab.cells layer implements them (its docstring, in LaTeX).
-CELL_EQUATIONS = {
-    "rnn": [r"h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b_h)"],
-    "gru_seed": [
-        r"r_t = \sigma(W_r x_t + U_r h_{t-1} + b_r)",
-        r"z_t = \sigma(W_z x_t + U_z h_{t-1} + b_z)",
-        r"\tilde h_t = \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)",
-        r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t",
-    ],
-    "gru_torch": [
-        r"r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})",
-        r"z_t = \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})",
-        r"n_t = \tanh\big(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})\big)",
-        r"h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}",
-    ],
-    "lstm": [
-        r"i_t = \sigma(W_i x_t + U_i h_{t-1} + b_i)",
-        r"f_t = \sigma(W_f x_t + U_f h_{t-1} + b_f)",
-        r"g_t = \tanh(W_g x_t + U_g h_{t-1} + b_g)",
-        r"o_t = \sigma(W_o x_t + U_o h_{t-1} + b_o)",
-        r"c_t = f_t \odot c_{t-1} + i_t \odot g_t",
-        r"h_t = o_t \odot \tanh(c_t)",
-    ],
-    "scan": [
-        r"[A_t, B_t] = \sigma\big(\mathrm{gate}(e_t)\big)",
-        r"h_t = A_t \odot h_{t-1} + B_t \odot e_t",
-    ],
-}
-
 
 def equations_latex(cell):
     """One aligned LaTeX block of a cell's equations (for st.latex)."""
-    lines = [equation.replace(" = ", " &= ", 1) for equation in CELL_EQUATIONS[cell]]
+    lines = [equation.replace(" = ", " &= ", 1) for equation in CELLS[cell].equations]
     return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"
 
 

@@ -3,6 +3,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
+from lab.cells import CELLS
 from lab.scans import race_scans
 from ui.lessons.common import background, check_yourself, notice, open_full_page
 
@@ -26,7 +27,7 @@ def cached_race(hidden, measurement):
 
 def a_recurrence_you_can_scan():
     background("scan")
-    st.latex(r"h_t = A_t \odot h_{t-1} + B_t \odot e_t")
+    st.latex(CELLS["scan"].equations[-1])
     cols = st.columns([2, 1])
     hidden = cols[0].select_slider("Units H (the width of h)", SCAN_WIDTHS, 64, key="lessons_scan_hidden")
     if cols[1].button("Measure again", key="lessons_scan_again"):

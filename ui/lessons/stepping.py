@@ -126,7 +126,7 @@ def embedding_chart(step, name):
 def show_equations(step, name, units):
     st.markdown(f"**{plain(name)}** · {views.cell_label(step.cell)}")
     st.plotly_chart(embedding_chart(step, name), key=f"lessons_step_x_{step.cell}")
-    for equation, latex in zip(step.equations, views.CELL_EQUATIONS[step.cell]):
+    for equation, latex in zip(step.equations, CELLS[step.cell].equations):
         st.latex(latex)
         table = step.table(equation, units).rename(columns=lambda c: c if c == "unit" else symbol(step.cell, c))
         st.dataframe(
