@@ -281,7 +281,7 @@ def test_a_failed_write_removes_its_temporary_file_and_keeps_the_old_one(valid, 
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(lab.checkpoints.os, "replace", broken_replace)
+    monkeypatch.setattr(lab.checkpoints.store.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         lab.checkpoints.atomic_write_bytes(target, b"new content")
     assert target.read_bytes() == data and sorted(tmp_path.iterdir()) == [target]
@@ -462,7 +462,7 @@ def test_a_missing_file_and_a_too_large_file_are_refused(valid, tmp_path, monkey
         load_checkpoint(tmp_path / "nothing.safetensors")
     with pytest.raises(CheckpointError, match="no such checkpoint file"):
         load_checkpoint(tmp_path)  # a folder
-    monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", len(data) - 1)
+    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", len(data) - 1)
     with pytest.raises(CheckpointError, match="larger than the 0 MB limit"):
         load_checkpoint(data)
 
@@ -471,7 +471,7 @@ def test_a_too_large_file_on_disk_is_refused_before_it_is_read(valid, tmp_path, 
     _, data = valid
     path = tmp_path / "big.safetensors"
     path.write_bytes(data)
-    monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", len(data) - 1)
+    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", len(data) - 1)
     monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("read a file over the size limit"))
     with pytest.raises(CheckpointError, match="big.safetensors: 0 MB is larger than the 0 MB limit"):
         load_checkpoint(path)
@@ -580,8 +580,8 @@ def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(
     def forbidden(*args, **kwargs):
         raise AssertionError("list_checkpoints must read headers only")
 
-    monkeypatch.setattr(lab.checkpoints, "load_safetensors_bytes", forbidden)
-    monkeypatch.setattr(lab.checkpoints, "build_model", forbidden)
+    monkeypatch.setattr(lab.checkpoints.format, "load_safetensors_bytes", forbidden)
+    monkeypatch.setattr(lab.checkpoints.format, "build_model", forbidden)
     monkeypatch.setattr(Path, "read_bytes", forbidden)
     infos = list_checkpoints(user, bundled_dir=bundled)
     assert [(i.name, i.bundled) for i in infos] == [
@@ -794,10 +794,10 @@ def test_a_latest_left_behind_by_a_failed_save_is_moved_to_the_newest_version(va
     def killed_before_latest(src, dst):
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(lab.checkpoints.os, "replace", killed_before_latest)
+    monkeypatch.setattr(lab.checkpoints.store.os, "replace", killed_before_latest)
     with pytest.raises(OSError, match=f"Input/output error: '{tmp_path / 'run_latest.safetensors'}'"):
         save_checkpoint(tmp_path, "run", model, metrics={"i": 2})
-    monkeypatch.setattr(lab.checkpoints.os, "replace", real_replace)
+    monkeypatch.setattr(lab.checkpoints.store.os, "replace", real_replace)
     assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"i": 1}  # lags behind run_v2
     assert not list(tmp_path.glob(".*.tmp"))
     list_checkpoints(tmp_path, bundled_dir=None)
@@ -808,7 +808,7 @@ def test_a_full_disk_names_the_file_being_written(valid, tmp_path, monkeypatch):
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(lab.checkpoints.os, "fsync", full)
+    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", full)
     with pytest.raises(OSError, match=f"No space left on device: '{tmp_path / 'run_v1.safetensors'}'"):
         save_checkpoint(tmp_path, "run", valid[0])
     assert not list(tmp_path.iterdir())

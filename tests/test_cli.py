@@ -408,7 +408,7 @@ def test_a_full_disk_names_the_path_and_keeps_the_trained_weights(corpus, tmp_pa
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(lab.checkpoints.os, "fsync", full_disk_once)
+    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", full_disk_once)
     monkeypatch.setenv("RNNLAB_RESCUE_DIR", str(tmp_path / "rescue"))
     out = tmp_path / "runs"
     code, stdout, err = run(["train", "--corpus", corpus, *TINY, "--name", "full", "--out", out])

@@ -280,7 +280,7 @@ def test_why_a_run_could_not_be_continued(task, monkeypatch):
     small = tiny_lm(task.vocab_size).config
     assert why_not_resumable(small, config()) is None
     assert "stateful run carries its hidden state" in why_not_resumable(small, config(stateful=True))
-    monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", 2**20)
+    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", 2**20)
     assert why_not_resumable(small, config()) is None
     assert re.fullmatch(
         r"with its optimizer's state this model's checkpoint would be about \d+ MB, over the 1 MB "
@@ -345,7 +345,7 @@ def test_cli_resume_of_a_checkpoint_without_training_state_is_refused(corpus, tm
 def test_cli_refuses_a_resumable_run_whose_checkpoint_would_be_over_the_limit(corpus, tmp_path, monkeypatch):
     import lab.checkpoints
 
-    monkeypatch.setattr(lab.checkpoints, "MAX_CHECKPOINT_BYTES", 2**20)
+    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", 2**20)
     code, _, err = run(
         ["train", "--corpus", corpus, *TINY, "--hidden-size", "256", "--steps", "2", "--resumable", "--out", tmp_path]
     )

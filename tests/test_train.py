@@ -439,19 +439,19 @@ def test_a_run_over_the_memory_limit_is_refused_before_allocating(char_task, mon
 def test_a_failed_save_keeps_the_weights_in_the_job_and_save_retries(char_task, tmp_path, monkeypatch):
     import lab.checkpoints
 
-    real_fsync = lab.checkpoints.os.fsync
+    real_fsync = lab.checkpoints.store.os.fsync
 
     def full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(lab.checkpoints.os, "fsync", full)
+    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", full)
     job = TrainingJob(
         "full", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=2), checkpoint_dir=tmp_path / "full"
     )
     assert job.start().wait(120) == "failed" and job.checkpoint_path is None
     assert f"No space left on device: '{tmp_path / 'full' / 'full_v1.safetensors'}'" in job.message
     assert "kept in memory" in job.message
-    monkeypatch.setattr(lab.checkpoints.os, "fsync", real_fsync)
+    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", real_fsync)
     path = job.save(tmp_path / "elsewhere")
     assert load_checkpoint(path).metrics["steps"] == 2
 
