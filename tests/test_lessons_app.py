@@ -196,7 +196,7 @@ def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
     assert "bigram" in answer(at)
     assert full_page_link(at) == (
         "Sample",
-        {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A", "seed": "0", "stateless": "top_k"},
+        {"model": "char-gru-torch_latest", "prompt": "ROMEO%3A%0A", "seed": "0", "stateless": "top_k"},
     )
     at.selectbox(key="lessons_state_model").set_value("char-rnn_latest").run()
     ok(at)
@@ -218,7 +218,7 @@ def test_choosing_the_next_token_control_changes_the_measured_figures():
     assert colder["mean p(chosen)"][0] == table["mean p(chosen)"][0]  # greedy did not move
     assert full_page_link(at) == (
         "Sample",
-        {"model": "char-gru-torch_latest", "prompt": "ROMEO.%0A", "tokens": "200", "seed": "0", "temperature": "0.3"},
+        {"model": "char-gru-torch_latest", "prompt": "ROMEO%3A%0A", "tokens": "200", "seed": "0", "temperature": "0.3"},
     )
     at.radio(key="lessons_choose_strategy").set_value("top_k").run()
     at.slider(key="lessons_choose_k").set_value(1).run()
