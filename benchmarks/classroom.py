@@ -50,7 +50,8 @@ def saved_runs(user_dir):
     """(steps, seconds trained) of every run saved under the server's user folder."""
     from lab.checkpoints import load_checkpoint
 
-    metrics = [load_checkpoint(path, "cpu").metrics for path in Path(user_dir).rglob("*.safetensors")]
+    paths = [path for path in Path(user_dir).rglob("*_v*.safetensors")]  # each run once, not its _latest too
+    metrics = [load_checkpoint(path, "cpu").metrics for path in paths]
     return [(m["steps"], m["elapsed"]) for m in metrics if m.get("elapsed")]
 
 
