@@ -1,6 +1,7 @@
 """Training in the background, for the app: a job runs `train` on a thread, takes its place in
 the server's budget (lab.capacity), keeps a thread-safe event log a page polls, and saves its
-checkpoint when it ends.
+checkpoint when it ends. With RNNLAB_RAY_ADDRESS set, the computing happens on a Ray cluster instead
+(lab.ray_runs), queued by Ray's scheduler; the job object, its events and its saving stay here.
 
     job = TrainingJob("astra", model, task, config, checkpoint_dir="runs").start()
     job.events(since=n); job.stop(); job.wait()
@@ -15,6 +16,7 @@ import time
 
 from lab.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.errors import LabError
+from lab.ray_runs import RAY_ADDRESS, RayRun
 from lab.schema import PositiveNumber, check
 from lab.train import resume_training_state, run_metrics, train
 from lab.workers import PROCESS_MB, WorkerError, run_in_process
@@ -34,23 +36,31 @@ class BackgroundJob:
     This is the one admission door for work that trains: a job waits in the budget's queue until its
     cost fits, and a job that computes in the server's own threads passes `_next_step_turn` as its
     `should_stop`, so that its steps take turns with every other job's (lab.capacity.StepTurns).
+    And the one place that decides where a job computes (`_compute`): in a niced process of its own
+    (`in_process`, lab.workers), or with `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of
+    a Ray cluster, which then does the queueing in the budget's place (lab.ray_runs).
     """
 
     what = "This job"
 
-    def __init__(self, cost_mb=0.0, owner=None, budget=None, turns=None):
+    def __init__(self, cost_mb=0.0, owner=None, budget=None, turns=None, in_process=False, ray_address=RAY_ADDRESS):
         self.status, self.message = "ready", ""
         self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
+        self.in_process, self.ray_address = in_process, ray_address
         self.turns, self._holds_turn, self._turns_taken = turns or SERVER_TURNS, False, 0
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
         self._ticket = self._thread = None
         self.started_at = None  # time.time() at start(), for the server log's waits and durations
 
     def start(self):
-        """Queue for the budget (CapacityError at once if the job could never fit) and start the thread."""
+        """Queue for the budget, or on Ray (CapacityError at once if the job could never fit), and start
+        the thread that waits its turn and does the work."""
         if self._thread is not None:
             raise RuntimeError("this job has already been started")
-        self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        if self.ray_address is None:
+            self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        else:  # an actor is a process of its own: its resident memory counts, as a run's own process does here
+            self._ticket = RayRun(self.ray_address, self.cost_mb + (0 if self.in_process else PROCESS_MB), self.what)
         self.started_at = time.time()
         self.status = "queued"
         self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
@@ -87,6 +97,16 @@ class BackgroundJob:
     def _work(self):
         raise NotImplementedError
 
+    def _compute(self, function, **kwargs):
+        """`function(emit, should_stop, **kwargs)` where this job computes: in its Ray actor, in a process
+        of its own, or in this thread, its steps taking turns with every other job's. Elsewhere than here,
+        the arguments travel there and the return value back, pickled."""
+        if self.ray_address is not None:
+            return self._ticket.run(function, kwargs, self._log, self._stop.is_set)
+        if self.in_process:
+            return run_in_process(function, kwargs, self._log, self._stop.is_set)
+        return function(emit=self._log, should_stop=self._next_step_turn, **kwargs)
+
     def _next_step_turn(self):
         """train() asks `should_stop()` once before every step: here that also hands this job's turn
         to compute (lab.capacity.StepTurns) back and waits for the next, so that the steps of many
@@ -106,8 +126,10 @@ class BackgroundJob:
             self.status = "running"
             status = self._work()
         except Exception as e:  # reported to the UI as one line, never a traceback ...
-            # bad input's own words; anything else names its type, the mark of a bug
-            status, self.message = "failed", str(e) if isinstance(e, LabError) else f"{type(e).__name__}: {e}"
+            # bad input's own words, or a worker's line (the error it raised, or how it died); anything
+            # else names its type, the mark of a bug
+            line = str(e) if isinstance(e, (LabError, WorkerError)) else f"{type(e).__name__}: {e}"
+            status, self.message = "failed", line
             self._log({"type": "error", "message": self.message})
             # ... while the server's log keeps where it came from (a child's, lab.workers logged already)
             log.error("%s failed", self.what, exc_info=not isinstance(e, WorkerError))
@@ -147,6 +169,8 @@ class TrainingJob(BackgroundJob):
     `in_process` trains in a niced process of its own (lab.workers), so that a server's
     pages keep its interpreter and the cores come to them first; the sampler must then be
     picklable (a module-level function or a functools.partial of one, see lab.sampling.sample_text).
+    So must it on Ray (`ray_address`): the weights travel to the actor and back, and this server
+    saves them in `checkpoint_dir`, the student's space, wherever the actor ran.
     """
 
     def __init__(
@@ -167,17 +191,18 @@ class TrainingJob(BackgroundJob):
         resumable=False,
         in_process=False,
         room=None,
+        ray_address=RAY_ADDRESS,
     ):
         from lab.cost import training_memory_bytes
 
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra, self.room = checkpoint_dir, extra or {}, room  # room: the folder's quota
-        self.resume, self.resumable, self.in_process = resume, resumable, in_process
+        self.resume, self.resumable = resume, resumable
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
             cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
             cost_mb += PROCESS_MB if in_process else 0.0  # a process of its own costs its resident memory
-        super().__init__(cost_mb, owner, budget, turns)
+        super().__init__(cost_mb, owner, budget, turns, in_process, ray_address)
         self.what = f"The run {name}"
         self.checkpoint_path, self.result, self.trained_status = None, None, None
         self.first_step_seconds = None  # from start() to the first step's event: what a student waits for
@@ -185,12 +210,8 @@ class TrainingJob(BackgroundJob):
     def _log(self, event):
         if event["type"] == "step" and self.first_step_seconds is None:
             self.first_step_seconds = time.time() - self.started_at
-            log.info(
-                "%s: first step %.2f s after Start (runs training on this server: %d)",
-                self.what,
-                self.first_step_seconds,
-                self.budget.snapshot()[2],
-            )
+            where = "on Ray" if self.ray_address else f"runs training on this server: {self.budget.snapshot()[2]}"
+            log.info("%s: first step %.2f s after Start (%s)", self.what, self.first_step_seconds, where)
         super()._log(event)
 
     def save(self, folder=None):
@@ -246,24 +267,21 @@ class TrainingJob(BackgroundJob):
             resumable=True,
             in_process=self.in_process,
             room=self.room,
+            ray_address=self.ray_address,
         )
 
     def _work(self):
         try:
-            if self.in_process:  # lab.workers: the weights travel there and back, the events as they come
-                weights, self.result = run_in_process(
+            if self.in_process or self.ray_address:  # the weights travel there and back, the events as they come
+                weights, self.result = self._compute(
                     _train_in_child,
-                    dict(
-                        model_config=self.model.config,
-                        weights=self.model.state_dict(),
-                        task=self.task,
-                        config=self.config,
-                        resume=self.resume,
-                        sampler=self.sampler,
-                        sample_every_s=self.sample_every_s,
-                    ),
-                    self._log,
-                    self._stop.is_set,
+                    model_config=self.model.config,
+                    weights=self.model.state_dict(),
+                    task=self.task,
+                    config=self.config,
+                    resume=self.resume,
+                    sampler=self.sampler,
+                    sample_every_s=self.sample_every_s,
                 )
                 self.model.load_state_dict(weights)
                 self.model.eval()
@@ -318,7 +336,7 @@ def train_with_samples(model, task, config, emit, should_stop=None, resume=None,
 
 
 def _train_in_child(emit, should_stop, model_config, weights, **kwargs):
-    """TrainingJob's work in a process of its own (lab.workers): -> (trained weights, TrainResult)."""
+    """TrainingJob's work in a process of its own (lab.workers) or a Ray actor: -> (trained weights, TrainResult)."""
     from lab.models import build_model
 
     model = build_model(model_config)

@@ -49,6 +49,7 @@ from lab.cost import parameter_count, training_memory_bytes
 from lab.errors import LabError
 from lab.jobs import BackgroundJob
 from lab.models import LMConfig, build_model, count_parameters
+from lab.ray_runs import RAY_ADDRESS
 from lab.train import TrainConfig, resolve_device, train
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: the steps with no answer due
@@ -344,25 +345,25 @@ def probe_run(config, task, cell, distance):
     return model, ProbeTask(task, distance, config.eval_sequences, config.seed), train_config
 
 
-def _train_one(config, task, cell, distance, callback, should_stop=None):
+def _train_one(config, task, cell, distance, emit, should_stop=None):
     """Train one (task, cell, distance) model until solved or out of budget -> its result row, or None
     when `should_stop()` stopped it before its first evaluation."""
     model, probe_task, train_config = probe_run(config, task, cell, distance)
     where = {"task": task, "cell": cell, "distance": distance}
     evals = []
 
-    def emit(event):
+    def emit_where(event):
         if event["type"] == "eval":
             evals.append(event["val_accuracy"])
-        if callback:
-            callback({**event, **where})
+        if emit:
+            emit({**event, **where})
 
     start = time.perf_counter()
     result = train(
         model,
         probe_task,
         train_config,
-        emit,
+        emit_where,
         should_stop=lambda: bool(evals) and evals[-1] >= config.solved or bool(should_stop and should_stop()),
     )
     if not evals:
@@ -380,11 +381,11 @@ def _train_one(config, task, cell, distance, callback, should_stop=None):
     }
 
 
-def run_memory_probe(config=None, callback=None, should_stop=None):
+def run_memory_probe(config=None, emit=None, should_stop=None):
     """Train and score every (task, cell, distance) of the config, one after the other, the
     distances of a cell from the shortest up.
 
-    callback(event: dict) hears lab.train's events, each with the run's task, cell and
+    emit(event: dict) hears lab.train's events, each with the run's task, cell and
     distance added, and a {"type": "probe_result", ...} per row. Returns a DataFrame with one
     row per (task, cell, distance): task, cell, distance, accuracy, chance, params,
     hidden_size, steps (taken, fewer than config.steps when solved early), final_loss,
@@ -413,13 +414,13 @@ def run_memory_probe(config=None, callback=None, should_stop=None):
                         "skipped": True,
                     }
                 else:
-                    row = _train_one(config, task, cell, distance, callback, should_stop)
+                    row = _train_one(config, task, cell, distance, emit, should_stop)
                     if row is None:  # stopped
                         return pd.DataFrame(rows)
                     at_chance = at_chance + 1 if row["accuracy"] < row["chance"] + AT_CHANCE else 0
                 rows.append(row)
-                if callback:
-                    callback({"type": "probe_result", **row})
+                if emit:
+                    emit({"type": "probe_result", **row})
     return pd.DataFrame(rows)
 
 
@@ -437,14 +438,15 @@ def results_table(results, values="accuracy"):
 class ProbeJob(BackgroundJob):
     """run_memory_probe on a background thread, through the one admission door every training path
     takes (lab.jobs.BackgroundJob): it waits in the server's budget queue at the cost of its largest
-    model, and its steps take turns with every other job's. `table` holds the results when it ends.
+    model, and its steps take turns with every other job's; or on Ray, as every job (lab.ray_runs).
+    `table` holds the results when it ends.
 
         job = ProbeJob(ProbeConfig(tasks=("recall",), cells=("gru_torch",)), owner=key).start()
     """
 
     what = "The memory probe"
 
-    def __init__(self, config, owner=None, budget=None, turns=None):
+    def __init__(self, config, owner=None, budget=None, turns=None, ray_address=RAY_ADDRESS):
         runs = [
             probe_run(config, task, cell, distance)
             for task in config.tasks
@@ -458,9 +460,9 @@ class ProbeJob(BackgroundJob):
             )
             / 2**20
         )
-        super().__init__(cost_mb, owner, budget, turns)
+        super().__init__(cost_mb, owner, budget, turns, ray_address=ray_address)
         self.config, self.table = config, None
 
     def _work(self):
-        self.table = run_memory_probe(self.config, self._log, self._next_step_turn)
+        self.table = self._compute(run_memory_probe, config=self.config)
         return "stopped" if self._stop.is_set() else "finished"

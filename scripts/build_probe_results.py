@@ -58,7 +58,7 @@ def run_tasks(config):
                 flush=True,
             )
 
-    return run_memory_probe(config, callback=report)
+    return run_memory_probe(config, emit=report)
 
 
 def markdown_table(results, task):

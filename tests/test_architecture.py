@@ -1,7 +1,10 @@
 """The lab package's shape: its modules import each other without a cycle (counting the imports inside
-functions, which would otherwise hide one), and never import Streamlit."""
+functions, which would otherwise hide one), never import Streamlit, and import Ray only where a Ray run
+starts (lab.ray_runs), so that the app runs without Ray installed."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 LAB = Path(__file__).resolve().parent.parent / "lab"
@@ -45,6 +48,15 @@ def graph():
 def test_no_module_of_lab_imports_streamlit():
     offenders = [str(p) for p in LAB.rglob("*.py") if "streamlit" in {n.split(".")[0] for n in _all_imports(p)}]
     assert offenders == []
+
+
+def test_ray_is_imported_only_inside_lab_ray_runs_functions_so_the_app_runs_without_it():
+    importers = [p.name for p in LAB.rglob("*.py") if "ray" in {n.split(".")[0] for n in _all_imports(p)}]
+    tree = ast.parse((LAB / "ray_runs.py").read_text(encoding="utf-8"))
+    at_top = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    assert importers == ["ray_runs.py"] and "ray" not in at_top
+    without_ray = "import sys; sys.modules['ray'] = None; import lab.jobs, lab.probe, lab.experiments.ablation"
+    subprocess.run([sys.executable, "-c", without_ray], cwd=LAB.parent, check=True, timeout=120)
 
 
 def _all_imports(path):

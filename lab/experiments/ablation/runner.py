@@ -18,9 +18,10 @@ from lab import distributed
 from lab.cost import training_memory_bytes
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
 from lab.jobs import BackgroundJob
+from lab.ray_runs import RAY_ADDRESS
 from lab.tasks import ClassificationTask
 from lab.train import TrainConfig, resolve_device, train
-from lab.workers import PROCESS_MB, run_in_process
+from lab.workers import PROCESS_MB
 
 from .config import cli_command
 from .model import (
@@ -354,33 +355,29 @@ class AblationJob(BackgroundJob):
 
     status: ready -> queued -> running -> finished | stopped | failed (message says why).
 
-    `in_process` computes it in a niced process of its own (lab.workers), as the app's training runs do."""
+    `in_process` computes it in a niced process of its own (lab.workers), as the app's training runs do,
+    and `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of a Ray cluster (lab.ray_runs), perhaps
+    on another machine: there, without an `out_dir` given, the study writes no files (no temporary
+    folder is left behind on a worker's machine); its results come back all the same."""
 
     what = "The live ablation"
 
-    def __init__(self, config, out_dir=None, cost_mb=None, owner=None, budget=None, in_process=False):
+    def __init__(
+        self, config, out_dir=None, cost_mb=None, owner=None, budget=None, in_process=False, ray_address=RAY_ADDRESS
+    ):
         if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
             info = expected_data_info(config)
             cost_mb = training_memory_bytes(
                 model_config("baseline", config, info), config.batch_size, info["sequence_length"]
             ) / 2**20 + (PROCESS_MB if in_process else 0.0)
-        super().__init__(cost_mb, owner, budget)
-        self.config, self.out_dir, self.results, self.in_process = config, out_dir, None, in_process
+        super().__init__(cost_mb, owner, budget, in_process=in_process, ray_address=ray_address)
+        self.config, self.out_dir, self.results = config, out_dir, None
         self.command = cli_command(config)  # what the page offers: run this study yourself
         self._folder = None
-        if out_dir is None:
+        if out_dir is None and ray_address is None:
             self._folder = tempfile.TemporaryDirectory(prefix="rnnlab-ablation-")  # deleted with the job
             self.out_dir = self._folder.name
 
     def _work(self):
-        if self.in_process:
-            self.results = run_in_process(
-                run_ablation,
-                dict(config=self.config, out_dir=self.out_dir, command=self.command),
-                self._log,
-                self._stop.is_set,
-            )
-        else:
-            # in the server's threads: its steps take turns with every other job's (BackgroundJob)
-            self.results = run_ablation(self.config, self.out_dir, self._log, self._next_step_turn, self.command)
+        self.results = self._compute(run_ablation, config=self.config, out_dir=self.out_dir, command=self.command)
         return "finished" if self.results["complete"] else "stopped"

@@ -1,0 +1,158 @@
+"""Training on a real Ray cluster (lab.ray_runs), started by this module on 127.0.0.1 with 2 CPUs and
+shut down at its end: a run trains, streams its events, saves into the student's space and its
+checkpoint samples; a killed worker is one clear line; more runs than CPUs wait for Ray's scheduler
+and all finish, and Stop ends a run training or waiting; the memory probe and the live ablation run
+there too. Every wait is bounded."""
+
+import functools
+import logging
+import time
+
+import pytest
+import torch
+
+ray = pytest.importorskip("ray")  # requirements-ray.txt: the README's test command installs it
+
+from lab import ray_runs  # noqa: E402
+from lab.checkpoints import load_checkpoint  # noqa: E402
+from lab.data import load_bundled_corpus  # noqa: E402
+from lab.experiments.ablation import AblationConfig, AblationJob  # noqa: E402
+from lab.jobs import TrainingJob  # noqa: E402
+from lab.models import LMConfig, build_model  # noqa: E402
+from lab.probe import ProbeConfig, ProbeJob  # noqa: E402
+from lab.sampling import SamplingConfig, sample_text  # noqa: E402
+from lab.spaces import check_room, new_space_key, space_dir  # noqa: E402
+from lab.tasks import LMTask  # noqa: E402
+from lab.train import TrainConfig  # noqa: E402
+
+ADDRESS = "local"  # the cluster the fixture starts; the jobs' connect() finds this process connected
+WAIT_S = 120  # the bound on any one wait: Ray's start of a worker on 2 busy cores takes seconds
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    ray_runs.connect(ADDRESS, num_cpus=2, include_dashboard=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def task():
+    return LMTask.from_text(load_bundled_corpus()[:20_000], "char")
+
+
+def tiny_model(task, seed=0):
+    torch.manual_seed(seed)
+    return build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=8, hidden_size=16))
+
+
+def config(**overrides):
+    defaults = dict(batch_size=4, block_size=16, max_steps=8, eval_interval=4, eval_windows=8, lr=1e-2, device="cpu")
+    return TrainConfig(**{**defaults, **overrides})
+
+
+def long_run(task, name, folder):
+    return TrainingJob(
+        name, tiny_model(task), task, config(max_steps=None, max_seconds=300), folder, ray_address=ADDRESS
+    )
+
+
+def wait_until(condition, what):
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {WAIT_S} s"
+        time.sleep(0.05)
+
+
+def has_stepped(job):
+    return any(e["type"] == "step" for e in job.events())
+
+
+def test_a_run_on_ray_trains_streams_saves_in_the_students_space_and_samples(task, tmp_path):
+    key = new_space_key(tmp_path)
+    space = space_dir(tmp_path, key)
+    room = functools.partial(check_room, tmp_path, space, space_bytes=2**20, total_bytes=2**21)
+    sampler = functools.partial(sample_text, task.tokenizer, "", SamplingConfig(max_new_tokens=5))
+    jobs = [
+        TrainingJob(
+            f"run-{where}",
+            tiny_model(task),
+            task,
+            config(),
+            checkpoint_dir=space,
+            sampler=sampler,
+            sample_every_s=0,
+            room=room,
+            ray_address=ADDRESS if where == "ray" else None,
+        )
+        for where in ("thread", "ray")
+    ]
+    for job in jobs:
+        assert job.start().wait(WAIT_S) == "finished", job.message
+    thread, on_ray = jobs
+    for (name, a), b in zip(thread.model.state_dict().items(), on_ray.model.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)  # the same run, computed elsewhere
+    kinds = [e["type"] for e in on_ray.events()]
+    assert kinds == [e["type"] for e in thread.events()]
+    assert kinds.count("step") == 8 and kinds.count("sample") == 8 and kinds[-1] == "done"
+    assert on_ray.checkpoint_path.parent == space
+    saved = load_checkpoint(on_ray.checkpoint_path, device="cpu")
+    for a, b in zip(saved.model.state_dict().values(), on_ray.model.state_dict().values()):
+        assert torch.equal(a, b)
+    text = sample_text(saved.tokenizer, "RO", SamplingConfig(max_new_tokens=20), saved.model)
+    assert text.startswith("RO") and len(text) > 2
+
+
+def test_a_killed_ray_worker_is_one_clear_line_and_its_account_is_in_the_log(task, tmp_path, caplog):
+    job = long_run(task, "doomed", tmp_path).start()
+    wait_until(lambda: has_stepped(job), "step")
+    [name] = [n for n in ray.util.list_named_actors() if n.startswith("The run doomed ")]
+    with caplog.at_level(logging.ERROR, logger="lab.ray_runs"):
+        ray.kill(ray.get_actor(name))
+        assert job.wait(WAIT_S) == "failed"
+    assert job.message.startswith("the Ray worker computing it died") and "\n" not in job.message
+    assert job.events()[-1] == {"type": "error", "message": job.message}
+    assert any("its Ray worker died" in r.getMessage() for r in caplog.records)
+
+
+def test_more_runs_than_cpus_wait_in_rays_queue_stop_works_running_or_waiting_and_all_finish(task, tmp_path):
+    busy = [long_run(task, f"busy-{i}", tmp_path).start() for i in range(2)]  # both CPUs
+    wait_until(lambda: all(has_stepped(job) for job in busy), "step of both")
+    waiting = long_run(task, "waiting", tmp_path).start()
+    time.sleep(1)
+    assert waiting.status == "queued" and not waiting.events()
+    waiting.stop()  # it leaves Ray's queue
+    assert waiting.wait(WAIT_S) == "stopped" and waiting.message == "stopped before it started"
+    short = [
+        TrainingJob(f"short-{i}", tiny_model(task, i), task, config(), tmp_path, ray_address=ADDRESS).start()
+        for i in range(3)
+    ]
+    for job in busy:
+        job.stop()  # between two steps: saved as far as it got
+    assert [job.wait(WAIT_S) for job in busy + short] == ["stopped"] * 2 + ["finished"] * 3
+    assert all(job.result.steps > 0 and job.checkpoint_path.is_file() for job in busy + short)
+
+
+def test_the_memory_probe_and_the_live_ablation_run_on_ray():
+    probe = ProbeJob(
+        ProbeConfig(tasks=("recall",), cells=("rnn",), distances=(2,), steps=5, eval_every=5, eval_sequences=16),
+        ray_address=ADDRESS,
+    ).start()
+    ablation = AblationJob(
+        AblationConfig(
+            dataset="digits",
+            epochs=1,
+            seeds=(0,),
+            arms=("baseline",),
+            size=8,
+            hidden_size=8,
+            limit_train=64,
+            limit_test=32,
+            batch_size=32,
+        ),
+        ray_address=ADDRESS,
+    ).start()
+    assert probe.wait(WAIT_S) == "finished", probe.message
+    assert ablation.wait(WAIT_S) == "finished", ablation.message
+    assert probe.table.steps.tolist() == [5] and any(e["type"] == "probe_result" for e in probe.events())
+    assert ablation.results["complete"] and ablation.out_dir is None  # no folder left on a worker's machine
