@@ -21,6 +21,7 @@ from lab.data import read_text, split_text
 from lab.jobs import TrainingJob
 from lab.models import build_model, config_to_dict
 from lab.presets import PRESETS
+from lab.race import long_race, plain_name, short_count, width_for_parameters
 from lab.sampling import SamplingConfig, sample_text
 from lab.tasks import TASKS, corpus_split
 from lab.train import resolve_device
@@ -46,11 +47,13 @@ from ui.common import (
 setup_page("Train")
 st.title("🏋️ Train")
 st.caption(
-    "Train a recurrent language model in the background and watch its loss fall. Start several runs "
-    "(a vanilla RNN, a GRU, an LSTM, a scan) and they race on one chart. "
-    "Closing this browser tab stops your runs."
+    "Train a recurrent language model in the background and watch its loss fall; a race trains four "
+    "kinds of cell at once on one chart. Closing this browser tab stops your runs."
 )
-show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
+# on the first screen, above the settings: what Start does, the buttons and the live chart (a laptop's
+# 768 pixels hold them; the settings, which a student changes less often, follow)
+controls, live = st.container(), st.container()
+st.divider()
 
 # ---------------------------------------------------------------------------
 # settings: URL at page load, then the session's own values
@@ -193,6 +196,7 @@ with train_col:
         placeholder=f"automatic: {tv.default_run_name(tv.widget_values(saved))}-1",
     )
 
+show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
 values = tv.widget_values(saved)
 saved.update(values)
 query = tv.query_from_values(values)
@@ -333,17 +337,40 @@ def start_run(run_values, run_model_config):
         cell,
         run_values["tokenizer"],
         task.vocab_size,
+        title=plain_name(run_model_config),
     )
     return job
 
 
+def race_values(cell):
+    """The page's settings for one runner of the race: its cell, and the width that gives it about as
+    many parameters as the model on the page, so that the race compares cells, not sizes."""
+    width = width_for_parameters(model_config, cell, parameter_count(config_to_dict(model_config)))
+    return {**values, "cell": cell, "hidden": width, "backend": default_backend(cell, resolve_device()), "name": ""}
+
+
 def start_race():
-    """One run per family, the settings on the page but for the cell: the four race on one chart."""
+    """One run per family, at equal parameter counts: the four race on one chart."""
     jobs = []
     for cell in tv.RACE_CELLS:
-        run_values = {**values, "cell": cell, "backend": default_backend(cell, resolve_device()), "name": ""}
+        run_values = race_values(cell)
         jobs.append(start_run(run_values, tv.model_config(run_values, task.vocab_size)))
     return jobs
+
+
+def what_start_does():
+    """One line above the buttons: the model Start trains and what the race trains, in plain words."""
+    if model_config is None:
+        return "Start waits for the settings below: see the message there."
+    params = short_count(parameter_count(config_to_dict(model_config)))
+    where = "your text" if values["corpus"] == "upload" else tv.CORPUS_CHOICES[values["corpus"]].split(" (")[0]
+    line = f"**Start** trains a {plain_name(model_config)} ({params} parameters) on {where} for {values['seconds']} s."
+    if not fixed:
+        line += (
+            f" **Race** trains an RNN, a GRU, an LSTM and a selective scan of about {params} parameters each, "
+            "side by side. Change the settings below the chart."
+        )
+    return line
 
 
 def wait_for_first_steps(jobs):
@@ -354,7 +381,8 @@ def wait_for_first_steps(jobs):
         time.sleep(0.02)
 
 
-buttons = st.container(horizontal=True)
+controls.markdown(what_start_does())
+buttons = controls.container(horizontal=True, vertical_alignment="center")
 if buttons.button("▶ Start", key="train_start", type="primary", disabled=model_config is None):
     with user_errors("Starting the run"):
         wait_for_first_steps([start_run(values, model_config)])
@@ -362,8 +390,8 @@ if buttons.button(
     "🏁 Race RNN · GRU · LSTM · scan",
     key="train_race",
     disabled=model_config is None or fixed,
-    help="Four runs at once, one per cell family, with the settings above (only the cell "
-    "differs): which learns fastest in the same seconds?",
+    help="Four runs at once, one per cell family, each as wide as gives it about the parameters of the "
+    "model set below: which learns fastest in the same seconds?",
 ):
     with user_errors("Starting the race"):
         wait_for_first_steps(start_race())
@@ -378,7 +406,7 @@ if buttons.button("■ Stop", key="train_stop", disabled=not running):
 if buttons.button("Clear finished runs", key="train_clear", disabled=not [j for j in jobs if not j.running]):
     forget_jobs(lambda job: isinstance(job, TrainingJob) and not job.running)
     st.rerun()
-st.radio(
+buttons.radio(
     F["x"].label,
     ["elapsed", "step"],
     key=tv.key("x"),
@@ -388,6 +416,12 @@ st.radio(
 
 # ---------------------------------------------------------------------------
 # live view: redrawn every two seconds (five on a busy server) while a run of this session trains
+
+
+@st.cache_data(show_spinner=False)
+def bundled_long_race():
+    """The bundled character models' validation curves over their training (read from the files' headers)."""
+    return long_race(list_checkpoints(None, include_versions=False))
 
 
 def waiting_for_first_point(logs):
@@ -402,31 +436,50 @@ def live_view(auto, x_axis, refresh):
     logs = []
     for job in jobs:
         if id(job) not in logs_by_id:  # a run started elsewhere in this session
+            config = job.model.config
             logs_by_id[id(job)] = tv.RunLog(
-                job, job.name, None, "", job.task.tokenizer.kind, job.task.tokenizer.vocab_size
+                job,
+                job.name,
+                parameter_count(config_to_dict(config)),
+                "",
+                job.task.tokenizer.kind,
+                job.task.tokenizer.vocab_size,
+                title=plain_name(config),
             )
         logs.append(logs_by_id[id(job)].update())
     used, capacity, n_running, n_queued = SERVER_BUDGET.snapshot()
+    active = [log for log in logs if log.job.running]
+    for log in active:  # how busy the server is while these train: what their step counts mean
+        log.other_runs = max(log.other_runs, n_running - len(active))
     st.caption(
         f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
         f"{n_running} runs, {n_queued} waiting."
     )
-    if not logs:
-        st.info("No runs yet: choose a model and press Start. Runs you start appear here, all on one chart.")
     kinds = {(log.tokenizer, log.vocab, log.job.extra.get("corpus")) for log in logs} or {
         (values["tokenizer"], task and task.vocab_size, corpus_label)
     }
     # drawn even before the first run, so the chart (and plotly.js) is ready when the first point comes
     x_span = values["seconds"] if x_axis == "elapsed" else 100
     anchors = tv.char_anchors(kinds, tv.bundled_anchors(list_checkpoints(None, include_versions=False)))
-    st.plotly_chart(tv.race_figure(logs, x_axis, anchors, x_span), key="train_chart", width="stretch")
+    live_column, long_column = st.columns([3, 2])
+    with live_column:
+        st.plotly_chart(tv.race_figure(logs, x_axis, anchors, x_span), key="train_chart", width="stretch")
+        verdict = tv.live_verdict(logs, x_axis)
+        if logs:
+            st.caption(
+                " ".join(filter(None, [verdict and f"**{plain(verdict)}**", plain(tv.steps_sentence(logs))]))
+                + " Thin lines: loss on the batches it trains on; dashed with dots: on text it never trains on."
+            )
+    with long_column:
+        curves = bundled_long_race()
+        st.plotly_chart(tv.long_race_figure(curves), key="train_long_race", width="stretch")
+        st.caption(tv.long_race_caption(curves))
     tv.draw_progress_and_samples(logs)
     tv.draw_continue_controls(logs)
     if any(log.job.checkpoint_path for log in logs):
         with st.container(horizontal=True):
             for page in ("Sample", "Gates", "Checkpoints"):
                 page_link(page, label=f"Open the {page} page")
-    active = [log for log in logs if log.job.running]
     if auto and not active:
         st.rerun()  # the last run ended: redraw the page once, without the refresh
     if auto and refresh < tv.live_refresh_seconds(n_running, waiting_for_first_point(logs)):
@@ -436,4 +489,5 @@ def live_view(auto, x_axis, refresh):
 refresh = tv.live_refresh_seconds(
     SERVER_BUDGET.snapshot()[2], waiting_for_first_point(st.session_state.get("train_logs", {}).values())
 )
-st.fragment(run_every=refresh if running else None)(live_view)(bool(running), values["x"], refresh)
+with live:
+    st.fragment(run_every=refresh if running else None)(live_view)(bool(running), values["x"], refresh)

@@ -199,7 +199,8 @@ def chart_traces(at):
 
 
 def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_char(user_dir):
-    """The four default-size families fit in one session's share of the budget and race on one chart."""
+    """The four families, sized to the page's model's parameter count, fit in one session's share of the
+    budget and race on one chart, each named in plain words with its size and steps."""
     at = open_page(TRAIN)
     at.number_input(key="train_seconds").set_value(60)
     at.run()
@@ -217,10 +218,14 @@ def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_c
         while not all(log.steps["loss"] for log in logs) and time.monotonic() < deadline:
             time.sleep(0.5)
             at.run()
+        counts = [lab.cost.parameter_count(log.job.model.config) for log in logs]
+        assert max(counts) / min(counts) < 1.02  # equal parameters, not equal widths
         traces = dict(chart_traces(at.run()))
-        curves = [name for name, y in traces.items() if name.endswith("· train") and len(y)]
+        curves = [name for name, y in traces.items() if not name.endswith("held-out text") and len(y)]
         assert len(curves) == 4, traces.keys()
         assert all(0 < y < 6 for name in curves for y in traces[name])  # nats per character: below ln 76 + 2
+        assert {name.split(" · ")[0] for name in curves} == {"RNN", "GRU", "LSTM", "selective scan"}
+        assert all(re.search(r" · \d+k parameters · [\d,]+ steps$", name) for name in curves), curves
     finally:
         stop_all(at)
 

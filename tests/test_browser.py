@@ -196,6 +196,25 @@ def test_start_draws_loss_points_that_keep_coming(server, page):
     screenshot(page, "Train-stopped")
 
 
+LAPTOP = {"width": 1366, "height": 768}
+
+
+def test_start_and_the_live_charts_top_are_on_a_laptops_first_screen(server, browser):
+    """At 1366×768, without scrolling: Start whole, and the live chart's top with room for its first lines."""
+    context = browser.new_context(viewport=LAPTOP)
+    try:
+        page = context.new_page()
+        open_page(page, f"{server.url}/Train")
+        page.wait_for_selector(".st-key-train_chart .js-plotly-plot")
+        start = page.locator(".st-key-train_start button").bounding_box()
+        chart = page.locator(".st-key-train_chart .js-plotly-plot").bounding_box()
+        assert 0 <= start["y"] and start["y"] + start["height"] <= LAPTOP["height"], start
+        assert 0 <= chart["y"] <= LAPTOP["height"] - 150, chart  # its legend and upper curves show
+        screenshot(page, "Train-1366x768")
+    finally:
+        context.close()
+
+
 def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(browser, tmp_path):
     """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first,
     no automatic "app" entry) and the link's settings."""

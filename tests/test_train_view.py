@@ -74,3 +74,38 @@ def test_live_charts_redraw_less_often_only_on_a_busy_server_and_after_the_first
     assert tv.live_refresh_seconds(busy, waiting_for_first_point=True) == 2.0  # a new run's first point comes fast
     assert tv.live_refresh_seconds(busy, waiting_for_first_point=False) > 2.0
     assert tv.live_refresh_seconds(busy + 20, waiting_for_first_point=False) <= 5.0  # never slower than 5 s
+
+
+def race_log(title, cell, evals, steps=3, other_runs=0):
+    events = [{"type": "step", "step": s, "elapsed": s, "train_loss": 3.0} for s in range(1, steps + 1)]
+    events += [
+        {"type": "eval", "step": s, "elapsed": s, "val_loss": loss, "val_nats_per_char": loss} for s, loss in evals
+    ]
+    log = RunLog(FakeJob(events, 1.0), f"{cell}-e64-h256x1-1 #1", 274_451, cell, "char", 83, title=title).update()
+    log.other_runs = other_runs
+    return log
+
+
+def test_the_race_chart_names_each_run_in_plain_words_with_its_size_and_steps():
+    logs = [
+        race_log("GRU · 256 units", "gru_torch", [(1, 3.0), (3, 2.5)], steps=412),
+        race_log("LSTM · 220 units", "lstm", [(1, 3.0), (3, 2.7)], steps=380),
+    ]
+    figure = race_figure(logs)
+    legend = [trace.name for trace in figure.data if trace.showlegend is not False]
+    assert legend == ["GRU · 256 units · 274k parameters · 412 steps", "LSTM · 220 units · 274k parameters · 380 steps"]
+    assert not any("#" in name or "-e64-" in name for name in legend)  # no run code names
+    twins = [race_log("GRU · 256 units", "gru_torch", []), race_log("GRU · 256 units", "gru_torch", [])]
+    assert len(set(tv.legend_names(twins))) == 2  # two runs of one kind are told apart
+
+
+def test_the_race_verdict_and_step_counts_are_read_from_the_runs_on_the_chart():
+    logs = [
+        race_log("GRU · 256 units", "gru_torch", [(1, 3.0), (3, 2.5)], steps=412, other_runs=5),
+        race_log("LSTM · 220 units", "lstm", [(1, 3.0), (3, 2.7)], steps=380),
+    ]
+    assert tv.live_verdict(logs, "elapsed").startswith("After 3 s, the GRU leads by 0.20 nats/char over the LSTM")
+    assert tv.live_verdict(logs, "step").startswith("After 3 steps, the GRU leads")
+    assert tv.live_verdict(logs[:1], "elapsed") is None  # one run is no race
+    steps = tv.steps_sentence(logs)
+    assert "the GRU 412, the LSTM 380" in steps and "up to 5 runs of other people" in steps

@@ -23,6 +23,7 @@ from lab.cells import CELLS
 from lab.checkpoints import why_not_resumable
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.presets import PRESETS
+from lab.race import CELL_NAMES, long_race_verdict, race_verdict, short_count, verdict_sentence
 from lab.train import TrainConfig, resolve_device
 from ui.common import plain, register_job, user_errors
 from ui.links import Field, parse_query
@@ -220,8 +221,10 @@ class RunLog:
     Losses are kept per token (what the model minimises) and per character: a subword run's
     token carries several characters, so only nats per character compare it with a character run."""
 
-    def __init__(self, job, label, params, cell, tokenizer, vocab):
+    def __init__(self, job, label, params, cell, tokenizer, vocab, title=None):
         self.job, self.label, self.params, self.cell = job, label, params, cell
+        self.title = title or label  # what the chart's legend calls it: "GRU · 256 units"
+        self.other_runs = 0  # the most runs of other sessions seen training beside it (a busy server)
         self.tokenizer, self.vocab = tokenizer, vocab  # tokenizer kind and vocabulary size
         self.chars_per_token = job.task.chars_per_token
         self.cursor = 0
@@ -292,19 +295,40 @@ def _thin(xs, *series, max_points=400):
     return tuple(np.asarray(values, dtype=float) for values in (xs, *series))
 
 
+CHART_HEIGHT = 420
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 HOVER = "%{y:.3f} nats/char (%{customdata:.3f} per token)"
 
 
+def legend_names(logs):
+    """Each run's name on the chart: its plain title ("GRU · 256 units"), numbered where runs share one
+    ("GRU · 256 units, run 2")."""
+    titles = [log.title for log in logs]
+    names = []
+    for i, title in enumerate(titles):
+        if titles.count(title) == 1:
+            names.append(title)
+        else:
+            names.append(f"{title}, run {titles[: i + 1].count(title)}")
+    return names
+
+
+def legend_entry(name, log):
+    """A run's legend line: its name, size and the steps it has taken (on a busy server, fewer)."""
+    steps = log.last_step["step"] if log.last_step else 0
+    size = f" · {short_count(log.params)} parameters" if log.params else ""
+    return f"{name}{size} · {steps:,} steps"
+
+
 def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
-    """All runs on one chart, in nats per character: train loss (line) and validation loss
-    (dashed, markers) per run; the loss per token is in the hover.
+    """All runs on one chart, in nats per character: train loss (thin line) and validation loss
+    (dashed, markers) per run, one legend entry per run; the loss per token is in the hover.
 
     x_axis: "elapsed" (seconds, a fair race) or "step". anchors: (y, label) lines to draw.
     x_span: the axis' length before the first point arrives (it then follows the data from 0).
     """
     fig = go.Figure()
-    for i, log in enumerate(logs):
+    for i, (log, name) in enumerate(zip(logs, legend_names(logs))):
         color = COLORS[i % len(COLORS)]
         x, y, per_token = _thin(log.steps[x_axis], log.steps["nats_per_char"], log.steps["loss"])
         fig.add_trace(
@@ -314,8 +338,8 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
                 customdata=per_token,
                 hovertemplate=HOVER,
                 mode="lines" if len(x) > 20 else "lines+markers",  # a lone point shows
-                name=f"{log.label} · train",
-                legendgroup=log.label,
+                name=legend_entry(name, log),
+                legendgroup=name,
                 line=dict(color=color, width=1.5),
                 marker=dict(size=4),
                 opacity=0.6,
@@ -329,8 +353,9 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
                 customdata=per_token,
                 hovertemplate=HOVER,
                 mode="lines+markers",
-                name=f"{log.label} · val",
-                legendgroup=log.label,
+                name=f"{name}, held-out text",
+                legendgroup=name,
+                showlegend=False,  # one entry per run: the caption says which line is which
                 line=dict(color=color, width=2.5, dash="dash"),
                 marker=dict(size=7),
             )
@@ -348,7 +373,7 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
         for y, label in anchors
     ]
     fig.update_layout(
-        height=440,
+        height=CHART_HEIGHT,
         margin=dict(l=10, r=10, t=40, b=10),
         showlegend=bool(logs),
         shapes=shapes,
@@ -368,10 +393,90 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
     return fig
 
 
+def verdict_names(logs):
+    """The runs as the verdict names them: their cell ("GRU") where that tells them apart."""
+    cells = [log.title.split(" · ")[0] for log in logs]
+    return cells if len(set(cells)) == len(cells) else legend_names(logs)
+
+
+def live_verdict(logs, x_axis):
+    """Who leads the race on the chart, read from the runs' validation curves (the held-out text)
+    on the chart's x axis; None for a chart of fewer than two runs (no race)."""
+    if len(logs) < 2:
+        return None
+    curves = {name: (log.evals[x_axis], log.evals["nats_per_char"]) for name, log in zip(verdict_names(logs), logs)}
+    verdict = race_verdict(curves)
+    when = None if verdict is None else f"{verdict.at:.0f} s" if x_axis == "elapsed" else f"{verdict.at:,.0f} steps"
+    return verdict_sentence(verdict, when)
+
+
+def steps_sentence(logs):
+    """How many steps each run took, and on a busy server why that is fewer than it would take alone."""
+    started = [(name, log) for name, log in zip(verdict_names(logs), logs) if log.last_step]
+    if not started:
+        return ""
+    took = ", ".join(f"the {name} {log.last_step['step']:,}" for name, log in started)
+    sentence = f"Steps taken: {took}."
+    others = max(log.other_runs for log in logs)
+    if others:
+        sentence += (
+            f" Your runs shared this server's processors with up to {others} runs of other people, "
+            "so each took fewer steps than it would have alone."
+        )
+    elif len(logs) > 1:
+        sentence += " Your runs share this server's processors, so each takes fewer steps than it would alone."
+    return sentence
+
+
+def long_race_caption(curves):
+    """What the long race shows, computed from its curves."""
+    if not curves:
+        return "The bundled models are missing, so the long race cannot be drawn."
+    minutes = max(curve.minutes[-1] for curve in curves)
+    sizes = [curve.parameters for curve in curves]
+    caption = (
+        f"**The long race**: the bundled models, each trained about {minutes:.0f} minutes on one GPU, "
+        f"scored on four plays they never train on. They are not the same size ({short_count(min(sizes))} to "
+        f"{short_count(max(sizes))} parameters), so this ranks these models more than their cells."
+    )
+    verdict = long_race_verdict(curves)
+    if verdict is not None:
+        caption += " " + verdict_sentence(verdict, f"{verdict.at:.0f} minutes")
+    return caption
+
+
+LONG_RACE_COLORS = {"LSTM": "#d62728", "GRU": "#17becf", "GRU (z overwrites)": "#1f77b4", "RNN": "#7f7f7f"}
+
+
+def long_race_figure(curves):
+    """The bundled models' validation curves (lab.race.long_race) against minutes of training."""
+    fig = go.Figure()
+    for curve in curves:
+        fig.add_trace(
+            go.Scatter(
+                x=curve.minutes,
+                y=curve.nats_per_char,
+                customdata=curve.step,
+                hovertemplate=f"{curve.title}: %{{y:.3f}} nats/char at step %{{customdata:,}}<extra></extra>",
+                mode="lines+markers",
+                name=f"{curve.name} · {short_count(curve.parameters)} parameters · {curve.steps:,} steps",
+                line=dict(color=LONG_RACE_COLORS.get(curve.name, "#2ca02c"), width=2),
+                marker=dict(size=4),
+            )
+        )
+    fig.update_layout(
+        height=CHART_HEIGHT,
+        margin=dict(l=10, r=10, t=40, b=10),
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        xaxis_title="minutes of training on one GPU",
+        yaxis_title="held-out text (nats per character)",
+        hovermode="x unified",
+        template="plotly_white",
+    )
+    return fig
+
+
 NANOGPT_ANCHORS = [(1.88, "nanoGPT char, CPU 1.88"), (1.47, "nanoGPT char, GPU 1.47")]  # on Tiny Shakespeare
-
-
-CELL_NAMES = {"rnn": "RNN", "gru_seed": "GRU (z overwrites)", "gru_torch": "GRU", "lstm": "LSTM", "scan": "scan"}
 
 
 def bundled_anchors(infos):
@@ -515,6 +620,7 @@ def draw_continue_controls(logs):
                         log.cell,
                         log.tokenizer,
                         log.vocab,
+                        title=log.title,
                     )
                     st.rerun()  # the whole page: its Stop button and the live chart's refresh
 
