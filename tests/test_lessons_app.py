@@ -328,8 +328,9 @@ def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
     assert full_page_link(at) == ("Ablation", {"seeds": "3"})
 
 
-def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learns():
-    at = lesson("learn-your-text", lessons_learn_seconds=5)
+def test_watch_it_learn_trains_on_the_paragraph_given_and_replays_its_samples_at_a_reading_pace(monkeypatch):
+    monkeypatch.setattr(ui.lessons.learning, "LEARN_STEPS", 40)  # a short run: the same code, fewer samples
+    at = lesson("learn-your-text")
     ok(at)
     assert any("Press **Start**" in i.value for i in at.info)
     assert full_page_link(at) == (
@@ -338,10 +339,10 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
             "cell": "gru_torch",
             "emb": "32",
             "hidden": "128",
-            "lr": "0.01",
+            "lr": "0.002",
             "batch": "16",
             "block": "32",
-            "seconds": "5",
+            "seconds": "30",
             "corpus": "upload",
         },
     )
@@ -349,12 +350,21 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
     ok(at)
     first_job = at.session_state["lessons_learn_job"]
     assert first_job.wait(120) == "finished"
+    written = [e["step"] for e in first_job.events() if e["type"] == "sample" and e["text"] is not None]
+    assert written == ui.lessons.learning.sample_steps(40)  # at its log-spaced steps, and only there
     at.run()
     ok(at)
+    shown = at.dataframe[0].value
+    assert 1 <= len(shown) < len(written)  # the replay shows them one at a time, not all at once
+    at.session_state["lessons_learn_replay_from"] -= 1000  # as if the student had watched for minutes
+    at.run()
     timeline = at.dataframe[0].value
-    assert len(timeline) >= 2 and timeline["step"].is_monotonic_increasing
-    assert f"at step {timeline['step'].iloc[-1]}, **{timeline['characters reproduced'].iloc[-1]}**" in notice(at)
-    assert "never trained on" in notice(at) and "memorised" in answer(at)
+    assert timeline["step"].tolist() == written
+    assert f"At step {timeline['step'].iloc[-1]} it gives back **{timeline['characters reproduced'].iloc[-1]}**" in (
+        notice(at)
+    )
+    assert "the first space at step" in notice(at).lower() and "never trains on" in notice(at)
+    assert "memorised" in answer(at)
     # another paragraph: the run shown is marked as the old one until a new run learns the new text
     other = ui.lessons.common.PASSAGE * 2
     at.text_area(key="lessons_learn_text").set_value(other).run()
@@ -362,7 +372,7 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_samples_it_as_it_learn
     at.button(key="lessons_learn_start").click().run()
     second_job = at.session_state["lessons_learn_job"]
     assert second_job is not first_job and second_job.wait(120) == "finished"
-    samples = [e["text"] for e in second_job.events() if e["type"] == "sample"]
+    samples = [e["text"] for e in second_job.events() if e["type"] == "sample" and e["text"] is not None]
     assert samples and all(s.startswith(other[: ui.lessons.learning.LEARN_PROMPT_CHARS]) for s in samples)
     at.run()
     assert not at.dataframe[0].value["sample"].equals(timeline["sample"])

@@ -378,9 +378,10 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
         showlegend=bool(logs),
         shapes=shapes,
         annotations=notes,
-        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        # tight rows: the legend sits above the curves on a laptop's first screen
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=11), tracegroupgap=0),
         xaxis_title="seconds" if x_axis == "elapsed" else "step",
-        yaxis_title="cross-entropy (nats per character)",
+        yaxis_title="nats per character",
         hovermode="x unified",
         template="plotly_white",
     )
@@ -467,9 +468,9 @@ def long_race_figure(curves):
     fig.update_layout(
         height=CHART_HEIGHT,
         margin=dict(l=10, r=10, t=40, b=10),
-        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=11)),
         xaxis_title="minutes of training on one GPU",
-        yaxis_title="held-out text (nats per character)",
+        yaxis_title="nats per character, held-out plays",
         hovermode="x unified",
         template="plotly_white",
     )
@@ -521,28 +522,29 @@ def char_anchors(kinds, bundled=()):
 def draw_progress_and_samples(logs):
     """Under the chart: a progress bar per running run, each run's first and latest samples, the
     runs table, and where finished runs were saved."""
+    names = {id(log): name for log, name in zip(logs, legend_names(logs))}  # what the chart calls them
     active = [log for log in logs if log.job.running]
     for log in active:
         last = log.last_step
         if log.job.queue_position:
             st.progress(
                 0.0,
-                text=f"**{log.label}** · waiting for this server's training budget: number "
+                text=f"**{names[id(log)]}** · waiting for this server's training budget: number "
                 f"{log.job.queue_position} in the queue",
             )
             continue
         if last is None:
-            st.progress(0.0, text=f"**{log.label}** · starting…")
+            st.progress(0.0, text=f"**{names[id(log)]}** · starting…")
             continue
         st.progress(
             min(1.0, last["progress"]),
-            text=f"**{log.label}** · step {last['step']:,} · train loss {last['train_loss']:.3f} · "
+            text=f"**{names[id(log)]}** · step {last['step']:,} · train loss {last['train_loss']:.3f} · "
             f"{last['tokens_per_s']:,.0f} tokens/s · ETA {format_eta(last['eta'])}",
         )
     shown = active or logs[-1:]
     for column, log in zip(st.columns(len(shown)) if shown else [], shown):
         with column:
-            st.markdown(f"**Samples** · {log.label}")
+            st.markdown(f"**Samples** · {names[id(log)]}")
             if log.sample is None:
                 st.caption("The first sample comes after the first step.")
                 continue
@@ -554,7 +556,7 @@ def draw_progress_and_samples(logs):
     if not logs:
         return
     st.dataframe(
-        pd.DataFrame([log.row() for log in logs]),
+        pd.DataFrame([{**log.row(), "run": names[id(log)]} for log in logs]),
         hide_index=True,
         width="stretch",
         column_config={"params": st.column_config.NumberColumn(format="%d")},

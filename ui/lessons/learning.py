@@ -1,11 +1,24 @@
 """The lesson where a fresh model learns the student's own paragraph, with its samples over training."""
 
 import functools
+import time
 
 import pandas as pd
 import streamlit as st
 
 from lab.jobs import TrainingJob
+from lab.learning import (
+    LEARN_MODEL,
+    LEARN_RECIPE,
+    LEARN_STEPS,
+    REVEAL_SECONDS,
+    SAMPLE_RATIO,
+    StepSampler,
+    milestones,
+    milestones_sentence,
+    sample_steps,
+    samples_shown,
+)
 from lab.models import LMConfig, build_model
 from lab.sampling import SamplingConfig, reproduced_prefix, sample_text
 from lab.tasks import LMTask
@@ -24,17 +37,17 @@ SONNET = (
 )
 LEARN_PROMPT_CHARS = 8  # every sample starts from the paragraph's first characters
 LEARN_MIN_CHARS = 400  # the held-out last tenth must hold one training window (block + 1 characters)
-# a model and recipe that memorise a paragraph in seconds on one busy CPU core
-LEARN_MODEL = dict(cell="gru_torch", embed_dim=32, hidden_size=128)
-LEARN_RECIPE = dict(lr=1e-2, batch_size=16, block_size=32, eval_interval=20, eval_windows=8)  # device: auto
+ROW_PIXELS = 35  # a table row's height in Streamlit's dataframe
+LEARN_MAX_SECONDS = 300  # LEARN_STEPS take seconds; this bounds a run on a crowded server
 
 
-def start_learning(text, seconds):
-    """A background run that memorises `text`, sampling it greedily every 1.5 s (TrainingJob's sampler)."""
+def start_learning(text):
+    """A background run that memorises `text` in LEARN_STEPS steps, sampling it greedily at the steps
+    of lab.learning.sample_steps (a sampler called after every step, writing only at those)."""
     if len(text) < LEARN_MIN_CHARS:
         raise ValueError(f"paragraph: has {len(text)} characters; type at least {LEARN_MIN_CHARS}")
     task = LMTask.from_text(text, "char")  # the last tenth is held out: the validation split
-    config = TrainConfig(max_steps=None, max_seconds=seconds, **LEARN_RECIPE)
+    config = TrainConfig(max_steps=LEARN_STEPS, max_seconds=LEARN_MAX_SECONDS, **LEARN_RECIPE)
     task.check(config)
     model = build_model(LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL))
     learned_part = len(task.train_ids)  # one character per token: the characters it trains on
@@ -43,14 +56,14 @@ def start_learning(text, seconds):
     previous = st.session_state.get("lessons_learn_job")
     if previous is not None:
         previous.stop()
-    sampler = functools.partial(sample_text, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling)
+    sample = functools.partial(sample_text, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling)
     job = TrainingJob(
         "lesson-learn",
         model,
         task,
         config,
-        sampler=sampler,
-        sample_every_s=1.5,
+        sampler=StepSampler(sample, sample_steps(LEARN_STEPS)),
+        sample_every_s=0,  # asked after every step: StepSampler writes at its steps only
         owner=session_key(),
         in_process=TRAIN_IN_PROCESS,
     )
@@ -58,25 +71,46 @@ def start_learning(text, seconds):
     register_job(job)
     st.session_state.lessons_learn_job, st.session_state.lessons_learn_for = job, text
     st.session_state.lessons_learn_span = sampling.max_new_tokens
+    st.session_state.lessons_learn_replay_from = None  # set when its first sample arrives
 
 
-def learning_timeline(job, text):
-    """The run's samples, oldest first, each with how much of the paragraph it reproduces."""
+def written_samples(job):
+    """(step, text) of the run's samples, oldest first (StepSampler writes none between its steps)."""
+    return [(e["step"], e["text"]) for e in job.events() if e["type"] == "sample" and e["text"] is not None]
+
+
+def replayed_samples(job):
+    """The samples the replay shows by now: the first as soon as it exists, then one every REVEAL_SECONDS."""
+    samples = written_samples(job)
+    if samples and st.session_state.get("lessons_learn_replay_from") is None:
+        st.session_state.lessons_learn_replay_from = time.monotonic()
+    if not samples:
+        return samples
+    watching = time.monotonic() - st.session_state.lessons_learn_replay_from
+    return samples[: samples_shown(len(samples), watching)]
+
+
+def learning_timeline(samples, text):
+    """The samples shown, oldest first, each with how much of the paragraph it reproduces."""
     rows = []
-    for event in job.events():
-        if event["type"] == "sample":
-            continuation = event["text"][LEARN_PROMPT_CHARS:]
-            rows.append(
-                {
-                    "step": event["step"],
-                    "characters reproduced": reproduced_prefix(continuation, text[LEARN_PROMPT_CHARS:]),
-                    "sample": continuation.replace("\n", " ↵ "),
-                }
-            )
+    for step, sample in samples:
+        continuation = sample[LEARN_PROMPT_CHARS:]
+        rows.append(
+            {
+                "step": step,
+                "characters reproduced": reproduced_prefix(continuation, text[LEARN_PROMPT_CHARS:]),
+                "sample": continuation.replace("\n", " ↵ "),
+            }
+        )
     return pd.DataFrame(rows, columns=["step", "characters reproduced", "sample"])
 
 
-def learning_view(text):
+def replay_running(job):
+    """Whether the page must keep redrawing: the run trains, or the replay has samples still to show."""
+    return job is not None and (job.running or len(replayed_samples(job)) < len(written_samples(job)))
+
+
+def learning_view(text, auto):
     job = st.session_state.get("lessons_learn_job")
     if job is None:
         st.info("Press **Start** to train a fresh model on the paragraph above.")
@@ -86,66 +120,78 @@ def learning_view(text):
     learned = st.session_state.lessons_learn_for
     events = job.events()
     steps = [e for e in events if e["type"] == "step"]
-    evals = [e for e in events if e["type"] == "eval"]
     if job.queue_position:
         st.progress(0.0, text=f"waiting for this server's training budget: number {job.queue_position} in the queue")
     elif steps:
         last = steps[-1]
         st.progress(
-            min(1.0, last["progress"]),
-            text=f"step {last['step']:,} · train loss {last['train_loss']:.3f}"
+            min(1.0, last["step"] / LEARN_STEPS),
+            text=f"training: step {last['step']:,} of {LEARN_STEPS} · train loss {last['train_loss']:.3f}"
             + (" · done" if not job.running else ""),
         )
-    timeline = learning_timeline(job, learned)
-    samples = [e["text"] for e in events if e["type"] == "sample"]
-    if samples:
+    shown = replayed_samples(job)
+    timeline = learning_timeline(shown, learned)
+    if shown:
         st.markdown(
-            f"**Latest sample** (step {timeline['step'].iloc[-1]}), greedy from "
-            f"“{plain(visible_piece(learned[:LEARN_PROMPT_CHARS]))}”"
+            f"**Sample {len(shown)} of {len(sample_steps(LEARN_STEPS))}**, at step {shown[-1][0]:,}: greedy "
+            f"from “{plain(visible_piece(learned[:LEARN_PROMPT_CHARS]))}”"
         )
-        st.code(samples[-1], language=None, wrap_lines=True)
+        st.code(shown[-1][1], language=None, wrap_lines=True)
     st.dataframe(
-        timeline, hide_index=True, width="stretch", column_config={"sample": st.column_config.TextColumn(width="large")}
+        timeline,
+        hide_index=True,
+        width="stretch",
+        height=ROW_PIXELS * (len(timeline) + 1) + 3,  # every sample in view: the newest is not scrolled away
+        column_config={"sample": st.column_config.TextColumn(width="large")},
     )
     if job.status == "failed":
         st.error(f"The run failed: {plain(job.message)}")
-    if timeline.empty or not steps:
+    if auto and not replay_running(job):
+        st.rerun()  # the replay has shown its last sample: redraw once, without the refresh
+    if timeline.empty:
         return
-    first, last = timeline.iloc[0], timeline.iloc[-1]
+    notice(what_to_notice(timeline, shown, learned, [e for e in events if e["type"] == "eval"]))
+
+
+def what_to_notice(timeline, shown, learned, evals):
+    """The notice, written from the samples shown so far (never from ones the replay has not reached)."""
+    step, reproduced = timeline["step"].iloc[-1], timeline["characters reproduced"].iloc[-1]
     span = st.session_state.lessons_learn_span
+    prompt = LEARN_PROMPT_CHARS
+    found = milestones([(s, sample[prompt:]) for s, sample in shown], learned[prompt:], span)
+    so_far = milestones_sentence(found) or "nothing recognisable yet: watch for the first space."
+    checked = [e for e in evals if e["step"] <= step]
     held_out = (
-        f" On the last tenth of the paragraph, which it never trained on, its loss is "
-        f"**{evals[-1]['val_loss']:.2f} nats/char** against {steps[-1]['train_loss']:.2f} on what it "
-        "trained on."
-        if evals
+        f" By step {checked[-1]['step']:,}, on the last tenth of the paragraph, which it never trains on, its loss "
+        f"is **{checked[-1]['val_loss']:.2f} nats/char** against {checked[-1]['train_loss']:.2f} on what it "
+        "trains on."
+        if checked
         else ""
     )
-    notice(
-        f"Every sample starts from the paragraph's first {LEARN_PROMPT_CHARS} characters and lets the model "
-        f"continue greedily. At step {first['step']} it gives back **{first['characters reproduced']}** "
-        f"characters of your text before its first mistake; at step {last['step']}, "
-        f"**{last['characters reproduced']}** of the {span} each sample writes. Read the samples top to bottom and "
-        "watch when spaces, short words and then whole lines appear." + held_out
+    return (
+        f"Each sample starts from the paragraph's first {prompt} characters and lets the model continue greedily. "
+        f"So far: {so_far} At step {step:,} it gives back **{reproduced}** of the {span} characters each "
+        "sample writes before its first mistake." + held_out
     )
 
 
 def watch_it_learn():
+    steps = sample_steps(LEARN_STEPS)
     st.caption(
-        "A live run on this server's CPU: a fresh one-layer GRU (PyTorch's convention, 128 units) "
-        "trains on your paragraph alone, and every 1.5 s the training thread writes a greedy sample."
+        f"A live run on this server: a fresh one-layer GRU (128 units) trains for {LEARN_STEPS} steps on your "
+        f"paragraph alone, which takes seconds. It writes a greedy sample at steps {', '.join(map(str, steps[:7]))}, "
+        f"… (each about {SAMPLE_RATIO:.1f} times the last, where most changes early on), and they are shown "
+        f"here one every {REVEAL_SECONDS:g} s, so that you can read each."
     )
     text = st.text_area(
         "Your paragraph (at least 400 characters)", SONNET, max_chars=2000, height=140, key="lessons_learn_text"
     )
-    cols = st.columns([2, 1])
-    seconds = cols[0].slider("Training time (seconds)", 5, 60, 20, 5, key="lessons_learn_seconds")
-    job = st.session_state.get("lessons_learn_job")
-    if cols[1].button("▶ Start", key="lessons_learn_start", type="primary"):
+    if st.button("▶ Start", key="lessons_learn_start", type="primary"):
         with user_errors("Starting the run"):
-            start_learning(text, seconds)
-            job = st.session_state.lessons_learn_job
-    running = job is not None and job.running
-    st.fragment(run_every=1.0 if running else None)(learning_view)(text)
+            start_learning(text)
+    job = st.session_state.get("lessons_learn_job")
+    watching = replay_running(job)
+    st.fragment(run_every=1.0 if watching else None)(learning_view)(text, watching)
     check_yourself(
         "By the end the model writes your paragraph back almost word for word. Has it learned to write English?",
         "No: it has memorised one text. The loss on the last tenth of the paragraph, which it never "
@@ -162,6 +208,6 @@ def watch_it_learn():
         lr=LEARN_RECIPE["lr"],
         batch=LEARN_RECIPE["batch_size"],
         block=LEARN_RECIPE["block_size"],
-        seconds=seconds,
+        seconds=30,
         corpus="upload",
     )
