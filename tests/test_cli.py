@@ -304,7 +304,7 @@ def test_a_signal_stops_training_after_a_step_and_saves_what_was_trained(signum,
 
 
 def test_epochs_are_the_seeds_own():
-    from lab.__main__ import epoch_budget
+    from lab.train_command import epoch_budget
     from lab.presets import get_preset
 
     assert epoch_budget(get_preset("scribe-beta"), "seed") == {"max_steps": None, "max_epochs": 15}
