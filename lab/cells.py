@@ -24,6 +24,9 @@ Cells (registry `CELLS`):
 This file is the `reference` backend. The same cells run faster, with the same
 parameters, in lab/kernels.py (`fast`) and torch.nn (`fused`); lab/backends.py
 picks one by name, and tests/test_cells.py proves all three equal.
+
+One file for the five cells (longer than most here) because a student reads them side by side: the
+same stacked parameters, the same loop, and the one line where each differs.
 """
 
 import math

@@ -22,6 +22,9 @@ background for the app.
 
 The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
 learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
+
+One file (longer than most here) for the loop and what it cannot run without: its config, the device
+and precision policy, and the state a resumed run restores, so the loop reads top to bottom.
 """
 
 import ctypes
