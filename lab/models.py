@@ -109,6 +109,14 @@ def _loss(logits, targets, label_smoothing):
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), label_smoothing=label_smoothing)
 
 
+def _stacked_layers(c, input_size):
+    """c.num_layers layers of c.cell, the first reading `input_size` features, each next its hidden state."""
+    return [
+        make_layer(c.cell, n, c.hidden_size, c.backend, c.keep_bias, c.chrono_tmax, c.scan_mode)
+        for n in [input_size] + [c.hidden_size] * (c.num_layers - 1)
+    ]
+
+
 class RecurrentLM(nn.Module):
     """embedding -> stacked cells -> dropout -> LayerNorm -> linear to vocabulary.
 
@@ -121,20 +129,11 @@ class RecurrentLM(nn.Module):
         self.config = config
         c = config
         self.embedding = nn.Embedding(c.vocab_size, c.embed_dim)
-        layers = [
-            make_layer(
-                c.cell,
-                c.embed_dim if l == 0 else c.hidden_size,
-                c.hidden_size,
-                c.backend,
-                c.keep_bias,
-                c.chrono_tmax,
-                c.scan_mode,
-            )
-            for l in range(c.num_layers)
-        ]
         self.rnn = RecurrentStack(
-            layers, c.dropout, norm_between_layers=c.norm == "every", weight_dropout=c.weight_dropout
+            _stacked_layers(c, c.embed_dim),
+            c.dropout,
+            norm_between_layers=c.norm == "every",
+            weight_dropout=c.weight_dropout,
         )
         self.embed_dropout = nn.Dropout(c.embed_dropout)
         self.dropout = nn.Dropout(c.dropout)
@@ -155,19 +154,7 @@ class SequenceClassifier(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        layers = [
-            make_layer(
-                c.cell,
-                c.input_size if l == 0 else c.hidden_size,
-                c.hidden_size,
-                c.backend,
-                c.keep_bias,
-                c.chrono_tmax,
-                c.scan_mode,
-            )
-            for l in range(c.num_layers)
-        ]
-        self.rnn = RecurrentStack(layers, c.dropout)
+        self.rnn = RecurrentStack(_stacked_layers(c, c.input_size), c.dropout)
         self.head = nn.Linear(c.hidden_size, c.num_classes)
 
     def forward(self, x, targets=None, state=None, trace=None, label_smoothing=0.0):

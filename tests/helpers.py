@@ -10,6 +10,20 @@ import numpy as np
 
 from lab.__main__ import main
 
+# a CLI model small enough for a test: `--eval-interval` follows, a test's own
+TINY_CLI_MODEL = [
+    "--hidden-size",
+    "16",
+    "--embed-dim",
+    "8",
+    "--block-size",
+    "16",
+    "--batch-size",
+    "4",
+    "--threads",
+    "1",
+]
+
 
 def run(argv):
     """main(argv) in-process -> (exit code, stdout, stderr); argparse's exits give their code."""

@@ -11,28 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import run, without_timing
+from helpers import TINY_CLI_MODEL, run, without_timing
 
 from lab.checkpoints import load_checkpoint
 from lab.experiments.ablation import RESULTS_FILE, load_results
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = [
-    "--hidden-size",
-    "16",
-    "--embed-dim",
-    "8",
-    "--block-size",
-    "16",
-    "--batch-size",
-    "4",
-    "--threads",
-    "1",
-    "--eval-interval",
-    "3",
-    "--steps",
-    "6",
-]
+TINY = [*TINY_CLI_MODEL, "--eval-interval", "3", "--steps", "6"]
 
 
 def torchrun(*argv, script=None, timeout=120):

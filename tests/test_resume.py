@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from helpers import assert_one_line_error, run
+from helpers import TINY_CLI_MODEL, assert_one_line_error, run
 from safetensors.torch import load as load_bytes
 from safetensors.torch import save as save_bytes
 
@@ -292,20 +292,7 @@ def test_why_a_run_could_not_be_continued(task, monkeypatch):
 # ---------------------------------------------------------------------------
 # the command line
 
-TINY = [
-    "--hidden-size",
-    "16",
-    "--embed-dim",
-    "8",
-    "--block-size",
-    "16",
-    "--batch-size",
-    "4",
-    "--threads",
-    "1",
-    "--eval-interval",
-    "2",
-]
+TINY = [*TINY_CLI_MODEL, "--eval-interval", "2"]
 
 
 def test_cli_resume_continues_from_the_saved_step(corpus, tmp_path):
