@@ -304,8 +304,8 @@ def test_a_signal_stops_training_after_a_step_and_saves_what_was_trained(signum,
 
 
 def test_epochs_are_the_seeds_own():
-    from lab.train_command import epoch_budget
     from lab.presets import get_preset
+    from lab.train_command import epoch_budget
 
     assert epoch_budget(get_preset("scribe-beta"), "seed") == {"max_steps": None, "max_epochs": 15}
     assert epoch_budget(get_preset("scribe-gamma"), 2.5) == {"max_steps": None, "max_epochs": 2.5}
