@@ -37,11 +37,12 @@ measured that head start, not how long one memory survives (BENCHMARKS.md, "Toy 
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Annotated, Callable, Optional
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from lab.backends import default_backend, default_scan_mode
 from lab.cells import CELLS
@@ -50,6 +51,7 @@ from lab.errors import LabError
 from lab.jobs import BackgroundJob
 from lab.models import LMConfig, build_model, count_parameters
 from lab.ray_runs import RAY_ADDRESS
+from lab.schema import Device, PositiveInt, PositiveNumber, Seed, config
 from lab.train import TrainConfig, resolve_device, train
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: the steps with no answer due
@@ -252,45 +254,41 @@ class ProbeTask:
 # runs
 
 
-@dataclass
+Names = Annotated[tuple[str, ...], Field(strict=False, min_length=1)]  # a list from a page or JSON too
+Distance = Annotated[int, Field(le=MAX_DISTANCE)]
+
+
+@config
 class ProbeConfig:
     """A set of probe runs: every task in `tasks`, every cell in `cells`, at every distance."""
 
-    tasks: tuple = tuple(TOY_TASKS)  # keys of TOY_TASKS
-    cells: tuple = TOY_CELLS  # keys of lab.cells.CELLS
-    distances: tuple = (5, 10, 20, 50, 100, 200)  # k: steps between the first token that counts and the "?"
-    param_budget: int = 5000  # target parameter count of every model
-    embed_dim: int = 8  # E, the same for every cell
-    steps: int = 1500  # most AdamW steps per model (training stops early once solved)
-    seconds: Optional[float] = None  # or a time budget per model (a lesson's live run)
-    batch_size: int = 32  # B sequences per step
-    lr: float = 3e-3  # peak learning rate, cosine-annealed over the budget (1e-2 stalled the LSTM and the RNN)
-    eval_every: int = 100  # steps between validation passes
-    eval_sequences: int = 512  # fixed fresh sequences for the accuracy
-    solved: float = 0.99  # validation accuracy at which a run stops early
-    give_up_after: int = 2  # distances in a row at chance after which a cell skips the longer ones (0: never)
-    seed: int = 0
-    device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda" (lab.train.resolve_device)
+    tasks: Names = tuple(TOY_TASKS)  # keys of TOY_TASKS
+    cells: Names = TOY_CELLS  # keys of lab.cells.CELLS
+    # k: steps between the first token that counts and the "?"
+    distances: Annotated[tuple[Distance, ...], Field(strict=False, min_length=1)] = (5, 10, 20, 50, 100, 200)
+    param_budget: PositiveInt = 5000  # target parameter count of every model
+    embed_dim: PositiveInt = 8  # E, the same for every cell
+    steps: PositiveInt = 1500  # most AdamW steps per model (training stops early once solved)
+    seconds: Optional[PositiveNumber] = None  # or a time budget per model (a lesson's live run)
+    batch_size: PositiveInt = 32  # B sequences per step
+    lr: PositiveNumber = 3e-3  # peak learning rate, cosine-annealed over the budget (1e-2 stalled the LSTM and the RNN)
+    eval_every: PositiveInt = 100  # steps between validation passes
+    eval_sequences: PositiveInt = 512  # fixed fresh sequences for the accuracy
+    solved: Annotated[float, Field(gt=0, le=1)] = 0.99  # validation accuracy at which a run stops early
+    give_up_after: Annotated[int, Field(ge=0)] = 2  # distances in a row at chance after which a cell skips the
+    # longer ones (0: never)
+    seed: Seed = 0
+    device: Device = "auto"  # "auto" (CUDA when available), "cpu" or "cuda" (lab.train.resolve_device)
 
     def __post_init__(self):
         unknown = [c for c in self.cells if c not in CELLS]
-        if unknown or not self.cells:
+        if unknown:
             raise LabError(f"cells: unknown cells {unknown}; valid cells are {sorted(CELLS)}")
-        if not self.tasks or any(t not in TOY_TASKS for t in self.tasks):
-            raise LabError(f"tasks: must be among {list(TOY_TASKS)}, got {self.tasks!r}")
-        if not isinstance(self.give_up_after, int) or self.give_up_after < 0:
-            raise LabError(f"give_up_after: must be an integer >= 0, got {self.give_up_after!r}")
-        for field in ("param_budget", "embed_dim", "steps", "batch_size", "eval_every", "eval_sequences"):
-            value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise LabError(f"{field}: must be a positive integer, got {value!r}")
+        if any(t not in TOY_TASKS for t in self.tasks):
+            raise LabError(f"tasks: must be among {list(TOY_TASKS)}, got {list(self.tasks)}")
         lowest = max(TOY_TASKS[t].min_distance for t in self.tasks)
-        if not self.distances or any(not isinstance(k, int) or not lowest <= k <= MAX_DISTANCE for k in self.distances):
-            raise LabError(f"distances: must be integers in [{lowest}, {MAX_DISTANCE}], got {self.distances!r}")
-        if not self.lr > 0:
-            raise LabError(f"lr: must be > 0, got {self.lr!r}")
-        if not 0 < self.solved <= 1:
-            raise LabError(f"solved: must be in (0, 1], got {self.solved!r}")
+        if any(k < lowest for k in self.distances):
+            raise LabError(f"distances: must be integers in [{lowest}, {MAX_DISTANCE}], got {list(self.distances)}")
 
 
 def model_config(config, task, cell, hidden_size):
