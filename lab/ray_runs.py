@@ -35,6 +35,7 @@ import uuid
 from pathlib import Path
 
 from lab.capacity import CapacityError
+from lab.errors import LabError
 from lab.workers import NICENESS, WorkerError
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,12 @@ def connect(address, **init_options):
     """Connect this process to the Ray cluster at `address` ("auto", "HOST:6379", or "local": start one
     in this process) on first use; later calls find it connected. `init_options` go to ray.init (the
     tests' num_cpus=2). Returns the ray module."""
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise LabError(
+            f"RNNLAB_RAY_ADDRESS: set to {address!r}, but Ray is not installed (pip install -r requirements-ray.txt)"
+        ) from None
 
     global _RunActor
     with _lock:
