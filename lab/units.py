@@ -20,7 +20,6 @@ elsewhere), so a span you select is read exactly like a feature of the text.
 
 import numpy as np
 import pandas as pd
-from scipy.cluster.hierarchy import leaves_list, linkage
 
 from lab.errors import LabError
 from lab.features import FEATURES, feature_matrix, feature_values
@@ -241,6 +240,10 @@ def unit_order(values, order="index", signal=None):
                 "choose another feature or order"
             )
         return np.argsort(-np.abs(pearson(values, signal)), kind="stable")
+    # imported here, for this order only: scipy's clustering package takes a second or more to import
+    # on a busy CPU, which every first visit to a page that reads units would otherwise wait for
+    from scipy.cluster.hierarchy import leaves_list, linkage
+
     x = np.asarray(values, np.float64)
     x = x - x.mean(0)
     norms = np.sqrt((x**2).sum(0))

@@ -1,6 +1,10 @@
 """Gates: what the units learned, text first. A gallery of the units that track a feature of the
 text; a span you select and the units that fire on it; one unit colouring the text; which earlier
-characters drove a prediction; every gate as a heatmap; saturation; the cell's equations and code."""
+characters drove a prediction; one gate of one layer as a heatmap, its saturation, the cell's
+equations and code, each drawn when asked for.
+
+Each part is a fragment: moving its slider reruns that part only. A button that shows a unit in
+another part reruns the page (its callback has set the unit first)."""
 
 import inspect
 
@@ -8,7 +12,7 @@ import streamlit as st
 
 from lab.cells import CELLS
 from lab.features import FEATURE_KINDS, FEATURES
-from lab.introspect import MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
+from lab.introspect import GATE_KINDS, MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
 from lab.units import UNIT_ORDERS, span_units, top_units, unit_gallery
 from ui import inspect_views as views
 from ui.coloured_text import activation_html, activation_legend_html, influence_html, influence_legend_html, span_html
@@ -21,7 +25,6 @@ st.caption(
     "The model reads your text once, from the zero state. Below: the units that learned something you "
     "can name, the units behind any stretch of text you select, and what every gate does at every step."
 )
-show_anchors("uniform_char", "leviathan")
 
 TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbeth is held out
     "Hamlet meets the Ghost (a [stage direction])": (
@@ -43,6 +46,7 @@ TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbet
 # stage directions, a chant in short lines and short speeches
 PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH:\nThrice the brinded cat", 1200)
 TEXT_MAX_CHARS = 4000  # the box and the link alike; the trace itself reads at most MAX_TRACE_TOKENS
+MAX_HEATMAP_UNITS = 48  # rows a heatmap can show at once: more would be too thin to read
 # lab.units' column names -> what a student reads in the tables of units
 UNIT_COLUMNS = {
     "correlation": "correlation r",
@@ -61,9 +65,10 @@ SETTINGS = {
     "unit": (Field("int", "Unit", 0, 100_000), "gates_unit"),
     "predict": (Field("int", "Predicted token", 1, MAX_TRACE_TOKENS - 1), "gates_predict"),
     "order": (Field("choice", "Unit order", choices=tuple(UNIT_ORDERS)), "gates_order"),
-    "units": (Field("int", "Units shown", 1, 256), "gates_units"),
+    "units": (Field("int", "Units shown", 1, MAX_HEATMAP_UNITS), "gates_units"),
     "feature": (Field("choice", "Feature", choices=tuple(FEATURES)), "gates_feature"),
-    "feature_gate": (Field("text", "Gate correlated with the feature", high=8), "gates_corr_gate"),
+    "heatmap_layer": (Field("int", "Layer of the heatmap", 0, 63), "gates_heatmap_layer"),
+    "heatmap_gate": (Field("text", "Gate of the heatmap", high=8), "gates_heatmap_gate"),
 }
 DEFAULTS = {
     "model": "char-lstm_latest",
@@ -75,9 +80,10 @@ DEFAULTS = {
     "unit": None,
     "predict": None,
     "order": "feature",
-    "units": 64,
+    "units": 32,
     "feature": next(iter(FEATURES)),
-    "feature_gate": "h",
+    "heatmap_layer": 0,
+    "heatmap_gate": "h",
 }
 restore_from_url(SETTINGS, DEFAULTS)
 
@@ -89,6 +95,19 @@ def use_preset():
 def show_unit(layer, gate, unit):
     state = st.session_state
     state.gates_layer, state.gates_unit_gate, state.gates_unit = int(layer), gate, int(unit)
+
+
+def show_unit_button(label, key, layer, gate, unit, help=None):
+    """A button that shows a unit in "One unit, colouring the text": its callback sets the unit, and
+    a rerun of the whole page (not only the fragment holding the button) draws it there."""
+    if st.button(label, key=key, on_click=show_unit, args=(layer, gate, unit), help=help):
+        st.rerun()
+
+
+def mirror():
+    """The URL follows the settings: every fragment calls this, since a fragment's rerun skips the
+    page's own last line."""
+    mirror_to_url(SETTINGS, DEFAULTS)
 
 
 def first_token_with(token_texts, char, default, after=-1):
@@ -105,11 +124,12 @@ def default_span(token_texts):
     return start, max(start, min(end - 1, len(token_texts) - 2))
 
 
-top = st.columns([1, 2])
+top = st.columns([1.2, 1.4, 1])
 with top[0]:
     checkpoint = checkpoint_picker("gates_checkpoint", default_name=DEFAULTS["model"])
-    st.selectbox("Example text", list(TEXTS), key="gates_preset", on_change=use_preset)
 with top[1]:
+    st.selectbox("Example text", list(TEXTS), key="gates_preset", on_change=use_preset)
+with top[2].expander("✏️ Your own text"):
     text = st.text_area(
         "Text to read", key="gates_text", height=150, max_chars=TEXT_MAX_CHARS, help="Up to 2,000 tokens."
     )
@@ -123,25 +143,30 @@ with user_errors("Tracing"):
 if trace is None:
     st.stop()
 T, n_layers = len(trace.token_ids), len(trace.layers)
-if st.session_state.gates_layer >= n_layers:  # a model with fewer layers than the last one, or a link's
-    st.session_state.gates_layer = 0
+for layer_key in ("gates_layer", "gates_heatmap_layer"):  # a model with fewer layers than the last one, or a link's
+    if st.session_state[layer_key] >= n_layers:
+        st.session_state[layer_key] = 0
 
-# ---- the gallery: Karpathy's pictures, chosen for the student
-st.subheader("🖼️ What the units learned")
-cards = st.columns([3, 1])
-cards[0].caption(
-    "For each feature of your text, the unit (of any gate or state, any layer) that follows it "
-    "most closely, strongest first, with Pearson's r over the text's tokens: ±1 would follow it "
-    "exactly. Red is positive, blue negative; gates run from white (shut) to purple (open)."
-)
-n_cards = cards[1].slider("Units in the gallery", 1, 12, key="gates_cards")
-table = None
-with user_errors("Finding units"):
-    table = views.cached_unit_correlations(*key, text)
-if table is not None:
-    gallery = unit_gallery(table, n_cards)
-    for row_start in range(0, len(gallery), 3):  # rows of three cards, so that the cards of a row line up
-        for column, card in zip(st.columns(3), gallery.iloc[row_start : row_start + 3].itertuples()):
+
+@st.fragment
+def gallery(trace, key, text):
+    """Karpathy's pictures, chosen for the student: one card per feature, with the unit that tracks it."""
+    st.subheader("🖼️ What the units learned")
+    cards = st.columns([3, 1])
+    cards[0].caption(
+        "For each feature of your text, the unit (of any gate or state, any layer) that follows it "
+        "most closely, strongest first, with Pearson's r over the text's tokens: ±1 would follow it "
+        "exactly. Red is positive, blue negative; gates run from white (shut) to purple (open)."
+    )
+    n_cards = cards[1].slider("Units in the gallery", 1, 12, key="gates_cards")
+    table = None
+    with user_errors("Finding units"):
+        table = views.cached_unit_correlations(*key, text)
+    if table is None:
+        return
+    chosen = unit_gallery(table, n_cards)
+    for row_start in range(0, len(chosen), 3):  # rows of three cards, so that the cards of a row line up
+        for column, card in zip(st.columns(3), chosen.iloc[row_start : row_start + 3].itertuples()):
             feature_spec = FEATURES[card.feature]
             with column.container(border=True):
                 st.markdown(f"**{feature_spec.description}**")
@@ -154,20 +179,20 @@ if table is not None:
                         trace.token_texts, trace.gate(card.layer, card.gate)[:, card.unit], card.gate, compact=True
                     )
                 )
-                st.button(
-                    "Study this unit",
-                    key=f"gates_gallery_{card.Index}",
-                    on_click=show_unit,
-                    args=(card.layer, card.gate, card.unit),
-                )
-    if "gates_unit" not in st.session_state and len(gallery):  # first visit: the gallery's first unit below
-        show_unit(*gallery.iloc[0][["layer", "gate", "unit"]])
+                show_unit_button("Study this unit", f"gates_gallery_{card.Index}", card.layer, card.gate, card.unit)
+    if "gates_unit" not in st.session_state and len(chosen):  # first visit: the gallery's first unit below
+        show_unit(*chosen.iloc[0][["layer", "gate", "unit"]])
+    mirror()
 
-# ---- text first: a span, and the units that fire on it
-st.subheader("🔎 Select some text: which units fire on it?")
-if T < 2:
-    st.info("Type a longer text to select a span of it.")
-else:
+
+@st.fragment
+def span_finder(trace):
+    """Text first: a span, and the units that fire on it (LSTMVis's pattern selection)."""
+    st.subheader("🔎 Select some text: which units fire on it?")
+    T = len(trace.token_ids)
+    if T < 2:
+        st.info("Type a longer text to select a span of it.")
+        return
     span = st.session_state.get("gates_span")
     if span is None or not 0 <= span[0] <= span[1] < T:  # first visit, or a shorter text
         st.session_state.gates_span = default_span(trace.token_texts)
@@ -186,7 +211,7 @@ else:
     if found is not None:
         st.caption(
             "Ranked by the correlation of each unit with your span (1 on it, 0 elsewhere): how far its "
-            "value on the span stands out from the rest of the text (LSTMVis's pattern selection)."
+            "value on the span stands out from the rest of the text."
         )
         st.dataframe(
             found.rename(columns=UNIT_COLUMNS).style.format(
@@ -200,47 +225,54 @@ else:
             hide_index=True,
             width="stretch",
         )
-        buttons = st.columns(len(found))
-        for n, (button, row) in enumerate(zip(buttons, found.itertuples())):
-            button.button(
-                f"Show {row.gate} {row.unit}",
-                key=f"gates_span_show_{n}",
-                on_click=show_unit,
-                args=(row.layer, row.gate, row.unit),
-            )
+        for n, (button, row) in enumerate(zip(st.columns(len(found)), found.itertuples())):
+            with button:
+                show_unit_button(f"Show {row.gate} {row.unit}", f"gates_span_show_{n}", row.layer, row.gate, row.unit)
+    mirror()
 
-# ---- one unit over the text, and over a longer passage
-st.subheader("🎨 One unit, colouring the text")
-unit_cols = st.columns([1.2, 1, 1, 3])
-layer = unit_cols[0].selectbox(
-    "Layer", range(n_layers), key="gates_layer", format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}"
-)
-cell, gate_names, gates = trace.cells[layer], trace.gate_names[layer], trace.gates(layer)
-H = next(iter(gates.values())).shape[1]
-if st.session_state.get("gates_unit_gate") not in gate_names:
-    st.session_state.gates_unit_gate = "h"
-unit_gate = unit_cols[1].selectbox("Gate", gate_names, key="gates_unit_gate")
-st.session_state.gates_unit = min(st.session_state.get("gates_unit", 0), H - 1)
-unit = unit_cols[2].number_input("Unit", 0, H - 1, step=1, key="gates_unit")
-values = gates[unit_gate][:, unit]
-with unit_cols[3]:
-    st.html(activation_legend_html(unit_gate, gates[unit_gate]))
-st.html(activation_html(trace.token_texts, values, unit_gate))
-st.markdown(
-    "**The same unit over a longer passage** from a play the model never trained on "
-    "(*Macbeth*: the witches at their cauldron)"
-)
-with user_errors("Reading the longer passage"):
-    st.html(
-        activation_html(*views.cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate, compact=True)
+
+@st.fragment
+def one_unit(trace, key):
+    """One unit over the text, and over a longer passage the model never trained on."""
+    st.subheader("🎨 One unit, colouring the text")
+    unit_cols = st.columns([1.2, 1, 1, 3])
+    layer = unit_cols[0].selectbox(
+        "Layer",
+        range(len(trace.layers)),
+        key="gates_layer",
+        format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}",
     )
-st.plotly_chart(views.unit_trace_figure(values, trace.pieces, unit_gate, unit), key="gates_unit_chart")
+    gate_names, gates = trace.gate_names[layer], trace.gates(layer)
+    H = next(iter(gates.values())).shape[1]
+    if st.session_state.get("gates_unit_gate") not in gate_names:
+        st.session_state.gates_unit_gate = "h"
+    unit_gate = unit_cols[1].selectbox("Gate", gate_names, key="gates_unit_gate")
+    st.session_state.gates_unit = min(st.session_state.get("gates_unit", 0), H - 1)
+    unit = unit_cols[2].number_input("Unit", 0, H - 1, step=1, key="gates_unit")
+    values = gates[unit_gate][:, unit]
+    with unit_cols[3]:
+        st.html(activation_legend_html(unit_gate, gates[unit_gate]))
+    st.html(activation_html(trace.token_texts, values, unit_gate))
+    st.markdown(
+        "**The same unit over a longer passage** from a play the model never trained on "
+        "(*Macbeth*: the witches at their cauldron)"
+    )
+    with user_errors("Reading the longer passage"):
+        st.html(
+            activation_html(*views.cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate, compact=True)
+        )
+    st.plotly_chart(views.unit_trace_figure(values, trace.pieces, unit_gate, unit), key="gates_unit_chart")
+    mirror()
 
-# ---- which past characters drove one prediction
-st.subheader("🧭 Which earlier characters drove this prediction?")
-if T < 2:
-    st.info("Type a longer text to pick a prediction in it.")
-else:
+
+@st.fragment
+def drivers(trace, key):
+    """Which past characters drove one prediction."""
+    st.subheader("🧭 Which earlier characters drove this prediction?")
+    T = len(trace.token_ids)
+    if T < 2:
+        st.info("Type a longer text to pick a prediction in it.")
+        return
     predict = st.session_state.get("gates_predict")
     if predict is None or not 1 <= predict < T:  # first visit or a shorter text: the first "]", else the last
         st.session_state.gates_predict = max(first_token_with(trace.token_texts, "]", T - 1), 1)
@@ -260,111 +292,134 @@ else:
             f"The model gave the framed “{piece_label(trace.pieces[target])}” a probability of "
             f"{influence.probability:.3f}. Each earlier character is coloured by the size of the gradient "
             "of that log-probability with respect to the character's embedding: how much a small change "
-            "to it would move the prediction (Distill, “Memorization in RNNs”). Try the vanilla RNN and a "
-            "gated cell on the same character: how far back does each reach?"
+            "to it would move the prediction. Try the vanilla RNN and a gated cell on the same character: "
+            "how far back does each reach?"
         )
+    mirror()
 
-# ---- heatmaps, one per gate
-st.subheader("Every gate, token by token")
-controls = st.columns([1.3, 1.3, 1])
-order = controls[0].radio(
-    "Order the units",
-    list(UNIT_ORDERS),
-    key="gates_order",
-    horizontal=True,
-    help="\n".join(f"- **{o}**: {why}" for o, why in UNIT_ORDERS.items()),
-)
-feature = controls[1].selectbox(
-    "Feature",
-    list(FEATURES),
-    key="gates_feature",
-    format_func=lambda f: f"{f}: {FEATURES[f].description}",
-    help="Orders the units by correlation with it, and picks the units below.",
-)
-max_units = min(H, 256)
-st.session_state.gates_units = min(st.session_state.gates_units, max_units)
-if max_units > 1:
-    n_units = controls[2].slider("Units shown (the first in this order)", 1, max_units, key="gates_units")
-else:
-    n_units = controls[2].number_input("Units shown", 1, 1, key="gates_units", disabled=True)
-st.caption(
-    f"`{plain_convention(trace.conventions[layer])}` · {T} tokens · {H} units per layer · hover a cell for "
-    "the token, the "
-    "unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh candidates and states "
-    "red for positive, blue for negative."
-)
-for gate in gate_names:
-    units = None
-    with user_errors(f"Ordering the units of {gate}"):
-        units = views.cached_unit_order(*key, text, layer, gate, order, feature if order == "feature" else None)
-    if units is not None:
-        st.plotly_chart(
-            views.gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]), key=f"gates_heatmap_{gate}"
-        )
 
-# ---- the feature's units beside the equations
-st.subheader("Which units track the feature?")
-left, right = st.columns([3, 2])
-with left:
-    if st.session_state.get("gates_corr_gate") not in gate_names:
-        st.session_state.gates_corr_gate = "h"
-    corr_gate = st.selectbox("Gate", gate_names, key="gates_corr_gate")
+@st.fragment
+def layer_details(trace, key, text):
+    """One gate of one layer as a heatmap, its units sorted, the units that track a feature, how often
+    the gates saturate, the cell's equations and code: each drawn when the student asks for it."""
+    st.subheader("🗺️ One gate, every step: the heatmap")
+    controls = st.columns([1.2, 0.8, 1.4, 1.6])
+    layer = controls[0].selectbox(
+        "Layer",
+        range(len(trace.layers)),
+        key="gates_heatmap_layer",
+        format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}",
+    )
+    cell, gate_names, gates = trace.cells[layer], trace.gate_names[layer], trace.gates(layer)
+    H = next(iter(gates.values())).shape[1]
+    if st.session_state.get("gates_heatmap_gate") not in gate_names:
+        st.session_state.gates_heatmap_gate = "h"
+    gate = controls[1].selectbox(
+        "Gate", gate_names, key="gates_heatmap_gate", format_func=lambda g: f"{g}: {GATE_KINDS[g]}"
+    )
+    order = controls[2].radio(
+        "Order the units",
+        list(UNIT_ORDERS),
+        key="gates_order",
+        horizontal=True,
+        help="\n".join(f"- **{o}**: {why}" for o, why in UNIT_ORDERS.items()),
+    )
+    feature = controls[3].selectbox(
+        "Feature",
+        list(FEATURES),
+        key="gates_feature",
+        format_func=lambda f: FEATURES[f].description,
+        help="Orders the units by correlation with it, and picks the units below.",
+    )
+    max_units = min(H, MAX_HEATMAP_UNITS)
+    st.session_state.gates_units = min(st.session_state.gates_units, max_units)
+    switches = st.columns([1.2, 1.2, 1, 2])
+    drawn = switches[0].toggle("Draw the heatmap", key="gates_heatmap_shown")
+    saturation = switches[1].toggle("How often the gates saturate", key="gates_saturation_shown")
+    code = switches[2].toggle("Show code", key="gates_show_code", help="The lab source of the cell being studied.")
+    if max_units > 1:
+        n_units = switches[3].slider("Units shown (the first in this order)", 1, max_units, key="gates_units")
+    else:
+        n_units = switches[3].number_input("Units shown", 1, 1, key="gates_units", disabled=True)
+    if drawn:
+        units = None
+        with user_errors(f"Ordering the units of {gate}"):
+            units = views.cached_unit_order(*key, text, layer, gate, order, feature if order == "feature" else None)
+        if units is not None:
+            st.plotly_chart(views.gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]), key="gates_heatmap")
+            st.caption(
+                f"{len(trace.token_ids)} tokens · {n_units} of the {H} units of this layer · hover a cell for "
+                "the token, the unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh "
+                "candidates and states red for positive, blue for negative."
+            )
+        feature_units(trace, layer, gate, feature)
+    if saturation:
+        saturation_view(trace, layer)
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown(f"**{views.cell_label(cell)}**, as the lab implements it")
+        st.markdown(views.CELL_NOTES[cell])
+        st.caption(f"convention: `{plain_convention(trace.conventions[layer])}`")
+    with right:
+        st.latex(views.equations_latex(cell))
+    if code:
+        layer_class = CELLS[cell]  # the reference implementation, whatever backend the checkpoint trained with
+        st.caption(f"`lab/cells.py` · `{layer_class.__name__}`")
+        st.code(inspect.getsource(layer_class), language="python")
+    mirror()
+
+
+def feature_units(trace, layer, gate, feature):
+    """The five units of one gate that track the feature best, each with a button to show it."""
     found = None
     with user_errors("Finding units"):
-        found = top_units(trace, feature, layer=layer, gate=corr_gate, k=5)
-    if found is not None:
-        st.dataframe(
-            found.rename(columns=UNIT_COLUMNS).style.format(
-                {UNIT_COLUMNS["correlation"]: "{:+.3f}", UNIT_COLUMNS["abs_correlation"]: "{:.3f}"}
-            ),
-            hide_index=True,
-            width="stretch",
-        )
-        buttons = st.columns(len(found))
-        for button, u in zip(buttons, found["unit"]):
-            button.button(
-                f"Unit {u}",
-                key=f"gates_show_{u}",
-                on_click=show_unit,
-                args=(layer, corr_gate, u),
-                help=f"Colour the text by unit {u} of {corr_gate} above",
-            )
-        st.caption(
-            f"Pearson correlation with “{plain(FEATURES[feature].description)}” over the tokens of this "
-            "text (lab.units.top_units). Karpathy's famous quote-detection cell has a cousin here: the "
-            "bundled plays put stage directions in [brackets]."
-        )
-with right:
-    st.markdown(f"**{views.cell_label(cell)}**, as lab.cells implements it")
-    for equation in CELLS[cell].equations:
-        st.latex(equation)
-    st.markdown(views.CELL_NOTES[cell])
-    st.caption(f"convention: `{plain_convention(trace.conventions[layer])}`")
-
-# ---- saturation
-sigmoid_gates = [g for g in gate_names if g in SIGMOID_GATES]
-st.subheader("Saturation of the sigmoid gates")
-summary = gate_summary(trace)
-summary = summary[summary["layer"] == layer].drop(columns=["layer", "cell"])
-summary["saturation"] = [f"{v:.1%}" if v == v else "–" for v in summary["saturation"]]  # NaN: not a sigmoid gate
-if sigmoid_gates:
-    cols = st.columns(len(sigmoid_gates))
-    for col, gate in zip(cols, sigmoid_gates):
-        col.plotly_chart(views.saturation_histogram(gates[gate], gate), key=f"gates_hist_{gate}")
-    st.caption(
-        "A gate below 0.1 is nearly shut, above 0.9 nearly open; a saturated gate passes almost no "
-        "gradient through its sigmoid (σ' = σ(1 − σ) < 0.09)."
+        found = top_units(trace, feature, layer=layer, gate=gate, k=5)
+    if found is None:
+        return
+    st.markdown(f"**The units of `{gate}` that track “{plain(FEATURES[feature].description)}”**")
+    st.dataframe(
+        found.rename(columns=UNIT_COLUMNS).style.format(
+            {UNIT_COLUMNS["correlation"]: "{:+.3f}", UNIT_COLUMNS["abs_correlation"]: "{:.3f}"}
+        ),
+        hide_index=True,
+        width="stretch",
     )
-else:
-    st.info("The vanilla RNN has no sigmoid gates: only h = tanh(...), shown above.")
-st.dataframe(
-    summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "max")}), hide_index=True, width="stretch"
-)
+    for button, u in zip(st.columns(len(found)), found["unit"]):
+        with button:
+            show_unit_button(
+                f"Unit {u}", f"gates_show_{u}", layer, gate, u, help=f"Colour the text by unit {u} of {gate} above"
+            )
+    st.caption(
+        "Pearson correlation over the tokens of this text. Karpathy's famous quote-detection cell has a "
+        "cousin here: the bundled plays put stage directions in [brackets]."
+    )
 
-mirror_to_url(SETTINGS, DEFAULTS)
 
-# ---- the code itself
-if st.toggle("Show code", key="gates_show_code", help="The lab source of the cell being studied."):
-    layer_class = CELLS[cell]  # the reference implementation, whatever backend the checkpoint trained with
-    st.caption(f"`lab/cells.py` · `{layer_class.__name__}`")
-    st.code(inspect.getsource(layer_class), language="python")
+def saturation_view(trace, layer):
+    """Histograms of the sigmoid gates of one layer, and the summary of every gate."""
+    gate_names, gates = trace.gate_names[layer], trace.gates(layer)
+    sigmoid_gates = [g for g in gate_names if g in SIGMOID_GATES]
+    if sigmoid_gates:
+        for col, gate in zip(st.columns(len(sigmoid_gates)), sigmoid_gates):
+            col.plotly_chart(views.saturation_histogram(gates[gate], gate), key=f"gates_hist_{gate}")
+        st.caption(
+            "A gate below 0.1 is nearly shut, above 0.9 nearly open; a saturated gate passes almost no "
+            "gradient through its sigmoid (σ' = σ(1 − σ) < 0.09)."
+        )
+    else:
+        st.info("The vanilla RNN has no sigmoid gates: only h = tanh(...), shown above.")
+    summary = gate_summary(trace)
+    summary = summary[summary["layer"] == layer].drop(columns=["layer", "cell"])
+    summary["saturation"] = [f"{v:.1%}" if v == v else "–" for v in summary["saturation"]]  # NaN: not a sigmoid
+    st.dataframe(
+        summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "max")}), hide_index=True, width="stretch"
+    )
+
+
+gallery(trace, key, text)
+span_finder(trace)
+one_unit(trace, key)
+drivers(trace, key)
+layer_details(trace, key, text)
+show_anchors("uniform_char", "leviathan")
+mirror()

@@ -56,9 +56,9 @@ def gallery_cards(at):
     return [box for box in coloured_texts(at) if "max-height: 11rem" in box]
 
 
-def heatmap_units(at, gate):
-    """The unit labels of one gate's heatmap, top to bottom."""
-    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith(f"gates_heatmap_{gate}"))
+def heatmap_units(at):
+    """The unit labels of the heatmap, top to bottom."""
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("gates_heatmap"))
     return json.loads(chart.proto.spec)["data"][0]["y"]
 
 
@@ -136,24 +136,29 @@ def test_sample_rejects_invalid_query_parameters():
     assert at.number_input(key="sample_top_k_k").value == 20
 
 
-def test_gates_draws_a_heatmap_per_gate_and_shows_a_unit_and_the_code():
+def test_gates_draws_one_heatmap_when_asked_and_shows_a_unit_and_the_code():
     at = page(GATES).run()
     no_exception(at)
     assert not at.error
-    keys = chart_keys(at)
-    for gate in "ifgoch":  # the default checkpoint is the LSTM
-        assert any(k.endswith(f"gates_heatmap_{gate}") for k in keys), gate
+    assert not any("gates_heatmap" in k for k in chart_keys(at))  # drawn only when asked for
     assert at.latex  # the cell's equations
     first_card = at.button(key="gates_gallery_0")
     assert first_card.label == "Study this unit"
+    at.selectbox(key="gates_heatmap_gate").set_value("c")
+    at.toggle(key="gates_heatmap_shown").set_value(True).run()
+    no_exception(at)
+    assert len(heatmap_units(at)) == 32  # one gate, a few dozen units at a time
     show = [b for b in at.button if b.key.startswith("gates_show_")]
     assert len(show) == 5
     unit = int(show[1].label.split()[-1])
     show[1].click().run()
     no_exception(at)
-    assert at.number_input(key="gates_unit").value == unit
+    assert at.number_input(key="gates_unit").value == unit and at.session_state["gates_unit_gate"] == "c"
     at.toggle(key="gates_show_code").set_value(True).run()
     assert any("class LSTMLayer" in c.value for c in at.code)
+    at.toggle(key="gates_saturation_shown").set_value(True).run()
+    no_exception(at)
+    assert {f"gates_hist_{g}" for g in "ifo"} <= {k.split("-")[-1] for k in chart_keys(at)}
 
 
 @pytest.mark.parametrize(
@@ -232,15 +237,15 @@ def test_gates_influence_view_frames_the_prediction_and_colours_what_came_before
 
 
 def test_gates_heatmap_units_in_feature_similarity_or_index_order():
-    at = page(GATES, gates_units=20).run()
+    at = page(GATES, gates_units=20, gates_heatmap_gate="c", gates_heatmap_shown=True).run()
     no_exception(at)
-    by_feature = heatmap_units(at, "c")
+    by_feature = heatmap_units(at)
     assert len(by_feature) == 20 and by_feature != [f"u{u}" for u in range(20)]
     at.radio(key="gates_order").set_value("index").run()
-    assert heatmap_units(at, "c") == [f"u{u}" for u in range(20)]
+    assert heatmap_units(at) == [f"u{u}" for u in range(20)]
     at.radio(key="gates_order").set_value("similarity").run()
     no_exception(at)
-    assert len(set(heatmap_units(at, "c"))) == 20 and heatmap_units(at, "c") != by_feature
+    assert len(set(heatmap_units(at))) == 20 and heatmap_units(at) != by_feature
     assert at.query_params["order"] in ("similarity", ["similarity"])
 
 

@@ -27,7 +27,7 @@ from lab.data import load_bundled_corpus
 from lab.features import feature_values
 from lab.introspect import GATE_KINDS, SATURATION, trace_text
 from lab.memory import constant_gate_retention, gradient_through_time, retention
-from lab.models import build_model
+from lab.models import build_model, to_reference
 from lab.prediction import input_influence
 from lab.sampling import SamplingConfig, generate
 from lab.units import unit_correlations, unit_order
@@ -100,11 +100,19 @@ def cached_generation(path, mtime, prompt, config_items):
     return generate(checkpoint.model, checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
 
 
-@st.cache_data(max_entries=8, show_spinner="Tracing the gates…")  # up to ~50 MB each
+@st.cache_resource(max_entries=8, show_spinner=False)
+def reference_model(path, mtime):
+    """A checkpoint's model computed by the reference cells (lab.models.to_reference), made once per
+    process: tracing a fast or fused model would otherwise copy it and rebuild its layers every time."""
+    return to_reference(cached_checkpoint(path, mtime).model)
+
+
+# one shared copy per (model, text), never written into: st.cache_data would copy up to ~50 MB
+# out of the cache on every run of every page that shows it
+@st.cache_resource(max_entries=8, show_spinner="Tracing the gates…")
 def cached_trace(path, mtime, text):
-    """lab.introspect.trace_text of a checkpoint over a text."""
-    checkpoint = cached_checkpoint(path, mtime)
-    return trace_text(checkpoint.model, checkpoint.tokenizer, text)
+    """lab.introspect.trace_text of a checkpoint over a text (read-only: shared by every session)."""
+    return trace_text(reference_model(path, mtime), cached_checkpoint(path, mtime).tokenizer, text)
 
 
 @st.cache_data(max_entries=64, show_spinner="Reading a longer passage…")
@@ -146,8 +154,7 @@ def cached_influence(path, mtime, token_ids, target):
 @st.cache_data(max_entries=32, show_spinner="Measuring retention…")
 def cached_retention(path, mtime, text, max_lag):
     """lab.memory.retention of every layer of a checkpoint -> list of Retention (one per layer)."""
-    checkpoint = cached_checkpoint(path, mtime)
-    trace = trace_text(checkpoint.model, checkpoint.tokenizer, text)
+    trace = trace_text(reference_model(path, mtime), cached_checkpoint(path, mtime).tokenizer, text)
     return [retention(trace, layer, max_lag=max_lag) for layer in range(len(trace.layers))]
 
 
