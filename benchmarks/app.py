@@ -42,10 +42,11 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCRIPT_DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-# number of (x, y) points in the first plotly chart of the page, -1 when there is none
-# plotly sends numpy arrays as base64 typed arrays ({dtype: "f8", bdata}): their length is bytes / width
+# number of (x, y) points in the Train page's live chart, -1 when there is none (the long race beside
+# it is not counted); plotly sends numpy arrays as base64 typed arrays ({dtype: "f8", bdata}): their
+# length is bytes / width
 CHART_POINTS_JS = """() => {
-    const chart = document.querySelector('.js-plotly-plot');
+    const chart = document.querySelector('.st-key-train_chart .js-plotly-plot');
     if (!chart || !chart.data) return -1;
     const length = x => !x ? 0 : x.bdata !== undefined ? atob(x.bdata).length / parseInt(x.dtype.slice(1))
                                                        : x.length;
@@ -174,7 +175,7 @@ def stop_training(page, timeout_ms=30_000):
     page.wait_for_selector(SCRIPT_DONE, timeout=timeout_ms)
 
 
-# how many traces of the first plotly chart have points: the runs drawn on the race chart
+# how many traces of the live chart have points: the runs drawn on the race chart
 CHART_CURVES_JS = CHART_POINTS_JS.replace(
     "return chart.data.reduce((n, trace) => n + length(trace.x), 0);",
     "return chart.data.filter(trace => length(trace.x) > 0).length;",

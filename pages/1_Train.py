@@ -390,8 +390,8 @@ if buttons.button(
     "🏁 Race RNN · GRU · LSTM · scan",
     key="train_race",
     disabled=model_config is None or fixed,
-    help="Four runs at once, one per cell family, each as wide as gives it about the parameters of the "
-    "model set below: which learns fastest in the same seconds?",
+    help="Four runs at once, one per cell family, each made as wide as it takes to have about as many "
+    "parameters as the model set below: which learns fastest in the same seconds?",
 ):
     with user_errors("Starting the race"):
         wait_for_first_steps(start_race())
