@@ -36,6 +36,8 @@ from lab.errors import LabError
 from lab.introspect import GateTrace, encode_text, evaluating, trace_text
 from lab.models import recurrent_layers, to_reference
 
+MAX_RETENTION_LAG = 256  # retention is measured once up to this lag; a chart shows any shorter part
+MEMORY_SPANS = (10, 100)  # memories a student can picture: a few words, a few lines
 MAX_GRADIENT_TOKENS = 1000  # one forward call per token, then one backward pass
 MAX_RESET_TOKENS = 20_000  # state_reset_curve's k = 1 point is a batch of T one-token rows
 
@@ -73,6 +75,29 @@ class Retention:
         than half over every lag measured."""
         below = np.flatnonzero(self.median <= 0.5)
         return int(self.lags[below[0]]) if below.size else None
+
+    @property
+    def unit_half_lives(self):
+        """Each unit's half-life: the first lag at which it keeps half or less -> (H,) float, inf for
+        a unit that keeps more than half over every lag measured (its half-life is longer than K)."""
+        below = self.per_unit <= 0.5  # (K, H)
+        return np.where(below.any(0), self.lags[below.argmax(0)], np.inf)
+
+    def share_longer_than(self, k):
+        """The share of units that still keep more than half after k steps, or None when fewer
+        than k lags were measured (a short text cannot show it)."""
+        return float((self.unit_half_lives > k).mean()) if k <= self.lags[-1] else None
+
+    def up_to(self, max_lag):
+        """The same measurement over lags 1..max_lag only (each lag's average does not depend on
+        how many lags were measured, so one long measurement serves every shorter one)."""
+        K = min(max_lag, len(self.lags))
+        return Retention(self.lags[:K], self.per_unit[:K], self.median[:K], self.cell, self.keep_gate)
+
+    def longest_units(self, n=3):
+        """The n units that remember longest: by half-life, ties (inf among them) broken by what
+        they keep at the longest lag -> (n,) unit indices, longest first."""
+        return np.lexsort((self.per_unit[-1], self.unit_half_lives))[::-1][:n]
 
 
 def keep_factor(trace, layer=0):
@@ -117,6 +142,32 @@ def retention(source, layer=0, *, tokenizer=None, text=None, max_lag=64):
         cell=cell,
         keep_gate=KEEP_GATE_LABELS[cell],
     )
+
+
+def memory_spread(retentions, spans=MEMORY_SPANS):
+    """How the units of each layer spread between short and long memories: one row per
+    (name, layer, Retention) of `retentions`, with the layer's units, the lags measured, the median unit's half-life
+    (inf: longer than every lag measured), the longest half-life, and for each span k the share of
+    units that keep more than half for longer than k steps (column longer_than_k; NaN when fewer
+    than k lags were measured). A median alone hides the few long-memory units."""
+    rows = []
+    for name, layer, r in retentions:
+        half_lives = r.unit_half_lives
+        row = {
+            "name": name,
+            "layer": layer,
+            "cell": r.cell,
+            "units": len(half_lives),
+            "lags": len(r.lags),
+            "median_half_life": float(np.median(half_lives)),
+            "longest_half_life": float(half_lives.max()),
+        }
+        for k in spans:
+            share = r.share_longer_than(k)
+            row[f"longer_than_{k}"] = np.nan if share is None else share
+        rows.append(row)
+    columns = ["name", "layer", "cell", "units", "lags", "median_half_life", "longest_half_life"]
+    return pd.DataFrame(rows, columns=columns + [f"longer_than_{k}" for k in spans])
 
 
 def constant_gate_retention(g, lags):

@@ -335,7 +335,7 @@ def layer_details(trace, key, text):
     st.session_state.gates_units = min(st.session_state.gates_units, max_units)
     switches = st.columns([1.2, 1.2, 1, 2])
     drawn = switches[0].toggle("Draw the heatmap", key="gates_heatmap_shown")
-    saturation = switches[1].toggle("How often the gates saturate", key="gates_saturation_shown")
+    saturation = switches[1].toggle("Gate saturation", key="gates_saturation_shown")
     code = switches[2].toggle("Show code", key="gates_show_code", help="The lab source of the cell being studied.")
     if max_units > 1:
         n_units = switches[3].slider("Units shown (the first in this order)", 1, max_units, key="gates_units")

@@ -5,9 +5,17 @@ import pandas as pd
 import streamlit as st
 
 from lab.cells import CELLS
-from lab.memory import KEEP_GATE_LABELS, bias_time_constants, constant_gate_retention
+from lab.memory import (
+    KEEP_GATE_LABELS,
+    MAX_RETENTION_LAG,
+    MEMORY_SPANS,
+    bias_time_constants,
+    constant_gate_retention,
+    memory_spread,
+)
 from lab.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
 from ui import inspect_views as views
+from ui.coloured_text import activation_html
 from ui.common import checkpoint_infos, plain, register_job, session_key, setup_page, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
 
@@ -40,6 +48,14 @@ BIAS_COLUMNS = {
     "tau": "time constant τ (steps)",
     "half_life": "half-life (steps)",
 }  # lab.memory.bias_time_constants' columns, as shown
+SPREAD_COLUMNS = {
+    "name": "model",
+    "layer": "layer",
+    "units": "units",
+    "median_half_life": "the median unit keeps half for",
+    "longest_half_life": "the longest-memory unit keeps half for",
+    **{f"longer_than_{k}": f"share keeping more than half after {k} tokens" for k in MEMORY_SPANS},
+}  # lab.memory.memory_spread's columns, as shown
 
 with st.expander("Anchors: what a constant keep gate does", expanded=False):
     anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])
@@ -83,7 +99,7 @@ TEXT_MAX_CHARS, BIASES_MAX_CHARS = 4000, 200  # the boxes and the link alike
 # the page's settings as they appear in a link: ?text=...&lag=...&g=...&biases=...
 SETTINGS = {
     "text": (Field("text", "Text", high=TEXT_MAX_CHARS), "memory_text"),
-    "lag": (Field("int", "Longest lag", 8, 128), "memory_max_lag"),
+    "lag": (Field("int", "Longest lag", 8, MAX_RETENTION_LAG), "memory_max_lag"),
     "g": (Field("float", "Keep gate g", 0.5, 0.99999), "memory_g"),
     "biases": (Field("text", "Biases", high=BIASES_MAX_CHARS), "memory_biases"),
     "steps": (Field("int", "Steps T", 10, 400), "memory_grad_steps"),
@@ -92,7 +108,7 @@ SETTINGS = {
 }
 DEFAULTS = {
     "text": TEXT,
-    "lag": 64,
+    "lag": 128,
     "g": 0.99,
     "biases": "-1, 0, 1, 2, 4, 6.2",
     "steps": 100,
@@ -104,249 +120,341 @@ if st.session_state.memory_g not in G_VALUES:  # the slider offers these values 
     st.session_state.memory_g = min(G_VALUES, key=lambda g: abs(g - st.session_state.memory_g))
 st.session_state.memory_max_lag -= st.session_state.memory_max_lag % 8  # the slider's step
 st.session_state.memory_grad_steps -= st.session_state.memory_grad_steps % 10
-mirror_to_url(SETTINGS, DEFAULTS)
 text = st.text_area(
     "Text the models read (for retention and gradients)", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS
 )
 
-# ---------------------------------------------------------------------------
-st.header("1 · Retention of the keep gates")
-st.markdown(
-    "Every gated cell multiplies its old memory by a keep factor $a_t$ per unit: "
-    "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
-    "$a_{t+1} \\cdots a_{t+k}$ (lab.memory.retention, averaged over start steps $t$; median over units). "
-    "Keep factors: "
-    + ", ".join(f"{views.cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
-    + ". The vanilla RNN has no keep gate: its memory shows only in the gradients (section 3)."
-)
-cols = st.columns([3, 1, 1])
-chosen = cols[0].multiselect(
-    "Checkpoints", list(by_name), default=[n for n in DECAY_DEFAULT if n in by_name], key="memory_checkpoints"
-)
-max_lag = cols[1].slider("Longest lag", 8, 128, step=8, key="memory_max_lag")
-log_y = cols[2].toggle(
-    "Log scale",
-    True,
-    key="memory_decay_log",
-    help="On a log axis a constant keep gate g is a straight line of slope log g.",
-)
-curves = []
-for name in chosen:
-    if by_name[name].cell == "rnn":
-        st.info(
-            f"**{name}** is a vanilla RNN: it has no keep gate, so there is no retention to measure. "
-            "Its memory shows in the gradients through time below."
-        )
-        continue
-    with user_errors(f"Retention of {name}"):
-        for layer, r in enumerate(views.cached_retention(*key_of(name), text, max_lag)):
-            curves.append((f"{name.removesuffix('_latest')} · layer {layer} ({r.keep_gate})", r.cell, r.lags, r.median))
-if curves:
-    reference = (
-        "a keep gate fixed at σ(1) = 0.731 (the +1 init)",
-        curves[0][2],
-        constant_gate_retention(0.731, curves[0][2]),
-    )
-    st.plotly_chart(views.decay_figure(curves, reference, log_y), key="memory_decay_chart")
-    st.caption(
-        "For the LSTM the factor is the forget gate f, so the curve is the retention of the cell "
-        "state c. A curve above the dotted line remembers longer than its initialisation did."
-    )
-elif chosen:
-    st.warning("None of the chosen checkpoints has a keep gate.")
+
+def mirror():
+    """The URL follows the settings: every fragment calls this, since a fragment's rerun skips the
+    lines of the page outside it."""
+    mirror_to_url(SETTINGS, DEFAULTS)
+
+
+def model_label(name):
+    return name.removesuffix("_latest")
+
 
 # ---------------------------------------------------------------------------
-st.header("2 · The analytic picture: g to the power k")
-left, right = st.columns([2, 1])
-with left:
-    g = st.select_slider("Keep gate held constant at g", G_VALUES, key="memory_g")
-    st.plotly_chart(views.analytic_figure(g, [v for v in G_VALUES if v != g], 100_000), key="memory_gk_chart")
-with right:
-    kept = constant_gate_retention(g, [10, 100, 1000])
-    for k, value in zip((10, 100, 1000), kept):
-        st.metric(f"g^{k:,}", f"{value:.5f}")
+@st.fragment
+def unit_memory(text):
+    """How long each unit remembers: the spread over units, the sentence it supports, the longest memories."""
+    st.header("1 · How long each unit remembers")
     st.markdown(
-        "Even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
-        "$0.99999^{100} = 0.99900$: the memory leaks a little every step, and the leak compounds. "
-        "The LSTM's $f = 1$ keeps $c$ exactly."
+        "Every gated cell multiplies its old memory by a keep factor $a_t$ per unit: "
+        "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
+        "$a_{t+1} \\cdots a_{t+k}$, averaged here over every start $t$ in the text. A unit's **half-life** "
+        "is the first $k$ at which less than half survives. Keep factors: "
+        + ", ".join(f"{views.cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
+        + ". The vanilla RNN has no keep gate: its memory shows only in the gradients (section 3)."
     )
-
-st.subheader("Keep-gate bias → time constant and half-life")
-biases_text = st.text_input(
-    "Biases (comma separated)",
-    key="memory_biases",
-    max_chars=BIASES_MAX_CHARS,
-    help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
-    "−b_z for the gru_seed GRU (z overwrites there).",
-)
-try:
-    biases = [float(b) for b in biases_text.replace(";", ",").split(",") if b.strip()]
-    if not biases:
-        raise ValueError("type at least one number")
-except ValueError as e:
-    st.error(f"Biases: could not read {plain(biases_text)} as numbers ({plain(e)}).")
-    biases = []
-if biases:
-    table = bias_time_constants(biases)
-    table["note"] = [BIAS_NOTES.get(b, "") for b in table["bias"]]
-    table = table.rename(columns=BIAS_COLUMNS)  # lab's names -> what a student reads
-    st.dataframe(
-        table.style.format(
-            {
-                BIAS_COLUMNS["bias"]: "{:g}",
-                BIAS_COLUMNS["retention"]: "{:.4f}",
-                BIAS_COLUMNS["tau"]: "{:.1f}",
-                BIAS_COLUMNS["half_life"]: "{:.1f}",
-            }
-        ),
-        hide_index=True,
-        width="stretch",
+    cols = st.columns([3, 1])
+    chosen = cols[0].multiselect(
+        "Checkpoints", list(by_name), default=[n for n in DECAY_DEFAULT if n in by_name], key="memory_checkpoints"
     )
-    st.caption(
-        "retention σ(b) with inputs at zero; time constant τ = 1/(1 − σ(b)); half-life: the k with σ(b)^k = ½ "
-        "(lab.memory.bias_time_constants)."
-    )
-
-# ---------------------------------------------------------------------------
-st.header("3 · Gradients through time")
-st.markdown(
-    "$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
-    "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of a vanilla RNN trained "
-    "with backpropagation through time (BPTT). "
-    "Left the bundled, trained checkpoints; right fresh models of the same configuration "
-    "(lab.models.build_model, random seed 0)."
-)
-cols = st.columns([3, 1])
-grad_chosen = cols[0].multiselect(
-    "Checkpoints", list(by_name), default=[n for n in GRADIENT_DEFAULT if n in by_name], key="memory_grad_checkpoints"
-)
-steps = cols[1].slider("Steps T", 10, 400, step=10, key="memory_grad_steps")
-trained, fresh = [], []
-for name in grad_chosen:
-    cell = by_name[name].cell
-    label = name.removesuffix("_latest")
-    with user_errors(f"Gradients of {name}"):
-        trained.append((label, cell, views.cached_gradient(*key_of(name), text[: steps + 1])))
-        fresh.append((label, cell, views.cached_gradient(*key_of(name), text[: steps + 1], fresh_seed=0)))
-if trained:
-    y_range = views.log_range(*[c[2] for c in trained + fresh])
-    cols = st.columns(2)
-    cols[0].plotly_chart(
-        views.gradient_figure(trained, "trained (bundled checkpoints)", y_range), key="memory_grad_trained"
-    )
-    cols[1].plotly_chart(
-        views.gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range), key="memory_grad_fresh"
-    )
-    if len(text) < steps + 1:
-        st.caption(f"The text has only {len(text)} characters, so T is shorter than the slider asks.")
-    st.caption(
-        "Distance 0 is the step whose output feeds the loss directly. A steep fall means a step far back "
-        "barely moves the last prediction; a flat curve means it still does. A curve that leaves the "
-        "bottom of the chart has underflowed to 0 in float32."
-    )
-
-# ---------------------------------------------------------------------------
-st.header("4 · Memory probe: toy tasks")
-st.markdown(
-    "Sequences that end in a question mark whose answer depends on a token read $k$ steps earlier, with "
-    "other tokens in between: nothing but memory helps, so accuracy falls to chance (always giving the "
-    "commonest answer) once $k$ is longer than the cell can hold or learn to hold. One ~5,000-parameter "
-    "model per task, cell and distance, trained from scratch (lab.probe.run_memory_probe)."
-)
-task = st.radio(
-    "Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True, key="memory_probe_task"
-)
-st.caption(f"At the “?”: {TOY_TASKS[task].question} Example (k = 6): `{TOY_TASKS[task].example(6)}`")
-shipped = views.load_probe_results()
-live = st.session_state.get("memory_probe_live")
-live = live[live.task == task] if live is not None else None
-if shipped is None:
-    st.info("No shipped probe results yet: run `python scripts/build_probe_results.py` (about 15 minutes).")
-else:
-    shipped = shipped[shipped.task == task]
-    first = shipped.iloc[0]
-    st.caption(
-        f"Shipped results (`checkpoints/memory_probe.csv`, by `scripts/build_probe_results.py`): at most "
-        f"{first['steps_budget']:,} AdamW steps of {first['batch_size']} fresh sequences, stopped early at "
-        f"{first['solved']:.0%} right; ~{first['param_budget']:,} parameters per model. A cell at chance at "
-        "two distances in a row was not trained at the longer ones."
-    )
-if shipped is not None or live is not None:
-    st.plotly_chart(views.probe_figure(shipped, live), key="memory_probe_chart")
-    st.caption(
-        "Read a curve as what that cell learns to hold at this size and budget, not as a hard capacity "
-        "limit: more steps, or another learning rate, can move the long distances."
-    )
-if shipped is not None:
-    with st.expander("Shipped table"):
-        table = results_table(shipped)
+    max_lag = cols[1].slider("Longest lag", 8, MAX_RETENTION_LAG, step=8, key="memory_max_lag")
+    measured = []  # (name, layer, Retention)
+    for name in chosen:
+        if by_name[name].cell == "rnn":
+            st.info(
+                f"**{name}** is a vanilla RNN: it has no keep gate, so there is no retention to measure. "
+                "Its memory shows in the gradients through time below."
+            )
+            continue
+        with user_errors(f"Retention of {name}"):
+            for layer, r in enumerate(views.cached_retention(*key_of(name), text)):
+                measured.append((model_label(name), layer, r.up_to(max_lag)))
+    if not measured:
+        if chosen:
+            st.warning("None of the chosen checkpoints has a keep gate.")
+        mirror()
+        return
+    curves = [(f"{name} · layer {layer} ({r.keep_gate})", r.cell, r) for name, layer, r in measured]
+    st.plotly_chart(views.memory_spread_figure(curves), key="memory_spread_chart")
+    spread = memory_spread([(name, layer, r) for name, layer, r in measured])
+    notice = views.memory_spread_sentence(spread)
+    st.markdown(f"**What the chart shows.** {notice}")
+    with st.expander("The numbers, layer by layer"):
+        shown = spread.copy()
+        for column in ("median_half_life", "longest_half_life"):
+            shown[column] = [views.half_life_words(h, lags) for h, lags in zip(shown[column], shown["lags"])]
         st.dataframe(
-            table.style.format("{:.2f}", subset=[c for c in table.columns if c.startswith("k = ")], na_rep="skipped"),
+            shown.drop(columns=["cell", "lags"]).rename(columns=SPREAD_COLUMNS),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                SPREAD_COLUMNS[c]: st.column_config.NumberColumn(format="percent")
+                for c in SPREAD_COLUMNS
+                if c.startswith("longer_than_")
+            },
+        )
+    longest_memories(measured, text)
+    mirror()
+
+
+def longest_memories(measured, text):
+    """One model's retention as a distribution over its units, and its longest-memory units on the text."""
+    st.subheader("The longest memories, on the text")
+    names = list(dict.fromkeys(name for name, _, _ in measured))
+    if st.session_state.get("memory_units_model") not in names:
+        st.session_state.memory_units_model = names[0]
+    name = st.selectbox("Model", names, key="memory_units_model")
+    layer, r = views.longest_memory_layer([r for n, _, r in measured if n == name])  # every layer, in order
+    left, right = st.columns([2, 3])
+    with left:
+        st.plotly_chart(
+            views.retention_band_figure(r, f"{name} · layer {layer}: every unit's retention"),
+            key="memory_band_chart",
+        )
+    trace = None
+    with user_errors(f"Reading the text with {name}"):
+        trace = views.cached_trace(*key_of(f"{name}_latest"), text)
+    if trace is None:
+        return
+    state = "c" if r.cell == "lstm" else "h"  # what the unit holds: the LSTM's cell state, else the state h
+    half_lives = r.unit_half_lives
+    with right:
+        st.caption(
+            f"The three units of layer {layer} that remember longest, each colouring the text by what it holds "
+            f"(its {state}: red positive, blue negative). A long memory reads as a colour that lasts."
+        )
+        for unit in r.longest_units(3):
+            st.markdown(f"Unit {unit}: keeps half for {views.half_life_words(half_lives[unit], len(r.lags))}")
+            st.html(activation_html(trace.token_texts, trace.gate(layer, state)[:, unit], state, compact=True))
+
+
+unit_memory(text)
+
+
+# ---------------------------------------------------------------------------
+@st.fragment
+def analytic():
+    st.header("2 · The analytic picture: g to the power k")
+    left, right = st.columns([2, 1])
+    with left:
+        g = st.select_slider("Keep gate held constant at g", G_VALUES, key="memory_g")
+        st.plotly_chart(views.analytic_figure(g, [v for v in G_VALUES if v != g], 100_000), key="memory_gk_chart")
+    with right:
+        kept = constant_gate_retention(g, [10, 100, 1000])
+        for k, value in zip((10, 100, 1000), kept):
+            st.metric(f"g^{k:,}", f"{value:.5f}")
+        st.markdown(
+            "Even a nearly shut GRU update gate ($z = 0.00001$, keep $0.99999$) leaves "
+            "$0.99999^{100} = 0.99900$: the memory leaks a little every step, and the leak compounds. "
+            "The LSTM's $f = 1$ keeps $c$ exactly."
+        )
+    mirror()
+
+
+@st.fragment
+def bias_table():
+    st.subheader("Keep-gate bias → time constant and half-life")
+    biases_text = st.text_input(
+        "Biases (comma separated)",
+        key="memory_biases",
+        max_chars=BIASES_MAX_CHARS,
+        help="The bias of the factor that keeps: b_z for the PyTorch GRU, b_f for the LSTM, "
+        "−b_z for the GRU where z overwrites.",
+    )
+    try:
+        biases = [float(b) for b in biases_text.replace(";", ",").split(",") if b.strip()]
+        if not biases:
+            raise ValueError("type at least one number")
+    except ValueError as e:
+        st.error(f"Biases: could not read {plain(biases_text)} as numbers ({plain(e)}).")
+        biases = []
+    if biases:
+        table = bias_time_constants(biases)
+        table["note"] = [BIAS_NOTES.get(b, "") for b in table["bias"]]
+        table = table.rename(columns=BIAS_COLUMNS)  # lab's names -> what a student reads
+        st.dataframe(
+            table.style.format(
+                {
+                    BIAS_COLUMNS["bias"]: "{:g}",
+                    BIAS_COLUMNS["retention"]: "{:.4f}",
+                    BIAS_COLUMNS["tau"]: "{:.1f}",
+                    BIAS_COLUMNS["half_life"]: "{:.1f}",
+                }
+            ),
+            hide_index=True,
             width="stretch",
         )
-
-st.subheader("Run a small probe yourself")
-cols = st.columns([1, 2, 1])
-probe_cell = cols[0].selectbox("Cell", list(CELLS), format_func=views.cell_label, key="memory_probe_cell")
-probe_distances = cols[1].multiselect(
-    "Distances k", [2, 5, 10, 20, 50, 100], default=[2, 5, 10], key="memory_probe_distances"
-)
-probe_steps = cols[2].slider("Training steps per distance", 50, 1000, 300, step=50, key="memory_probe_steps")
-if st.button("Run the probe", key="memory_probe_run", type="primary"):
-    with user_errors("The probe"):
-        previous = st.session_state.get("memory_probe_job")
-        if previous is not None:
-            previous.stop()
-        config = ProbeConfig(
-            tasks=(task,),
-            cells=(probe_cell,),
-            distances=tuple(sorted(probe_distances)),
-            steps=probe_steps,
-            give_up_after=0,
+        st.caption(
+            "retention σ(b) with inputs at zero; time constant τ = 1/(1 − σ(b)); half-life: the k with σ(b)^k = ½."
         )
-        # through the server's budget queue and step turns, as every training run
-        job = ProbeJob(config, owner=session_key()).start()
-        register_job(job)
-        st.session_state.memory_probe_job = job
+    mirror()
 
 
-@st.fragment(run_every=1.0)
-def probe_progress():
-    """The probe's progress while it trains (only this part reruns); the page again once it has ended."""
+analytic()
+bias_table()
+
+
+# ---------------------------------------------------------------------------
+@st.fragment
+def gradients(text):
+    st.header("3 · Gradients through time")
+    st.markdown(
+        "$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
+        "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of a vanilla RNN trained "
+        "with backpropagation through time (BPTT). "
+        "Left the bundled, trained checkpoints; right fresh models of the same configuration (random seed 0)."
+    )
+    cols = st.columns([3, 1])
+    grad_chosen = cols[0].multiselect(
+        "Checkpoints",
+        list(by_name),
+        default=[n for n in GRADIENT_DEFAULT if n in by_name],
+        key="memory_grad_checkpoints",
+    )
+    steps = cols[1].slider("Steps T", 10, 400, step=10, key="memory_grad_steps")
+    trained, fresh = [], []
+    for name in grad_chosen:
+        cell = by_name[name].cell
+        with user_errors(f"Gradients of {name}"):
+            trained.append((model_label(name), cell, views.cached_gradient(*key_of(name), text[: steps + 1])))
+            fresh.append(
+                (model_label(name), cell, views.cached_gradient(*key_of(name), text[: steps + 1], fresh_seed=0))
+            )
+    if trained:
+        y_range = views.log_range(*[c[2] for c in trained + fresh])
+        cols = st.columns(2)
+        cols[0].plotly_chart(
+            views.gradient_figure(trained, "trained (bundled checkpoints)", y_range), key="memory_grad_trained"
+        )
+        cols[1].plotly_chart(
+            views.gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range),
+            key="memory_grad_fresh",
+        )
+        if len(text) < steps + 1:
+            st.caption(f"The text has only {len(text)} characters, so T is shorter than the slider asks.")
+        st.caption(
+            "Distance 0 is the step whose output feeds the loss directly. A steep fall means a step far back "
+            "barely moves the last prediction; a flat curve means it still does. A curve that leaves the "
+            "bottom of the chart has underflowed to 0 in float32. A gated cell's gradient reaches far back "
+            "along its few long-memory units (section 1)."
+        )
+    mirror()
+
+
+gradients(text)
+
+
+# ---------------------------------------------------------------------------
+@st.fragment
+def probe_results():
+    st.header("4 · Memory probe: toy tasks")
+    st.markdown(
+        "Sequences that end in a question mark whose answer depends on a token read $k$ steps earlier, with "
+        "other tokens in between: nothing but memory helps, so accuracy falls to chance (always giving the "
+        "commonest answer) once $k$ is longer than the cell can hold or learn to hold. One ~5,000-parameter "
+        "model per task, cell and distance, trained from scratch."
+    )
+    task = st.radio(
+        "Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True, key="memory_probe_task"
+    )
+    st.caption(f"At the “?”: {TOY_TASKS[task].question} Example (k = 6): `{TOY_TASKS[task].example(6)}`")
+    shipped = views.load_probe_results()
+    live = st.session_state.get("memory_probe_live")
+    live = live[live.task == task] if live is not None else None
+    if shipped is None:
+        st.info("No shipped probe results yet: run `python scripts/build_probe_results.py` (about 15 minutes).")
+    else:
+        shipped = shipped[shipped.task == task]
+        first = shipped.iloc[0]
+        st.caption(
+            f"Shipped results: at most {first['steps_budget']:,} AdamW steps of {first['batch_size']} fresh "
+            f"sequences, stopped early at {first['solved']:.0%} right; ~{first['param_budget']:,} parameters per "
+            "model. A cell at chance at two distances in a row was not trained at the longer ones."
+        )
+    if shipped is not None or live is not None:
+        st.plotly_chart(views.probe_figure(shipped, live), key="memory_probe_chart")
+        st.caption(
+            "Read a curve as what that cell learns to hold at this size and budget, not as a hard capacity "
+            "limit: more steps, or another learning rate, can move the long distances."
+        )
+    if shipped is not None:
+        with st.expander("Shipped table"):
+            table = results_table(shipped)
+            st.dataframe(
+                table.style.format(
+                    "{:.2f}", subset=[c for c in table.columns if c.startswith("k = ")], na_rep="skipped"
+                ),
+                width="stretch",
+            )
+    if live is not None and len(live):
+        st.dataframe(
+            live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style.format(
+                {"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+    mirror()
+
+
+probe_results()
+
+
+def probe_runner():
+    """Settings, Run and, while the probe trains, its progress: the part that reruns every second then."""
+    st.subheader("Run a small probe yourself")
+    cols = st.columns([1, 2, 1])
+    probe_cell = cols[0].selectbox("Cell", list(CELLS), format_func=views.cell_label, key="memory_probe_cell")
+    probe_distances = cols[1].multiselect(
+        "Distances k", [2, 5, 10, 20, 50, 100], default=[2, 5, 10], key="memory_probe_distances"
+    )
+    probe_steps = cols[2].slider("Training steps per distance", 50, 1000, 300, step=50, key="memory_probe_steps")
+    if st.button("Run the probe", key="memory_probe_run", type="primary"):
+        with user_errors("The probe"):
+            previous = st.session_state.get("memory_probe_job")
+            if previous is not None:
+                previous.stop()
+            config = ProbeConfig(
+                tasks=(st.session_state.memory_probe_task,),
+                cells=(probe_cell,),
+                distances=tuple(sorted(probe_distances)),
+                steps=probe_steps,
+                give_up_after=0,
+            )
+            # through the server's budget queue and step turns, as every training run
+            job = ProbeJob(config, owner=session_key()).start()
+            register_job(job)
+            st.session_state.memory_probe_job = job
+            st.rerun()  # the whole page: this part now reruns every second, until the probe ends
     job = st.session_state.get("memory_probe_job")
     if job is None:
+        mirror()
         return
     if job.running:
-        config = job.config
-        steps = [e for e in job.events() if e["type"] == "step"]
-        if job.status == "queued":
-            st.progress(0.0, text=f"Waiting for the server: {job.queue_position} runs ahead of this probe.")
-        elif steps:
-            last = steps[-1]
-            done = config.distances.index(last["distance"]) * config.steps + last["step"]
-            st.progress(
-                min(done / (len(config.distances) * config.steps), 1.0),
-                text=f"k = {last['distance']}: step {last['step']}/{config.steps}, loss {last['train_loss']:.3f}",
-            )
-        else:
-            st.progress(0.0, text="Starting…")
-        if st.button("Stop the probe", key="memory_probe_stop"):
-            job.stop()
+        show_progress(job)
         return
     del st.session_state.memory_probe_job
     if job.status == "failed":
         st.error(f"The probe did not work: {plain(job.message)}")
     elif job.table is not None and len(job.table):
         st.session_state.memory_probe_live = job.table
-        st.rerun()
+    st.rerun()  # the whole page: the results above, and this part stops polling
 
 
-probe_progress()
-if live is not None and len(live):
-    st.dataframe(
-        live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style.format(
-            {"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}
-        ),
-        hide_index=True,
-        width="stretch",
-    )
+def show_progress(job):
+    config = job.config
+    steps = [e for e in job.events() if e["type"] == "step"]
+    if job.status == "queued":
+        st.progress(0.0, text=f"Waiting for the server: {job.queue_position} runs ahead of this probe.")
+    elif steps:
+        last = steps[-1]
+        done = config.distances.index(last["distance"]) * config.steps + last["step"]
+        st.progress(
+            min(done / (len(config.distances) * config.steps), 1.0),
+            text=f"k = {last['distance']}: step {last['step']}/{config.steps}, loss {last['train_loss']:.3f}",
+        )
+    else:
+        st.progress(0.0, text="Starting…")
+    if st.button("Stop the probe", key="memory_probe_stop"):
+        job.stop()
+
+
+# polls once a second only while a probe of this session runs: an idle page costs the server nothing
+probe_running = st.session_state.get("memory_probe_job") is not None
+st.fragment(probe_runner, run_every=1.0 if probe_running else None)()
+mirror()

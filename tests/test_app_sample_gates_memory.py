@@ -4,10 +4,12 @@ works, and bad input gives an error element instead of a traceback.
 Kept small for 2 CPU cores: 40-token generations, short texts, a 50-step probe.
 """
 
+import base64
 import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -261,7 +263,13 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     no_exception(at)
     assert not at.error
     keys = chart_keys(at)
-    for key in ("memory_decay_chart", "memory_gk_chart", "memory_grad_trained", "memory_grad_fresh"):
+    for key in (
+        "memory_spread_chart",
+        "memory_band_chart",
+        "memory_gk_chart",
+        "memory_grad_trained",
+        "memory_grad_fresh",
+    ):
         assert any(k.endswith(key) for k in keys), key
     assert at.dataframe  # the bias -> half-life table
 
@@ -285,6 +293,37 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     assert list(live["distance"]) == [2] and list(live["task"]) == ["brackets"] and 0 <= live["accuracy"].iloc[0] <= 1
     assert any(k.endswith("memory_probe_chart") for k in chart_keys(at))
     assert at.query_params["probe_task"] in ("brackets", ["brackets"])  # a list on Streamlit 1.62
+
+
+def test_memory_says_what_its_chart_of_unit_memories_shows():
+    """The sentence's shares are the chart's: the share of units still keeping more than half after
+    10 and 100 tokens, read off the named layer's line; the typical unit's half-life is the table's."""
+    at = page(MEMORY).run()
+    no_exception(at)
+    said = next(m.value for m in at.markdown if m.value.startswith("**What the chart shows.**"))
+    found = re.search(
+        r"in (\S+), layer (\d+), (\d+) of its (\d+) units \(([\d.]+)%\).* after 10 tokens, "
+        r"(\d+) \(([\d.]+)%\) after 100",
+        said,
+    )
+    assert found, said
+    name, layer, n10, units, share10, n100, share100 = found.groups()
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("memory_spread_chart"))
+    line = next(t for t in json.loads(chart.proto.spec)["data"] if t["name"].startswith(f"{name} · layer {layer} "))
+    share_after = dict(zip(decoded(line["x"]), decoded(line["y"])))
+    assert round(100 * share_after[10], 1) == float(share10) and round(share_after[10] * int(units)) == int(n10)
+    assert round(100 * share_after[100], 1) == float(share100) and round(share_after[100] * int(units)) == int(n100)
+    assert int(n100) > 0  # a trained gated model has units that keep half for over 100 tokens
+    assert "The typical unit forgets fast" in said
+    coloured = [b for b in coloured_texts(at) if "max-height: 11rem" in b]
+    assert len(coloured) == 3  # the three longest-memory units on the text
+
+
+def decoded(values):
+    """A plotly array from a figure's JSON: a list, or numpy's base64 typed array."""
+    if isinstance(values, list):
+        return [float("nan") if v is None else v for v in values]
+    return np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"])).tolist()
 
 
 @pytest.mark.parametrize(

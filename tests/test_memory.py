@@ -17,6 +17,7 @@ from lab.memory import (
     bias_time_constants,
     constant_gate_retention,
     gradient_through_time,
+    memory_spread,
     retention,
 )
 from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers
@@ -61,6 +62,32 @@ def test_a_constant_keep_gate_retains_g_to_the_k(tok, cell):
     assert r.per_unit.shape == (30, 16) and r.cell == cell and r.keep_gate == KEEP_GATE_LABELS[cell]
     np.testing.assert_allclose(r.per_unit, np.repeat(expected[:, None], 16, 1), rtol=1e-5)
     np.testing.assert_allclose(r.median, expected, rtol=1e-5)
+
+
+def test_each_units_half_life_and_the_spread_of_memories(tok):
+    """Units held at different constant keep factors g: unit j's half-life is the first k with g_j^k <= 1/2."""
+    model = small_lm(tok.vocab_size, "lstm")
+    layer = recurrent_layers(model)[0]
+    _hold_keep_gate(layer, "lstm", 0.0)
+    biases = torch.linspace(-1.0, 7.0, 16)  # keep factors from 0.27 to 0.999
+    with torch.no_grad():
+        layer.bias[16:32] = biases
+    g = torch.sigmoid(biases).double().numpy()
+    r = retention(model, tokenizer=tok, text=TEXT[:300], max_lag=120)
+    lags = np.arange(1, 121)
+    kept = g[None, :] ** lags[:, None]  # (K, H)
+    expected = np.where((kept <= 0.5).any(0), lags[(kept <= 0.5).argmax(0)], np.inf)
+    np.testing.assert_array_equal(r.unit_half_lives, expected)
+    assert np.isinf(r.unit_half_lives[-1]) and r.unit_half_lives[0] == 1  # 0.999^120 = 0.89; 0.27 < 1/2
+    assert r.share_longer_than(10) == pytest.approx(np.mean(g**10 > 0.5))
+    assert r.share_longer_than(121) is None  # not measured
+    assert list(r.longest_units(2)) == [15, 14]
+    short = r.up_to(30)
+    assert len(short.lags) == 30 and np.array_equal(short.per_unit, r.per_unit[:30])
+    spread = memory_spread([("held", 0, r), ("held, 30 lags", 0, short)])
+    assert spread["longer_than_10"].tolist() == [r.share_longer_than(10)] * 2
+    assert spread["longer_than_100"].iloc[0] == r.share_longer_than(100) and np.isnan(spread["longer_than_100"].iloc[1])
+    assert spread["median_half_life"].iloc[0] == np.median(expected) and spread["lags"].tolist() == [120, 30]
 
 
 def test_retention_of_a_trace_is_a_decaying_average(tok):

@@ -26,7 +26,7 @@ from lab.checkpoints import BUNDLED_DIR
 from lab.data import load_bundled_corpus
 from lab.features import feature_values
 from lab.introspect import GATE_KINDS, SATURATION, trace_text
-from lab.memory import constant_gate_retention, gradient_through_time, retention
+from lab.memory import MAX_RETENTION_LAG, MEMORY_SPANS, constant_gate_retention, gradient_through_time, retention
 from lab.models import build_model, to_reference
 from lab.prediction import input_influence
 from lab.sampling import SamplingConfig, generate
@@ -152,10 +152,11 @@ def cached_influence(path, mtime, token_ids, target):
 
 
 @st.cache_data(max_entries=32, show_spinner="Measuring retention…")
-def cached_retention(path, mtime, text, max_lag):
-    """lab.memory.retention of every layer of a checkpoint -> list of Retention (one per layer)."""
+def cached_retention(path, mtime, text):
+    """lab.memory.retention of every layer of a checkpoint, up to MAX_RETENTION_LAG -> list of
+    Retention (one per layer); `.up_to(k)` of one is the chart of a shorter lag, without measuring again."""
     trace = trace_text(reference_model(path, mtime), cached_checkpoint(path, mtime).tokenizer, text)
-    return [retention(trace, layer, max_lag=max_lag) for layer in range(len(trace.layers))]
+    return [retention(trace, layer, max_lag=MAX_RETENTION_LAG) for layer in range(len(trace.layers))]
 
 
 @st.cache_data(max_entries=32, show_spinner="Back-propagating through time…")
@@ -357,30 +358,124 @@ def unit_trace_figure(values, pieces, gate, unit):
 # memory charts
 
 
-def decay_figure(curves, reference=None, log_y=False):
-    """Retention vs lag. curves: list of (name, cell, lags, median); reference: (label, lags, values).
-    On a log axis a constant keep gate g is a straight line of slope log g."""
+def memory_spread_figure(curves, spans=MEMORY_SPANS):
+    """The share of units that still keep more than half after k steps, against k (log-log), one line
+    per layer: where a line ends, no unit keeps half that long. curves: list of (name, cell, Retention)."""
     fig = go.Figure()
-    for n, (name, cell, lags, median) in enumerate(curves):
+    for n, (name, cell, r) in enumerate(curves):
         deeper = n > 0 and curves[n - 1][1] == cell  # a second layer of the same model: dashed
+        share = (r.unit_half_lives[None, :] > r.lags[:, None]).mean(1)  # (K,)
         fig.add_trace(
             go.Scatter(
-                x=lags,
-                y=median,
+                x=r.lags,
+                y=np.where(share > 0, share, np.nan),  # a log axis has no 0: the line ends there
                 mode="lines",
                 name=name,
                 line=dict(color=CELL_COLOURS.get(cell), width=2.5, dash="dash" if deeper else None),
+                hovertemplate="after %{x} steps: %{y:.1%} of the units<extra>" + html.escape(name) + "</extra>",
             )
         )
-    if reference is not None:
-        label, lags, values = reference
-        fig.add_trace(go.Scatter(x=lags, y=values, mode="lines", name=label, line=dict(color="#999", dash="dot")))
-    yaxis = dict(type="log", range=[-6, 0.05], exponentformat="power") if log_y else dict(range=[0, 1.02])
+    for k in spans:  # a shape on a log axis is placed in log10 units
+        fig.add_vline(x=math.log10(k), line=dict(color="#999", dash="dot", width=1), annotation_text=f"{k} tokens")
     fig.update_layout(
-        height=400,
+        height=380,
         margin=dict(l=60, r=10, t=30, b=40),
+        xaxis=dict(type="log", title="k: units still keeping more than half of what they held after k tokens"),
+        yaxis=dict(type="log", title="share of the units", tickformat=".1%"),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def longest_memory_layer(layers):
+    """(layer, Retention) of the layer with the most long memories among a model's Retentions: the
+    largest share of units keeping more than half after the first span, then the longest unit."""
+    return max(
+        enumerate(layers), key=lambda lr: (lr[1].share_longer_than(MEMORY_SPANS[0]) or 0, lr[1].unit_half_lives.max())
+    )
+
+
+def half_life_words(half_life, lags):
+    """A half-life in words: "3 tokens", or "more than 128 tokens" for one longer than every lag measured."""
+    if math.isinf(half_life):
+        return f"more than {lags} tokens"
+    return f"{half_life:.0f} token{'s' if half_life != 1 else ''}"
+
+
+def memory_spread_sentence(spread):
+    """What lab.memory.memory_spread's table says, in a student's words: computed from the table, so
+    that it says what the chart drawn from the same retention shows."""
+    spans = [int(c.removeprefix("longer_than_")) for c in spread.columns if c.startswith("longer_than_")]
+    typical = spread.loc[spread["median_half_life"].idxmax()]
+    where = "in every layer shown, the median unit" if len(spread) > 1 else "the median unit"
+    sentences = [
+        f"The typical unit forgets fast: {where} has lost half of what it held within "
+        f"{half_life_words(typical['median_half_life'], typical['lags'])}."
+    ]
+    by_memory = [f"longer_than_{k}" for k in reversed(spans)] + ["longest_half_life"]
+    best = spread.sort_values(by_memory, ascending=False, na_position="last").iloc[0]
+    first = best[f"longer_than_{spans[0]}"]
+    if not first > 0:  # none, or NaN: the text is shorter than the first span
+        sentences.append(f"On this text no unit keeps more than half of what it held for {spans[0]} tokens.")
+        return " ".join(sentences)
+    later = []
+    for k in spans[1:]:
+        share = best[f"longer_than_{k}"]
+        if share != share:  # NaN: fewer than k lags measured
+            later.append(f"(the text is too short to measure {k} tokens)")
+        else:
+            later.append(f"{round(share * best['units'])} ({share:.1%}) after {k}" if share > 0 else f"none after {k}")
+    sentences.append(
+        f"Long memories live in a few units: in {best['name']}, layer {best['layer']}, "
+        f"{round(first * best['units'])} of its {best['units']} units ({first:.1%}) still keep more than half "
+        f"of what they held after {spans[0]} tokens"
+        + "".join(f", {c}" for c in later)
+        + f". Its longest-memory unit keeps half for {half_life_words(best['longest_half_life'], best['lags'])}."
+    )
+    return " ".join(sentences)
+
+
+def retention_band_figure(r, name, reference=None):
+    """One layer's retention against the lag, as a distribution over its units: the median unit, the
+    band of the middle 80% (10th to 90th percentile) and the unit that keeps most at the longest lag;
+    `reference` (label, values (K,)) a dotted line. Log y: a constant keep gate g is a straight line."""
+    low, median, high = np.quantile(r.per_unit, [0.1, 0.5, 0.9], axis=1)  # (K,) each
+    longest = r.per_unit[:, r.longest_units(1)[0]]
+    colour = CELL_COLOURS.get(r.cell, "#555")
+    floor = 1e-6  # float64 products underflow far below what a chart can show
+    fig = go.Figure(
+        [
+            go.Scatter(x=r.lags, y=np.maximum(high, floor), mode="lines", line=dict(width=0), showlegend=False),
+            go.Scatter(
+                x=r.lags,
+                y=np.maximum(low, floor),
+                mode="lines",
+                line=dict(width=0),
+                fill="tonexty",
+                fillcolor="rgba(120, 120, 120, 0.25)",
+                name="10th to 90th percentile of the units",
+            ),
+            go.Scatter(
+                x=r.lags, y=np.maximum(median, floor), mode="lines", name="median unit", line=dict(color=colour)
+            ),
+            go.Scatter(
+                x=r.lags,
+                y=np.maximum(longest, floor),
+                mode="lines",
+                name="the unit that keeps most",
+                line=dict(color=colour, width=3, dash="dash"),
+            ),
+        ]
+    )
+    if reference is not None:
+        label, values = reference
+        fig.add_trace(go.Scatter(x=r.lags, y=values, mode="lines", name=label, line=dict(color="#999", dash="dot")))
+    fig.update_layout(
+        height=360,
+        margin=dict(l=60, r=10, t=30, b=40),
+        title=dict(text=html.escape(name), font=dict(size=13)),
         xaxis_title="lag k (tokens)",
-        yaxis=dict(title="retention (median over units)", **yaxis),
+        yaxis=dict(type="log", range=[-6, 0.05], exponentformat="power", title="share of the memory kept"),
         legend=dict(orientation="h", y=-0.2),
     )
     return fig

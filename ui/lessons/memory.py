@@ -7,7 +7,13 @@ import streamlit as st
 
 from lab.data import DataError
 from lab.experiments.ablation import LEARNED, SIGNIFICANT, compare_with_baseline, epoch_rows, load_results
-from lab.memory import bias_time_constants, constant_gate_retention, gradient_decay_per_step, keep_gate_biases
+from lab.memory import (
+    bias_time_constants,
+    constant_gate_retention,
+    gradient_decay_per_step,
+    keep_gate_biases,
+    memory_spread,
+)
 from ui import inspect_views as views
 from ui.common import ARM_COLORS, plain, study_conclusion, user_errors
 from ui.lessons.common import (
@@ -26,7 +32,7 @@ from ui.lessons.common import (
 # keep or overwrite
 
 KEEP_MODELS = ["char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", SUBWORD_MODEL]
-KEEP_LAGS = 64
+KEEP_LAGS = 128  # long enough to show memories of over 100 tokens
 # lab.memory.keep_gate_biases' columns -> what a student reads
 LEARNED_COLUMNS = {
     "keep_gate": "keep factor",
@@ -60,60 +66,51 @@ def keep_or_overwrite():
     checkpoint = bundled(name)
     if checkpoint is None:
         return
-    learned = keep_gate_biases(checkpoint.model)
-    measured = None
+    layers = None
     with user_errors("Measuring retention"):
-        measured = views.cached_retention(*views.checkpoint_key(checkpoint), PASSAGE, KEEP_LAGS)[0]
-    if measured is None:
+        layers = [r.up_to(KEEP_LAGS) for r in views.cached_retention(*views.checkpoint_key(checkpoint), PASSAGE)]
+    if layers is None:
         return
-    first = learned.iloc[0]
-    lags = measured.lags
-    curves = [
-        (
-            f"{name.removesuffix('_latest')} · layer 0 measured ({measured.keep_gate})",
-            measured.cell,
-            lags,
-            measured.median,
-        )
-    ]
+    layer, measured = views.longest_memory_layer(layers)
+    label = name.removesuffix("_latest")
     reference = (
         f"a gate held at σ({bias:g}) = {implied['retention']:.3f}",
-        lags,
-        constant_gate_retention(implied["retention"], lags),
+        constant_gate_retention(implied["retention"], measured.lags),
     )
-    st.plotly_chart(views.decay_figure(curves, reference, log_y=True), key="lessons_keep_chart")
-    shown = learned.rename(columns=LEARNED_COLUMNS)  # lab's names -> what a student reads
-    st.dataframe(
-        shown.style.format(
-            {LEARNED_COLUMNS[c]: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
-            | {LEARNED_COLUMNS["half_life"]: "{:.1f}"}
-        ),
-        hide_index=True,
-        width="stretch",
+    st.plotly_chart(
+        views.retention_band_figure(measured, f"{label} · layer {layer}, measured on the passage", reference),
+        key="lessons_keep_chart",
     )
-    half = measured.half_life
-    where = (
-        f"keeps half or less after **{half} step{'s' if half > 1 else ''}**"
-        if half is not None
-        else f"still keeps more than half after {KEEP_LAGS} steps"
-    )
+    learned = keep_gate_biases(checkpoint.model)
+    with st.expander("Show the numbers: the keep biases training learned, layer by layer"):
+        st.dataframe(
+            learned.rename(columns=LEARNED_COLUMNS).style.format(  # lab's names -> what a student reads
+                {LEARNED_COLUMNS[c]: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
+                | {LEARNED_COLUMNS["half_life"]: "{:.1f}"}
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+    biases = learned[learned["layer"] == layer].iloc[0]
     seed_note = (
         " In this GRU's convention z overwrites, so the factor that keeps is 1 − z and its bias is "
-        "−b_z: the table shows −b_z."
-        if first["cell"] == "gru_seed"
+        "−b_z: the numbers show −b_z."
+        if biases["cell"] == "gru_seed"
         else ""
     )
+    spread = memory_spread([(label, layer, measured)])
     notice(
         f"A keep factor of σ({bias:g}) = **{implied['retention']:.3f}** multiplies the old memory every step, "
         f"so k steps keep σ(b)^k: a time constant of {implied['tau']:.1f} steps and half gone after "
         f"**{implied['half_life']:.1f}**. Since τ = 1 + e^b, above b ≈ 1 each step up in b multiplies the "
         "time constant by about e: memory time grows exponentially with the bias.\n\n"
-        f"{plain(name.removesuffix('_latest'))} learned a median keep bias of **{first['bias_median']:.2f}** "
-        "in its first layer "
-        f"(10–90% of units: {first['bias_q10']:.2f} to {first['bias_q90']:.2f}), which alone would keep "
-        f"{first['retention']:.2f} per step, a half-life of {first['half_life']:.1f} steps.{seed_note} Measured "
-        f"on the passage, where the inputs and the state move the gate too, its median unit keeps "
-        f"{measured.median[0]:.2f} after one step and {where}."
+        f"{plain(label)} learned a median keep bias of **{biases['bias_median']:.2f}** in its layer {layer} "
+        f"(10–90% of units: {biases['bias_q10']:.2f} to {biases['bias_q90']:.2f}), which alone would keep "
+        f"{biases['retention']:.2f} per step, a half-life of {biases['half_life']:.1f} steps.{seed_note}\n\n"
+        f"Measured on the passage, where the inputs and the state move the gate too: "
+        f"{plain(views.memory_spread_sentence(spread))} The chart shows the same: the median unit's line falls "
+        "fast, while the dashed line of the unit that keeps most stays high. A model's memory lives in a "
+        "few such units, not in the typical one, and the next lesson's gradients reach far back along them."
     )
     check_yourself(
         "The Ablation page's study starts its PyTorch-convention GRU with b_z = +1. In the other "
@@ -179,8 +176,10 @@ def why_the_rnn_forgets():
         f"that far back. **{slowest}** keeps the most, g = {factors[slowest]:.2f}, g^50 = "
         f"{factors[slowest] ** 50:.1e}.\n\nThe vanilla RNN squashes its whole state through tanh and one "
         "matrix every step, and that factor is usually below 1. A gated cell has a path where the factor is "
-        "its keep gate, which training can push towards 1. Flip the toggle: at initialisation the curves "
-        "differ too, so part of the gap is the cell, part is what training did."
+        "its keep gate, which training can push towards 1: the previous lesson found a few units whose memory "
+        "lasts tens of steps or more, and the gradient reaches far back along them, even though the typical "
+        "unit forgets within a step or two. Flip the toggle: at initialisation the curves differ too, so part "
+        "of the gap is the cell, part is what training did."
     )
     check_yourself(
         "A gradient is multiplied by 0.7 per step back. How much of it is left 50 steps back, and "
