@@ -1,6 +1,9 @@
 """Sample: greedy, temperature, top-k and top-p side by side, every token coloured by
 its probability; greedy's loops; stateful vs stateless generation (seeds 000, 001, 002, 004);
-which earlier characters drove a generated one; the next-character bars as you type."""
+which earlier characters drove a generated one; the next-character bars as you type.
+
+The model, prompt, length and random seed rerun the page; every other setting reruns its own part
+(a fragment): the samples, the traced character, or the typing."""
 
 import streamlit as st
 
@@ -119,162 +122,205 @@ if default_strategy(checkpoint.config.family) == "top_p":
         "1 to 4 characters, so the latent is mostly the last few characters."
     )
 st.html(prob_legend_html())
-columns = st.columns(4)
-with columns[0]:
-    st.subheader(views.STRATEGY_TITLES["greedy"])
-    st.caption("argmax at every step: deterministic, and prone to loops.")
-with columns[1]:
-    st.subheader(views.STRATEGY_TITLES["temperature"])
-    st.number_input(
-        "T",
-        *BOUNDS["temperature"],
-        step=0.1,
-        key="sample_temperature_T",
-        help="softmax(logits / T): below 1 sharpens, above 1 flattens.",
-    )
-with columns[2]:
-    st.subheader(views.STRATEGY_TITLES["top_k"])
-    k_cols = st.columns(2)
-    k_cols[0].number_input("k", *BOUNDS["top_k"], step=1, key="sample_top_k_k")
-    k_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_k_T")
-with columns[3]:
-    st.subheader(views.STRATEGY_TITLES["top_p"])
-    p_cols = st.columns(2)
-    p_cols[0].number_input("p", *BOUNDS["top_p"], step=0.05, key="sample_top_p_p")
-    p_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_p_T")
-
-state = st.session_state
-settings = {
-    "greedy": {},
-    "temperature": {"temperature": state.sample_temperature_T},
-    "top_k": {"top_k": state.sample_top_k_k, "temperature": state.sample_top_k_T},
-    "top_p": {"top_p": state.sample_top_p_p, "temperature": state.sample_top_p_T},
-}
-
-st.divider()
-st.subheader("Stateful vs stateless")
-st.markdown(
-    "Stateless generation resets the hidden state before every token, so the model sees only the "
-    "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
-    "(a recurrent cell computes $h_t = f(x_t, h_{t-1})$: resetting $h_{t-1}$ throws away everything "
-    "before $x_t$)."
-)
-strategy_for_state = st.selectbox(
-    "Strategy (settings and random seed from its column above)",
-    list(STRATEGIES),
-    format_func=views.STRATEGY_TITLES.get,
-    key="sample_state_strategy",
-)
-
-configs = None
+prompt_ok = False
 with user_errors("Sampling"):
     encode_prompt(checkpoint.tokenizer, prompt)  # names unknown characters before anything runs
-    common = {"max_new_tokens": int(n_tokens), "seed": int(seed)}
-    configs = [SamplingConfig(strategy=s, **common, **settings[s]) for s in STRATEGIES]
-    configs.append(
-        SamplingConfig(strategy=strategy_for_state, stateful=False, **common, **settings[strategy_for_state])
-    )
-generations = None
-if configs is not None:
-    with user_errors("Sampling"):
-        key = views.checkpoint_key(checkpoint)
-        generations = [views.cached_generation(*key, prompt, tuple(vars(c).items())) for c in configs]
-if generations is None:
+    prompt_ok = True
+if not prompt_ok:
     st.stop()
+# True once the whole page has run: a later run of one part alone is a fragment's (see samples())
+st.session_state.sample_page_done = False
 
-by_strategy = dict(zip(STRATEGIES, generations))
-for column, (strategy, generation) in zip(columns, by_strategy.items()):
-    with column:
-        st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
-        metric_cols = st.columns(2)
-        metric_cols[0].metric(
-            "entropy (nats)",
-            f"{views.mean(generation.entropies):.2f}",
-            help="Entropy of the model's next-token distribution, averaged over the steps.",
+
+def sampling_config(strategy, stateful=True):
+    """The SamplingConfig of one column's strategy from the widgets' current values."""
+    state = st.session_state
+    settings = {
+        "greedy": {},
+        "temperature": {"temperature": state.sample_temperature_T},
+        "top_k": {"top_k": state.sample_top_k_k, "temperature": state.sample_top_k_T},
+        "top_p": {"top_p": state.sample_top_p_p, "temperature": state.sample_top_p_T},
+    }[strategy]
+    common = {"max_new_tokens": int(state.sample_tokens), "seed": int(state.sample_seed)}
+    return SamplingConfig(strategy=strategy, stateful=stateful, **common, **settings)
+
+
+def generated(checkpoint, prompt, config):
+    """lab.sampling.generate, cached across sessions per (model, prompt, settings)."""
+    return views.cached_generation(*views.checkpoint_key(checkpoint), prompt, tuple(vars(config).items()))
+
+
+def coloured_generation(checkpoint, prompt, generation, entropy_help):
+    st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
+    metric_cols = st.columns(2)
+    metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}", help=entropy_help)
+    metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
+
+
+@st.fragment
+def samples(checkpoint, prompt):
+    """The four strategies side by side, each with its settings, then stateful against stateless: a
+    setting reruns this part only."""
+    columns = st.columns(4)
+    with columns[0]:
+        st.subheader(views.STRATEGY_TITLES["greedy"])
+        st.caption("argmax at every step: deterministic, and prone to loops.")
+    with columns[1]:
+        st.subheader(views.STRATEGY_TITLES["temperature"])
+        st.number_input(
+            "T",
+            *BOUNDS["temperature"],
+            step=0.1,
+            key="sample_temperature_T",
+            help="softmax(logits / T): below 1 sharpens, above 1 flattens.",
         )
-        metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
-        if strategy == "greedy":
-            report = repetition_report(generation.continuation)
-            st.markdown("**Repetition report** (a greedy sampler's typical loop: “And then the sea…”, again and again)")
-            st.markdown(views.repetition_markdown(report))
+    with columns[2]:
+        st.subheader(views.STRATEGY_TITLES["top_k"])
+        k_cols = st.columns(2)
+        k_cols[0].number_input("k", *BOUNDS["top_k"], step=1, key="sample_top_k_k")
+        k_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_k_T")
+    with columns[3]:
+        st.subheader(views.STRATEGY_TITLES["top_p"])
+        p_cols = st.columns(2)
+        p_cols[0].number_input("p", *BOUNDS["top_p"], step=0.05, key="sample_top_p_p")
+        p_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_p_T")
+    by_strategy = None
+    with user_errors("Sampling"):
+        by_strategy = {s: generated(checkpoint, prompt, sampling_config(s)) for s in STRATEGIES}
+    if by_strategy is None:
+        return
+    for column, (strategy, generation) in zip(columns, by_strategy.items()):
+        with column:
+            coloured_generation(
+                checkpoint,
+                prompt,
+                generation,
+                "Entropy of the model's next-token distribution, averaged over the steps.",
+            )
+            if strategy == "greedy":
+                report = repetition_report(generation.continuation)
+                st.markdown(
+                    "**Repetition report** (a greedy sampler's typical loop: “And then the sea…”, again and again)"
+                )
+                st.markdown(views.repetition_markdown(report))
 
-state_cols = st.columns(2)
-for column, generation, title in zip(
-    state_cols,
-    (by_strategy[strategy_for_state], generations[-1]),
-    ("Stateful: the state carries the whole prefix", "Stateless: the state is reset before every token"),
-):
-    with column:
-        st.markdown(f"**{title}** · {generation.strategy}")
-        st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
-        metric_cols = st.columns(2)
-        metric_cols[0].metric(
-            "entropy (nats)",
-            f"{views.mean(generation.entropies):.2f}",
-            help="Mean entropy of the model's next-token distribution: higher when it "
-            "knows less about what comes next.",
-        )
-        metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
-
-# ---- which earlier characters drove one generated character
-st.divider()
-st.subheader("🧭 Which earlier characters drove this character?")
-drove_cols = st.columns([1, 3])
-traced_strategy = drove_cols[0].selectbox(
-    "From the column", list(STRATEGIES), format_func=views.STRATEGY_TITLES.get, key="sample_influence_strategy"
-)
-generation = by_strategy[traced_strategy]
-prompt_ids = encode_prompt(checkpoint.tokenizer, prompt)  # an empty prompt starts from "\n"
-ids = prompt_ids + generation.token_ids
-st.session_state.sample_influence_token = min(st.session_state.sample_influence_token, len(generation.token_ids))
-nth = drove_cols[1].select_slider(
-    "The generated character",
-    options=range(1, len(generation.token_ids) + 1),
-    key="sample_influence_token",
-    format_func=lambda n: f"{n}: {piece_label(generation.pieces[n - 1])}",
-)
-influence = None
-with user_errors("Tracing the influence"):
-    influence = views.cached_influence(*views.checkpoint_key(checkpoint), tuple(ids), len(prompt_ids) + nth - 1)
-if influence is not None:
-    st.html(influence_legend_html())
-    st.html(influence_html(token_texts(checkpoint.tokenizer, ids), influence))
-    st.caption(
-        f"The model gave the framed “{piece_label(generation.pieces[nth - 1])}” a probability of "
-        f"{influence.probability:.3f} (untempered). Each earlier character is coloured by the gradient of "
-        "that log-probability with respect to its embedding: how much nudging it would move the "
-        "prediction (Distill, “Memorization in RNNs”)."
+    st.divider()
+    st.subheader("Stateful vs stateless")
+    st.markdown(
+        "Stateless generation resets the hidden state before every token, so the model sees only the "
+        "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
+        "(a recurrent cell computes $h_t = f(x_t, h_{t-1})$: resetting $h_{t-1}$ throws away everything "
+        "before $x_t$)."
     )
+    strategy_for_state = st.selectbox(
+        "Strategy (settings and random seed from its column above)",
+        list(STRATEGIES),
+        format_func=views.STRATEGY_TITLES.get,
+        key="sample_state_strategy",
+    )
+    stateless = None
+    with user_errors("Sampling"):
+        stateless = generated(checkpoint, prompt, sampling_config(strategy_for_state, stateful=False))
+    if stateless is not None:
+        state_cols = st.columns(2)
+        for column, generation, title in zip(
+            state_cols,
+            (by_strategy[strategy_for_state], stateless),
+            ("Stateful: the state carries the whole prefix", "Stateless: the state is reset before every token"),
+        ):
+            with column:
+                st.markdown(f"**{title}** · {generation.strategy}")
+                coloured_generation(
+                    checkpoint,
+                    prompt,
+                    generation,
+                    "Mean entropy of the model's next-token distribution: higher when it knows less about "
+                    "what comes next.",
+                )
+    mirror_to_url(SETTINGS, DEFAULTS)
+    traced = sampling_config(st.session_state.sample_influence_strategy)
+    if st.session_state.sample_page_done and st.session_state.get("sample_traced") != traced:
+        st.rerun()  # this part alone ran, and changed the sample traced below: the whole page follows
 
-# ---- the next character as you type, the state carried
-st.divider()
-st.subheader("⌨️ What comes next? Type and watch")
-typed = st.text_input(
-    "Your text (press Enter to read it)",
-    key="sample_typed",
-    max_chars=MAX_PROMPT_CHARS,
-    help="The model reads only what you added since the last time, from the state it carried.",
-)
-reader_key = ("sample_typing_reader", views.checkpoint_key(checkpoint))
-if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model
-    st.session_state.sample_typing_reader = (reader_key, TypingReader(checkpoint.model, checkpoint.tokenizer))
-reader = st.session_state.sample_typing_reader[1]
-probs = None
-with user_errors("Reading"):
-    probs = reader.read(typed)
-if probs is not None:
-    top5 = next_tokens(probs, checkpoint.tokenizer, k=5)
-    bars, typing = st.columns([3, 1])
-    bars.plotly_chart(views.next_token_figure(top5), key="sample_next_chart")
-    with typing:
-        st.caption("Type the next one:")
-        for n, row in enumerate(top5.itertuples()):
-            st.button(f"+ {piece_label(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
-    if reader.new_tokens == len(reader.ids):
-        st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
-    else:
+
+@st.fragment
+def drivers(checkpoint, prompt):
+    """Which earlier characters drove one generated character: its slider reruns this part only."""
+    st.divider()
+    st.subheader("🧭 Which earlier characters drove this character?")
+    drove_cols = st.columns([1, 3])
+    traced_strategy = drove_cols[0].selectbox(
+        "From the column", list(STRATEGIES), format_func=views.STRATEGY_TITLES.get, key="sample_influence_strategy"
+    )
+    config = sampling_config(traced_strategy)
+    generation = None
+    with user_errors("Sampling"):
+        generation = generated(checkpoint, prompt, config)
+    if generation is None:
+        return
+    st.session_state.sample_traced = config
+    prompt_ids = encode_prompt(checkpoint.tokenizer, prompt)  # an empty prompt starts from "\n"
+    ids = prompt_ids + generation.token_ids
+    st.session_state.sample_influence_token = min(st.session_state.sample_influence_token, len(generation.token_ids))
+    nth = drove_cols[1].select_slider(
+        "The generated character",
+        options=range(1, len(generation.token_ids) + 1),
+        key="sample_influence_token",
+        format_func=lambda n: f"{n}: {piece_label(generation.pieces[n - 1])}",
+    )
+    influence = None
+    with user_errors("Tracing the influence"):
+        influence = views.cached_influence(*views.checkpoint_key(checkpoint), tuple(ids), len(prompt_ids) + nth - 1)
+    if influence is not None:
+        st.html(influence_legend_html())
+        st.html(influence_html(token_texts(checkpoint.tokenizer, ids), influence))
         st.caption(
-            f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
-            f"state ({len(reader.ids)} read since the start): one step per new character, however long "
-            "the text."
+            f"The model gave the framed “{piece_label(generation.pieces[nth - 1])}” a probability of "
+            f"{influence.probability:.3f} (untempered). Each earlier character is coloured by the gradient of "
+            "that log-probability with respect to its embedding: how much nudging it would move the "
+            "prediction."
         )
+    mirror_to_url(SETTINGS, DEFAULTS)
+
+
+@st.fragment
+def typing(checkpoint):
+    """The next character as you type, the state carried: each key press reruns this part only."""
+    st.divider()
+    st.subheader("⌨️ What comes next? Type and watch")
+    typed = st.text_input(
+        "Your text (press Enter to read it)",
+        key="sample_typed",
+        max_chars=MAX_PROMPT_CHARS,
+        help="The model reads only what you added since the last time, from the state it carried.",
+    )
+    reader_key = ("sample_typing_reader", views.checkpoint_key(checkpoint))
+    if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model
+        st.session_state.sample_typing_reader = (reader_key, TypingReader(checkpoint.model, checkpoint.tokenizer))
+    reader = st.session_state.sample_typing_reader[1]
+    probs = None
+    with user_errors("Reading"):
+        probs = reader.read(typed)
+    if probs is not None:
+        top5 = next_tokens(probs, checkpoint.tokenizer, k=5)
+        bars, typing_buttons = st.columns([3, 1])
+        bars.plotly_chart(views.next_token_figure(top5), key="sample_next_chart")
+        with typing_buttons:
+            st.caption("Type the next one:")
+            for n, row in enumerate(top5.itertuples()):
+                st.button(f"+ {piece_label(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
+        if reader.new_tokens == len(reader.ids):
+            st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
+        else:
+            st.caption(
+                f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
+                f"state ({len(reader.ids)} read since the start): one step per new character, however long "
+                "the text."
+            )
+    mirror_to_url(SETTINGS, DEFAULTS)
+
+
+samples(checkpoint, prompt)
+drivers(checkpoint, prompt)
+typing(checkpoint)
+st.session_state.sample_page_done = True
