@@ -214,6 +214,51 @@ def test_start_and_the_live_charts_top_are_on_a_laptops_first_screen(server, bro
         context.close()
 
 
+def record_script_ends(page):
+    """The end of every script run the server reports to this page, in order, from the app's own
+    messages: "page" when the whole page ran, "fragment" when one part of it ran alone."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    kinds = {ForwardMsg.FINISHED_SUCCESSFULLY: "page", ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: "fragment"}
+    ends = []
+
+    def read(payload):
+        if isinstance(payload, bytes):
+            message = ForwardMsg.FromString(payload)
+            if message.WhichOneof("type") == "script_finished":
+                ends.append(kinds.get(message.script_finished, "other"))
+
+    page.on("websocket", lambda socket: socket.on("framereceived", read))
+    return ends
+
+
+def test_gates_opens_on_its_gallery_and_moving_the_span_reruns_only_the_span(server, browser):
+    """At 1366×768: the gallery's first cards on the first screen; a key press on the span's slider
+    reruns the span's part alone, and the highlighted span follows."""
+    context = browser.new_context(viewport=LAPTOP)
+    try:
+        page = context.new_page()
+        ends = record_script_ends(page)
+        open_page(page, f"{server.url}/Gates")
+        card = page.locator('[data-testid="stMain"] div[style*="max-height: 11rem"]').first  # a card's text
+        card.wait_for()
+        assert card.bounding_box()["y"] <= LAPTOP["height"] - 120, card.bounding_box()  # its first lines show
+        screenshot(page, "Gates-1366x768")
+        assert "page" in ends  # the messages were read (the sidebar's heartbeat adds a fragment's run now and then)
+        highlighted = page.locator('span[style*="rgba(255, 193, 7"]')
+        before, runs = highlighted.count(), len(ends)
+        page.locator(".st-key-gates_span input[type=range]").last.press("ArrowRight")  # the span's end, one on
+        page.wait_for_function(
+            f"() => document.querySelectorAll('span[style*=\"rgba(255, 193, 7\"]').length > {before}"
+        )
+        page.wait_for_selector(SCRIPT_DONE)
+        assert highlighted.count() == before + 1
+        assert ends[runs:] and set(ends[runs:]) == {"fragment"}, ends[runs:]
+        assert_no_exception(page, "Gates after moving the span")
+    finally:
+        context.close()
+
+
 def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(browser, tmp_path):
     """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first,
     no automatic "app" entry) and the link's settings."""

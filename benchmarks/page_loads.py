@@ -1,0 +1,148 @@
+"""Every page and every lesson in a real browser (issue 28): the first visit after the server
+starts, a warm visit, a widget change on Gates, Sample and Memory, and the server's CPU seconds
+for each.
+
+    python -m benchmarks.page_loads [--repeats 3]
+
+Starts `streamlit run app.py` on a free port (benchmarks.app.AppServer), drives Debian's
+/usr/bin/chromium at 1366x768 and times each view from navigation (or the key press) until the
+script has finished: the app's script state "notRunning" and Streamlit's status widget gone.
+Every page is visited once in the sidebar's order (the first visits: caches empty, the first page
+also pays the imports), then each lesson once by its link, then every page and lesson `repeats`
+times more (warm: a new session each time, the server's caches full; the median is reported).
+CPU seconds are the server process's user + system time (/proc/PID/stat) over the view, all of
+its threads together: what the view cost the server, whatever else ran on the cores.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+from benchmarks.app import CHART_POINTS_JS, SCRIPT_DONE, AppServer, app_pages, launch_browser, open_page
+
+LAPTOP = {"width": 1366, "height": 768}
+STATUS_WIDGET = '[data-testid="stStatusWidget"]'
+# (page path, what is changed, the widget's key, the key pressed on it, a script whose value the change's
+# rerun alters: Streamlit's heartbeat reruns a part of every page every few seconds, so the end of a
+# run alone does not say that the change has been drawn)
+WIDGET_CHANGES = [
+    (
+        "Gates",
+        "span moved by one character",
+        "gates_span",
+        "ArrowRight",
+        """() => document.querySelectorAll('span[style*="rgba(255, 193, 7"]').length""",
+    ),
+    (
+        "Sample",
+        "temperature raised by 0.1",
+        "sample_temperature_T",
+        "ArrowUp",
+        """() => [...document.querySelectorAll('span[title^="p = "]')].map(s => s.title + s.textContent).join()""",
+    ),
+    ("Memory", "longest lag down by 8", "memory_max_lag", "ArrowLeft", CHART_POINTS_JS),
+]
+
+
+def server_cpu_seconds(server):
+    """User + system CPU seconds of the server process so far (every thread)."""
+    fields = open(f"/proc/{server.process.pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
+def settled(page, timeout_ms=120_000):
+    """Wait until the script has finished and the status widget is gone."""
+    page.wait_for_selector(SCRIPT_DONE, timeout=timeout_ms)
+    page.wait_for_selector(STATUS_WIDGET, state="detached", timeout=timeout_ms)
+
+
+def visit(server, page, path):
+    """(seconds from navigation to the script finished, server CPU seconds meanwhile)."""
+    cpu = server_cpu_seconds(server)
+    start = time.perf_counter()
+    open_page(page, f"{server.url}/{path}", timeout_ms=180_000)
+    settled(page)
+    seconds, cpu = time.perf_counter() - start, server_cpu_seconds(server) - cpu
+    print(f"/{path}: {seconds:.2f} s, server CPU {cpu:.2f} s", file=sys.stderr, flush=True)  # progress
+    return seconds, cpu
+
+
+def change_widget(server, page, key, press, drawn_js):
+    """Press a key on a widget: (seconds until its rerun has changed what `drawn_js` reads and the
+    script has finished, server CPU seconds meanwhile)."""
+    widget = page.locator(f".st-key-{key} input").last  # a slider's last thumb, or a number's box
+    widget.focus()
+    before = page.evaluate(drawn_js)
+    cpu = server_cpu_seconds(server)
+    start = time.perf_counter()
+    widget.press(press)
+    if widget.get_attribute("type") != "range":  # a number box takes its value on Enter
+        widget.press("Enter")
+    page.wait_for_function(f"before => ({drawn_js})() !== before", arg=before, polling=20, timeout=120_000)
+    settled(page)
+    return time.perf_counter() - start, server_cpu_seconds(server) - cpu
+
+
+def views():
+    """(label, url path) of every page, then every lesson by its link."""
+    from ui.lessons import LESSONS
+
+    pages = [(path or "Home", path) for path, _ in app_pages()]
+    lessons = [(f"lesson {n} · {slug}", f"Lessons?lesson={slug}") for n, slug in enumerate(LESSONS, 1)]
+    return pages + lessons
+
+
+def median_run(runs):
+    """(median seconds, median CPU seconds) of (seconds, CPU seconds) pairs."""
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def page_visits(server, page, repeats):
+    """{label: ((seconds, CPU) of the first visit, the medians of `repeats` warm visits)}."""
+    first = {label: visit(server, page, path) for label, path in views()}
+    return {
+        label: (first[label], median_run([visit(server, page, path) for _ in range(repeats)]))
+        for label, path in views()
+    }
+
+
+def widget_changes(server, page, repeats):
+    """{what: medians of `repeats` changes}, each page visited once before (warm if the caller visited it)."""
+    changes = {}
+    for path, what, key, press, drawn_js in WIDGET_CHANGES:
+        visit(server, page, path)
+        changes[f"{path}: {what}"] = median_run(
+            [change_widget(server, page, key, press, drawn_js) for _ in range(repeats)]
+        )
+    return changes
+
+
+def main():
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3, help="warm visits (and widget changes) per view")
+    parser.add_argument("--widgets-only", action="store_true", help="only the widget changes")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
+        browser = launch_browser(p)
+        page = browser.new_context(viewport=LAPTOP).new_page()
+        visits = {} if args.widgets_only else page_visits(server, page, args.repeats)
+        changes = widget_changes(server, page, args.repeats)
+        browser.close()
+    if visits:
+        print(f"| view | first visit | warm visit (median of {args.repeats}) | server CPU, first | server CPU, warm |")
+        print("|---|---|---|---|---|")
+        for label, ((t1, c1), (t2, c2)) in visits.items():
+            print(f"| {label} | {t1:.2f} s | {t2:.2f} s | {c1:.2f} s | {c2:.2f} s |")
+    print(f"\n| widget change | seconds (median of {args.repeats}) | server CPU |")
+    print("|---|---|---|")
+    for label, (seconds, cpu) in changes.items():
+        print(f"| {label} | {seconds:.2f} s | {cpu:.2f} s |")
+
+
+if __name__ == "__main__":
+    main()
