@@ -144,7 +144,7 @@ if trace is None:
     st.stop()
 T, n_layers = len(trace.token_ids), len(trace.layers)
 for layer_key in ("gates_layer", "gates_heatmap_layer"):  # a model with fewer layers than the last one, or a link's
-    if st.session_state[layer_key] >= n_layers:
+    if st.session_state.get(layer_key, 0) >= n_layers:
         st.session_state[layer_key] = 0
 
 
@@ -332,7 +332,9 @@ def layer_details(trace, key, text):
         help="Orders the units by correlation with it, and picks the units below.",
     )
     max_units = min(H, MAX_HEATMAP_UNITS)
-    st.session_state.gates_units = min(st.session_state.gates_units, max_units)
+    # Streamlit before 1.67 forgets a widget's value on a run that did not draw it (the slider below is
+    # drawn only with the heatmap): the page's default then
+    st.session_state.gates_units = min(st.session_state.get("gates_units", DEFAULTS["units"]), max_units)
     switches = st.columns([1.2, 1.2, 1, 2])
     drawn = switches[0].toggle("Draw the heatmap", key="gates_heatmap_shown")
     saturation = switches[1].toggle("Gate saturation", key="gates_saturation_shown")
