@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.app import CHART_POINTS_JS, SCRIPT_DONE, AppServer, app_pages, launch_browser, open_page
+from benchmarks.app import SCRIPT_DONE, AppServer, app_pages, launch_browser, open_page
 
 LAPTOP = {"width": 1366, "height": 768}
 STATUS_WIDGET = '[data-testid="stStatusWidget"]'
@@ -43,7 +43,14 @@ WIDGET_CHANGES = [
         "ArrowUp",
         """() => [...document.querySelectorAll('span[title^="p = "]')].map(s => s.title + s.textContent).join()""",
     ),
-    ("Memory", "longest lag down by 8", "memory_max_lag", "ArrowLeft", CHART_POINTS_JS),
+    (
+        "Memory",
+        "longest lag down by 8",
+        "memory_max_lag",
+        "ArrowLeft",
+        """() => [...document.querySelectorAll('.js-plotly-plot')]
+            .map(c => JSON.stringify((c.data || []).map(t => t.x && (t.x.bdata || t.x.length)))).join()""",
+    ),
 ]
 
 

@@ -1,5 +1,7 @@
-"""Memory: how long each cell remembers. Measured retention of the keep gates, the analytic
-g^k picture and bias half-lives, gradients through time, and the delayed-recall probe."""
+"""Memory: how long each cell remembers. Measured retention of the keep gates as a spread over the
+units (the typical unit forgets within a step or two, a few units keep half for over 100 tokens) with
+the longest memories coloured on the text, the analytic g^k picture and bias half-lives, gradients
+through time, and the delayed-recall probe. Each section is a fragment: its slider reruns it alone."""
 
 import pandas as pd
 import streamlit as st
