@@ -12,7 +12,8 @@ that the loss moves by < 0.005 nats/char), as checkpoints/<name>_latest.safetens
 A build is resumable per model. Every few minutes it writes build/<name>/progress
 (the weights, AdamW's moments, the step and the random generators) and
 build/<name>/best (the best weights so far); the same command run again continues
-each unfinished model where it stopped, and only exports a finished one. The
+each unfinished model where it stopped, and only exports a finished one; run with a larger
+--patience, a model that stopped early continues to its budget. The
 recipes come from the sweep in benchmarks/bundle_sweep.py (BENCHMARKS.md).
 """
 
@@ -98,8 +99,10 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     plateau, state, done = Plateau(patience), None, False
     if progress_path.is_file():
         saved = load_checkpoint(progress_path, device="cpu")
-        model, metrics, done = saved.model, saved.metrics, saved.metrics.get("done", False)
+        model, metrics = saved.model, saved.metrics
         plateau = Plateau(patience, **saved.metrics["plateau"])
+        # a build that stopped early continues when rerun with a larger --patience
+        done = metrics.get("done", False) and (metrics["reason"] != "early stopping" or plateau.reached)
         if not done:
             state = resume_training_state(saved, train_config)
         log(

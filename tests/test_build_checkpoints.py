@@ -83,6 +83,15 @@ def test_the_best_weights_are_kept_not_the_last(task, tmp_path, monkeypatch):
     assert metrics["plateau"]["best_step"] == 6 and metrics["reason"] == "early stopping"
     assert metrics["steps"] == 15  # three evaluations after the best, then no more steps
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), seen[1].values()))
+    # rerun with more patience: the stopped build continues from its step, with its best so far
+    scores = iter([2.9, 1.5, 2.0, 2.1, 2.2])
+    lines = []
+    model, metrics = build.train_until_plateau(
+        "overfit", tiny(task), config(max_steps=30), task, tmp_path, patience=5, log=lines.append
+    )
+    assert lines[0].startswith("overfit: continuing from step 15 (best 2.0000 at step 6)")
+    assert metrics["plateau"]["best_step"] == 21 and metrics["steps"] == 30 and metrics["reason"] != "early stopping"
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), seen[-4].values()))
 
 
 def test_float16_weights_change_the_validation_loss_by_less_than_0_005_nats_per_char(task, tmp_path):
