@@ -9,8 +9,8 @@ draws the sidebar that names them (Home first).
 import pandas as pd
 import streamlit as st
 
-from lab.models import config_to_dict
-from lab.presets import PRESETS
+from lab.nets.models import config_to_dict
+from lab.training.presets import PRESETS
 from ui.common import page_link, parameter_count, preset_description, setup_page, show_anchors
 from ui.inspect_views import equations_latex
 
@@ -49,7 +49,8 @@ for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.item
 st.header("The model families")
 st.caption(
     "x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "
-    "Each cell is written from tensor operations in `lab/cells.py`, whose docstrings state these equations."
+    "Each cell is written in the lab from plain tensor operations, one line per equation (the Gates page "
+    "shows its code)."
 )
 FAMILIES = [  # (cell, title, what to notice), in reading order
     (
@@ -100,7 +101,7 @@ with right:
     )
 
 
-# lab/presets.py's seed numbers -> what each preset builds on, in plain words (students never see the seeds)
+# lab/training/presets.py's seed numbers -> what each preset builds on, in plain words (students never see the seeds)
 BASED_ON = {
     "000": "subword GRU language models (Scribe)",
     "001": "the standard RNN, GRU and LSTM equations",
@@ -137,7 +138,7 @@ def preset_table():
 
 st.header("Presets")
 st.caption(
-    "The lab's model families as named presets (`lab/presets.py`); the Train page starts from one. "
+    "The lab's model families as named presets; the Train page starts from one. "
     "Character models are counted at 65 characters, subword models at 1,000 pieces."
 )
 st.dataframe(

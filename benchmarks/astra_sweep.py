@@ -19,10 +19,10 @@ import dataclasses
 import torch
 
 from lab.data import load_bundled_corpus
-from lab.models import build_model, count_parameters
-from lab.presets import get_preset
-from lab.tasks import LMTask
-from lab.train import configure_cpu, train
+from lab.nets.models import build_model, count_parameters
+from lab.training.presets import get_preset
+from lab.training.tasks import LMTask
+from lab.training.train import configure_cpu, train
 
 BEFORE = ({"dropout": 0.0}, {"batch_size": 64, "weight_decay": 0.01, "lr": 3e-3, "block_size": 64})
 VARIANTS = {  # name: (model overrides, training overrides), on top of BEFORE

@@ -4,8 +4,8 @@
 
 Measures forward + backward + AdamW step tokens/s at B=64, T=128, E=128, H=256,
 2 layers for the GRU (PyTorch convention) and the LSTM in lab's three backends:
-fast (lab/kernels.py), fused (torch.nn.GRU / nn.LSTM) and reference
-(lab/cells.py, autograd over the equations); and for seed 002's cell: its
+fast (lab/nets/kernels.py), fused (torch.nn.GRU / nn.LSTM) and reference
+(lab/nets/cells.py, autograd over the equations); and for seed 002's cell: its
 LSTMCell and LSTMLayer as published (two bias-free nn.Linear per gate plus a
 bias vector, a loop indexing x[:, t], the layers' states stacked every step;
 the GRU written the same way), and a tidied version of that pattern (biases
@@ -20,9 +20,9 @@ import time
 import torch
 import torch.nn as nn
 
-from lab.backends import make_layer
-from lab.cells import RecurrentStack, scan_parallel, scan_sequential
-from lab.train import configure_cpu
+from lab.nets.backends import make_layer
+from lab.nets.cells import RecurrentStack, scan_parallel, scan_sequential
+from lab.training.train import configure_cpu
 
 B, T, E, H, L = 64, 128, 128, 256, 2
 
@@ -238,7 +238,7 @@ def main():
     parser.add_argument(
         "--default-malloc",
         action="store_true",
-        help="only cap the threads; leave glibc's malloc at its defaults (see lab.train.configure_cpu)",
+        help="only cap the threads; leave glibc's malloc at its defaults (see lab.training.train.configure_cpu)",
     )
     args = parser.parse_args()
     if args.default_malloc:

@@ -33,7 +33,7 @@ from pathlib import Path
 from benchmarks.app import CHART_POINTS_JS, CHROMIUM, CHROMIUM_ARGS, AppServer, open_page, page_load
 
 BUDGET_LINE = "This server's training budget"
-FIRST_STEP_LINE = re.compile(r"^(\S+ \S+) INFO lab\.jobs: The run .*: first step ([\d.]+) s after Start", re.M)
+FIRST_STEP_LINE = re.compile(r"^(\S+ \S+) INFO lab\.server\.jobs: The run .*: first step ([\d.]+) s after Start", re.M)
 
 
 def first_steps(server_log):
@@ -48,7 +48,7 @@ def first_steps(server_log):
 
 def saved_runs(user_dir):
     """(steps, seconds trained) of every run saved under the server's user folder."""
-    from lab.checkpoints import load_checkpoint
+    from lab.training.checkpoints import load_checkpoint
 
     paths = [path for path in Path(user_dir).rglob("*_v*.safetensors")]  # each run once, not its _latest too
     metrics = [load_checkpoint(path, "cpu").metrics for path in paths]

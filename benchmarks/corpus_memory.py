@@ -17,7 +17,7 @@ import sys
 import time
 
 from lab.data import BUNDLED_CORPUS, MAX_CORPUS_BYTES, read_text
-from lab.tasks import LMTask
+from lab.training.tasks import LMTask
 
 TOKENIZERS = ("char", "sentencepiece")
 

@@ -16,10 +16,10 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from lab.checkpoints import load_checkpoint
 from lab.data import check_long_enough, encode_to_tensor, split_train_val
-from lab.tasks import load_corpus
-from lab.train import configure_cpu
+from lab.training.checkpoints import load_checkpoint
+from lab.training.tasks import load_corpus
+from lab.training.train import configure_cpu
 from scripts.build_corpus import bare_headings
 
 

@@ -3,7 +3,7 @@
     python benchmarks/ngram_baselines.py [--checkpoints checkpoints/scan-markov_latest.safetensors ...]
 
 For n = 2..5 (contexts of 1..4 characters), every target of the validation split (the last 10%)
-that has 4 characters before it, scored three ways (lab.ngram): an interpolated Kneser-Ney
+that has 4 characters before it, scored three ways (lab.training.ngram): an interpolated Kneser-Ney
 character n-gram model counted on the training split; each checkpoint reading only the n - 1
 characters before the target from the zero state (a recurrent LM truncated to the chain's context;
 ScanMarkov is trained on exactly such contexts). Prints Markdown tables for BENCHMARKS.md.
@@ -17,10 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.checkpoints import load_checkpoint  # noqa: E402
 from lab.data import load_bundled_corpus  # noqa: E402
-from lab.ngram import N_MAX, kneser_ney_scores, truncated_scores  # noqa: E402
-from lab.train import configure_cpu  # noqa: E402
+from lab.training.checkpoints import load_checkpoint  # noqa: E402
+from lab.training.ngram import N_MAX, kneser_ney_scores, truncated_scores  # noqa: E402
+from lab.training.train import configure_cpu  # noqa: E402
 
 ORDERS = range(2, N_MAX + 1)
 DEFAULT = sorted(

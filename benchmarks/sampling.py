@@ -20,9 +20,9 @@ import time
 import torch
 
 from lab.data import CharTokenizer, load_bundled_corpus
-from lab.models import build_model, count_parameters
-from lab.presets import get_preset
-from lab.sampling import SamplingConfig, generate, generate_by_rerunning_prefix
+from lab.instruments.sampling import SamplingConfig, generate, generate_by_rerunning_prefix
+from lab.nets.models import build_model, count_parameters
+from lab.training.presets import get_preset
 
 PROMPT = "Ham:\n"
 

@@ -4,8 +4,8 @@
 
 Every checkpoint (default: every bundled model with a character tokenizer) reads the
 validation text, the bundled corpus's four held-out plays (lab.data.load_bundled_split), in one pass
-from the zero state with the state carried (lab.units.unit_correlations_over).
-For each feature of lab.features.FEATURES, the table gives the strongest Pearson r of any
+from the zero state with the state carried (lab.instruments.units.unit_correlations_over).
+For each feature of lab.instruments.features.FEATURES, the table gives the strongest Pearson r of any
 unit of any gate or state of any layer, and which unit it is ("c 45": unit 45 of the cell
 state c, layer 0; "1:h 7" for layer 1). A first table names the models measured, with a
 SHA-256 prefix of each file, so that a rerun on retrained models says which ones it read.
@@ -21,12 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.checkpoints import load_checkpoint  # noqa: E402
-from lab.cost import parameter_count  # noqa: E402
 from lab.data import load_bundled_split  # noqa: E402
-from lab.features import FEATURES  # noqa: E402
-from lab.train import configure_cpu  # noqa: E402
-from lab.units import strongest_per_feature, unit_correlations_over  # noqa: E402
+from lab.instruments.features import FEATURES  # noqa: E402
+from lab.instruments.units import strongest_per_feature, unit_correlations_over  # noqa: E402
+from lab.nets.cost import parameter_count  # noqa: E402
+from lab.training.checkpoints import load_checkpoint  # noqa: E402
+from lab.training.train import configure_cpu  # noqa: E402
 
 # Karpathy, Johnson & Fei-Fei (2015) found such units in well-trained character LSTMs; the issue
 # expects at least one unit this strong for one of these features

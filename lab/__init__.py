@@ -2,6 +2,17 @@
 
 Never imports Streamlit: the app (app.py, pages/) and the command line
 (`python -m lab`) are two clients of the same functions.
+
+Its parts, each importing only those above it (tests/test_architecture.py checks the direction):
+
+    errors, schema   LabError, the one error for bad input; configs declared with pydantic
+    data             corpora, tokenizers, batches, sequential images
+    nets             the cells as their equations, the faster backends, the model families
+    training         the training loop, tasks, presets, checkpoints
+    instruments      sampling, gate traces, stepping, memory, units: what the teaching pages measure
+    server           the budget a class shares, background jobs, worker processes, Ray, spaces
+    experiments      seed 003's ablation and the memory probe, run through the server's budget
+    __main__         the command line (`python -m lab`), with train_command
 """
 
 import os

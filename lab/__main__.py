@@ -19,8 +19,8 @@ from lab.train_command import DEFAULT_PRESET, DEFAULT_RUNS_DIR, SEED_EPOCHS, epo
 
 
 def _sample(args):
-    from lab.checkpoints import load_checkpoint
-    from lab.sampling import SamplingConfig, default_strategy, generate, repetition_report
+    from lab.instruments.sampling import SamplingConfig, default_strategy, generate, repetition_report
+    from lab.training.checkpoints import load_checkpoint
 
     checkpoint = load_checkpoint(args.checkpoint, args.device)
     if checkpoint.tokenizer is None:
@@ -46,8 +46,8 @@ def _sample(args):
 
 
 def _summary(args):
-    from lab.checkpoints import load_checkpoint
-    from lab.models import model_summary
+    from lab.nets.models import model_summary
+    from lab.training.checkpoints import load_checkpoint
 
     checkpoint = load_checkpoint(args.checkpoint)
     print(model_summary(checkpoint.model, checkpoint.meta.get("name", "")).format())
@@ -64,7 +64,7 @@ def _summary(args):
 
 
 def _list(args):
-    from lab.checkpoints import scan_checkpoints
+    from lab.training.checkpoints import scan_checkpoints
 
     infos, problems = scan_checkpoints(args.dir)
     for problem in problems:  # a bad file is named, not a reason to list nothing
@@ -80,10 +80,10 @@ def _list(args):
 
 
 def build_parser():
-    from lab.backends import BACKENDS
-    from lab.cells import CELLS
-    from lab.presets import PRESETS
-    from lab.train import AMP_MODES
+    from lab.nets.backends import BACKENDS
+    from lab.nets.cells import CELLS
+    from lab.training.presets import PRESETS
+    from lab.training.train import AMP_MODES
 
     parser = argparse.ArgumentParser(
         prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -104,8 +104,8 @@ def build_parser():
     t.add_argument(
         "--backend",
         choices=list(BACKENDS),
-        help="reference (lab/cells.py), fast (lab/kernels.py) or fused (torch.nn, cuDNN); "
-        "default: the fastest on the device (lab.backends.default_backend)",
+        help="reference (lab/nets/cells.py), fast (lab/nets/kernels.py) or fused (torch.nn, cuDNN); "
+        "default: the fastest on the device (lab.nets.backends.default_backend)",
     )
     t.add_argument("--embed-dim", type=int, help="override the embedding width E")
     t.add_argument("--hidden-size", type=int, help="override the hidden units per layer H")
@@ -231,9 +231,9 @@ def _ablation(args):
     prints its runs' epochs, rank 0 alone draws the progress bar of its share and writes the results."""
     from tqdm import tqdm
 
-    from lab import distributed
     from lab.experiments.ablation import RANK_PATIENCE, cli_command, config_from_args, run_ablation, summary_markdown
-    from lab.train import configure_cpu, resolve_device
+    from lab.training import distributed
+    from lab.training.train import configure_cpu, resolve_device
 
     configure_cpu(args.threads)
     config = config_from_args(args)
@@ -303,7 +303,7 @@ def _ablation(args):
 
 
 def main(argv=None):
-    from lab.distributed import RankFailed
+    from lab.training.distributed import RankFailed
 
     args = build_parser().parse_args(argv)
     try:
@@ -323,7 +323,7 @@ def main(argv=None):
 
 def _rank():
     """'rank R: ' under torchrun, else ''."""
-    from lab.distributed import launched
+    from lab.training.distributed import launched
 
     return f"rank {os.environ['RANK']}: " if launched() else ""
 

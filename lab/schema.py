@@ -3,7 +3,7 @@
 Every config (a model's, a run's, the sampler's, a study's) is a `config` dataclass: each field's type
 and bounds sit beside it as an annotation, checked strictly (an integer is not a float, True is not 1,
 NaN and infinity are no numbers) and unknown fields are refused. The JSON a checkpoint carries is read
-through pydantic models in lab.checkpoints the same way.
+through pydantic models in lab.training.checkpoints the same way.
 
 A refusal is always the lab's own error, one line naming the field: "batch_size: input should be less
 than or equal to 4096, got 5000". Rules that tie fields together stay in the config's __post_init__,
@@ -27,7 +27,7 @@ PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0, lt=2**63)]  # torch.Generator's range
 Fraction = Annotated[float, Field(ge=0, lt=1)]  # dropout rates, label smoothing
 PositiveNumber = Annotated[float, Field(gt=0)]
-Device = Literal["auto", "cpu", "cuda"]  # lab.train.resolve_device's names
+Device = Literal["auto", "cpu", "cuda"]  # lab.training.train.resolve_device's names
 
 
 def error_message(error: ValidationError, prefix="", field="value") -> str:

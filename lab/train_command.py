@@ -51,8 +51,8 @@ def _train_options(args):
 
 
 def train_from_args(args):
-    from lab import distributed
-    from lab.train import configure_cpu, resolve_device
+    from lab.training import distributed
+    from lab.training.train import configure_cpu, resolve_device
 
     configure_cpu(args.threads)
     name, preset, corpus, model, task, train_config, resume = _resumed_run(args) if args.resume else _new_run(args)
@@ -64,13 +64,13 @@ def _new_run(args):
     """A run from a preset: (name, preset name, corpus, model, task, train config, None)."""
     import torch
 
-    from lab.backends import default_backend, default_scan_mode
-    from lab.checkpoints import check_folder, sanitize_name
-    from lab.cost import check_training_memory
-    from lab.models import build_model
-    from lab.presets import get_preset
-    from lab.tasks import TASKS
-    from lab.train import resolve_device
+    from lab.nets.backends import default_backend, default_scan_mode
+    from lab.nets.cost import check_training_memory
+    from lab.nets.models import build_model
+    from lab.training.checkpoints import check_folder, sanitize_name
+    from lab.training.presets import get_preset
+    from lab.training.tasks import TASKS
+    from lab.training.train import resolve_device
 
     preset = get_preset(args.preset or DEFAULT_PRESET)
     if preset.model.family == "classifier":
@@ -121,10 +121,10 @@ def _new_run(args):
 
 def _resumed_run(args):
     """--resume: the saved run and its settings; an option that would change what it computes is refused."""
-    from lab.checkpoints import check_folder, load_checkpoint, sanitize_name
-    from lab.presets import get_preset
-    from lab.tasks import TASKS, corpus_split
-    from lab.train import TrainConfig, resume_training_state
+    from lab.training.checkpoints import check_folder, load_checkpoint, sanitize_name
+    from lab.training.presets import get_preset
+    from lab.training.tasks import TASKS, corpus_split
+    from lab.training.train import TrainConfig, resume_training_state
 
     checkpoint = load_checkpoint(args.resume, "cpu")
     preset, corpus = checkpoint.meta["extra"].get("preset"), checkpoint.metrics.get("corpus", DEFAULT_CORPUS)
@@ -159,10 +159,10 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
     Under torchrun every rank trains and rank 0 alone prints and saves."""
     from tqdm import tqdm
 
-    from lab import distributed
-    from lab.checkpoints import check_resumable_size
-    from lab.models import model_summary
-    from lab.train import resolve_device, run_metrics, train
+    from lab.nets.models import model_summary
+    from lab.training import distributed
+    from lab.training.checkpoints import check_resumable_size
+    from lab.training.train import resolve_device, run_metrics, train
 
     rank, world = distributed.rank_and_world()
     say = print if rank == 0 else (lambda *args, **kwargs: None)
@@ -313,7 +313,7 @@ def rescue_dir():
 def _save_or_rescue(folder, name, model, tokenizer, metrics, extra, training_state=None):
     """save_checkpoint into `folder`, or, when that fails (a full disk), into rescue_dir(): minutes
     of training are not dropped because one folder filled up. Only both failing raises."""
-    from lab.checkpoints import save_checkpoint
+    from lab.training.checkpoints import save_checkpoint
 
     try:
         return save_checkpoint(folder, name, model, tokenizer, metrics, extra, training_state)

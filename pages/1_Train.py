@@ -1,6 +1,6 @@
 """Train: pick a model family and a corpus, start a background run, watch the loss race live.
 
-Widgets -> ui.train_view settings -> lab configs -> lab.jobs.TrainingJob; a
+Widgets -> ui.train_view settings -> lab configs -> lab.server.jobs.TrainingJob; a
 fragment polls the session's jobs every two seconds (less often on a busy server) and draws their events.
 The settings are mirrored in the URL, so a link opens with the same settings.
 """
@@ -12,19 +12,19 @@ import time
 
 import streamlit as st
 
-from lab.backends import default_backend
-from lab.capacity import SERVER_BUDGET
-from lab.cells import CELLS, ScanLayer
-from lab.checkpoints import list_checkpoints, sanitize_name, why_not_resumable
-from lab.cost import check_training_memory, training_memory_bytes
 from lab.data import read_text, split_text
-from lab.jobs import TrainingJob
-from lab.models import build_model, config_to_dict
-from lab.presets import PRESETS
-from lab.race import long_race, plain_name, short_count, width_for_parameters
-from lab.sampling import SamplingConfig, sample_text
-from lab.tasks import TASKS, corpus_split
-from lab.train import resolve_device
+from lab.instruments.race import long_race, plain_name, short_count, width_for_parameters
+from lab.instruments.sampling import SamplingConfig, sample_text
+from lab.nets.backends import default_backend
+from lab.nets.cells import CELLS, ScanLayer
+from lab.nets.cost import check_training_memory, training_memory_bytes
+from lab.nets.models import build_model, config_to_dict
+from lab.server.capacity import SERVER_BUDGET
+from lab.server.jobs import TrainingJob
+from lab.training.checkpoints import list_checkpoints, sanitize_name, why_not_resumable
+from lab.training.presets import PRESETS
+from lab.training.tasks import TASKS, corpus_split
+from lab.training.train import resolve_device
 from ui import train_view as tv
 from ui.common import (
     TRAIN_IN_PROCESS,
@@ -110,8 +110,8 @@ with model_col:
         key=tv.key("backend"),
         horizontal=True,
         disabled=fixed,
-        help="reference: the equations line by line (lab/cells.py). fast: the same function with "
-        "hand-optimised loops (lab/kernels.py). fused: torch.nn.RNN/GRU/LSTM (cuDNN on a GPU).",
+        help="reference: the equations line by line, as the lab writes them. fast: the same equations with "
+        "hand-optimised loops, checked equal. fused: PyTorch's own RNN, GRU and LSTM (cuDNN on a GPU).",
     )
     c1, c2 = st.columns(2)
     c1.number_input(F["emb"].label, F["emb"].low, F["emb"].high, step=8, key=tv.key("emb"))

@@ -7,8 +7,8 @@ The model, prompt, length and random seed rerun the page; every other setting re
 
 import streamlit as st
 
-from lab.prediction import MAX_INFLUENCE_TOKENS, TypingReader, next_tokens
-from lab.sampling import (
+from lab.instruments.prediction import MAX_INFLUENCE_TOKENS, TypingReader, next_tokens
+from lab.instruments.sampling import (
     MAX_PROMPT_CHARS,
     STRATEGIES,
     SamplingConfig,
@@ -29,7 +29,7 @@ st.caption(
 )
 show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
 
-# Widget bounds; lab.sampling.SamplingConfig checks the same rules again for any other path in.
+# Widget bounds; lab.instruments.sampling.SamplingConfig checks the same rules again for any other path in.
 BOUNDS = {
     "tokens": (1, MAX_INFLUENCE_TOKENS - MAX_PROMPT_CHARS),
     "seed": (0, 2**31 - 1),
@@ -146,7 +146,7 @@ def sampling_config(strategy, stateful=True):
 
 
 def generated(checkpoint, prompt, config):
-    """lab.sampling.generate, cached across sessions per (model, prompt, settings)."""
+    """lab.instruments.sampling.generate, cached across sessions per (model, prompt, settings)."""
     return views.cached_generation(*views.checkpoint_key(checkpoint), prompt, tuple(vars(config).items()))
 
 

@@ -10,10 +10,10 @@ import inspect
 
 import streamlit as st
 
-from lab.cells import CELLS
-from lab.features import FEATURE_KINDS, FEATURES
-from lab.introspect import GATE_KINDS, MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
-from lab.units import UNIT_ORDERS, span_units, top_units, unit_gallery
+from lab.instruments.features import FEATURE_KINDS, FEATURES
+from lab.instruments.introspect import GATE_KINDS, MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
+from lab.instruments.units import UNIT_ORDERS, span_units, top_units, unit_gallery
+from lab.nets.cells import CELLS
 from ui import inspect_views as views
 from ui.coloured_text import activation_html, activation_legend_html, influence_html, influence_legend_html, span_html
 from ui.common import checkpoint_picker, piece_label, plain, plain_convention, setup_page, show_anchors, user_errors
@@ -47,7 +47,7 @@ TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbet
 PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH:\nThrice the brinded cat", 1200)
 TEXT_MAX_CHARS = 4000  # the box and the link alike; the trace itself reads at most MAX_TRACE_TOKENS
 MAX_HEATMAP_UNITS = 48  # rows a heatmap can show at once: more would be too thin to read
-# lab.units' column names -> what a student reads in the tables of units
+# lab.instruments.units' column names -> what a student reads in the tables of units
 UNIT_COLUMNS = {
     "correlation": "correlation r",
     "abs_correlation": "|r|",
@@ -366,7 +366,7 @@ def layer_details(trace, key, text):
         st.latex(views.equations_latex(cell))
     if code:
         layer_class = CELLS[cell]  # the reference implementation, whatever backend the checkpoint trained with
-        st.caption(f"`lab/cells.py` · `{layer_class.__name__}`")
+        st.caption("The lab's code for this cell: its equations, line by line.")
         st.code(inspect.getsource(layer_class), language="python")
     mirror()
 

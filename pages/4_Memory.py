@@ -6,8 +6,8 @@ through time, and the delayed-recall probe. Each section is a fragment: its slid
 import pandas as pd
 import streamlit as st
 
-from lab.cells import CELLS
-from lab.memory import (
+from lab.experiments.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
+from lab.instruments.memory import (
     KEEP_GATE_LABELS,
     MAX_RETENTION_LAG,
     MEMORY_SPANS,
@@ -15,7 +15,7 @@ from lab.memory import (
     constant_gate_retention,
     memory_spread,
 )
-from lab.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
+from lab.nets.cells import CELLS
 from ui import inspect_views as views
 from ui.coloured_text import activation_html
 from ui.common import checkpoint_infos, plain, register_job, session_key, setup_page, user_errors
@@ -49,7 +49,7 @@ BIAS_COLUMNS = {
     "retention": "kept per step σ(b)",
     "tau": "time constant τ (steps)",
     "half_life": "half-life (steps)",
-}  # lab.memory.bias_time_constants' columns, as shown
+}  # lab.instruments.memory.bias_time_constants' columns, as shown
 SPREAD_COLUMNS = {
     "name": "model",
     "layer": "layer",
@@ -57,7 +57,7 @@ SPREAD_COLUMNS = {
     "median_half_life": "the median unit keeps half for",
     "longest_half_life": "the longest-memory unit keeps half for",
     **{f"longer_than_{k}": f"share keeping more than half after {k} tokens" for k in MEMORY_SPANS},
-}  # lab.memory.memory_spread's columns, as shown
+}  # lab.instruments.memory.memory_spread's columns, as shown
 
 with st.expander("Anchors: what a constant keep gate does", expanded=False):
     anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])

@@ -11,15 +11,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.checkpoints import (
+from lab.nets.models import config_to_dict, model_summary
+from lab.server.uploads import load_upload
+from lab.training.checkpoints import (
     CheckpointError,
     delete_checkpoint,
-    load_upload,
     sanitize_name,
     save_checkpoint,
     scan_checkpoints,
 )
-from lab.models import config_to_dict, model_summary
 from ui.common import (
     cached_checkpoint,
     choose_checkpoint,

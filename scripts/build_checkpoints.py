@@ -29,12 +29,12 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.backends import default_backend, default_scan_mode  # noqa: E402
-from lab.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes, load_checkpoint  # noqa: E402
-from lab.models import build_model, count_parameters, for_device  # noqa: E402
-from lab.presets import get_preset  # noqa: E402
-from lab.tasks import TASKS  # noqa: E402
-from lab.train import DEVICES, configure_cpu, resolve_device, resume_training_state, run_metrics, train  # noqa: E402
+from lab.nets.backends import default_backend, default_scan_mode  # noqa: E402
+from lab.nets.models import build_model, count_parameters, for_device  # noqa: E402
+from lab.training.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes, load_checkpoint  # noqa: E402
+from lab.training.presets import get_preset  # noqa: E402
+from lab.training.tasks import TASKS  # noqa: E402
+from lab.training.train import DEVICES, configure_cpu, resolve_device, resume_training_state, run_metrics, train  # noqa: E402
 
 # name: (preset it starts from, model overrides, train overrides). The character models share
 # astra-alpha's recipe (AdamW, weight decay 0.1, cosine lr), trained on a GPU in batches of 64 windows of
@@ -158,7 +158,7 @@ def evaluate(model, task, train_config, device=torch.device("cpu")):
 
 def export_float16(model, task, train_config, metrics, name, extra, path, device=torch.device("cpu")):
     """Write `model` to `path` in float16 (half the bytes; it loads as float32), computed the fastest
-    way on a CPU (lab.models.for_device), with its validation figures measured on what the file holds,
+    way on a CPU (lab.nets.models.for_device), with its validation figures measured on what the file holds,
     beside the float32 weights' for comparison."""
     float32 = evaluate(model, task, train_config, device)
     model = for_device(model.cpu().float(), "cpu")

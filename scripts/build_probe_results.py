@@ -1,11 +1,11 @@
-"""Train every toy task of lab.probe for every cell and ship the table the Memory page and the
+"""Train every toy task of lab.experiments.probe for every cell and ship the table the Memory page and the
 toy-tasks lesson show.
 
     python scripts/build_probe_results.py [--jobs 2] [--steps 1500] [--distances 5 10 20 50 100 200]
 
 One model of ~5,000 parameters per (task, cell, distance), trained from scratch on the CPU
-by lab.train.train until it answers 99% of fresh sequences right or has taken --steps
-steps; a cell at chance at two distances in a row skips the longer ones (lab.probe). The
+by lab.training.train.train until it answers 99% of fresh sequences right or has taken --steps
+steps; a cell at chance at two distances in a row skips the longer ones (lab.experiments.probe). The
 tasks run in --jobs processes of one thread each. With the defaults the table took about
 15 minutes on two CPU cores shared with another training job (BENCHMARKS.md, "Toy tasks").
 The file also records the settings, one column each, so a page can say what was run; the
@@ -25,8 +25,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.cells import CELLS  # noqa: E402
-from lab.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, results_table, run_memory_probe  # noqa: E402
+from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, results_table, run_memory_probe  # noqa: E402
+from lab.nets.cells import CELLS  # noqa: E402
 
 # the settings written beside the results, one column each ("steps" is a row's own: the steps it took)
 SETTINGS = {

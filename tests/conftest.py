@@ -25,7 +25,7 @@ def bundled_checkpoints(request):
     without those files its tests fail, they do not skip."""
     needed = getattr(request.module, "NEEDED", ())
     if needed:
-        from lab.checkpoints import BUNDLED_DIR
+        from lab.training.checkpoints import BUNDLED_DIR
 
         missing = [n for n in needed if not (BUNDLED_DIR / f"{n}_latest.safetensors").is_file()]
         assert not missing, f"bundled checkpoints missing: {missing} (python scripts/build_checkpoints.py)"

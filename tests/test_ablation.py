@@ -12,8 +12,6 @@ import torch
 from helpers import cifar_fixture, without_timing
 
 from lab.__main__ import build_parser, main
-from lab.cells import chrono_bias
-from lab.checkpoints import load_checkpoint
 from lab.data import DataError
 from lab.experiments.ablation import (
     ARMS,
@@ -40,8 +38,10 @@ from lab.experiments.ablation import (
     summary_markdown,
     time_constant_table,
 )
-from lab.models import count_parameters
-from lab.train import resolve_device
+from lab.nets.cells import chrono_bias
+from lab.nets.models import count_parameters
+from lab.training.checkpoints import load_checkpoint
+from lab.training.train import resolve_device
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ def test_initial_biases_of_each_arm(backend):
 
 
 def adamw_steps(model, steps=5, weight_decay=0.1):
-    """Several real AdamW steps, with weight decay and gradient clipping as lab.train does."""
+    """Several real AdamW steps, with weight decay and gradient clipping as lab.training.train does."""
     torch.manual_seed(0)
     x, y = torch.randn(8, 12, 1), torch.randint(10, (8,))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=weight_decay)
@@ -481,11 +481,11 @@ def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch)
     import threading
 
     import lab.experiments.ablation.runner
-    from lab.capacity import Budget
-    from lab.jobs import TrainingJob
-    from lab.models import LMConfig, build_model
-    from lab.tasks import LMTask
-    from lab.train import TrainConfig
+    from lab.nets.models import LMConfig, build_model
+    from lab.server.capacity import Budget
+    from lab.server.jobs import TrainingJob
+    from lab.training.tasks import LMTask
+    from lab.training.train import TrainConfig
 
     task = LMTask.from_text("abcdefgh" * 40, "char")
     budget = Budget(capacity=1, owner_share=1.0)  # room for one job at a time

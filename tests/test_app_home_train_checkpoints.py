@@ -14,16 +14,16 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import lab.cost
 import lab.data
-import lab.jobs
-import lab.tasks
+import lab.nets.cost
+import lab.server.jobs
+import lab.training.tasks
 import ui.common
-from lab.backends import default_backend, default_scan_mode
-from lab.checkpoints import checkpoint_bytes, list_checkpoints, load_checkpoint, sanitize_name
 from lab.data import CharTokenizer
-from lab.models import LMConfig, build_model
-from lab.presets import PRESETS
+from lab.nets.backends import default_backend, default_scan_mode
+from lab.nets.models import LMConfig, build_model
+from lab.training.checkpoints import checkpoint_bytes, list_checkpoints, load_checkpoint, sanitize_name
+from lab.training.presets import PRESETS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TRAIN = "pages/1_Train.py"
@@ -218,7 +218,7 @@ def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_c
         while not all(log.steps["loss"] for log in logs) and time.monotonic() < deadline:
             time.sleep(0.5)
             at.run()
-        counts = [lab.cost.parameter_count(log.job.model.config) for log in logs]
+        counts = [lab.nets.cost.parameter_count(log.job.model.config) for log in logs]
         assert max(counts) / min(counts) < 1.02  # equal parameters, not equal widths
         traces = dict(chart_traces(at.run()))
         curves = [name for name, y in traces.items() if not name.endswith("held-out text") and len(y)]
@@ -309,7 +309,7 @@ def test_offline_download_shows_the_data_error(monkeypatch):
     def offline():
         raise lab.data.DataError("could not download Tiny Shakespeare: offline")
 
-    monkeypatch.setitem(lab.tasks.CORPORA, "tiny-shakespeare", offline)
+    monkeypatch.setitem(lab.training.tasks.CORPORA, "tiny-shakespeare", offline)
     at = open_page(TRAIN, {"corpus": "tiny-shakespeare", "hidden": "32"})
     assert_clean(at)
     assert "offline" in texts(at.error)
@@ -369,11 +369,11 @@ def test_wrong_architecture_upload_is_refused(user_dir):
 
 
 def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir, monkeypatch):
-    import lab.checkpoints
+    import lab.server.uploads
 
     reads = []
-    read = lab.checkpoints.load_upload
-    monkeypatch.setattr(lab.checkpoints, "load_upload", lambda *args: reads.append(1) or read(*args))
+    read = lab.server.uploads.load_upload
+    monkeypatch.setattr(lab.server.uploads, "load_upload", lambda *args: reads.append(1) or read(*args))
     at = open_page(CHECKPOINTS)
     at.file_uploader(key="ckpt_upload_0").set_value(("my model!.safetensors", tiny_checkpoint("my model!"), "")).run()
     assert_clean(at)
@@ -454,17 +454,17 @@ def test_a_model_too_large_for_the_server_is_refused_before_it_is_built():
     assert_clean(at)
     vocab = len(set("".join(lab.data.load_bundled_split())))  # the bundled corpus's characters
     asked = LMConfig(cell="gru_torch", vocab_size=vocab, embed_dim=2048, hidden_size=4096, num_layers=8)
-    assert f"{lab.cost.parameter_count(asked):,} parameters" in texts(at.error) and "more than this server" in texts(
+    assert f"{lab.nets.cost.parameter_count(asked):,} parameters" in texts(
         at.error
-    )
+    ) and "more than this server" in texts(at.error)
     assert at.button(key="train_start").disabled
 
 
 def test_a_run_that_does_not_fit_beside_the_others_waits_in_the_queue(monkeypatch):
-    import lab.capacity
+    import lab.server.capacity
 
-    budget = lab.capacity.Budget(capacity=1024, owner_share=1.0)
-    monkeypatch.setattr(lab.jobs, "SERVER_BUDGET", budget)
+    budget = lab.server.capacity.Budget(capacity=1024, owner_share=1.0)
+    monkeypatch.setattr(lab.server.jobs, "SERVER_BUDGET", budget)
     holder = budget.request(1023.99, owner="another student")  # the server is full
     at = open_page(TRAIN)
     for name, value in TINY.items():

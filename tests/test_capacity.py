@@ -1,4 +1,4 @@
-"""lab.capacity: the server's training budget admits jobs by cost, queues the rest in order,
+"""lab.server.capacity: the server's training budget admits jobs by cost, queues the rest in order,
 caps each owner's share, and refuses a job that could never fit with a message."""
 
 import math
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lab.capacity import Budget, CapacityError
+from lab.server.capacity import Budget, CapacityError
 
 
 def admitted(tickets):
@@ -76,7 +76,7 @@ def test_bad_settings_are_refused():
 
 
 def test_step_turns_let_only_so_many_steps_compute_at_once():
-    from lab.capacity import StepTurns
+    from lab.server.capacity import StepTurns
 
     turns = StepTurns(concurrent=1)
     assert turns.take()
@@ -96,7 +96,7 @@ def test_step_turns_let_only_so_many_steps_compute_at_once():
 
 
 def test_step_turns_go_round_in_order_and_a_first_step_goes_first():
-    from lab.capacity import StepTurns
+    from lab.server.capacity import StepTurns
 
     turns, order = StepTurns(concurrent=1), []
     assert turns.take()  # a run is stepping; two runs already training wait, then a new one asks
@@ -130,11 +130,11 @@ def test_one_session_may_hold_only_so_many_runs_at_once():
 
 def test_a_run_in_a_process_of_its_own_is_charged_that_process():
     from lab.data import CharTokenizer
-    from lab.jobs import TrainingJob
-    from lab.models import LMConfig, build_model
-    from lab.tasks import LMTask
-    from lab.train import TrainConfig
-    from lab.workers import PROCESS_MB
+    from lab.nets.models import LMConfig, build_model
+    from lab.server.jobs import TrainingJob
+    from lab.server.workers import PROCESS_MB
+    from lab.training.tasks import LMTask
+    from lab.training.train import TrainConfig
 
     task = LMTask("abcabcabc" * 20, "abcabc" * 20, CharTokenizer.from_text("abc"))
     model = build_model(LMConfig(vocab_size=3, embed_dim=4, hidden_size=8))

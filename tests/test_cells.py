@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from lab.backends import BACKENDS, FUSED_MODULES, FusedLayer, check_cell, default_backend, make_layer
-from lab.cells import (
+from lab.nets.backends import BACKENDS, FUSED_MODULES, FusedLayer, check_cell, default_backend, make_layer
+from lab.nets.cells import (
     CELLS,
     LSTMLayer,
     RecurrentStack,
@@ -19,13 +19,13 @@ from lab.cells import (
     scan_sequential,
     sigmoid_time_constant,
 )
-from lab.kernels import LSTMFunction, TorchGRUFunction
+from lab.nets.kernels import LSTMFunction, TorchGRUFunction
 
 TORCH_TWINS = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
 # every (cell, backend) whose code differs from the reference's
 OTHER_BACKENDS = [
     (cell, backend) for backend in ("fast", "fused") for cell in sorted(BACKENDS[backend]) if cell != "scan"
-]  # the scan has one implementation (lab.cells.ScanLayer) in every backend
+]  # the scan has one implementation (lab.nets.cells.ScanLayer) in every backend
 
 
 def _perturb(module, generator):

@@ -1,4 +1,4 @@
-"""lab.checkpoints: round trips, versions, atomic saves, and files that must be refused without running code."""
+"""lab.training.checkpoints: round trips, versions, atomic saves, and files refused without running code."""
 
 import errno
 import io
@@ -22,8 +22,10 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
 
 import lab
-import lab.checkpoints
-from lab.checkpoints import (
+import lab.training.checkpoints
+from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
+from lab.nets.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, conventions
+from lab.training.checkpoints import (
     CheckpointError,
     checkpoint_bytes,
     delete_checkpoint,
@@ -33,8 +35,6 @@ from lab.checkpoints import (
     sanitize_name,
     save_checkpoint,
 )
-from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
-from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, conventions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -172,8 +172,8 @@ CHILD = r'''
 import os, signal, sys, time
 signal.alarm(120)  # never outlive a failed test
 import torch
-from lab import checkpoints
-from lab.models import LMConfig, build_model
+from lab.training import checkpoints
+from lab.nets.models import LMConfig, build_model
 
 torch.set_num_threads(1)
 folder = sys.argv[1]
@@ -276,14 +276,14 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
 def test_a_failed_write_removes_its_temporary_file_and_keeps_the_old_one(valid, tmp_path, monkeypatch):
     model, data = valid
     target = tmp_path / "x.safetensors"
-    lab.checkpoints.atomic_write_bytes(target, data)
+    lab.training.checkpoints.atomic_write_bytes(target, data)
 
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(lab.checkpoints.store.os, "replace", broken_replace)
+    monkeypatch.setattr(lab.training.checkpoints.store.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
-        lab.checkpoints.atomic_write_bytes(target, b"new content")
+        lab.training.checkpoints.atomic_write_bytes(target, b"new content")
     assert target.read_bytes() == data and sorted(tmp_path.iterdir()) == [target]
 
 
@@ -462,7 +462,7 @@ def test_a_missing_file_and_a_too_large_file_are_refused(valid, tmp_path, monkey
         load_checkpoint(tmp_path / "nothing.safetensors")
     with pytest.raises(CheckpointError, match="no such checkpoint file"):
         load_checkpoint(tmp_path)  # a folder
-    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", len(data) - 1)
+    monkeypatch.setattr(lab.training.checkpoints.format, "MAX_CHECKPOINT_BYTES", len(data) - 1)
     with pytest.raises(CheckpointError, match="larger than the 0 MB limit"):
         load_checkpoint(data)
 
@@ -471,7 +471,7 @@ def test_a_too_large_file_on_disk_is_refused_before_it_is_read(valid, tmp_path, 
     _, data = valid
     path = tmp_path / "big.safetensors"
     path.write_bytes(data)
-    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", len(data) - 1)
+    monkeypatch.setattr(lab.training.checkpoints.format, "MAX_CHECKPOINT_BYTES", len(data) - 1)
     monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("read a file over the size limit"))
     with pytest.raises(CheckpointError, match="big.safetensors: 0 MB is larger than the 0 MB limit"):
         load_checkpoint(path)
@@ -580,8 +580,8 @@ def test_list_checkpoints_reads_headers_only_skips_bad_files_and_marks_bundled(
     def forbidden(*args, **kwargs):
         raise AssertionError("list_checkpoints must read headers only")
 
-    monkeypatch.setattr(lab.checkpoints.format, "load_safetensors_bytes", forbidden)
-    monkeypatch.setattr(lab.checkpoints.format, "build_model", forbidden)
+    monkeypatch.setattr(lab.training.checkpoints.format, "load_safetensors_bytes", forbidden)
+    monkeypatch.setattr(lab.training.checkpoints.format, "build_model", forbidden)
     monkeypatch.setattr(Path, "read_bytes", forbidden)
     infos = list_checkpoints(user, bundled_dir=bundled)
     assert [(i.name, i.bundled) for i in infos] == [
@@ -659,7 +659,7 @@ def test_metadata_of_the_wrong_shape_is_refused_at_load_and_listed_as_skipped(ke
     with pytest.raises(CheckpointError):
         read_info(path)
     save_checkpoint(tmp_path, "good", valid[0])
-    infos, problems = lab.checkpoints.scan_checkpoints(tmp_path, bundled_dir=None)
+    infos, problems = lab.training.checkpoints.scan_checkpoints(tmp_path, bundled_dir=None)
     assert [i.name for i in infos] == ["good_latest", "good_v1"]  # the listing does not fail whole
     assert len(problems) == 1 and problems[0].startswith("bad_v1.safetensors: ")
 
@@ -684,8 +684,8 @@ def test_cli_list_names_a_bad_file_and_lists_the_rest(valid, tmp_path, capsys):
 SAVER = r"""
 import sys, time
 import torch
-from lab import checkpoints
-from lab.models import LMConfig, build_model
+from lab.training import checkpoints
+from lab.nets.models import LMConfig, build_model
 
 torch.set_num_threads(1)
 folder, tag, count, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
@@ -794,10 +794,10 @@ def test_a_latest_left_behind_by_a_failed_save_is_moved_to_the_newest_version(va
     def killed_before_latest(src, dst):
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(lab.checkpoints.store.os, "replace", killed_before_latest)
+    monkeypatch.setattr(lab.training.checkpoints.store.os, "replace", killed_before_latest)
     with pytest.raises(OSError, match=f"Input/output error: '{tmp_path / 'run_latest.safetensors'}'"):
         save_checkpoint(tmp_path, "run", model, metrics={"i": 2})
-    monkeypatch.setattr(lab.checkpoints.store.os, "replace", real_replace)
+    monkeypatch.setattr(lab.training.checkpoints.store.os, "replace", real_replace)
     assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"i": 1}  # lags behind run_v2
     assert not list(tmp_path.glob(".*.tmp"))
     list_checkpoints(tmp_path, bundled_dir=None)
@@ -808,7 +808,7 @@ def test_a_full_disk_names_the_file_being_written(valid, tmp_path, monkeypatch):
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", full)
+    monkeypatch.setattr(lab.training.checkpoints.store.os, "fsync", full)
     with pytest.raises(OSError, match=f"No space left on device: '{tmp_path / 'run_v1.safetensors'}'"):
         save_checkpoint(tmp_path, "run", valid[0])
     assert not list(tmp_path.iterdir())
@@ -818,7 +818,8 @@ def test_lab_and_the_app_import_without_fcntl():
     """Windows has no fcntl: nothing the app imports may need it (a subprocess where importing it fails)."""
     code = (
         "import sys; sys.modules['fcntl'] = None\n"
-        "import lab.checkpoints, lab.jobs, lab.workers, lab.spaces, lab.capacity, lab.__main__, ui.common\n"
+        "import lab.training.checkpoints, lab.server.jobs, lab.server.workers, lab.server.spaces\n"
+        "import lab.server.capacity, lab.__main__, ui.common\n"
         "print('imported')"
     )
     done = subprocess.run(
@@ -842,8 +843,8 @@ def test_deleting_a_runs_latest_deletes_its_versions_and_nothing_else(tmp_path, 
 
 
 def test_an_upload_is_read_as_one_admitted_job_of_the_budget(valid):
-    from lab.capacity import Budget, CapacityError
-    from lab.checkpoints import UPLOAD_COST_PER_MB, load_upload
+    from lab.server.capacity import Budget, CapacityError
+    from lab.server.uploads import UPLOAD_COST_PER_MB, load_upload
 
     _, data = valid
     budget = Budget(capacity=100, owner_share=1.0)

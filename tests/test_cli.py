@@ -14,9 +14,9 @@ import pytest
 import torch
 from helpers import assert_one_line_error, run
 
-from lab.checkpoints import load_checkpoint, save_checkpoint
 from lab.data import load_bundled_corpus
-from lab.models import ClassifierConfig, build_model, conventions, count_parameters
+from lab.nets.models import ClassifierConfig, build_model, conventions, count_parameters
+from lab.training.checkpoints import load_checkpoint, save_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -304,8 +304,8 @@ def test_a_signal_stops_training_after_a_step_and_saves_what_was_trained(signum,
 
 
 def test_epochs_are_the_seeds_own():
-    from lab.presets import get_preset
     from lab.train_command import epoch_budget
+    from lab.training.presets import get_preset
 
     assert epoch_budget(get_preset("scribe-beta"), "seed") == {"max_steps": None, "max_epochs": 15}
     assert epoch_budget(get_preset("scribe-gamma"), 2.5) == {"max_steps": None, "max_epochs": 2.5}
@@ -377,12 +377,12 @@ def test_bad_train_options_exit_2_with_one_line(extra, message, corpus, tmp_path
 
 
 def test_a_bad_out_folder_is_refused_before_training(corpus, tmp_path, monkeypatch):
-    import lab.train
+    import lab.training.train
 
     def no_training(*args, **kwargs):
         raise AssertionError("the --out problem must be found before training")
 
-    monkeypatch.setattr(lab.train, "train", no_training)
+    monkeypatch.setattr(lab.training.train, "train", no_training)
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
     for out in (a_file, a_file / "runs"):
@@ -398,7 +398,7 @@ def test_a_bad_out_folder_is_refused_before_training(corpus, tmp_path, monkeypat
 
 
 def test_a_full_disk_names_the_path_and_keeps_the_trained_weights(corpus, tmp_path, monkeypatch):
-    import lab.checkpoints
+    import lab.training.checkpoints
 
     real_fsync, failures = os.fsync, []
 
@@ -408,7 +408,7 @@ def test_a_full_disk_names_the_path_and_keeps_the_trained_weights(corpus, tmp_pa
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", full_disk_once)
+    monkeypatch.setattr(lab.training.checkpoints.store.os, "fsync", full_disk_once)
     monkeypatch.setenv("RNNLAB_RESCUE_DIR", str(tmp_path / "rescue"))
     out = tmp_path / "runs"
     code, stdout, err = run(["train", "--corpus", corpus, *TINY, "--name", "full", "--out", out])

@@ -1,13 +1,13 @@
-"""lab.cost: parameter counts and training memory from a config alone, and the limits a server sets."""
+"""lab.nets.cost: parameter counts and training memory from a config alone, and the limits a server sets."""
 
 import dataclasses
 
 import pytest
 import torch
 
-from lab.backends import BACKENDS, FUSED_MODULES
-from lab.cells import CELLS
-from lab.cost import (
+from lab.nets.backends import BACKENDS, FUSED_MODULES
+from lab.nets.cells import CELLS
+from lab.nets.cost import (
     CostError,
     activation_floats_per_token,
     check_model_size,
@@ -15,8 +15,8 @@ from lab.cost import (
     parameter_count,
     training_memory_bytes,
 )
-from lab.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, count_parameters
-from lab.presets import PRESETS
+from lab.nets.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, count_parameters
+from lab.training.presets import PRESETS
 
 BACKENDS_OF = {cell: [b for b in BACKENDS if b != "fused" or cell in FUSED_MODULES] for cell in CELLS}
 CELL_BACKENDS = [(cell, backend) for cell in sorted(CELLS) for backend in BACKENDS_OF[cell]]

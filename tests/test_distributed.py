@@ -1,4 +1,4 @@
-"""Under torchrun (lab.distributed): two CPU processes over gloo train the run one process trains, rank 0
+"""Under torchrun (lab.training.distributed): two CPU processes over gloo train the run one process trains, rank 0
 alone saves, a failing rank fails the job in one line; the ablation study's runs are spread over the ranks
 and give the files one process writes. Each torchrun costs ~10 s."""
 
@@ -13,8 +13,8 @@ import pytest
 import torch
 from helpers import TINY_CLI_MODEL, run, without_timing
 
-from lab.checkpoints import load_checkpoint
 from lab.experiments.ablation import RESULTS_FILE, load_results
+from lab.training.checkpoints import load_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = [*TINY_CLI_MODEL, "--eval-interval", "3", "--steps", "6"]
@@ -72,12 +72,12 @@ def test_two_ranks_train_what_one_process_trains_and_rank_0_saves(corpus, tmp_pa
 
 FAILING_RANK = """
     import sys
-    import lab.tasks
+    import lab.training.tasks
     from lab.__main__ import main
     from lab.data import DataError
 
     if {rank!r} == __import__("os").environ["RANK"]:
-        draw, calls = lab.tasks.{task}.train_batch, []
+        draw, calls = lab.training.tasks.{task}.train_batch, []
 
         def failing(self, config, generator):  # as a corrupt shard or a full disk would, mid-run
             calls.append(1)
@@ -85,7 +85,7 @@ FAILING_RANK = """
                 raise DataError("the batch could not be read")
             return draw(self, config, generator)
 
-        lab.tasks.{task}.train_batch = failing
+        lab.training.tasks.{task}.train_batch = failing
     sys.exit(main())
 """
 
@@ -101,16 +101,16 @@ def test_a_rank_that_fails_fails_the_job_with_a_one_line_message(corpus, tmp_pat
 
 
 def test_the_batch_must_split_evenly_over_the_ranks(monkeypatch):
-    import lab.tasks
-    import lab.train
+    import lab.training.tasks
+    import lab.training.train
     from lab.data import load_bundled_corpus
-    from lab.models import LMConfig, build_model
+    from lab.nets.models import LMConfig, build_model
 
-    monkeypatch.setattr(lab.distributed, "rank_and_world", lambda: (0, 2))  # refused before any collective
-    task = lab.tasks.LMTask.from_text(load_bundled_corpus()[:2000], "char")
+    monkeypatch.setattr(lab.training.distributed, "rank_and_world", lambda: (0, 2))  # refused before any collective
+    task = lab.training.tasks.LMTask.from_text(load_bundled_corpus()[:2000], "char")
     model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=4))
     with pytest.raises(ValueError, match="batch_size: 3 windows cannot be split evenly over 2 ranks; give a multiple"):
-        lab.train.train(model, task, lab.train.TrainConfig(batch_size=3, block_size=8, max_steps=1))
+        lab.training.train.train(model, task, lab.training.train.TrainConfig(batch_size=3, block_size=8, max_steps=1))
 
 
 # 2 arms x 2 seeds of 2 steps each: two rounds of two runs on two ranks
@@ -204,7 +204,7 @@ def test_a_rank_whose_run_fails_fails_the_study_and_a_rerun_continues_it(one_pro
 def test_without_torchrun_nothing_is_distributed():
     import torch
 
-    from lab import distributed
+    from lab.training import distributed
 
     assert not distributed.launched() or pytest.skip("run under torchrun")
     assert distributed.rank_and_world() == (0, 1)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lab.data import SentencePieceTokenizer, load_bundled_corpus
-from lab.features import FEATURES, feature_matrix, feature_values
+from lab.instruments.features import FEATURES, feature_matrix, feature_values
 
 PASSAGE = "Hor.\nLook!\n\n[Enter Ghost.]\n\nLADY MACBETH.\nI'll go.\n"
 

@@ -37,14 +37,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lab.__main__ import main
-from lab.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, read_info, save_checkpoint
-from lab.cost import parameter_count, training_memory_bytes
 from lab.data import CharTokenizer, DataError, load_bundled_corpus, read_text
 from lab.errors import LabError
-from lab.models import MODEL_FAMILIES, LMConfig, build_model
-from lab.presets import PRESETS
-from lab.sampling import STRATEGIES, SamplingConfig, generate
-from lab.train import TrainConfig
+from lab.instruments.sampling import STRATEGIES, SamplingConfig, generate
+from lab.nets.cost import parameter_count, training_memory_bytes
+from lab.nets.models import MODEL_FAMILIES, LMConfig, build_model
+from lab.training.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, read_info, save_checkpoint
+from lab.training.presets import PRESETS
+from lab.training.train import TrainConfig
 
 settings.register_profile(
     "default",

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from lab.backends import FUSED_MODULES
-from lab.cells import CELLS
 from lab.data import CharTokenizer, load_bundled_corpus
-from lab.introspect import GATE_KINDS, SIGMOID_GATES, gate_summary, trace_chunks, trace_text
-from lab.models import LMConfig, ScanMarkovConfig, build_model
+from lab.instruments.introspect import GATE_KINDS, SIGMOID_GATES, gate_summary, trace_chunks, trace_text
+from lab.nets.backends import FUSED_MODULES
+from lab.nets.cells import CELLS
+from lab.nets.models import LMConfig, ScanMarkovConfig, build_model
 
 TEXT = load_bundled_corpus()[20000:26000]
 SAMPLE = "[Exit.]\n\n\nScene III. A room in Polonius's house.\n\n[Enter Laertes and Ophelia.]\n\nLaer.\nMy"

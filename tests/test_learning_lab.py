@@ -1,11 +1,11 @@
-"""lab.learning, the "watch it learn your text" lesson's lab side: the sample steps and their replay span
+"""lab.instruments.learning, the "watch it learn your text" lesson's lab side: the sample steps and their replay span
 30 s and more, the sampler writes at those steps only, the milestones are read from the samples, and
 the lesson's model has not yet memorised its default paragraph at the step the replay shows after 30 s
 (counted in steps, so it holds on any machine)."""
 
 import torch
 
-from lab.learning import (
+from lab.instruments.learning import (
     LEARN_MODEL,
     LEARN_RECIPE,
     LEARN_STEPS,
@@ -17,10 +17,10 @@ from lab.learning import (
     samples_shown,
     step_shown_after,
 )
-from lab.models import LMConfig, build_model
-from lab.sampling import SamplingConfig, reproduced_prefix, sample_text
-from lab.tasks import LMTask
-from lab.train import TrainConfig, train
+from lab.instruments.sampling import SamplingConfig, reproduced_prefix, sample_text
+from lab.nets.models import LMConfig, build_model
+from lab.training.tasks import LMTask
+from lab.training.train import TrainConfig, train
 from ui.lessons.learning import LEARN_PROMPT_CHARS, SONNET
 
 

@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui.lessons
-from lab.probe import TOY_CELLS
+from lab.experiments.probe import TOY_CELLS
 from ui.common import PAGES
 from ui.inspect_views import cell_label
 from ui.lessons import LESSONS
@@ -173,8 +173,8 @@ def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, equations, la
 
 
 def test_the_step_throughs_equations_are_the_cells_and_its_settings_are_its_own():
-    from lab.cells import CELLS
-    from lab.stepping import EQUATIONS
+    from lab.instruments.stepping import EQUATIONS
+    from lab.nets.cells import CELLS
     from ui.lessons import URL_SETTINGS
 
     assert {cell: len(e) for cell, e in EQUATIONS.items()} == {

@@ -7,11 +7,17 @@ import numpy as np
 import pytest
 import torch
 
-from lab.checkpoints import BUNDLED_DIR, load_checkpoint
 from lab.data import CharTokenizer
-from lab.memory import Retention, gradient_decay_per_step, keep_gate_biases, loss_with_state_reset, state_reset_curve
-from lab.models import LMConfig, build_model
-from lab.scans import race_scans
+from lab.instruments.memory import (
+    Retention,
+    gradient_decay_per_step,
+    keep_gate_biases,
+    loss_with_state_reset,
+    state_reset_curve,
+)
+from lab.instruments.scans import race_scans
+from lab.nets.models import LMConfig, build_model
+from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint
 
 TEXT = (
     "Ham.\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
@@ -142,7 +148,7 @@ def test_race_scans_agrees_to_1e5_and_times_both():
 
 
 def test_reproduced_prefix_counts_the_characters_given_back_before_the_first_mistake():
-    from lab.sampling import reproduced_prefix
+    from lab.instruments.sampling import reproduced_prefix
 
     assert reproduced_prefix("Shall I compare", "Shall I compare thee") == 15
     assert reproduced_prefix("Shall we dance", "Shall I compare") == 6

@@ -8,10 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from lab.cells import CELLS
 from lab.data import CharTokenizer, load_bundled_corpus
-from lab.introspect import gate_summary, trace_text
-from lab.memory import (
+from lab.instruments.introspect import gate_summary, trace_text
+from lab.instruments.memory import (
     KEEP_GATE_LABELS,
     KEEP_GATES,
     bias_time_constants,
@@ -20,8 +19,9 @@ from lab.memory import (
     memory_spread,
     retention,
 )
-from lab.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers
-from lab.units import top_units
+from lab.instruments.units import top_units
+from lab.nets.cells import CELLS
+from lab.nets.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers
 
 TEXT = load_bundled_corpus()[20000:26000]
 

@@ -5,9 +5,9 @@ import dataclasses
 import pytest
 import torch
 
-from lab.backends import BACKENDS, FUSED_MODULES, default_backend
-from lab.cells import CELLS
-from lab.models import (
+from lab.nets.backends import BACKENDS, FUSED_MODULES, default_backend
+from lab.nets.cells import CELLS
+from lab.nets.models import (
     ClassifierConfig,
     LMConfig,
     ScanMarkovConfig,
@@ -19,7 +19,7 @@ from lab.models import (
     recurrent_layers,
     to_reference,
 )
-from lab.presets import PRESETS, get_preset
+from lab.training.presets import PRESETS, get_preset
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in PRESETS.values() if p.expected_params))
@@ -36,14 +36,14 @@ def seed_002_parameters(V, E=768, H=1024, layers=3):
 
 
 def test_leviathan_is_seed_002s_architecture():
-    from lab.cost import parameter_count
+    from lab.nets.cost import parameter_count
 
     preset = get_preset("leviathan-lstm")
     # seed 002 trains on Tiny Shakespeare's 65 characters; the bundled corpus has 76
     assert seed_002_parameters(65) == 24_248_129 == preset.expected_params
     assert preset.model.vocab_size == 65
     bundled = dataclasses.replace(preset.model, vocab_size=76)
-    assert parameter_count(bundled) == seed_002_parameters(76) == 24_267_852  # lab.cost's count, not built
+    assert parameter_count(bundled) == seed_002_parameters(76) == 24_267_852  # lab.nets.cost's count, not built
     assert preset.train_config().lr == 1e-3 and preset.train_config().block_size == 128
     assert preset.epoch_budget(preset.seed_epochs) == {"max_steps": 6 * 200, "max_epochs": None}
 
@@ -258,7 +258,7 @@ def test_every_preset_recipe_is_a_train_config(name):
 )
 def test_for_device_computes_the_same_function_in_the_cpus_fastest_form(cell, backend):
     """A GPU-trained model (cuDNN layers, the parallel scan) shipped for CPUs: same outputs, same mode."""
-    from lab.models import for_device
+    from lab.nets.models import for_device
 
     torch.manual_seed(0)
     model = build_model(LMConfig(cell=cell, backend=backend, vocab_size=11, hidden_size=12, num_layers=2)).eval()

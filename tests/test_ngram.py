@@ -1,4 +1,5 @@
-"""Seed 004's n-gram training (lab.train.NgramTask), scoring by context length and the count baseline (lab.ngram)."""
+"""Seed 004's n-gram training (lab.training.tasks.NgramTask), scoring by context length and the count
+baseline (lab.training.ngram)."""
 
 import numpy as np
 import pytest
@@ -6,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from lab.data import CharTokenizer, load_bundled_corpus
-from lab.models import ScanMarkovConfig, build_model
-from lab.ngram import (
+from lab.nets.models import ScanMarkovConfig, build_model
+from lab.training.ngram import (
     KneserNey,
     contexts_at,
     kneser_ney_scores,
@@ -16,8 +17,8 @@ from lab.ngram import (
     target_positions,
     truncated_scores,
 )
-from lab.tasks import NgramTask
-from lab.train import TrainConfig, train
+from lab.training.tasks import NgramTask
+from lab.training.train import TrainConfig, train
 
 HAND = "abcdefghijklmnopqrstuvwxyz" * 4  # every character determines the next: contexts are easy to check
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from lab.data import CharTokenizer
-from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.prediction import TypingReader, input_influence, next_tokens
+from lab.instruments.prediction import TypingReader, input_influence, next_tokens
+from lab.nets.models import LMConfig, ScanMarkovConfig, build_model
 
 TEXT = "ROMEO:\nBut, soft! what light through yonder window breaks?\n"
 

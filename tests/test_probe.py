@@ -1,4 +1,4 @@
-"""The toy tasks of lab.probe: each generator's answers checked by reading its sequences as a
+"""The toy tasks of lab.experiments.probe: each generator's answers checked by reading its sequences as a
 student would, hand-checked small cases, a tiny run on an easy setting beats chance, and the
 runner's bookkeeping (sizes, skipping, the results table)."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from lab.probe import (
+from lab.experiments.probe import (
     IGNORE,
     TOY_CELLS,
     TOY_TASKS,
@@ -20,7 +20,7 @@ from lab.probe import (
     results_table,
     run_memory_probe,
 )
-from lab.train import TrainConfig, train
+from lab.training.train import TrainConfig, train
 
 
 def batch(task, distance, n=64, seed=0):
@@ -181,10 +181,10 @@ def test_a_bad_task_or_distance_is_refused():
 def test_the_probe_and_the_live_ablation_wait_in_the_budgets_queue_while_it_is_full():
     """Every path that trains goes through one admission door: with the budget full, both queue; once
     it frees, both run (and the probe's steps take turns)."""
-    from lab.capacity import Budget, StepTurns
     from lab.experiments.ablation import AblationConfig
     from lab.experiments.ablation.runner import AblationJob
-    from lab.probe import ProbeJob
+    from lab.experiments.probe import ProbeJob
+    from lab.server.capacity import Budget, StepTurns
 
     budget, turns = Budget(capacity=1000.0, owner_share=1.0), StepTurns(1)
     full = budget.request(1000.0, "someone else", "a big run")

@@ -1,14 +1,11 @@
-"""lab.race: the verdict read from synthetic curves (a leader, ties, too few points, curves that do not
+"""lab.instruments.race: the verdict read from synthetic curves (a leader, ties, too few points, curves that do not
 overlap yet), runs sized to equal parameters, and the bundled models' long race read from their files."""
 
 import dataclasses
 
 import pytest
 
-from lab.checkpoints import list_checkpoints
-from lab.cost import parameter_count
-from lab.models import LMConfig
-from lab.race import (
+from lab.instruments.race import (
     LEVEL_WITHIN,
     long_race,
     long_race_verdict,
@@ -18,6 +15,9 @@ from lab.race import (
     verdict_sentence,
     width_for_parameters,
 )
+from lab.nets.cost import parameter_count
+from lab.nets.models import LMConfig
+from lab.training.checkpoints import list_checkpoints
 
 
 def test_the_leader_is_read_where_every_curve_has_data_and_the_sentence_says_by_how_much():

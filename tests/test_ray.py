@@ -1,4 +1,4 @@
-"""Training on a real Ray cluster (lab.ray_runs), started by this module on 127.0.0.1 with 2 CPUs and
+"""Training on a real Ray cluster (lab.server.ray_runs), started by this module on 127.0.0.1 with 2 CPUs and
 shut down at its end: a run trains, streams its events, saves into the student's space and its
 checkpoint samples; a killed worker is one clear line; more runs than CPUs wait for Ray's scheduler
 and all finish, and Stop ends a run training or waiting; the memory probe and the live ablation run
@@ -13,17 +13,17 @@ import torch
 
 ray = pytest.importorskip("ray")  # requirements-ray.txt: the README's test command installs it
 
-from lab import ray_runs  # noqa: E402
-from lab.checkpoints import load_checkpoint  # noqa: E402
 from lab.data import load_bundled_corpus  # noqa: E402
 from lab.experiments.ablation import AblationConfig, AblationJob  # noqa: E402
-from lab.jobs import TrainingJob  # noqa: E402
-from lab.models import LMConfig, build_model  # noqa: E402
-from lab.probe import ProbeConfig, ProbeJob  # noqa: E402
-from lab.sampling import SamplingConfig, sample_text  # noqa: E402
-from lab.spaces import check_room, new_space_key, space_dir  # noqa: E402
-from lab.tasks import LMTask  # noqa: E402
-from lab.train import TrainConfig  # noqa: E402
+from lab.experiments.probe import ProbeConfig, ProbeJob  # noqa: E402
+from lab.instruments.sampling import SamplingConfig, sample_text  # noqa: E402
+from lab.nets.models import LMConfig, build_model  # noqa: E402
+from lab.server import ray_runs  # noqa: E402
+from lab.server.jobs import TrainingJob  # noqa: E402
+from lab.server.spaces import check_room, new_space_key, space_dir  # noqa: E402
+from lab.training.checkpoints import load_checkpoint  # noqa: E402
+from lab.training.tasks import LMTask  # noqa: E402
+from lab.training.train import TrainConfig  # noqa: E402
 
 ADDRESS = "local"  # the cluster the fixture starts; the jobs' connect() finds this process connected
 WAIT_S = 120  # the bound on any one wait: Ray's start of a worker on 2 busy cores takes seconds
@@ -107,7 +107,7 @@ def test_a_killed_ray_worker_is_one_clear_line_and_its_account_is_in_the_log(tas
     job = long_run(task, "doomed", tmp_path).start()
     wait_until(lambda: has_stepped(job), "step")
     [name] = [n for n in ray.util.list_named_actors() if n.startswith("The run doomed ")]
-    with caplog.at_level(logging.ERROR, logger="lab.ray_runs"):
+    with caplog.at_level(logging.ERROR, logger="lab.server.ray_runs"):
         ray.kill(ray.get_actor(name))
         assert job.wait(WAIT_S) == "failed"
     assert job.message.startswith("the Ray worker computing it died") and "\n" not in job.message

@@ -11,12 +11,18 @@ from helpers import TINY_CLI_MODEL, assert_one_line_error, run
 from safetensors.torch import load as load_bytes
 from safetensors.torch import save as save_bytes
 
-from lab.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, save_checkpoint, why_not_resumable
 from lab.data import load_bundled_corpus
-from lab.jobs import TrainingJob
-from lab.models import LMConfig, RecurrentLM
-from lab.tasks import LMTask
-from lab.train import TrainConfig, resume_training_state, run_metrics, train
+from lab.nets.models import LMConfig, RecurrentLM
+from lab.server.jobs import TrainingJob
+from lab.training.checkpoints import (
+    CheckpointError,
+    checkpoint_bytes,
+    load_checkpoint,
+    save_checkpoint,
+    why_not_resumable,
+)
+from lab.training.tasks import LMTask
+from lab.training.train import TrainConfig, resume_training_state, run_metrics, train
 
 K = 5  # steps before and after the save
 
@@ -275,12 +281,12 @@ def test_an_ended_job_makes_the_job_that_continues_it_for_more_seconds(task, tmp
 
 
 def test_why_a_run_could_not_be_continued(task, monkeypatch):
-    import lab.checkpoints
+    import lab.training.checkpoints
 
     small = tiny_lm(task.vocab_size).config
     assert why_not_resumable(small, config()) is None
     assert "stateful run carries its hidden state" in why_not_resumable(small, config(stateful=True))
-    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", 2**20)
+    monkeypatch.setattr(lab.training.checkpoints.format, "MAX_CHECKPOINT_BYTES", 2**20)
     assert why_not_resumable(small, config()) is None
     assert re.fullmatch(
         r"with its optimizer's state this model's checkpoint would be about \d+ MB, over the 1 MB "
@@ -330,9 +336,9 @@ def test_cli_resume_of_a_checkpoint_without_training_state_is_refused(corpus, tm
 
 
 def test_cli_refuses_a_resumable_run_whose_checkpoint_would_be_over_the_limit(corpus, tmp_path, monkeypatch):
-    import lab.checkpoints
+    import lab.training.checkpoints
 
-    monkeypatch.setattr(lab.checkpoints.format, "MAX_CHECKPOINT_BYTES", 2**20)
+    monkeypatch.setattr(lab.training.checkpoints.format, "MAX_CHECKPOINT_BYTES", 2**20)
     code, _, err = run(
         ["train", "--corpus", corpus, *TINY, "--hidden-size", "256", "--steps", "2", "--resumable", "--out", tmp_path]
     )

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
-from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.sampling import (
+from lab.instruments.sampling import (
     MAX_NEW_TOKENS,
     MAX_PROMPT_CHARS,
     STRATEGIES,
@@ -20,6 +19,7 @@ from lab.sampling import (
     repetition_report,
     sample_top_p,
 )
+from lab.nets.models import LMConfig, ScanMarkovConfig, build_model
 
 TEXT = load_bundled_corpus()[20000:26000]  # Hamlet I.3: speeches, names, a stage direction
 PROMPT = "Laer.\nMy necessaries are embark'd"
@@ -133,7 +133,7 @@ def test_a_diverged_model_is_refused_with_a_clear_error(tok, poison, strategy):
 
 def test_the_cli_refuses_to_sample_a_diverged_checkpoint(tok, tmp_path, capsys):
     from lab.__main__ import main
-    from lab.checkpoints import save_checkpoint
+    from lab.training.checkpoints import save_checkpoint
 
     model = diverged(small_lm(tok.vocab_size), 1e30)  # finite weights, as a lr 1e6 run's 1e21, infinite logits
     path = save_checkpoint(tmp_path, "diverged", model, tok)

@@ -1,4 +1,4 @@
-"""lab.spaces: every session's files in a folder of its own under a key the server issued, with a quota of
+"""lab.server.spaces: every session's files in a folder of its own under a key the server issued, with a quota of
 its own; swept when unseen."""
 
 import functools
@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from lab.checkpoints import save_checkpoint
-from lab.spaces import (
+from lab.server.spaces import (
     SpaceFullError,
     check_room,
     folder_bytes,
@@ -18,6 +17,7 @@ from lab.spaces import (
     space_dir,
     sweep,
 )
+from lab.training.checkpoints import save_checkpoint
 
 DAY = 86400
 
@@ -27,7 +27,7 @@ def tiny_model():
     import torch
 
     from lab.data import CharTokenizer
-    from lab.models import LMConfig, build_model
+    from lab.nets.models import LMConfig, build_model
 
     torch.manual_seed(0)
     tokenizer = CharTokenizer.from_text("abc")

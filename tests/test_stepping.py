@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from lab.backends import FUSED_MODULES
-from lab.cells import CELLS
-from lab.checkpoints import BUNDLED_DIR, load_checkpoint
 from lab.data import CharTokenizer
-from lab.introspect import trace_text
-from lab.models import LMConfig, ScanMarkovConfig, build_model
-from lab.stepping import EQUATIONS, step_through
+from lab.instruments.introspect import trace_text
+from lab.instruments.stepping import EQUATIONS, step_through
+from lab.nets.backends import FUSED_MODULES
+from lab.nets.cells import CELLS
+from lab.nets.models import LMConfig, ScanMarkovConfig, build_model
+from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint
 
 TEXT = "To be, or not to be,\nthat is the question"
 TOL = dict(rtol=1e-5, atol=1e-5)

@@ -1,4 +1,4 @@
-"""lab.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only."""
+"""lab.training.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only."""
 
 import errno
 import logging
@@ -15,15 +15,15 @@ import pytest
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-import lab.capacity
-import lab.train
-from lab.capacity import Budget, CapacityError
-from lab.checkpoints import load_checkpoint, save_checkpoint
+import lab.server.capacity
+import lab.training.train
 from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows, split_text
-from lab.jobs import TrainingJob
-from lab.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
-from lab.tasks import ClassificationTask, LMTask, load_corpus
-from lab.train import TrainConfig, cosine_lr, resolve_device, train
+from lab.nets.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
+from lab.server.capacity import Budget, CapacityError
+from lab.server.jobs import TrainingJob
+from lab.training.checkpoints import load_checkpoint, save_checkpoint
+from lab.training.tasks import ClassificationTask, LMTask, load_corpus
+from lab.training.train import TrainConfig, cosine_lr, resolve_device, train
 
 STEP_KEYS = {"type", "step", "epoch", "train_loss", "lr", "grad_norm", "tokens_per_s", "elapsed", "eta", "progress"}
 
@@ -119,7 +119,7 @@ def no_jobs_left():
     for job in jobs:
         job.stop()
         job.wait(30)
-    assert lab.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
+    assert lab.server.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
 
 
 # ---------------------------------------------------------------------------
@@ -426,7 +426,7 @@ def test_weights_made_non_finite_by_a_step_are_restored_and_saved(char_task, tmp
 
 
 def test_a_run_over_the_memory_limit_is_refused_before_allocating(char_task, monkeypatch):
-    from lab.cost import CostError
+    from lab.nets.cost import CostError
 
     monkeypatch.setenv("RNNLAB_MAX_TRAIN_MEMORY_MB", "1")
     model = tiny_lm(char_task.vocab_size)
@@ -437,21 +437,21 @@ def test_a_run_over_the_memory_limit_is_refused_before_allocating(char_task, mon
 
 
 def test_a_failed_save_keeps_the_weights_in_the_job_and_save_retries(char_task, tmp_path, monkeypatch):
-    import lab.checkpoints
+    import lab.training.checkpoints
 
-    real_fsync = lab.checkpoints.store.os.fsync
+    real_fsync = lab.training.checkpoints.store.os.fsync
 
     def full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", full)
+    monkeypatch.setattr(lab.training.checkpoints.store.os, "fsync", full)
     job = TrainingJob(
         "full", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=2), checkpoint_dir=tmp_path / "full"
     )
     assert job.start().wait(120) == "failed" and job.checkpoint_path is None
     assert f"No space left on device: '{tmp_path / 'full' / 'full_v1.safetensors'}'" in job.message
     assert "kept in memory" in job.message
-    monkeypatch.setattr(lab.checkpoints.store.os, "fsync", real_fsync)
+    monkeypatch.setattr(lab.training.checkpoints.store.os, "fsync", real_fsync)
     path = job.save(tmp_path / "elsewhere")
     assert load_checkpoint(path).metrics["steps"] == 2
 
@@ -515,7 +515,7 @@ def test_text_shorter_than_one_window_fails_when_training_starts():
 
 _FAULTS_PER_STEP = """
 import os, resource, sys, torch
-from lab.train import configure_cpu
+from lab.training.train import configure_cpu
 if sys.argv[1] == "configured":
     assert configure_cpu(2) == min(2, len(os.sched_getaffinity(0)))
 def step():  # three 16 MB buffers, written and freed, as a training step's saved gates are
@@ -620,21 +620,21 @@ def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_job
         return "sampled text"
 
     saved_while = []
-    real_save = lab.checkpoints.save_checkpoint
+    real_save = lab.training.checkpoints.save_checkpoint
 
     def recording_save(*args, **kwargs):
         saved_while.append(job.status)
         return real_save(*args, **kwargs)
 
-    monkeypatch.setattr(lab.checkpoints, "save_checkpoint", recording_save)
+    monkeypatch.setattr(lab.training.checkpoints, "save_checkpoint", recording_save)
     freed_while = []
-    real_release = lab.capacity.Ticket.release
+    real_release = lab.server.capacity.Ticket.release
 
     def recording_release(ticket):  # when the job gives its share of the budget back
         freed_while.append(job.status)
         real_release(ticket)
 
-    monkeypatch.setattr(lab.capacity.Ticket, "release", recording_release)
+    monkeypatch.setattr(lab.server.capacity.Ticket, "release", recording_release)
     model = tiny_lm(char_task.vocab_size)
     job = TrainingJob(
         "astra",
@@ -657,7 +657,7 @@ def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_job
     assert job.wait(30) == "finished" and job.message == "finished" and not job.running
     # the status turns final only once the checkpoint is on disk and the slot is free for another job
     assert saved_while == ["running"] and freed_while == ["running"]
-    assert lab.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
+    assert lab.server.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
     assert job.checkpoint_path == tmp_path / "astra_v1.safetensors"
     assert (tmp_path / "astra_latest.safetensors").is_file()
     checkpoint = load_checkpoint(job.checkpoint_path)
@@ -673,13 +673,13 @@ def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_job
 
 def test_a_job_logs_when_it_takes_its_first_step_and_when_it_ends(char_task, no_jobs_left, caplog):
     """The server's log tells a teacher (and the class benchmark) how long each run waited to start."""
-    caplog.set_level(logging.INFO, logger="lab.jobs")
+    caplog.set_level(logging.INFO, logger="lab.server.jobs")
     job = TrainingJob("astra", tiny_lm(char_task.vocab_size), char_task, tiny_config(max_steps=3))
     no_jobs_left.append(job)
     before = time.time()
     assert job.start().wait(30) == "finished"
     assert 0 < job.first_step_seconds < time.time() - before
-    lines = [r.getMessage() for r in caplog.records if r.name == "lab.jobs"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "lab.server.jobs"]
     first = f"The run astra: first step {job.first_step_seconds:.2f} s after Start (runs training on this server: 1)"
     assert lines[0] == first
     assert re.fullmatch(r"The run astra: finished after \d+\.\d s \(finished\)", lines[-1]) and len(lines) == 2
@@ -790,7 +790,7 @@ def test_job_on_a_missing_cuda_device_fails_cleanly(char_task, monkeypatch, no_j
 
 
 def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
-    from lab.capacity import StepTurns
+    from lab.server.capacity import StepTurns
 
     turns, steps_seen = StepTurns(concurrent=1), []
     inside = threading.Semaphore(1)  # fails (non-blocking acquire) if two steps ever overlap
@@ -831,27 +831,31 @@ def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
 @pytest.mark.parametrize("backend", ["reference", "fast", "fused"])
 def test_amp_resolves_to_float32_on_a_cpu_unless_bf16_is_asked_for(backend):
     cpu = torch.device("cpu")
-    assert lab.train.resolve_amp("auto", cpu, backend) is None
-    assert lab.train.resolve_amp("off", cpu, backend) is None
+    assert lab.training.train.resolve_amp("auto", cpu, backend) is None
+    assert lab.training.train.resolve_amp("off", cpu, backend) is None
     if backend != "fast":
-        assert lab.train.resolve_amp("bf16", cpu, backend) is torch.bfloat16
+        assert lab.training.train.resolve_amp("bf16", cpu, backend) is torch.bfloat16
 
 
 def test_amp_auto_on_cuda_is_for_the_fused_backend(monkeypatch):
     cuda = torch.device("cuda")
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)  # an older GPU
-    assert lab.train.resolve_amp("auto", cuda, "fused") is torch.float16
-    assert lab.train.resolve_amp("auto", cuda, "reference") is lab.train.resolve_amp("auto", cuda, "fast") is None
+    assert lab.training.train.resolve_amp("auto", cuda, "fused") is torch.float16
+    assert (
+        lab.training.train.resolve_amp("auto", cuda, "reference")
+        is lab.training.train.resolve_amp("auto", cuda, "fast")
+        is None
+    )
     with pytest.raises(ValueError, match="this GPU has no bfloat16; use --amp fp16"):
-        lab.train.resolve_amp("bf16", cuda, "fused")
+        lab.training.train.resolve_amp("bf16", cuda, "fused")
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
-    assert lab.train.resolve_amp("auto", cuda, "fused") is torch.bfloat16
+    assert lab.training.train.resolve_amp("auto", cuda, "fused") is torch.bfloat16
 
 
 @pytest.mark.parametrize("mode", ["bf16", "fp16"])
 def test_mixed_precision_is_refused_for_the_fast_kernels(mode):
     with pytest.raises(ValueError, match="the fast backend's kernels .* compute in float32 only"):
-        lab.train.resolve_amp(mode, torch.device("cuda"), "fast")
+        lab.training.train.resolve_amp(mode, torch.device("cuda"), "fast")
 
 
 def test_fp16_on_a_cpu_is_refused_in_one_line(char_task):
@@ -910,10 +914,10 @@ def test_eval_seconds_puts_a_validation_point_in_every_such_interval_whatever_th
 
 def test_a_save_that_succeeds_on_retry_clears_the_runs_failure(text, tmp_path, monkeypatch):
     """A full disk fails the first save; "Try saving it again" then succeeds and the run is no longer failed."""
-    import lab.checkpoints
-    from lab.jobs import TrainingJob
+    import lab.training.checkpoints
+    from lab.server.jobs import TrainingJob
 
-    real_save, calls = lab.checkpoints.save_checkpoint, []
+    real_save, calls = lab.training.checkpoints.save_checkpoint, []
 
     def full_disk_once(*args, **kwargs):
         calls.append(1)
@@ -921,7 +925,7 @@ def test_a_save_that_succeeds_on_retry_clears_the_runs_failure(text, tmp_path, m
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_save(*args, **kwargs)
 
-    monkeypatch.setattr(lab.checkpoints, "save_checkpoint", full_disk_once)
+    monkeypatch.setattr(lab.training.checkpoints, "save_checkpoint", full_disk_once)
     task = LMTask.from_text(text, "char")
     job = TrainingJob(
         "retry",

@@ -6,10 +6,9 @@ import pytest
 import torch
 
 from lab.data import CharTokenizer, load_bundled_corpus
-from lab.features import FEATURES
-from lab.introspect import GateTrace, trace_text
-from lab.models import LMConfig, build_model
-from lab.units import (
+from lab.instruments.features import FEATURES
+from lab.instruments.introspect import GateTrace, trace_text
+from lab.instruments.units import (
     TABLE_COLUMNS,
     UNIT_ORDERS,
     pearson,
@@ -21,6 +20,7 @@ from lab.units import (
     unit_gallery,
     unit_order,
 )
+from lab.nets.models import LMConfig, build_model
 
 CORPUS = load_bundled_corpus()
 TEXT = CORPUS[20000:21500]  # Hamlet, with stage directions in brackets
@@ -44,7 +44,7 @@ def bracket_lstm(tok, unit=PLANTED):
         LMConfig(cell="lstm", backend="reference", vocab_size=tok.vocab_size, embed_dim=8, hidden_size=H)
     )
     layer = model.rnn.layers[0]
-    i, f, g, o = (block * H + unit for block in range(4))  # weights stack [i; f; g; o] (lab.cells)
+    i, f, g, o = (block * H + unit for block in range(4))  # weights stack [i; f; g; o] (lab.nets.cells)
     with torch.no_grad():
         model.embedding.weight[:, :2] = 0
         model.embedding.weight[tok.encode("[")[0], 0] = 1

@@ -1,4 +1,4 @@
-"""Runs trained in processes of their own (lab.workers, TrainingJob(in_process=True)): the same
+"""Runs trained in processes of their own (lab.server.workers, TrainingJob(in_process=True)): the same
 run as in a thread, events in order, stop, a failure as one line, a killed child as a clear error."""
 
 import functools
@@ -10,14 +10,14 @@ import time
 import pytest
 import torch
 
-from lab.checkpoints import load_checkpoint
 from lab.data import load_bundled_corpus
-from lab.jobs import TrainingJob
-from lab.models import LMConfig, build_model
-from lab.sampling import SamplingConfig, sample_text
-from lab.tasks import LMTask
-from lab.train import TrainConfig
-from lab.workers import NICENESS, WorkerError, run_in_process
+from lab.instruments.sampling import SamplingConfig, sample_text
+from lab.nets.models import LMConfig, build_model
+from lab.server.jobs import TrainingJob
+from lab.server.workers import NICENESS, WorkerError, run_in_process
+from lab.training.checkpoints import load_checkpoint
+from lab.training.tasks import LMTask
+from lab.training.train import TrainConfig
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_a_killed_child_leaves_the_count_of_running_children_as_it_was():
 
 def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(caplog):
     with (
-        caplog.at_level(logging.ERROR, logger="lab.workers"),
+        caplog.at_level(logging.ERROR, logger="lab.server.workers"),
         pytest.raises(WorkerError, match=r"^ValueError: corpus: too short$"),
     ):
         run_in_process(_fail, {"message": "corpus: too short"}, lambda event: None, lambda: False)
@@ -151,9 +151,9 @@ def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(c
 
 def test_a_jobs_internal_error_is_one_line_on_the_page_and_a_traceback_in_the_log(task, tmp_path, caplog):
     wrong = build_model(LMConfig(vocab_size=3, embed_dim=8, hidden_size=16))  # the corpus has more characters
-    with caplog.at_level(logging.ERROR, logger="lab.jobs"):
+    with caplog.at_level(logging.ERROR, logger="lab.server.jobs"):
         job = TrainingJob("wrong", wrong, task, config(), checkpoint_dir=tmp_path).start()
         assert job.wait(120) == "failed"
     assert "\n" not in job.message and job.message.startswith("IndexError")
-    (record,) = [r for r in caplog.records if r.name == "lab.jobs" and r.levelno == logging.ERROR]
+    (record,) = [r for r in caplog.records if r.name == "lab.server.jobs" and r.levelno == logging.ERROR]
     assert record.exc_info and "Traceback" in caplog.text

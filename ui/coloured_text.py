@@ -11,7 +11,7 @@ import html
 
 import numpy as np
 
-from lab.introspect import SIGMOID_GATES
+from lab.instruments.introspect import SIGMOID_GATES
 
 _BOX = (
     "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9rem; "

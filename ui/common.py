@@ -18,10 +18,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from lab.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
 from lab.data import DataError
-from lab.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
-from lab.train import configure_cpu
+from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
+from lab.training.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
+from lab.training.train import configure_cpu
 from ui.coloured_text import visible_piece
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
@@ -47,7 +47,7 @@ ANCHORS = {
     "lra_image_s4": ("Long Range Arena, grayscale Image task, S4", "88.7% accuracy"),
 }
 
-# lab.presets' keys (kept as widget values and in links) -> what a student reads in a list of presets
+# lab.training.presets' keys (kept as widget values and in links) -> what a student reads in a list of presets
 PRESET_LABELS = {
     "scribe-alpha": "Scribe, small: subword GRU, 2 layers of 256",
     "scribe-beta": "Scribe, medium: subword GRU, 3 layers of 512",
@@ -60,7 +60,7 @@ PRESET_LABELS = {
     "scan-markov": "Selective scan on 1 to 4 characters of context",
     "scan-markov-windows": "Selective scan on 16-character windows",
 }
-# lab.presets' descriptions that name a design document, said in plain words instead
+# lab.training.presets' descriptions that name a design document, said in plain words instead
 PRESET_DESCRIPTIONS = {
     "leviathan-lstm": "Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (24M parameters; GPU-sized)",
     "seq-cifar-gru": "The Ablation page's GRU: reads an image one pixel per step; 1 layer, H=181, 10 classes",
@@ -78,7 +78,7 @@ def preset_label(name):
 
 def preset_description(name):
     """A preset's description in plain words."""
-    from lab.presets import PRESETS
+    from lab.training.presets import PRESETS
 
     return PRESET_DESCRIPTIONS.get(name, PRESETS[name].description)
 
@@ -177,11 +177,11 @@ SERVER_LOG_FORMAT = logging.Formatter(
 
 
 def _log_jobs_to_the_server_log():
-    """lab.jobs says when each run starts training and ends; on a class server the teacher reads
+    """lab.server.jobs says when each run starts training and ends; on a class server the teacher reads
     it in the server's log (Community Cloud: "Manage app"), beside Streamlit's own lines."""
     handler = logging.StreamHandler()
     handler.setFormatter(SERVER_LOG_FORMAT)
-    jobs_log = logging.getLogger("lab.jobs")
+    jobs_log = logging.getLogger("lab.server.jobs")
     jobs_log.setLevel(logging.INFO)
     jobs_log.addHandler(handler)
 
@@ -190,9 +190,9 @@ def _warm_up_training():
     """Two steps of a tiny model, in the background at server start: PyTorch initialises autograd,
     the optimiser and its kernels lazily (about a second on a busy CPU), which the first Start
     on the Train page would otherwise wait for before its first loss point."""
-    from lab.models import LMConfig, build_model
-    from lab.tasks import LMTask
-    from lab.train import TrainConfig, train
+    from lab.nets.models import LMConfig, build_model
+    from lab.training.tasks import LMTask
+    from lab.training.train import TrainConfig, train
 
     task = LMTask.from_text("to be or not to be " * 20, "char")
     train(
@@ -245,9 +245,9 @@ def user_errors(what="That"):
 
 
 def parameter_count(config_dict):
-    """Trainable parameters of the model a config describes, by arithmetic (lab.cost): nothing is built."""
-    from lab.cost import parameter_count as count
-    from lab.models import config_from_dict
+    """Trainable parameters of the model a config describes, by arithmetic (lab.nets.cost): nothing is built."""
+    from lab.nets.cost import parameter_count as count
+    from lab.nets.models import config_from_dict
 
     return count(config_from_dict(config_dict))
 
@@ -309,7 +309,7 @@ HEARTBEAT_SECONDS = 5.0  # how often every open page tells the server it is stil
 # a job whose session sent no heartbeat for this long is stopped: a closed tab, a lost laptop. Generous,
 # because browsers slow the timers of hidden tabs (Chrome: to once a minute after five minutes hidden)
 UNATTENDED_SECONDS = float(os.environ.get("RNNLAB_UNATTENDED_SECONDS", "150"))
-# 1: each run trains in a niced process of its own (lab.workers). Off by default: with ten runs at
+# 1: each run trains in a niced process of its own (lab.server.workers). Off by default: with ten runs at
 # once each process held ~400 MB where threads hold ~60 MB, and a run's first point came later
 # (BENCHMARKS.md, the classroom runs), which a 1-2.7 GB host cannot afford
 TRAIN_IN_PROCESS = os.environ.get("RNNLAB_TRAIN_IN_PROCESS", "0") != "0"
@@ -322,7 +322,7 @@ def job_registry():
 
 
 def session_key():
-    """This browser's random key: it names the session's folder of files (lab.spaces) and its jobs.
+    """This browser's random key: it names the session's folder of files (lab.server.spaces) and its jobs.
 
     Kept in a cookie, so a reload or a reconnect finds the same files and running jobs; a
     browser that refuses the cookie gets a fresh key per visit, and its old files expire."""
@@ -376,7 +376,7 @@ def user_dir():
 
 def room_check():
     """What a save into this session's folder calls first: SpaceFullError (a ValueError, one line) when
-    the file would pass the session's quota or all sessions' bound (lab.spaces.check_room)."""
+    the file would pass the session's quota or all sessions' bound (lab.server.spaces.check_room)."""
     return functools.partial(
         check_room, USER_DIR, user_dir(), space_bytes=SPACE_MAX_BYTES, total_bytes=USER_DIR_MAX_BYTES
     )

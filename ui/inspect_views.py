@@ -1,9 +1,8 @@
 """Charts and cached `lab` calls for the Sample, Gates and Memory pages.
 
-Presentation only: the numbers come from `lab.sampling`, `lab.introspect`,
-`lab.units`, `lab.prediction`, `lab.memory` and `lab.probe`; this module turns
-them into Plotly figures (text coloured token by token is ui.coloured_text's),
-and caches the heavy calls with `st.cache_data` keyed on hashable values
+Presentation only: the numbers come from lab.instruments (sampling, introspect, units, prediction,
+memory) and lab.experiments.probe; this module turns them into Plotly figures (text coloured
+token by token is ui.coloured_text's), and caches the heavy calls with `st.cache_data` keyed on hashable values
 (checkpoint path, its mtime, the text, the settings). The loaded model itself
 comes from `ui.common.cached_checkpoint` (one shared copy per process).
 
@@ -21,16 +20,22 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from lab.cells import CELLS
-from lab.checkpoints import BUNDLED_DIR
 from lab.data import load_bundled_corpus
-from lab.features import feature_values
-from lab.introspect import GATE_KINDS, SATURATION, trace_text
-from lab.memory import MAX_RETENTION_LAG, MEMORY_SPANS, constant_gate_retention, gradient_through_time, retention
-from lab.models import build_model, to_reference
-from lab.prediction import input_influence
-from lab.sampling import SamplingConfig, generate
-from lab.units import unit_correlations, unit_order
+from lab.instruments.features import feature_values
+from lab.instruments.introspect import GATE_KINDS, SATURATION, trace_text
+from lab.instruments.memory import (
+    MAX_RETENTION_LAG,
+    MEMORY_SPANS,
+    constant_gate_retention,
+    gradient_through_time,
+    retention,
+)
+from lab.instruments.prediction import input_influence
+from lab.instruments.sampling import SamplingConfig, generate
+from lab.instruments.units import unit_correlations, unit_order
+from lab.nets.cells import CELLS
+from lab.nets.models import build_model, to_reference
+from lab.training.checkpoints import BUNDLED_DIR
 from ui.coloured_text import chart_piece, gate_range
 from ui.common import cached_checkpoint
 
@@ -94,7 +99,7 @@ def latest_val_loss(checkpoint):
 
 @st.cache_data(max_entries=128, show_spinner="Generating…")
 def cached_generation(path, mtime, prompt, config_items):
-    """lab.sampling.generate for one SamplingConfig given as a tuple of (field, value) pairs,
+    """lab.instruments.sampling.generate for one SamplingConfig given as a tuple of (field, value) pairs,
     so that changing one strategy's settings regenerates that strategy only."""
     checkpoint = cached_checkpoint(path, mtime)
     return generate(checkpoint.model, checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
@@ -102,7 +107,7 @@ def cached_generation(path, mtime, prompt, config_items):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def reference_model(path, mtime):
-    """A checkpoint's model computed by the reference cells (lab.models.to_reference), made once per
+    """A checkpoint's model computed by the reference cells (lab.nets.models.to_reference), made once per
     process: tracing a fast or fused model would otherwise copy it and rebuild its layers every time."""
     return to_reference(cached_checkpoint(path, mtime).model)
 
@@ -111,7 +116,7 @@ def reference_model(path, mtime):
 # out of the cache on every run of every page that shows it
 @st.cache_resource(max_entries=8, show_spinner="Tracing the gates…")
 def cached_trace(path, mtime, text):
-    """lab.introspect.trace_text of a checkpoint over a text (read-only: shared by every session)."""
+    """lab.instruments.introspect.trace_text of a checkpoint over a text (read-only: shared by every session)."""
     return trace_text(reference_model(path, mtime), cached_checkpoint(path, mtime).tokenizer, text)
 
 
@@ -131,13 +136,13 @@ def cached_passage_unit(path, mtime, first_line, chars, layer, gate, unit):
 
 @st.cache_data(max_entries=16, show_spinner="Finding what the units track…")
 def cached_unit_correlations(path, mtime, text):
-    """lab.units.unit_correlations of a checkpoint over a text: every unit against every feature."""
+    """lab.instruments.units.unit_correlations of a checkpoint over a text: every unit against every feature."""
     return unit_correlations(cached_trace(path, mtime, text))
 
 
 @st.cache_data(max_entries=64, show_spinner="Ordering the units…")
 def cached_unit_order(path, mtime, text, layer, gate, order, feature):
-    """lab.units.unit_order of one gate's units; `feature` (None for the other orders) orders them when
+    """lab.instruments.units.unit_order of one gate's units; `feature` (None for the other orders) orders them when
     order is "feature"."""
     trace = cached_trace(path, mtime, text)
     signal = None if feature is None else feature_values(trace.token_texts, feature)
@@ -146,14 +151,14 @@ def cached_unit_order(path, mtime, text, layer, gate, order, feature):
 
 @st.cache_data(max_entries=64, show_spinner="Back-propagating to every earlier character…")
 def cached_influence(path, mtime, token_ids, target):
-    """lab.prediction.input_influence of a checkpoint: token_ids a tuple, target an index into it."""
+    """lab.instruments.prediction.input_influence of a checkpoint: token_ids a tuple, target an index into it."""
     checkpoint = cached_checkpoint(path, mtime)
     return input_influence(checkpoint.model, list(token_ids), target)
 
 
 @st.cache_data(max_entries=32, show_spinner="Measuring retention…")
 def cached_retention(path, mtime, text):
-    """lab.memory.retention of every layer of a checkpoint, up to MAX_RETENTION_LAG -> list of
+    """lab.instruments.memory.retention of every layer of a checkpoint, up to MAX_RETENTION_LAG -> list of
     Retention (one per layer); `.up_to(k)` of one is the chart of a shorter lag, without measuring again."""
     trace = trace_text(reference_model(path, mtime), cached_checkpoint(path, mtime).tokenizer, text)
     return [retention(trace, layer, max_lag=MAX_RETENTION_LAG) for layer in range(len(trace.layers))]
@@ -161,7 +166,7 @@ def cached_retention(path, mtime, text):
 
 @st.cache_data(max_entries=32, show_spinner="Back-propagating through time…")
 def cached_gradient(path, mtime, text, fresh_seed=None):
-    """lab.memory.gradient_through_time of a checkpoint (fresh_seed None) or of a freshly
+    """lab.instruments.memory.gradient_through_time of a checkpoint (fresh_seed None) or of a freshly
     initialised model of the same config (torch seed `fresh_seed`) -> (T,) norms."""
     checkpoint = cached_checkpoint(path, mtime)
     if fresh_seed is None:
@@ -185,7 +190,7 @@ def mean(values):
 
 
 def repetition_markdown(report):
-    """lab.sampling.repetition_report as a few Markdown lines."""
+    """lab.instruments.sampling.repetition_report as a few Markdown lines."""
 
     def quoted(text, limit=60):
         text = text if len(text) <= limit else text[:limit] + "…"
@@ -240,7 +245,7 @@ def _token_axis(pieces, max_labels=70, max_lines=14):
 
 def gate_heatmap(values, pieces, gate, units):
     """Heatmap of one gate (T, H): tokens along x (labelled with pieces), the given units along y, top
-    to bottom in the order given (lab.units.unit_order)."""
+    to bottom in the order given (lab.instruments.units.unit_order)."""
     shown = values[:, units].T  # (U, T)
     vmin, vmax, diverging = gate_range(gate, values)
     hover = np.array([chart_piece(p) for p in pieces])[None, :].repeat(shown.shape[0], 0)
@@ -304,7 +309,7 @@ def saturation_histogram(values, gate):
 
 
 def next_token_figure(top):
-    """Horizontal bars of the most likely next tokens (lab.prediction.next_tokens), the likeliest on top."""
+    """Horizontal bars of the most likely next tokens (lab.instruments.prediction.next_tokens), the likeliest on top."""
     labels = [f"{chart_piece(p)} " for p in top["piece"]]
     fig = go.Figure(
         go.Bar(
@@ -403,7 +408,7 @@ def half_life_words(half_life, lags):
 
 
 def memory_spread_sentence(spread):
-    """What lab.memory.memory_spread's table says, in a student's words: computed from the table, so
+    """What lab.instruments.memory.memory_spread's table says, in a student's words: computed from the table, so
     that it says what the chart drawn from the same retention shows."""
     spans = [int(c.removeprefix("longer_than_")) for c in spread.columns if c.startswith("longer_than_")]
     typical = spread.loc[spread["median_half_life"].idxmax()]
@@ -565,7 +570,7 @@ def log_range(*arrays):
 
 
 def probe_figure(results, live=None, marked=None):
-    """Toy-task accuracy against the distance k, one line per cell, with chance (lab.probe's rows of one
+    """Toy-task accuracy against the distance k, one line per cell, with chance (lab.experiments.probe's rows of one
     task); `live` (a DataFrame of the same columns) as diamonds on top; `marked` a distance to mark."""
     fig = go.Figure()
     frames = [f for f in (results, live) if f is not None and len(f)]

@@ -2,7 +2,7 @@
 the configs they make, run logs read from a job's events, and the race chart.
 
 Nothing here computes model math: settings become `lab` configs, and the
-events of `lab.jobs.TrainingJob` become plotly traces, progress bars and a table.
+events of `lab.server.jobs.TrainingJob` become plotly traces, progress bars and a table.
 
 Settings live in one flat dict of plain values, keyed by the short names used
 in the URL (`?preset=astra-beta&hidden=128&seconds=30`). Only values that
@@ -18,13 +18,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
-from lab.cells import CELLS
-from lab.checkpoints import why_not_resumable
 from lab.data import TOKENIZERS, SentencePieceTokenizer
-from lab.presets import PRESETS
-from lab.race import CELL_NAMES, long_race_verdict, race_verdict, short_count, verdict_sentence
-from lab.train import TrainConfig, resolve_device
+from lab.instruments.race import CELL_NAMES, long_race_verdict, race_verdict, short_count, verdict_sentence
+from lab.nets.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
+from lab.nets.cells import CELLS
+from lab.training.checkpoints import why_not_resumable
+from lab.training.presets import PRESETS
+from lab.training.train import TrainConfig, resolve_device
 from ui.common import plain, register_job, user_errors
 from ui.links import Field, parse_query
 
@@ -172,7 +172,7 @@ EVAL_SECONDS = 10.0  # a validation point at least this often, whatever the mode
 
 
 def train_config(values):
-    """Settings -> lab.train.TrainConfig with a wall-clock budget (ValueError names a bad field)."""
+    """Settings -> lab.training.train.TrainConfig with a wall-clock budget (ValueError names a bad field)."""
     return TrainConfig(
         lr=values["lr"],
         min_lr=min(PRESETS[values["preset"]].train.get("min_lr", 0.0), values["lr"]),
@@ -450,7 +450,7 @@ LONG_RACE_COLORS = {"LSTM": "#d62728", "GRU": "#17becf", "GRU (z overwrites)": "
 
 
 def long_race_figure(curves):
-    """The bundled models' validation curves (lab.race.long_race) against minutes of training."""
+    """The bundled models' validation curves (lab.instruments.race.long_race) against minutes of training."""
     fig = go.Figure()
     for curve in curves:
         fig.add_trace(
@@ -586,7 +586,7 @@ MORE_SECONDS = 60  # what "Continue this run" offers at first: a minute more
 
 def draw_continue_controls(logs):
     """Under the runs table: "Continue this run" for each run that ended and was saved with its training
-    state (lab.jobs.TrainingJob.continuation). Only a name's newest run offers it: continuing an older
+    state (lab.server.jobs.TrainingJob.continuation). Only a name's newest run offers it: continuing an older
     one would save versions that interleave with its successor's."""
     newest = {log.job.name: log for log in logs}
     for log in logs:

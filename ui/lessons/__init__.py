@@ -6,10 +6,10 @@ figures just computed (never canned numbers); a check-yourself question with
 its answer behind a reveal; and a link that opens the full instrument page with
 the same settings (ui.links reads them from the URL).
 
-Presentation only: the numbers come from `lab` (lab.stepping, lab.memory, lab.sampling,
-lab.scans, lab.probe, lab.train, lab.experiments.ablation), through the cached calls of
-ui.inspect_views where those exist. Widget keys start with "lessons_". The
-lessons live in a few modules by theme; what they share is in ui.lessons.common.
+Presentation only: the numbers come from `lab` (lab.instruments: stepping, memory, sampling, scans;
+lab.experiments: probe, ablation; lab.training.train), through the cached calls of ui.inspect_views
+where those exist. Widget keys start with "lessons_". The lessons live in a few modules by theme;
+what they share is in ui.lessons.common.
 """
 
 from dataclasses import dataclass, field

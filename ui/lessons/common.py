@@ -9,8 +9,8 @@ MODELS_DIR elsewhere.
 
 import streamlit as st
 
-from lab.checkpoints import BUNDLED_DIR, CheckpointError
-from lab.memory import state_reset_curve
+from lab.instruments.memory import state_reset_curve
+from lab.training.checkpoints import BUNDLED_DIR, CheckpointError
 from ui.common import cached_checkpoint, page_link, plain
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
@@ -94,6 +94,6 @@ def model_choice(key, names, default, label="Model"):
 
 @st.cache_data(max_entries=32, show_spinner="Reading the text with the state reset every k tokens…")
 def cached_reset_curve(path, mtime, text, resets=None):
-    """lab.memory.state_reset_curve of a checkpoint (resets: a tuple, or None for 1, 2, 4, ..., full)."""
+    """lab.instruments.memory.state_reset_curve of a checkpoint (resets: a tuple, or None for 1, 2, 4, ..., full)."""
     checkpoint = cached_checkpoint(path, mtime)
     return state_reset_curve(checkpoint.model, checkpoint.tokenizer, text, None if resets is None else list(resets))

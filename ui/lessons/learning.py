@@ -6,8 +6,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from lab.jobs import TrainingJob
-from lab.learning import (
+from lab.instruments.learning import (
     LEARN_MODEL,
     LEARN_RECIPE,
     LEARN_STEPS,
@@ -19,10 +18,11 @@ from lab.learning import (
     sample_steps,
     samples_shown,
 )
-from lab.models import LMConfig, build_model
-from lab.sampling import SamplingConfig, reproduced_prefix, sample_text
-from lab.tasks import LMTask
-from lab.train import TrainConfig
+from lab.instruments.sampling import SamplingConfig, reproduced_prefix, sample_text
+from lab.nets.models import LMConfig, build_model
+from lab.server.jobs import TrainingJob
+from lab.training.tasks import LMTask
+from lab.training.train import TrainConfig
 from ui.coloured_text import visible_piece
 from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, user_errors
 from ui.lessons.common import check_yourself, notice, open_full_page
@@ -43,7 +43,7 @@ LEARN_MAX_SECONDS = 300  # LEARN_STEPS take seconds; this bounds a run on a crow
 
 def start_learning(text):
     """A background run that memorises `text` in LEARN_STEPS steps, sampling it greedily at the steps
-    of lab.learning.sample_steps (a sampler called after every step, writing only at those)."""
+    of lab.instruments.learning.sample_steps (a sampler called after every step, writing only at those)."""
     if len(text) < LEARN_MIN_CHARS:
         raise ValueError(f"paragraph: has {len(text)} characters; type at least {LEARN_MIN_CHARS}")
     task = LMTask.from_text(text, "char")  # the last tenth is held out: the validation split

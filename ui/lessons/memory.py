@@ -7,7 +7,7 @@ import streamlit as st
 
 from lab.data import DataError
 from lab.experiments.ablation import LEARNED, SIGNIFICANT, compare_with_baseline, epoch_rows, load_results
-from lab.memory import (
+from lab.instruments.memory import (
     bias_time_constants,
     constant_gate_retention,
     gradient_decay_per_step,
@@ -33,7 +33,7 @@ from ui.lessons.common import (
 
 KEEP_MODELS = ["char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", SUBWORD_MODEL]
 KEEP_LAGS = 128  # long enough to show memories of over 100 tokens
-# lab.memory.keep_gate_biases' columns -> what a student reads
+# lab.instruments.memory.keep_gate_biases' columns -> what a student reads
 LEARNED_COLUMNS = {
     "keep_gate": "keep factor",
     "bias_median": "median keep bias",

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.sampling import SamplingConfig, repetition_report
+from lab.instruments.sampling import SamplingConfig, repetition_report
 from ui import inspect_views as views
 from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
 from ui.common import plain, user_errors

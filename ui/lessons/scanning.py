@@ -3,13 +3,13 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.cells import CELLS
-from lab.scans import race_scans
+from lab.instruments.scans import race_scans
+from lab.nets.cells import CELLS
 from ui.lessons.common import background, check_yourself, notice, open_full_page
 
 SCAN_LENGTHS = [16, 64, 256, 1024, 2048]
 SCAN_WIDTHS = [8, 64, 512, 2048]
-# lab.scans.race_scans' columns -> what a student reads
+# lab.instruments.scans.race_scans' columns -> what a student reads
 RACE_COLUMNS = {
     "T": "length T",
     "max_abs_diff": "largest difference",
@@ -21,7 +21,7 @@ RACE_COLUMNS = {
 
 @st.cache_data(max_entries=16, show_spinner="Timing both scans on this machine…")
 def cached_race(hidden, measurement):
-    """lab.scans.race_scans at one width; `measurement` counts the student's re-measurements."""
+    """lab.instruments.scans.race_scans at one width; `measurement` counts the student's re-measurements."""
     return race_scans(SCAN_LENGTHS, hidden=hidden, repeats=3)
 
 

@@ -1,5 +1,5 @@
 """The lesson that steps through one recurrent step, equation by equation, with the numbers the
-bundled model's cell computed (lab.stepping); the two GRU conventions side by side."""
+bundled model's cell computed (lab.instruments.stepping); the two GRU conventions side by side."""
 
 import inspect
 
@@ -8,8 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.cells import CELLS
-from lab.stepping import MAX_STEP_TOKENS, step_through
+from lab.instruments.stepping import MAX_STEP_TOKENS, step_through
+from lab.nets.cells import CELLS
 from ui import inspect_views as views
 from ui.coloured_text import span_html
 from ui.common import cached_checkpoint, piece_label, plain, user_errors
@@ -74,7 +74,7 @@ def number(value):
 
 @st.cache_data(max_entries=32, show_spinner="Reading your text through the cell…")
 def cached_steps(path, mtime, text):
-    """lab.stepping.step_through of a checkpoint's first layer."""
+    """lab.instruments.stepping.step_through of a checkpoint's first layer."""
     checkpoint = cached_checkpoint(path, mtime)
     return step_through(checkpoint.model, checkpoint.tokenizer, text)
 
@@ -228,7 +228,7 @@ def one_step():
     )
     if st.toggle("Show code", key="lessons_step_code", help="The lab source of the cells on this screen."):
         for cell in dict.fromkeys(step.cell for step in steps):
-            st.caption(f"`lab/cells.py` · `{CELLS[cell].__name__}.forward`: one line per equation above")
+            st.caption(f"The lab's code for the {views.cell_label(cell)}: one line per equation above")
             st.code(inspect.getsource(CELLS[cell].forward), language="python")
     check_yourself(
         "A unit of the PyTorch-convention GRU has z_t = 0.9, h_{t−1} = 0.5 and candidate n_t = −0.2. "

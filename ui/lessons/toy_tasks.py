@@ -1,14 +1,14 @@
 """The lesson of toy tasks that train in seconds (TensorFlow Playground for sequences): a task that
 needs memory, the distance it must span, and four tiny cells side by side: the shipped results
-of lab.probe over every distance, and a live run of all four at the chosen one."""
+of lab.experiments.probe over every distance, and a live run of all four at the chosen one."""
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lab.jobs import TrainingJob
-from lab.models import count_parameters
-from lab.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
+from lab.experiments.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
+from lab.nets.models import count_parameters
+from lab.server.jobs import TrainingJob
 from ui import inspect_views as views
 from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, user_errors
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
@@ -148,7 +148,7 @@ def what_the_curves_show(rows, task, distance):
 
 def toy_tasks():
     st.caption(
-        "Where this comes from: the memory probe of this lab (lab/probe.py), after TensorFlow Playground's "
+        "Where this comes from: the memory probe of this lab, after TensorFlow Playground's "
         "experiments that train while you watch; the adding problem is Hochreiter and Schmidhuber's (1997)."
     )
     for name, (_, key) in SETTINGS.items():

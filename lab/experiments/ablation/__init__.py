@@ -14,7 +14,7 @@ and the one table of command-line options), runner (run_ablation, the one runner
 its runs spread over the ranks under torchrun, and AblationJob, the same runner on a background
 thread), results (results.json / .csv, checkpoints, summaries, Markdown and time-constant tables).
 
-The model is seed 003's: one GRU layer in PyTorch's convention (lab.cells.TorchGRULayer;
+The model is seed 003's: one GRU layer in PyTorch's convention (lab.nets.cells.TorchGRULayer;
 fused torch.nn.GRU by default), H = 181, one grey pixel per step, a linear head on the final
 state: 3H(1 + H + 2) + C(H + 1) = 99,912 + 1,820 = 101,732 parameters.
 
@@ -33,7 +33,7 @@ Arms (registry ARMS):
 
 Deviation from seed 003, on purpose: its code fills the z chunk of both bias vectors with 1
 (effective b_z = b_iz + b_hz = +2, sigmoid(2) = 0.88) while its text reasons with sigmoid(1);
-lab puts +1 in b_iz only (lab.cells.TorchGRULayer), which is what the text describes.
+lab puts +1 in b_iz only (lab.nets.cells.TorchGRULayer), which is what the text describes.
 
 Why frozen zeros stay exactly 0 under AdamW: the hooks zero the gradient of those entries
 before it reaches .grad, so Adam's moments stay 0 and its step m / (sqrt(v) + eps) is exactly 0;
@@ -41,9 +41,9 @@ decoupled weight decay multiplies the parameter by (1 - lr * wd), which leaves 0
 clipping rescales, 0 stays 0. `check_frozen_biases` checks this exactly after every epoch and
 at the end of every ablated run, and raises FrozenBiasError otherwise.
 
-Training is lab.train.train with seed 003's recipe: AdamW, lr 5e-4 cosine-annealed to 1e-5,
+Training is lab.training.train.train with seed 003's recipe: AdamW, lr 5e-4 cosine-annealed to 1e-5,
 batch 128, weight decay 0.01, gradient-norm clipping at 1.0 (lab's default). An epoch is
-ceil(N / B) steps; batches are drawn uniformly with replacement (lab.tasks.ClassificationTask);
+ceil(N / B) steps; batches are drawn uniformly with replacement (lab.training.tasks.ClassificationTask);
 the test split is evaluated in full after every epoch. Gate statistics (z and r: mean,
 quantiles, histogram, time profile) come from the step-by-step twin of the model (model.traceable_twin) reading
 a fixed batch of test sequences, at initialisation and after every epoch.

@@ -7,11 +7,11 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field
 
-from lab.backends import BACKENDS, check_cell
 from lab.data import SEQUENCE_DATASETS
 from lab.errors import LabError
+from lab.nets.backends import BACKENDS, check_cell
 from lab.schema import Device, PositiveInt, PositiveNumber, Seed, config
-from lab.train import DEVICES
+from lab.training.train import DEVICES
 
 from .model import ARMS, BACKEND_HELP, DEFAULT_BACKEND, get_arm
 
@@ -30,18 +30,18 @@ class AblationConfig:
     arms: Annotated[tuple[str, ...], Field(strict=False, min_length=1)] = ("baseline", "ablated")  # keys of ARMS
     seeds: Annotated[Seeds, Field(min_length=1)] = (0, 1, 2)  # one run per arm and seed; mean ± std over seeds
     epochs: PositiveInt = 40  # seed 003 trains 40 epochs
-    backend: str = DEFAULT_BACKEND  # lab.backends.BACKENDS; the default is torch.nn.GRU, as seed 003
+    backend: str = DEFAULT_BACKEND  # lab.nets.backends.BACKENDS; the default is torch.nn.GRU, as seed 003
     hidden_size: PositiveInt = 181  # H; 181 gives seed 003's 101,732 parameters (change only for quick demos)
     lr: PositiveNumber = 5e-4  # seed 003: 1e-3 spiked, 5e-4 converged
     min_lr: Annotated[float, Field(ge=0)] = 1e-5  # cosine floor (seed 003's CosineAnnealingLR eta_min), <= lr
     weight_decay: Annotated[float, Field(ge=0)] = 0.01  # AdamW's decoupled decay
     batch_size: PositiveInt = 128  # seed 003
-    grad_clip: PositiveNumber = 1.0  # global gradient-norm clipping (lab.train's default)
+    grad_clip: PositiveNumber = 1.0  # global gradient-norm clipping (lab.training.train's default)
     limit_train: Limit = None  # keep only the first N training sequences (quick runs)
     limit_test: Limit = None  # keep only the first N test sequences
     gate_batch: PositiveInt = 32  # the first G test sequences are traced for gate statistics every epoch
     checkpoint_seeds: Optional[Seeds] = None  # seeds whose final model is saved, per arm; None: the first
-    device: Device = "auto"  # lab.train.resolve_device: "auto" (CUDA when available), "cpu" or "cuda"
+    device: Device = "auto"  # lab.training.train.resolve_device: "auto" (CUDA when available), "cpu" or "cuda"
 
     def __post_init__(self):
         for name in self.arms:

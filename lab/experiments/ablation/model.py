@@ -10,18 +10,18 @@ from dataclasses import dataclass
 
 import torch
 
-from lab.backends import FusedLayer
-from lab.cells import TorchGRULayer
 from lab.errors import LabError
-from lab.models import ClassifierConfig, build_model, recurrent_layers
-from lab.models import to_reference as traceable_twin
+from lab.nets.backends import FusedLayer
+from lab.nets.cells import TorchGRULayer
+from lab.nets.models import ClassifierConfig, build_model, recurrent_layers
+from lab.nets.models import to_reference as traceable_twin
 
-# lab.cells' backend names appear in this package only here and in `traceable_twin` above, so a
+# lab.nets.cells' backend names appear in this package only here and in `traceable_twin` above, so a
 # rename there (issue 12) changes these lines alone.
 DEFAULT_BACKEND = "fused"  # torch.nn.GRU with cuDNN, as seed 003; the others run lab's TorchGRULayer
 BACKEND_HELP = (
     f"{DEFAULT_BACKEND}: torch.nn.GRU (default, as seed 003); fast: lab's hand-written kernel; "
-    "reference: lab.cells.TorchGRULayer as written"
+    "reference: lab.nets.cells.TorchGRULayer as written"
 )
 GATES = ("z", "r")
 QUANTILES = tuple(i / 10 for i in range(11))  # min, deciles, max
@@ -38,7 +38,7 @@ class FrozenBiasError(RuntimeError):
 class Arm:
     name: str
     description: str
-    keep_bias: float = 1.0  # initial b_iz (lab.cells.TorchGRULayer puts it in b_ih only)
+    keep_bias: float = 1.0  # initial b_iz (lab.nets.cells.TorchGRULayer puts it in b_ih only)
     chrono: bool = False  # chrono initialisation of b_iz with T_max = the sequence length
     freeze_rz: bool = False  # the r and z chunks of b_ih and b_hh are frozen at 0
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import torch
 
 import lab
-from lab.cells import sigmoid_time_constant
-from lab.checkpoints import atomic_write_bytes, checkpoint_bytes
 from lab.data import DataError
-from lab.models import build_model, conventions, count_parameters
+from lab.nets.cells import sigmoid_time_constant
+from lab.nets.models import build_model, conventions, count_parameters
+from lab.training.checkpoints import atomic_write_bytes, checkpoint_bytes
 
 from .model import GATES, get_arm, model_config, rounded
 
@@ -66,7 +66,7 @@ NOTES = [
     "Ablated arm: the r and z chunks [0:2H] of both b_ih and b_hh are frozen at exactly 0 by gradient hooks "
     "(AdamW's decoupled decay multiplies by 1 - lr*wd, which keeps 0 at 0); checked exactly after every epoch.",
     "An epoch is ceil(N / batch) AdamW steps on batches drawn uniformly with replacement "
-    "(lab.tasks.ClassificationTask); the whole test split is evaluated after every epoch.",
+    "(lab.training.tasks.ClassificationTask); the whole test split is evaluated after every epoch.",
     "std is the sample standard deviation (n - 1) across seeds; null with a single seed.",
 ]
 
@@ -232,7 +232,7 @@ def checkpoint_name(config, arm, seed):
 
 
 def arm_checkpoint(config, data, record, model):
-    """The run's final model as a lab checkpoint (load with lab.checkpoints.load_checkpoint): (file name,
+    """The run's final model as a lab checkpoint (load with lab.training.checkpoints.load_checkpoint): (file name,
     bytes), made where the run trained and written where the results are (write_arm_checkpoint)."""
     name = checkpoint_name(config, record["arm"], record["seed"])
     history = [{k: v for k, v in e.items() if k not in ("gates", "biases")} for e in record["epochs"]]
@@ -260,7 +260,7 @@ def write_arm_checkpoint(out_dir, checkpoint):
 
 
 def chrono_mean(t_max):
-    """E[log U] for U ~ U[1, t_max - 1], the mean chrono bias (lab.cells.chrono_bias)."""
+    """E[log U] for U ~ U[1, t_max - 1], the mean chrono bias (lab.nets.cells.chrono_bias)."""
     b = t_max - 1
     return (b * math.log(b) - b + 1) / (b - 1)
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import torch
 
-from lab import distributed
-from lab.cost import training_memory_bytes
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
-from lab.jobs import BackgroundJob
-from lab.ray_runs import RAY_ADDRESS
-from lab.tasks import ClassificationTask
-from lab.train import TrainConfig, resolve_device, train
-from lab.workers import PROCESS_MB
+from lab.nets.cost import training_memory_bytes
+from lab.server.jobs import BackgroundJob
+from lab.server.ray_runs import RAY_ADDRESS
+from lab.server.workers import PROCESS_MB
+from lab.training import distributed
+from lab.training.tasks import ClassificationTask
+from lab.training.train import TrainConfig, resolve_device, train
 
 from .config import cli_command
 from .model import (
@@ -76,7 +76,7 @@ def load_study_data(config):
 
 
 def train_config(config, data, seed):
-    """lab.train's config for one run: a step budget of whole epochs, evaluated after each."""
+    """lab.training.train's config for one run: a step budget of whole epochs, evaluated after each."""
     spe = data.steps_per_epoch
     return TrainConfig(
         lr=config.lr,
@@ -93,7 +93,7 @@ def train_config(config, data, seed):
 
 
 def run_arm(arm_name, seed, config, data, emit=None, should_stop=None, model=None):
-    """Train one arm under one seed with lab.train.train -> (record, model).
+    """Train one arm under one seed with lab.training.train.train -> (record, model).
 
     Emits train's step events, then {"type": "epoch", ...} after each evaluation, all tagged
     with "arm" and "seed". An ablated run checks its frozen biases after every epoch and at the
@@ -190,12 +190,12 @@ def run_ablation(config, out_dir=None, emit=None, should_stop=None, command=None
     already begun there with the same config is continued: its finished runs are kept, not rerun
     (a run cut short by should_stop is run again from its start).
 
-    Under torchrun (lab.distributed) the runs still to do are dealt out in rounds, one run per rank:
+    Under torchrun (lab.training.distributed) the runs still to do are dealt out in rounds, one run per rank:
     round k gives run k*W + r of that list to rank r, which trains it alone, exactly as one process
     would (same seed, same batches). At the end of each round rank 0 gathers the round's records and
     checkpoints and writes them as above, so the files are those of a study run in one process, and a
     rerun continues after the last round finished. A run that raises on some rank ends the study on
-    every rank with lab.distributed.RankFailed, once the round's other runs are saved.
+    every rank with lab.training.distributed.RankFailed, once the round's other runs are saved.
 
     Events: {"type": "study_start", runs, resumed, dataset, steps_per_run, ranks, runs_here (this
     rank's share)}, then run_arm's events for this rank's runs, and on rank 0 {"type": "run_done", ...}
@@ -349,14 +349,14 @@ class AblationJob(BackgroundJob):
     """run_ablation on a background thread (the app's live run): the same run order, results files,
     checkpoints and events as the CLI, into `out_dir` (by default a fresh temporary folder that lives as
     long as the job, so one session's study is not visible to another and none is left behind). It
-    draws on the server's training budget (lab.capacity) and waits in its queue, as training runs do.
+    draws on the server's training budget (lab.server.capacity) and waits in its queue, as training runs do.
 
         job = AblationJob(config).start(); job.events(since=n); job.stop(); job.wait(); job.results
 
     status: ready -> queued -> running -> finished | stopped | failed (message says why).
 
-    `in_process` computes it in a niced process of its own (lab.workers), as the app's training runs do,
-    and `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of a Ray cluster (lab.ray_runs), perhaps
+    `in_process` computes it in a niced process of its own (lab.server.workers), as the app's training runs do,
+    and `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of a Ray cluster (lab.server.ray_runs), perhaps
     on another machine: there, without an `out_dir` given, the study writes no files (no temporary
     folder is left behind on a worker's machine); its results come back all the same."""
 

@@ -1,0 +1,186 @@
+"""Races between training runs: who leads, read from their loss curves; runs sized to equal parameter
+counts; and the bundled models' own long race, read from their checkpoints' training histories.
+
+A curve is a run's (x, loss) points, x in seconds, minutes or steps. Runs are compared where every
+one of them has data: at the furthest x all of them reached, each curve's loss interpolated linearly
+there between its own points (never extrapolated before its first point or past its last).
+"""
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab.nets.cost import parameter_count
+from lab.nets.models import config_from_dict
+
+# what a student reads for each cell family
+CELL_NAMES = {
+    "rnn": "RNN",
+    "gru_torch": "GRU",
+    "gru_seed": "GRU (z overwrites)",
+    "lstm": "LSTM",
+    "scan": "selective scan",
+}
+# Losses this close count as level: a validation figure on a few dozen windows moves by about 0.01-0.02
+# nats/char from one evaluation to the next with the weights barely changed.
+LEVEL_WITHIN = 0.02
+MAX_WIDTH = 4096  # the widest layer the Train page offers
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Where a race stands: each run's loss at `at`, the furthest x every run reached."""
+
+    at: float
+    standings: tuple  # ((name, loss), ...), lowest loss first
+    level_within: float = LEVEL_WITHIN
+
+    @property
+    def level(self):
+        """The names within `level_within` of the leader, the leader first."""
+        best = self.standings[0][1]
+        return [name for name, loss in self.standings if loss - best < self.level_within]
+
+    @property
+    def trailing(self):
+        """(name, loss) of the runs behind the level group."""
+        return self.standings[len(self.level) :]
+
+
+def race_verdict(curves, min_points=2, level_within=LEVEL_WITHIN):
+    """{name: (xs, losses)} -> a Verdict, or None while the race cannot be called: fewer than two
+    curves with `min_points` points each, or curves whose x ranges do not overlap yet."""
+    ready = {name: _finite_and_sorted(xs, ys) for name, (xs, ys) in curves.items()}
+    ready = {name: (xs, ys) for name, (xs, ys) in ready.items() if len(xs) >= min_points}
+    if len(ready) < 2 or len(ready) < len(curves):
+        return None
+    start = max(float(xs[0]) for xs, _ in ready.values())
+    at = min(float(xs[-1]) for xs, _ in ready.values())
+    if at < start:
+        return None
+    losses = {name: float(np.interp(at, xs, ys)) for name, (xs, ys) in ready.items()}
+    return Verdict(at, tuple(sorted(losses.items(), key=lambda item: item[1])), level_within)
+
+
+def _finite_and_sorted(xs, ys):
+    """The points with a finite x and loss (a run that never validated per character has NaNs), by x."""
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    keep = np.isfinite(xs) & np.isfinite(ys)
+    order = np.argsort(xs[keep], kind="stable")
+    return xs[keep][order], ys[keep][order]
+
+
+def _names(names):
+    names = [f"the {name}" for name in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def verdict_sentence(verdict, when, unit="nats/char"):
+    """The verdict in one sentence; `when` says where the curves were compared ("60 s", "800 steps")."""
+    if verdict is None:
+        return "Too early to call the race: every run needs two points on the chart, at overlapping times."
+    (leader, best), level, trailing = verdict.standings[0], verdict.level, verdict.trailing
+    if not trailing:
+        return (
+            f"After {when}, all {len(level)} runs are level, within {verdict.level_within} {unit}: too close to call."
+        )
+    gap = trailing[0][1] - best
+    if len(level) == 1:
+        sentence = f"After {when}, the {leader} leads by {gap:.2f} {unit} over the {trailing[0][0]}"
+    else:
+        sentence = (
+            f"After {when}, {_names(level)} are level (within {verdict.level_within} {unit}), "
+            f"{gap:.2f} ahead of the {trailing[0][0]}"
+        )
+    figures = ", ".join(f"{name} {loss:.2f}" for name, loss in verdict.standings)
+    return f"{sentence} ({figures})."
+
+
+# ---------------------------------------------------------------------------
+# what a run is, in plain words
+
+
+def plain_name(config):
+    """ "GRU · 256 units", "LSTM · 2 layers of 640 units": a model config as a student reads it."""
+    cell = CELL_NAMES.get(config.cell, config.cell)
+    if not hasattr(config, "hidden_size"):  # the fixed-architecture scan models: only the width changes
+        return f"{cell} · {config.embed_dim} wide"
+    if config.num_layers == 1:
+        return f"{cell} · {config.hidden_size} units"
+    return f"{cell} · {config.num_layers} layers of {config.hidden_size} units"
+
+
+def short_count(n):
+    """274,451 -> "274k", 5,149,075 -> "5.1M"."""
+    if n >= 1e6:
+        return f"{n / 1e6:.1f}M"
+    return f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n:,}"
+
+
+def width_for_parameters(config, cell, target):
+    """The hidden size that gives `cell` the parameter count nearest `target`, all else as in `config`:
+    a race at equal parameters instead of equal widths (an LSTM has four weight blocks per layer to
+    an RNN's one, so at one width it is about four times the model). Parameters grow with the width,
+    so a bisection finds it."""
+    low, high = 1, MAX_WIDTH
+    while low < high:
+        middle = (low + high) // 2
+        if parameter_count(dataclasses.replace(config, cell=cell, hidden_size=middle)) < target:
+            low = middle + 1
+        else:
+            high = middle
+    candidates = {max(1, low - 1), low}
+    return min(
+        candidates, key=lambda h: abs(parameter_count(dataclasses.replace(config, cell=cell, hidden_size=h)) - target)
+    )
+
+
+# ---------------------------------------------------------------------------
+# the long race: the bundled character models, each trained minutes on a GPU
+
+
+@dataclass(frozen=True)
+class LongRaceCurve:
+    """One bundled model's validation curve over its training."""
+
+    name: str  # its cell family, for the verdict
+    title: str  # "LSTM · 2 layers of 640 units"
+    parameters: int
+    steps: int  # training steps it took in its time
+    minutes: tuple  # when each validation was made (minutes of training)
+    step: tuple  # the training step of each validation
+    nats_per_char: tuple  # validation loss on the held-out plays
+
+
+def long_race(infos):
+    """The bundled character models trained on the bundled corpus, each with the validation curve its
+    checkpoint's training history holds, best final loss first. `infos`: lab.training.checkpoints'
+    CheckpointInfo listing (headers only, no weights loaded)."""
+    curves = []
+    for info in infos:
+        is_character_model = info.family == "lm" and info.config.get("vocab_size", math.inf) < 256
+        if not (info.bundled and is_character_model and info.metrics.get("corpus") == "bundled"):
+            continue
+        evals = [e for e in info.metrics.get("history", []) if "val_nats_per_char" in e]
+        if len(evals) < 2:
+            continue
+        config = config_from_dict(info.config)
+        curves.append(
+            LongRaceCurve(
+                CELL_NAMES.get(config.cell, config.cell),
+                plain_name(config),
+                parameter_count(config),
+                int(info.metrics.get("steps", evals[-1]["step"])),
+                tuple(e["elapsed"] / 60 for e in evals),
+                tuple(e["step"] for e in evals),
+                tuple(e["val_nats_per_char"] for e in evals),
+            )
+        )
+    return sorted(curves, key=lambda c: c.nats_per_char[-1])
+
+
+def long_race_verdict(curves):
+    """The long race's Verdict, compared in minutes of training."""
+    return race_verdict({c.name: (c.minutes, c.nats_per_char) for c in curves})

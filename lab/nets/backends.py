@@ -1,0 +1,145 @@
+"""Backends: the same cell computed three ways, chosen by name (registry `BACKENDS`).
+
+    reference  lab/nets/cells.py: the equations line by line, autograd's backward pass.
+               Gate traces and "Show code" always come from here.
+    fast       lab/nets/kernels.py: the same parameters and function, loops optimised and
+               the LSTM's and PyTorch-convention GRU's backward passes written by hand.
+    fused      torch.nn.RNN / GRU / LSTM (oneDNN on a CPU, cuDNN on a GPU), behind the
+               same contract (FusedLayer); only for the cells torch.nn has.
+
+`default_backend(cell, device)` is the fastest measured on a device type, the
+training default of the CLI and the Train page.
+"""
+
+import functools
+
+import torch
+import torch.nn as nn
+
+from lab.errors import LabError
+from lab.nets.cells import CELLS, ScanLayer
+from lab.nets.kernels import FAST_CELLS
+
+FUSED_MODULES = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
+
+
+class FusedLayer(nn.Module):
+    """One torch.nn.RNN/GRU/LSTM layer behind the lab contract.
+
+    Initialised exactly like its reference twin; it cannot trace gates, so the
+    introspection tools run `to_reference()` first, which computes the same function.
+    """
+
+    def __init__(self, cell, input_size, hidden_size, keep_bias=1.0, chrono_tmax=None):
+        super().__init__()
+        if cell not in FUSED_MODULES:
+            raise LabError(f"backend 'fused' supports cells {sorted(FUSED_MODULES)}, not {cell!r}")
+        self.cell, self.input_size, self.hidden_size = cell, input_size, hidden_size
+        self.rnn = FUSED_MODULES[cell](input_size, hidden_size, batch_first=True)
+        twin = CELLS[cell](input_size, hidden_size, keep_bias, chrono_tmax)
+        self.load_reference(twin)
+        self.gate_names, self.convention = twin.gate_names, twin.convention + " [fused torch.nn]"
+
+    def load_reference(self, layer):
+        """Copy a reference (or fast) layer's weights in (one lab bias -> b_ih, b_hh = 0)."""
+        with torch.no_grad():
+            self.rnn.weight_ih_l0.copy_(layer.weight_ih)
+            self.rnn.weight_hh_l0.copy_(layer.weight_hh)
+            self.rnn.bias_ih_l0.copy_(layer.bias)
+            self.rnn.bias_hh_l0.copy_(layer.bias_hh if layer.bias_hh is not None else torch.zeros_like(layer.bias))
+
+    def to_reference(self):
+        """The reference layer computing the same function (b = b_ih + b_hh where it has one bias)."""
+        p = next(self.parameters())
+        layer = CELLS[self.cell](self.input_size, self.hidden_size).to(p.device, p.dtype)
+        with torch.no_grad():
+            layer.weight_ih.copy_(self.rnn.weight_ih_l0)
+            layer.weight_hh.copy_(self.rnn.weight_hh_l0)
+            if layer.bias_hh is not None:
+                layer.bias.copy_(self.rnn.bias_ih_l0)
+                layer.bias_hh.copy_(self.rnn.bias_hh_l0)
+            else:
+                layer.bias.copy_(self.rnn.bias_ih_l0 + self.rnn.bias_hh_l0)
+        return layer
+
+    def forward(self, x, state=None, trace=None):
+        if trace is not None:
+            raise LabError("fused layers cannot trace gates; trace the reference twin (to_reference())")
+        if state is None:
+            out, state = self.rnn(x)
+        elif isinstance(state, tuple):
+            out, state = self.rnn(x, tuple(s.unsqueeze(0).contiguous() for s in state))
+        else:
+            out, state = self.rnn(x, state.unsqueeze(0).contiguous())
+        if isinstance(state, tuple):
+            return out, tuple(s.squeeze(0) for s in state)
+        return out, state.squeeze(0)
+
+
+BACKENDS = {
+    "reference": CELLS,
+    "fast": FAST_CELLS,
+    "fused": {cell: functools.partial(FusedLayer, cell) for cell in FUSED_MODULES},
+}
+
+
+def check_cell(cell, backend="fast"):
+    """ValueError naming the field unless `backend` computes `cell`."""
+    if cell not in CELLS:
+        raise LabError(f"cell: unknown cell {cell!r}; valid cells are {sorted(CELLS)}")
+    if backend not in BACKENDS:
+        raise LabError(f"backend: unknown backend {backend!r}; valid backends are {list(BACKENDS)}")
+    if cell not in BACKENDS[backend]:
+        raise LabError(f"backend: {backend!r} exists only for cells {sorted(BACKENDS[backend])}, not {cell!r}")
+
+
+FUSED_ON_CPU = {"lstm"}  # cells whose torch.nn kernel beats the fast backend on a CPU (BENCHMARKS.md run 15)
+
+
+def default_backend(cell, device="cpu"):
+    """The training default for `cell` on `device` (a torch.device or its name): the fastest measured.
+
+    On CUDA, torch.nn's cuDNN kernels where they exist. On a CPU, `fast`, except for the LSTM:
+    BENCHMARKS.md (run 15, torch 2.15, 2 threads, B=64, T=128, H=256) measures the fast GRU at
+    0.87x nn.GRU's step time but the fast LSTM at 1.72x nn.LSTM's (torch's CPU LSTM got faster;
+    runs 6-13 on an older torch had 1.08-1.18x).
+    """
+    if cell in FUSED_MODULES and (torch.device(device).type == "cuda" or cell in FUSED_ON_CPU):
+        return "fused"
+    return "fast"
+
+
+def default_scan_mode(device="cpu"):
+    """The scan's faster form on `device`: the parallel scan on CUDA, where its log2(T) rounds spread over
+    thousands of cores; the loop on a CPU, where the parallel form measured 5.7-15.9x slower (BENCHMARKS.md)."""
+    return "parallel" if torch.device(device).type == "cuda" else "sequential"
+
+
+def make_layer(
+    cell,
+    input_size,
+    hidden_size,
+    backend="fast",
+    keep_bias=1.0,
+    chrono_tmax=None,
+    scan_mode="parallel",
+    gate_hidden=None,
+):
+    """Build one recurrent layer from the registry."""
+    check_cell(cell, backend)
+    if cell == "scan":  # one implementation serves both backends (see lab.nets.cells)
+        return ScanLayer(input_size, hidden_size, gate_hidden=gate_hidden, scan_mode=scan_mode)
+    return BACKENDS[backend][cell](input_size, hidden_size, keep_bias, chrono_tmax)
+
+
+def to_reference_layer(layer):
+    """The reference layer computing the same function as `layer` (of any backend); itself if it is one."""
+    if isinstance(layer, FusedLayer):
+        return layer.to_reference()
+    reference = CELLS[layer.cell]
+    if type(layer) is reference:
+        return layer
+    p = next(layer.parameters())
+    twin = reference(layer.input_size, layer.hidden_size).to(p.device, p.dtype)
+    twin.load_state_dict(layer.state_dict())  # fast layers share the reference's parameters
+    return twin

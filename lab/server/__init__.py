@@ -1,0 +1,11 @@
+"""The server's machinery: a whole class training on one machine, or on a Ray cluster.
+
+    capacity   the training budget, shared by cost: a queue, a share per session, step turns
+    jobs       training in the background for the app: events a page polls, Stop, checkpoints saved
+    workers    a job's computation in a process of its own, niced, its events through a pipe
+    ray_runs   every run as an actor of a Ray cluster (RNNLAB_RAY_ADDRESS)
+    spaces     each browser's own folder under a key the server signs, its quota, swept when unseen
+    uploads    an uploaded checkpoint, read as one job of the budget
+
+May import lab.errors, lab.schema, lab.data, lab.nets and lab.training; never the instruments or the pages.
+"""

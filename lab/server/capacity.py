@@ -1,0 +1,202 @@
+"""A server's training capacity, shared by cost rather than by a count of jobs.
+
+A class on one hosted server (1-2.7 GB, a few vCPUs) starts many small runs at once and now
+and then a large one. Each job asks for its estimated cost (megabytes of training memory,
+lab.nets.cost); jobs run while their costs fit in the budget, the rest wait in one first-come,
+first-served queue and start as soon as the jobs ahead of them fit. One owner (a browser
+session) may hold at most `owner_share` of the budget at a time, so no student starves the
+rest; a job that could never fit is refused at once with a message saying why.
+
+    budget = Budget(capacity=1024, owner_share=0.5)
+    ticket = budget.request(cost=30, owner="session-key", what="gru run")   # or CapacityError
+    ticket.wait(should_stop)     # blocks in the job's own thread until admitted (False: stopped first)
+    ...train...
+    ticket.release()
+"""
+
+import collections
+import os
+import threading
+
+from lab.errors import LabError
+
+
+class CapacityError(LabError):
+    """A job that cannot run on this server: larger than the budget or than one owner's share."""
+
+
+class Ticket:
+    """One job's place in the budget: queued, then admitted, then released."""
+
+    def __init__(self, budget, cost, owner, what):
+        self.budget, self.cost, self.owner, self.what = budget, cost, owner, what
+        self.admitted = self.released = False
+
+    @property
+    def position(self):
+        """1 for the next job to start, 2 for the one after, ...; 0 once admitted or released."""
+        return self.budget.position(self)
+
+    def wait(self, should_stop=None, poll_seconds=0.2):
+        """Block until admitted (True) or until should_stop() says stop, which leaves the queue (False)."""
+        with self.budget._changed:
+            while not self.admitted:
+                if self.released or (should_stop is not None and should_stop()):
+                    self.budget._leave(self)
+                    return False
+                self.budget._changed.wait(poll_seconds)
+            return True
+
+    def release(self):
+        with self.budget._changed:
+            self.budget._leave(self)
+
+
+class Budget:
+    """A capacity in cost units (MB of estimated training memory), a FIFO queue, a share per owner, and
+    a cap on how many jobs one owner may have running or waiting at once (a queue of 30 runs from one
+    session would hold everyone else's behind it)."""
+
+    def __init__(self, capacity, owner_share=0.5, owner_jobs=8):
+        if not capacity > 0 or not 0 < owner_share <= 1:
+            raise LabError(f"capacity must be > 0 and owner_share in (0, 1], got {capacity!r}, {owner_share!r}")
+        self.capacity, self.owner_share, self.owner_jobs = float(capacity), float(owner_share), owner_jobs
+        self._changed = threading.Condition()
+        self._queue, self._running = [], []
+
+    @property
+    def owner_limit(self):
+        return self.capacity * self.owner_share
+
+    def request(self, cost, owner, what="this run"):
+        """Queue a job of `cost`; refuse it at once (CapacityError) if it could never be admitted."""
+        if not cost <= self.owner_limit:  # also refuses NaN
+            raise CapacityError(
+                f"{what} needs about {cost:,.0f} MB to train, more than one session may use on this server "
+                f"({self.owner_limit:,.0f} MB of {self.capacity:,.0f} MB); make the model, batch or block smaller"
+            )
+        ticket = Ticket(self, float(cost), owner, what)
+        with self._changed:
+            held = sum(t.owner == owner for t in self._queue + self._running)
+            if owner is not None and held >= self.owner_jobs:
+                raise CapacityError(
+                    f"runs: this session already has {held} runs training or waiting, the most one "
+                    f"session may have at once on this server; stop one, or wait for one to end"
+                )
+            self._queue.append(ticket)
+            self._admit()
+        return ticket
+
+    def position(self, ticket):
+        with self._changed:
+            return self._queue.index(ticket) + 1 if ticket in self._queue else 0
+
+    def snapshot(self):
+        """(used, capacity, running jobs, queued jobs), for a page to show how full the server is."""
+        with self._changed:
+            return sum(t.cost for t in self._running), self.capacity, len(self._running), len(self._queue)
+
+    def _used(self, owner=None):
+        return sum(t.cost for t in self._running if owner is None or t.owner == owner)
+
+    def _admit(self):
+        """Start queued jobs in order while they fit; call with the lock held.
+
+        Strictly first come, first served, except that a job held back only by its own owner's
+        share does not block other owners' jobs behind it."""
+        blocked_owners = set()
+        for ticket in list(self._queue):
+            if ticket.owner in blocked_owners:
+                continue
+            if self._used(ticket.owner) + ticket.cost > self.owner_limit:
+                blocked_owners.add(ticket.owner)
+                continue
+            if self._used() + ticket.cost > self.capacity:
+                break
+            self._queue.remove(ticket)
+            self._running.append(ticket)
+            ticket.admitted = True
+        self._changed.notify_all()
+
+    def _leave(self, ticket):
+        """Take a ticket out of the queue or the running set; call with the lock held."""
+        ticket.released = True
+        if ticket in self._queue:
+            self._queue.remove(ticket)
+        if ticket in self._running:
+            self._running.remove(ticket)
+        self._admit()
+
+
+def budget_from_environment():
+    """The server's budget: RNNLAB_TRAINING_BUDGET_MB (default 1024, for Community Cloud's 1-2.7 GB),
+    RNNLAB_SESSION_SHARE (default 0.5: one session may use half of it) and RNNLAB_SESSION_RUNS (default
+    8: the runs one session may have training or waiting at once)."""
+    return Budget(
+        float(os.environ.get("RNNLAB_TRAINING_BUDGET_MB", "1024")),
+        float(os.environ.get("RNNLAB_SESSION_SHARE", "0.5")),
+        int(os.environ.get("RNNLAB_SESSION_RUNS", "8")),
+    )
+
+
+SERVER_BUDGET = budget_from_environment()  # every job of this process draws on it
+
+
+class StepTurns:
+    """Whose turn it is to compute a training step, for the jobs of one server process.
+
+    Training threads run Python between PyTorch's kernels, and Python runs one thread at a time:
+    ten runs stepping at once leave the thread that draws a student's page a tenth of the
+    interpreter, and the page takes ten times as long. Only `concurrent` jobs compute a step at
+    a time; the others wait, holding nothing, so a page competes with at most that many. Every
+    admitted run still trains (turns go round), each at its share of the machine.
+
+        turns.take(should_stop)   # blocks until a turn is free (False: stopped while waiting)
+        ...one step...
+        turns.give_back()
+    """
+
+    def __init__(self, concurrent):
+        if not concurrent >= 1:
+            raise LabError(f"concurrent must be >= 1, got {concurrent!r}")
+        self.concurrent = int(concurrent)
+        self._changed = threading.Condition()
+        self._free, self._waiting = self.concurrent, collections.deque()
+
+    def take(self, should_stop=None, poll_seconds=0.2, first=False):
+        """First come, first served: a job that gives its turn back and asks again queues behind the
+        others (a plain semaphore lets it take the turn straight back, and the others starve). A job's
+        `first` step goes to the front: a student who just pressed Start sees a loss point after one
+        step of the others, not after a round of all of them, and each job does this once."""
+        me = object()
+        with self._changed:
+            if first:
+                self._waiting.appendleft(me)
+            else:
+                self._waiting.append(me)
+            while not (self._free and self._waiting[0] is me):
+                if should_stop is not None and should_stop():
+                    self._waiting.remove(me)
+                    self._changed.notify_all()
+                    return False
+                self._changed.wait(poll_seconds)
+            self._waiting.popleft()
+            self._free -= 1
+            self._changed.notify_all()  # the next in line may fit too (concurrent > 1)
+            return True
+
+    @property
+    def waiting(self):
+        """How many jobs wait for a turn now."""
+        with self._changed:
+            return len(self._waiting)
+
+    def give_back(self):
+        with self._changed:
+            self._free += 1
+            self._changed.notify_all()
+
+
+# RNNLAB_CONCURRENT_STEPS (default 1): how many jobs compute a step at once; PyTorch's own threads
+# still use every core for that step
+SERVER_TURNS = StepTurns(int(os.environ.get("RNNLAB_CONCURRENT_STEPS", "1")))

@@ -1,0 +1,346 @@
+"""Training in the background, for the app: a job runs `train` on a thread, takes its place in
+the server's budget (lab.server.capacity), keeps a thread-safe event log a page polls, and saves its
+checkpoint when it ends. With RNNLAB_RAY_ADDRESS set, the computing happens on a Ray cluster instead
+(lab.server.ray_runs), queued by Ray's scheduler; the job object, its events and its saving stay here.
+
+    job = TrainingJob("astra", model, task, config, checkpoint_dir="runs").start()
+    job.events(since=n); job.stop(); job.wait()
+"""
+
+import copy
+import dataclasses
+import logging
+import math
+import threading
+import time
+
+from lab.errors import LabError
+from lab.schema import PositiveNumber, check
+from lab.server.capacity import SERVER_BUDGET, SERVER_TURNS
+from lab.server.ray_runs import RAY_ADDRESS, RayRun
+from lab.server.workers import PROCESS_MB, WorkerError, run_in_process
+from lab.training.train import resume_training_state, run_metrics, train
+
+log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
+
+
+class BackgroundJob:
+    """What every background job shares: a thread, a status, a stop flag honoured between
+    steps, a place in the server's training budget (lab.server.capacity), and a thread-safe event
+    log that a UI polls with `events(since)`. A job says what it is (`what`), what it costs
+    (`cost_mb`) and does its work in `_work()`, which returns its final status.
+
+    status: ready -> queued (waiting for the budget) -> running -> finished | stopped | failed
+    (`message` says why).
+
+    This is the one admission door for work that trains: a job waits in the budget's queue until its
+    cost fits, and a job that computes in the server's own threads passes `_next_step_turn` as its
+    `should_stop`, so that its steps take turns with every other job's (lab.server.capacity.StepTurns).
+    And the one place that decides where a job computes (`_compute`): in a niced process of its own
+    (`in_process`, lab.server.workers), or with `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of
+    a Ray cluster, which then does the queueing in the budget's place (lab.server.ray_runs).
+    """
+
+    what = "This job"
+
+    def __init__(self, cost_mb=0.0, owner=None, budget=None, turns=None, in_process=False, ray_address=RAY_ADDRESS):
+        self.status, self.message = "ready", ""
+        self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
+        self.in_process, self.ray_address = in_process, ray_address
+        self.turns, self._holds_turn, self._turns_taken = turns or SERVER_TURNS, False, 0
+        self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
+        self._ticket = self._thread = None
+        self.started_at = None  # time.time() at start(), for the server log's waits and durations
+
+    def start(self):
+        """Queue for the budget, or on Ray (CapacityError at once if the job could never fit), and start
+        the thread that waits its turn and does the work."""
+        if self._thread is not None:
+            raise RuntimeError("this job has already been started")
+        if self.ray_address is None:
+            self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        else:  # an actor is a process of its own: its resident memory counts, as a run's own process does here
+            self._ticket = RayRun(self.ray_address, self.cost_mb + (0 if self.in_process else PROCESS_MB), self.what)
+        self.started_at = time.time()
+        self.status = "queued"
+        self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout=None):
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.status
+
+    def stop(self):
+        """Ask the job to stop: it leaves the queue, or stops before its next step."""
+        self._stop.set()
+
+    @property
+    def running(self):
+        """Not ended yet: queued for the budget or training."""
+        return self.status in ("queued", "running")
+
+    @property
+    def queue_position(self):
+        """1 if this job starts next, 2 after that, ...; 0 when it is not waiting."""
+        return self._ticket.position if self._ticket is not None and self.status == "queued" else 0
+
+    def events(self, since=0):
+        with self._lock:
+            return self._events[since:]
+
+    def _log(self, event):
+        with self._lock:
+            self._events.append(event)
+
+    def _work(self):
+        raise NotImplementedError
+
+    def _compute(self, function, **kwargs):
+        """`function(emit, should_stop, **kwargs)` where this job computes: in its Ray actor, in a process
+        of its own, or in this thread, its steps taking turns with every other job's. Elsewhere than here,
+        the arguments travel there and the return value back, pickled."""
+        if self.ray_address is not None:
+            return self._ticket.run(function, kwargs, self._log, self._stop.is_set)
+        if self.in_process:
+            return run_in_process(function, kwargs, self._log, self._stop.is_set)
+        return function(emit=self._log, should_stop=self._next_step_turn, **kwargs)
+
+    def _next_step_turn(self):
+        """train() asks `should_stop()` once before every step: here that also hands this job's turn
+        to compute (lab.server.capacity.StepTurns) back and waits for the next, so that the steps of many
+        runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
+        if self._holds_turn:
+            self.turns.give_back()
+        self._holds_turn = self.turns.take(self._stop.is_set, first=not self._turns_taken)
+        self._turns_taken += 1
+        return not self._holds_turn or self._stop.is_set()
+
+    def _run(self):
+        status = "failed"
+        try:
+            if not self._ticket.wait(self._stop.is_set):
+                status, self.message = "stopped", "stopped before it started"
+                return
+            self.status = "running"
+            status = self._work()
+        except Exception as e:  # reported to the UI as one line, never a traceback ...
+            # bad input's own words, or a worker's line (the error it raised, or how it died); anything
+            # else names its type, the mark of a bug
+            line = str(e) if isinstance(e, (LabError, WorkerError)) else f"{type(e).__name__}: {e}"
+            status, self.message = "failed", line
+            self._log({"type": "error", "message": self.message})
+            # ... while the server's log keeps where it came from (a child's, lab.server.workers logged already)
+            log.error("%s failed", self.what, exc_info=not isinstance(e, WorkerError))
+        finally:
+            if self._holds_turn:
+                self.turns.give_back()
+                self._holds_turn = False
+            self._ticket.release()
+            log.info(
+                "%s: %s after %.1f s%s",
+                self.what,
+                status,
+                time.time() - self.started_at,
+                f" ({self.message})" if self.message else "",
+            )
+            # last: a UI that sees a final status finds the results saved and the budget free for a new job
+            self.status = status
+
+
+class TrainingJob(BackgroundJob):
+    """`train` on a background thread, with an event log a UI polls.
+
+        job = TrainingJob("astra", model, task, config, checkpoint_dir="runs")
+        job.start(); ...; job.events(since=n); job.stop(); job.wait()
+
+    The final weights are saved as a versioned checkpoint (also after stop, and after a
+    non-finite loss, which keeps the last good weights). `sampler(model)`, if given, runs
+    in the training thread every `sample_every_s` seconds and its text is logged as a
+    {"type": "sample"} event (no race with the optimiser). Its cost in the server's
+    budget is the training memory lab.nets.cost estimates, unless `cost_mb` says otherwise.
+
+    `resume` (a TrainingState, see resume_training_state) continues a run; with
+    `resumable` the checkpoint carries the training state so that it can be
+    continued in turn (about three times the size: the weights and AdamW's two moments),
+    and `continuation(more_seconds)` makes the job that continues it once it has ended.
+
+    `in_process` trains in a niced process of its own (lab.server.workers), so that a server's
+    pages keep its interpreter and the cores come to them first; the sampler must then be
+    picklable (a module-level function or a functools.partial of one, see lab.instruments.sampling.sample_text).
+    So must it on Ray (`ray_address`): the weights travel to the actor and back, and this server
+    saves them in `checkpoint_dir`, the student's space, wherever the actor ran.
+    """
+
+    def __init__(
+        self,
+        name,
+        model,
+        task,
+        config,
+        checkpoint_dir=None,
+        extra=None,
+        sampler=None,
+        sample_every_s=3.0,
+        cost_mb=None,
+        owner=None,
+        budget=None,
+        turns=None,
+        resume=None,
+        resumable=False,
+        in_process=False,
+        room=None,
+        ray_address=RAY_ADDRESS,
+    ):
+        from lab.nets.cost import training_memory_bytes
+
+        self.name, self.model, self.task, self.config = name, model, task, config
+        self.checkpoint_dir, self.extra, self.room = checkpoint_dir, extra or {}, room  # room: the folder's quota
+        self.resume, self.resumable = resume, resumable
+        self.sampler, self.sample_every_s = sampler, sample_every_s
+        if cost_mb is None:
+            cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
+            cost_mb += PROCESS_MB if in_process else 0.0  # a process of its own costs its resident memory
+        super().__init__(cost_mb, owner, budget, turns, in_process, ray_address)
+        self.what = f"The run {name}"
+        self.checkpoint_path, self.result, self.trained_status = None, None, None
+        self.first_step_seconds = None  # from start() to the first step's event: what a student waits for
+
+    def _log(self, event):
+        if event["type"] == "step" and self.first_step_seconds is None:
+            self.first_step_seconds = time.time() - self.started_at
+            where = "on Ray" if self.ray_address else f"runs training on this server: {self.budget.snapshot()[2]}"
+            log.info("%s: first step %.2f s after Start (%s)", self.what, self.first_step_seconds, where)
+        super()._log(event)
+
+    def save(self, folder=None):
+        """Save the trained weights as name_vN in `folder` (default: checkpoint_dir) and return the
+        path. After a failed save (a full disk) the weights are still here, so this retries, elsewhere
+        if need be."""
+        from lab.training.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
+
+        self.checkpoint_path = save_checkpoint(
+            folder or self.checkpoint_dir,
+            self.name,
+            self.model.cpu(),
+            self.task.tokenizer,
+            run_metrics(self.result, self.config),
+            self.extra,
+            self.result.training_state if self.resumable else None,
+            self.room,
+        )
+        if self.status == "failed" and self.trained_status not in (None, "failed"):
+            self.status, self.message = self.trained_status, self.result.reason  # the failed save is behind it
+        return self.checkpoint_path
+
+    def continuation(self, more_seconds):
+        """A new job, not started, that continues this ended run from its checkpoint for `more_seconds`
+        more seconds of training: the same name, so that it saves the next version beside this one
+        (name_vN+1), resumable in turn, with the same options; its events' steps and seconds go on
+        from this run's. The budget becomes a time budget over the new total, so the learning rate's
+        cosine is stretched over it too. ValueError (CheckpointError) when this run was not saved with
+        its training state or its file cannot be read."""
+        from lab.training.checkpoints import load_checkpoint  # checkpoints imports models; keep train importable alone
+
+        check(more_seconds, PositiveNumber, "more_seconds")
+        if self.running or self.checkpoint_path is None:
+            raise LabError(f"resume: the run {self.name} has not ended and been saved yet")
+        config = dataclasses.replace(
+            self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None, max_epochs=None
+        )
+        checkpoint = load_checkpoint(self.checkpoint_path, "cpu")
+        return TrainingJob(
+            self.name,
+            checkpoint.model,
+            copy.copy(self.task),
+            config,
+            checkpoint_dir=self.checkpoint_path.parent,
+            extra=self.extra,
+            sampler=self.sampler,
+            sample_every_s=self.sample_every_s,
+            cost_mb=self.cost_mb,
+            owner=self.owner,
+            budget=self.budget,
+            turns=self.turns,
+            resume=resume_training_state(checkpoint, config),
+            resumable=True,
+            in_process=self.in_process,
+            room=self.room,
+            ray_address=self.ray_address,
+        )
+
+    def _work(self):
+        try:
+            if self.in_process or self.ray_address:  # the weights travel there and back, the events as they come
+                weights, self.result = self._compute(
+                    _train_in_child,
+                    model_config=self.model.config,
+                    weights=self.model.state_dict(),
+                    task=self.task,
+                    config=self.config,
+                    resume=self.resume,
+                    sampler=self.sampler,
+                    sample_every_s=self.sample_every_s,
+                )
+                self.model.load_state_dict(weights)
+                self.model.eval()
+            else:
+                self.result = train_with_samples(
+                    self.model,
+                    self.task,
+                    self.config,
+                    self._log,
+                    self._next_step_turn,
+                    self.resume,
+                    self.sampler,
+                    self.sample_every_s,
+                )
+            if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
+                self.result.training_state = None
+        finally:
+            if self._holds_turn:  # saving takes no turn
+                self.turns.give_back()
+                self._holds_turn = False
+        reason = self.result.reason
+        status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
+        self.trained_status = status  # what the training reached, whatever becomes of its save
+        if self.checkpoint_dir is not None and self.result.steps > 0:
+            try:
+                self.save()
+            except (OSError, ValueError) as e:  # a full disk or quota: the run is not lost, its weights stay here
+                reason, status = (
+                    (f"{reason}; saving failed: {e}; the trained weights are kept in memory, job.save(folder) retries"),
+                    "failed",
+                )
+        self.message = reason
+        return status
+
+
+def train_with_samples(model, task, config, emit, should_stop=None, resume=None, sampler=None, sample_every_s=3.0):
+    """`train`, with `sampler(model)`'s text emitted as {"type": "sample", step, text} every
+    `sample_every_s` seconds, between steps (so it never races the optimiser), from the first step."""
+    last_sample = -math.inf
+
+    def emit_with_samples(event):
+        nonlocal last_sample
+        emit(event)
+        now = time.perf_counter()
+        if sampler is not None and event["type"] == "step" and now - last_sample >= sample_every_s:
+            last_sample = now
+            text = sampler(model)
+            model.train()
+            emit({"type": "sample", "step": event["step"], "text": text})
+
+    return train(model, task, config, emit_with_samples, should_stop, resume)
+
+
+def _train_in_child(emit, should_stop, model_config, weights, **kwargs):
+    """TrainingJob's work in a process of its own (lab.server.workers) or a Ray actor:
+    -> (trained weights, TrainResult)."""
+    from lab.nets.models import build_model
+
+    model = build_model(model_config)
+    model.load_state_dict(weights)
+    result = train_with_samples(model, emit=emit, should_stop=should_stop, **kwargs)
+    return {k: v.cpu() for k, v in model.state_dict().items()}, result

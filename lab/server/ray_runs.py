@@ -1,0 +1,150 @@
+"""Training on a Ray cluster (https://docs.ray.io): with RNNLAB_RAY_ADDRESS set, every background job
+of the app (lab.server.jobs: the Train page's runs and races, the lessons' toy tasks, the live ablation, the
+memory probe) computes in a Ray actor of its own, on whichever machine of the cluster has room.
+
+    RNNLAB_RAY_ADDRESS=auto streamlit run app.py     # the cluster `ray start --head` started here
+    RNNLAB_RAY_ADDRESS=local streamlit run app.py    # a Ray started inside the server, on its own cores
+
+    run = RayRun("auto", memory_mb=420, what="The run astra-1")  # Ray's scheduler queues it
+    run.wait(should_stop)                                        # until Ray starts it (False: stopped first)
+    result = run.run(function, kwargs, on_event, stopped)
+    run.release()
+
+A RayRun stands where a ticket of the server's budget (lab.server.capacity.Ticket) stands for a run trained
+on the server: it asks Ray for the run's CPU and memory (lab.nets.cost's estimate plus the process's own),
+and Ray's scheduler, not the budget, decides when and on which machine it starts. `run` keeps
+lab.server.workers.run_in_process's contract: `function(emit, should_stop, **kwargs)` runs in the actor; its
+events reach `on_event` here, in order; `stopped()` reaches its should_stop; its return value comes
+back here; an exception it raises, or the death of the actor's process, is a WorkerError of one line,
+and the server's log gets the traceback or Ray's account of the death.
+
+What comes back is data, never a path: a training run returns its weights and the server saves them
+in the student's space itself (lab.server.jobs.TrainingJob.save, under the space's quota), so a worker on
+another machine needs neither the server's disk nor its quota. The actors import this very `lab`
+package, which Ray ships to them (runtime_env py_modules): the cluster's machines need the
+requirements (requirements.txt, requirements-ray.txt), not the repository.
+
+Ray is imported here only, on first use: without RNNLAB_RAY_ADDRESS the app never imports it and
+need not have it installed.
+"""
+
+import logging
+import os
+import threading
+import uuid
+from pathlib import Path
+
+from lab.errors import LabError
+from lab.server.capacity import CapacityError
+from lab.server.workers import NICENESS, WorkerError
+
+log = logging.getLogger(__name__)
+RAY_ADDRESS = os.environ.get("RNNLAB_RAY_ADDRESS") or None  # None: jobs train on this server (lab.server.capacity)
+# the app's models are small: a second thread per run costs more in synchronisation than it saves, and
+# Ray sets an actor's OMP_NUM_THREADS to its CPUs, so one CPU per run is also one thread per run
+CPUS_PER_RUN = 1
+_RunActor, _lock = None, threading.Lock()
+
+
+class RunActor:
+    """One run's process on the cluster: `run` computes in one thread of the actor while `poll`, in its
+    second (max_concurrency=2), hands over the events so far and passes Stop on."""
+
+    def __init__(self):
+        os.nice(NICENESS)  # on the server's own machine the pages come first (lab.server.workers)
+        self.events, self.stop = [], threading.Event()
+
+    def run(self, function, kwargs):
+        return function(emit=self.events.append, should_stop=self.stop.is_set, **kwargs)
+
+    def poll(self, since, stop):
+        if stop:
+            self.stop.set()
+        return self.events[since:]
+
+
+def connect(address, **init_options):
+    """Connect this process to the Ray cluster at `address` ("auto", "HOST:6379", or "local": start one
+    in this process) on first use; later calls find it connected. `init_options` go to ray.init (the
+    tests' num_cpus=2). Returns the ray module."""
+    try:
+        import ray
+    except ImportError:
+        raise LabError(
+            f"RNNLAB_RAY_ADDRESS: set to {address!r}, but Ray is not installed (pip install -r requirements-ray.txt)"
+        ) from None
+
+    global _RunActor
+    with _lock:
+        if not ray.is_initialized():
+            lab_folder = str(Path(__file__).parent.parent)  # the whole lab package
+            ray.init(address=address, runtime_env={"py_modules": [lab_folder]}, **init_options)
+        if _RunActor is None:
+            _RunActor = ray.remote(max_concurrency=2)(RunActor)
+    return ray
+
+
+def check_fits(ray, cpus, memory_mb, what):
+    """CapacityError at once for a run that no machine of the cluster could ever hold (Ray would keep it
+    waiting for ever). A cluster with no machine of `cpus` CPUs yet, which an autoscaler may add, is not
+    judged."""
+    sizes = [
+        node["Resources"].get("memory", 0) / 2**20
+        for node in ray.nodes()
+        if node["Alive"] and node["Resources"].get("CPU", 0) >= cpus
+    ]
+    if sizes and memory_mb > max(sizes):
+        raise CapacityError(
+            f"{what} needs about {memory_mb:,.0f} MB to train, more than any machine of the Ray cluster "
+            f"has ({max(sizes):,.0f} MB); make the model, batch or block smaller"
+        )
+
+
+class RayRun:
+    """One job's actor on the Ray cluster, asked for at once (Ray queues it) and released at the end;
+    see the module's docstring."""
+
+    position = 0  # Ray's queue has no order a page could show: a waiting run shows no number
+
+    def __init__(self, address, memory_mb, what, cpus=CPUS_PER_RUN):
+        self.ray, self.what = connect(address), what
+        check_fits(self.ray, cpus, memory_mb, what)
+        options = dict(name=f"{what} {uuid.uuid4().hex[:8]}", num_cpus=cpus, memory=int(memory_mb * 2**20))
+        self.actor = _RunActor.options(**options).remote()
+        self._started = self.actor.poll.remote(0, False)  # answered once Ray has started the actor
+
+    def wait(self, should_stop=None, poll_seconds=0.2):
+        """Block until Ray has started the actor (True) or should_stop() says stop, which gives up its
+        place (False)."""
+        while not self.ray.wait([self._started], timeout=poll_seconds)[0]:
+            if should_stop is not None and should_stop():
+                self.release()
+                return False
+        return True
+
+    def run(self, function, kwargs, on_event, stopped, poll_seconds=0.2):
+        """`function(emit, should_stop, **kwargs)` in the actor -> its return value; see the module's docstring."""
+        exceptions = self.ray.exceptions
+        result, delivered = self.actor.run.remote(function, kwargs), 0
+        try:
+            while True:
+                done = self.ray.wait([result], timeout=poll_seconds)[0]
+                events = self.ray.get(self.actor.poll.remote(delivered, stopped()))  # after `done`: the last ones
+                for event in events:
+                    on_event(event)
+                delivered += len(events)
+                if done:
+                    return self.ray.get(result)
+        except exceptions.RayTaskError as e:  # the function raised: its own line; its traceback to the log
+            log.error("%s failed on Ray:\n%s", self.what, e)
+            raise WorkerError(f"{type(e.cause).__name__}: {e.cause}") from None
+        except exceptions.RayActorError as e:  # the process died: killed, out of memory, its machine gone
+            log.error("%s: its Ray worker died:\n%s", self.what, e)
+            raise WorkerError(
+                "the Ray worker computing it died (killed, out of memory, or its machine left the cluster; "
+                "the server's log has Ray's account)"
+            ) from None
+
+    def release(self):
+        """End the actor, which gives its CPU and memory back to the cluster."""
+        self.ray.kill(self.actor)

@@ -1,0 +1,446 @@
+"""The training engine: one loop for every model family, reporting through events.
+
+Glossary: B batch, T block (time steps per window), V vocabulary.
+
+    events = []
+    result = train(model, task, TrainConfig(max_seconds=60), emit=events.append)
+
+`train` never prints. It emits plain dicts, which the CLI turns into a tqdm
+bar and the app into live charts (minGPT's trainer-with-callbacks idea):
+
+    {"type": "step", step, epoch, train_loss, lr, grad_norm, tokens_per_s, elapsed, eta, progress}
+    {"type": "eval", step, epoch, val_loss, val_nats_per_char | val_accuracy, elapsed}
+    {"type": "done", reason, step, elapsed}      reason: finished | stopped | time budget | non-finite ...
+
+A run can continue where it stopped: `train` returns its `TrainingState`
+(optimizer moments, step, elapsed time, random generators), lab.training.checkpoints can
+save it beside the weights, and `train(..., resume=state)` goes on from there
+as if it had never stopped (`resume_training_state` checks a checkpoint first).
+
+What it trains on is a task (lab.training.tasks); lab.server.jobs runs `train` in the
+background for the app.
+
+The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
+learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
+
+One file (longer than most here) for the loop and what it cannot run without: its config, the device
+and precision policy, and the state a resumed run restores, so the loop reads top to bottom.
+"""
+
+import ctypes
+import dataclasses
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Annotated, Literal, Optional, get_args
+
+import torch
+from pydantic import Field
+
+from lab.errors import LabError
+from lab.nets.cells import detach_state
+from lab.nets.cost import check_training_memory
+from lab.schema import Device, Fraction, PositiveNumber, Seed, config
+from lab.training import distributed
+
+MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
+MAX_BATCH_SIZE = MAX_BLOCK_SIZE = 4096  # each also bounded by lab.nets.cost's training memory limit
+MAX_STEPS = 10**9
+MAX_EVAL_WINDOWS = 2048  # the validation windows are built at once: 2048 x 4096 ids is 64 MB
+AMP_MODES = ("auto", "off", "bf16", "fp16")
+
+
+Steps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
+Seconds = Annotated[float, Field(gt=0)]
+
+
+@config
+class TrainConfig:
+    # the fields come from a CLI, a form or a file: each is checked, finite, and within what a run on a
+    # shared server can mean (lr 1e6 or inf only ever produced NaN weights)
+    lr: Annotated[float, Field(gt=0, le=MAX_LR)] = 3e-3  # peak learning rate
+    min_lr: Annotated[float, Field(ge=0)] = 0.0  # cosine annealing floor (seed 003: 1e-5), at most lr
+    weight_decay: Annotated[float, Field(ge=0, le=1)] = 0.01  # AdamW, all seeds
+    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] = 64
+    block_size: Annotated[int, Field(ge=1, le=MAX_BLOCK_SIZE)] = 128  # T: time steps per window (BPTT length)
+    max_steps: Optional[Steps] = 1000  # budgets: training stops at whichever comes first
+    max_seconds: Optional[Seconds] = None
+    max_epochs: Optional[PositiveNumber] = None
+    grad_clip: PositiveNumber = 1.0  # clip the global gradient norm (seeds 002, 003)
+    label_smoothing: Fraction = 0.0  # seed 004 uses 0.1
+    stateful: bool = False  # consecutive windows, hidden state carried across batches (truncated BPTT)
+    eval_interval: Steps = 50  # steps between validation passes
+    eval_seconds: Optional[Seconds] = None  # and at most this long between them (a slow model's first point)
+    eval_windows: Annotated[int, Field(ge=1, le=MAX_EVAL_WINDOWS)] = 256  # validation windows per pass: the
+    # same ones every time, whatever batch_size
+    seed: Seed = 1337
+    device: Device = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
+    amp: Literal[AMP_MODES] = "auto"  # mixed precision: "auto" is on for the fused backend on CUDA only
+    compile: bool = False  # torch.compile the model first (minutes of compiling, then faster steps on a GPU)
+
+    def __post_init__(self):
+        if self.min_lr > self.lr:
+            raise LabError(f"min_lr: must be at most lr ({self.lr:g}), got {self.min_lr!r}")
+        if self.max_steps is None and self.max_seconds is None and self.max_epochs is None:
+            raise LabError("max_steps: give at least one budget (max_steps, max_seconds or max_epochs)")
+
+
+DEVICES = get_args(Device)
+
+
+def resolve_device(name="auto"):
+    """The one device policy of the lab: "auto" is CUDA when present, else the CPU."""
+    if name not in DEVICES:
+        raise LabError(f"device: must be one of {list(DEVICES)}, got {name!r}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise LabError("device: CUDA was asked for but no CUDA device is available")
+    return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else "cpu" if name == "auto" else name)
+
+
+def resolve_amp(mode, device, backend):
+    """The dtype autocast computes in, or None for float32 throughout.
+
+    "auto" is bfloat16 where the GPU has it, else float16, for the fused backend (cuDNN) on
+    CUDA, where tensor cores make it pay; never on a CPU, nor for the reference backend (it is
+    the equations to read and trace). The fast backend's hand-written kernels write into float32
+    buffers, so they cannot run under autocast: mixed precision is refused for them. float16's
+    narrow range needs a gradient scaler, which torch.amp has for CUDA only: refused on a CPU."""
+    if mode not in AMP_MODES:
+        raise LabError(f"amp: must be one of {list(AMP_MODES)}, got {mode!r}")
+    if mode == "fp16" and device.type != "cuda":
+        raise LabError(
+            "amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
+            "on a CPU use --amp bf16 or off"
+        )
+    if mode in ("bf16", "fp16") and backend == "fast":
+        raise LabError(
+            "amp: the fast backend's kernels (lab/nets/kernels.py) compute in float32 only; "
+            "use --backend fused for mixed precision, or --amp off"
+        )
+    if mode == "auto" and (device.type != "cuda" or backend != "fused"):
+        return None
+    bf16 = device.type != "cuda" or torch.cuda.is_bf16_supported()
+    if mode == "bf16" and not bf16:
+        raise LabError("amp: this GPU has no bfloat16; use --amp fp16")
+    return {
+        "auto": torch.bfloat16 if bf16 else torch.float16,
+        "off": None,
+        "bf16": torch.bfloat16,
+        "fp16": torch.float16,
+    }[mode]
+
+
+def _to_device(batch, device):
+    """On CUDA through pinned memory, so that the copy overlaps the GPU's work (non_blocking)."""
+    return batch.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else batch.to(device)
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+
+
+def configure_cpu(max_threads=4):
+    """Set this process up to train on the CPU; returns the number of threads.
+
+    Threads: PyTorch's are capped to the cores this process may use (containers
+    report the host's). Memory, on Linux: a training step frees buffers of several
+    MB (a layer's saved gates and their gradients) and asks for the same sizes on
+    the next step. By default glibc's malloc hands much of that back to the OS, so
+    every step page-faults it in afresh (27,000-36,000 faults per step of
+    benchmarks/cells.py's cells). Keeping blocks up to 64 MB on the heap and up to
+    256 MB of it free for reuse, as jemalloc or tcmalloc would, removes most of
+    that (BENCHMARKS.md). The cost: memory a job has freed stays with the process,
+    for the next step or job, instead of going back to the OS.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    threads = max(1, min(cores, max_threads))
+    torch.set_num_threads(threads)
+    if sys.platform.startswith("linux"):
+        mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # absent under some libcs; musl's ignores it
+        if mallopt:
+            # 64 MB covers an LSTM's (T, B, 4H) gates at B=64, T=128, H=256; 32 MB where glibc refuses more
+            mallopt(_M_MMAP_THRESHOLD, 64 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+            mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+    return threads
+
+
+# ---------------------------------------------------------------------------
+# the loop
+
+
+def cosine_lr(config, progress):
+    """CosineAnnealingLR's curve evaluated on training progress in [0, 1], so that
+    time budgets anneal as well as step budgets do."""
+    return config.min_lr + 0.5 * (config.lr - config.min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def _progress(config, step, elapsed, epoch):
+    parts = [
+        step / config.max_steps if config.max_steps else 0.0,
+        elapsed / config.max_seconds if config.max_seconds else 0.0,
+        epoch / config.max_epochs if config.max_epochs else 0.0,
+    ]
+    return max(parts)
+
+
+def run_metrics(result, config, **more):
+    """What a checkpoint records about the run that made it (its `metrics`)."""
+    return {
+        "history": result.history,
+        "steps": result.steps,
+        "elapsed": result.elapsed,
+        "reason": result.reason,
+        "train_config": dataclasses.asdict(config),
+        **more,
+    }
+
+
+@dataclass
+class TrainingState:
+    """Everything besides the weights that the next step of a run depends on.
+
+    The learning-rate schedule has no state of its own: cosine_lr is a function of the
+    step and the elapsed time (for time budgets), so restoring those restores it."""
+
+    step: int  # optimizer steps taken
+    elapsed: float  # seconds trained so far: time budgets and the schedule count on from here
+    train_loss: float  # the last step's loss
+    optimizer: dict  # parameter name -> AdamW's {"exp_avg", "exp_avg_sq", "step"} tensors for it
+    hyperparameters: dict  # AdamW's settings (betas, eps, weight_decay, ...): JSON numbers, booleans, lists, null
+    rng: dict  # "torch": the CPU generator's state (dropout) (1, S) uint8; "data": the batch sampler's (S,)
+    history: list = dataclasses.field(default_factory=list)  # the eval events so far
+
+
+# what a resumed run may change: budgets, and where and how fast it runs, not what it computes
+RESUME_MAY_CHANGE = {
+    "max_steps",
+    "max_seconds",
+    "max_epochs",
+    "eval_interval",
+    "eval_seconds",
+    "device",
+    "amp",
+    "compile",
+}
+
+
+def resume_training_state(checkpoint, config):
+    """The TrainingState to continue the run that saved `checkpoint` (lab.training.checkpoints.Checkpoint)
+    with `config`: ValueError, one line, if the checkpoint has none, or if `config` differs from the
+    saved run's in anything but RESUME_MAY_CHANGE, or if its budgets are already spent.
+
+        config = TrainConfig(**{**checkpoint.metrics["train_config"], "max_steps": 2000})
+        job = TrainingJob(name, checkpoint.model, LMTask(train_text, val_text, checkpoint.tokenizer), config,
+                          resume=resume_training_state(checkpoint, config), resumable=True)
+    """
+    state = checkpoint.training_state
+    if state is None:
+        raise LabError(
+            f"resume: {checkpoint.path or 'this checkpoint'} has no training state; only a run "
+            "saved as resumable (--resumable) can be continued"
+        )
+    saved = checkpoint.metrics.get("train_config", {})
+    for key, value in dataclasses.asdict(config).items():
+        if key not in RESUME_MAY_CHANGE and key in saved and saved[key] != value:
+            raise LabError(
+                f"resume: {key} is {value!r} but the run being resumed used {saved[key]!r}; "
+                "a resumed run keeps its settings (only budgets and the device may change)"
+            )
+    # epochs need the task's size: an epoch budget already spent ends the resumed run at once instead
+    if _progress(config, state.step, state.elapsed, 0.0) >= 1.0:
+        raise LabError(
+            f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
+            "give a larger budget to continue it"
+        )
+    return state
+
+
+def _named_optimizer_state(optimizer, names):
+    """AdamW's state_dict keyed by parameter names instead of positions: (per parameter, settings)."""
+    saved = optimizer.state_dict()
+    (group,) = saved["param_groups"]
+    hyperparameters = {k: list(v) if isinstance(v, tuple) else v for k, v in group.items() if k != "params"}
+    return {names[i]: dict(tensors) for i, tensors in saved["state"].items()}, hyperparameters
+
+
+def _load_named_optimizer_state(optimizer, names, per_parameter, hyperparameters):
+    """The inverse of _named_optimizer_state, into an AdamW built over the same parameters."""
+    saved = optimizer.state_dict()
+    (group,) = saved["param_groups"]
+    group.update({k: tuple(v) if isinstance(group[k], tuple) else v for k, v in hyperparameters.items() if k in group})
+    position = {name: i for i, name in enumerate(names)}
+    saved["state"] = {position[name]: dict(tensors) for name, tensors in per_parameter.items()}
+    optimizer.load_state_dict(saved)
+
+
+@dataclass
+class TrainResult:
+    reason: str  # why training ended
+    steps: int  # optimizer steps taken in all, counting those before a resume
+    elapsed: float
+    history: list  # the eval events
+    last_train_loss: float = math.nan
+    training_state: Optional[TrainingState] = None  # to continue the run (train(..., resume=...))
+
+
+_ENDINGS = ("", "finished", "time budget", "stopped")  # why a run ends (or "" not yet), as rank 0 broadcasts it
+
+
+def train(model, task, config, emit=None, should_stop=None, resume=None):
+    """Train `model` on `task` until a budget is spent, `should_stop()` is true, or the loss,
+    the gradients or the weights stop being finite: then the run stops with the weights of
+    the last step that left them finite (a copy is kept before every step for this).
+
+    `resume`, a TrainingState (from a previous result or a checkpoint, resume_training_state),
+    continues that run: with the same config, weights and data, the steps taken after it are
+    those the run would have taken had it never stopped.
+
+    In a torch.distributed process group (torchrun, lab.training.distributed) the ranks train one
+    model data-parallel: each takes its slice of every global batch of config.batch_size
+    windows, and the schedule, the budgets and should_stop follow rank 0, which alone emits
+    events and evaluates.
+
+    Raises lab.nets.cost.CostError (a ValueError) before allocating anything when one step would
+    need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
+    rank, world = distributed.rank_and_world()
+    if config.batch_size % world:
+        raise LabError(
+            f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
+            f"give a multiple of {world}"
+        )
+    emit = emit if emit is not None and rank == 0 else (lambda event: None)
+    should_stop = should_stop or (lambda: False)
+    task.check(config)
+    check_training_memory(model.config, config.batch_size // world, task.sequence_length(config))
+    device = resolve_device(config.device)
+    amp = resolve_amp(config.amp, device, getattr(model.config, "backend", None))
+    scaler = torch.amp.GradScaler("cuda") if amp == torch.float16 else None  # skips steps whose gradients overflow
+    torch.manual_seed(config.seed + rank)  # dropout masks: rank 0's are a single process's
+    generator = torch.Generator().manual_seed(config.seed)  # the batches: the same global batch on every rank
+    shard = slice(rank * config.batch_size // world, (rank + 1) * config.batch_size // world)
+    model.to(device).train()
+    net = distributed.wrap(model, device)  # DistributedDataParallel under torchrun: it averages the gradients
+    if config.compile:
+        net = torch.compile(net)
+    names, params = zip(*model.named_parameters())
+    last_good = [p.detach().clone() for p in params]  # the weights before the step being taken
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = task.items_per_epoch(config)
+    history, state, step, loss_value, reason, elapsed = [], None, 0, math.nan, "finished", 0.0
+    if resume is not None:
+        if config.stateful:
+            raise LabError("resume: a stateful run cannot be resumed (its carried state is not saved)")
+        _load_named_optimizer_state(optimizer, names, resume.optimizer, resume.hyperparameters)
+        if rank < len(resume.rng["torch"]):  # a rank the saved run did not have keeps its fresh seed
+            torch.set_rng_state(resume.rng["torch"][rank])
+        generator.set_state(resume.rng["data"])
+        history, step, loss_value, elapsed = list(resume.history), resume.step, resume.train_loss, resume.elapsed
+    start = time.perf_counter() - elapsed
+
+    def evaluate():
+        model.eval()
+        metrics = task.evaluate(model, config, device)
+        model.train()
+        event = {
+            "type": "eval",
+            "step": step,
+            "epoch": step / steps_per_epoch,
+            "elapsed": time.perf_counter() - start,
+            "train_loss": loss_value,
+            **metrics,
+        }
+        history.append(event)
+        emit(event)
+
+    while True:
+        elapsed = time.perf_counter() - start
+        progress = _progress(config, step, elapsed, step / steps_per_epoch)
+        if progress >= 1.0:
+            ending = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
+        else:
+            ending = "stopped" if should_stop() else ""
+        progress, ending = distributed.from_rank0([progress, _ENDINGS.index(ending)])  # all ranks stop together
+        if ending:
+            reason = _ENDINGS[int(ending)]
+            break
+        lr = cosine_lr(config, progress)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y, restart = task.train_batch(config, generator)  # the global batch
+        tokens = task.tokens(x)
+        x, y = _to_device(x[shard], device), _to_device(y[shard], device)
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
+        global_loss = distributed.mean(loss.detach())  # every rank sees every rank's non-finite loss
+        kept = f"stopped and kept the weights from step {step}"
+        if not torch.isfinite(global_loss):
+            reason = f"non-finite loss ({global_loss.item()}) at step {step + 1}; {kept}"
+            break
+        optimizer.zero_grad(set_to_none=True)
+        if scaler is None:
+            loss.backward()
+        else:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # clip the true gradients
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, config.grad_clip).item()
+        if not math.isfinite(grad_norm) and scaler is None:  # with a scaler, an overflow only skips the step
+            reason = f"non-finite gradient at step {step + 1}; {kept}"
+            break
+        if scaler is None:
+            optimizer.step()
+        else:
+            scaler.step(optimizer)
+            scaler.update()
+        with torch.no_grad():
+            if not torch.isfinite(torch.stack([p.abs().amax() for p in params])).all():
+                for p, good in zip(params, last_good):
+                    p.copy_(good)
+                reason = f"non-finite weights after step {step + 1} (diverged); {kept}"
+                break
+            for p, good in zip(params, last_good):
+                good.copy_(p)
+        state = detach_state(new_state) if config.stateful else None
+        step, loss_value = step + 1, global_loss.item()
+        elapsed = time.perf_counter() - start
+        progress = _progress(config, step, elapsed, step / steps_per_epoch)
+        emit(
+            {
+                "type": "step",
+                "step": step,
+                "epoch": step / steps_per_epoch,
+                "train_loss": loss_value,
+                "lr": lr,
+                "grad_norm": grad_norm,
+                "tokens_per_s": tokens * step / elapsed,
+                "elapsed": elapsed,
+                "progress": min(progress, 1.0),
+                "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan,
+            }
+        )
+        due = step % config.eval_interval == 0 or (
+            config.eval_seconds is not None
+            and elapsed - (history[-1]["elapsed"] if history else 0.0) >= config.eval_seconds
+        )
+        if due and rank == 0:
+            evaluate()
+    if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite") and rank == 0:
+        evaluate()
+    elapsed = time.perf_counter() - start
+    emit({"type": "done", "reason": reason, "step": step, "elapsed": elapsed})
+    model.eval()
+    training_state = TrainingState(
+        step,
+        elapsed,
+        loss_value,
+        *_named_optimizer_state(optimizer, names),
+        rng={
+            "torch": distributed.stack(torch.get_rng_state()),  # (W, S): every rank's
+            "data": generator.get_state(),
+        },
+        history=list(history),
+    )
+    return TrainResult(reason, step, elapsed, history, loss_value, training_state)
