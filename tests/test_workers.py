@@ -113,7 +113,8 @@ def test_a_killed_child_is_a_clear_error_not_a_hang():
 
 
 def test_the_child_runs_at_a_lower_priority_than_the_server():
-    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == os.nice(0) + NICENESS
+    expected = min(os.nice(0) + NICENESS, 19)  # 19 is the lowest priority there is (a server already niced)
+    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == expected
 
 
 def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task, tmp_path):
