@@ -10,18 +10,20 @@ from ui.lessons import LESSONS, URL_DEFAULTS, URL_SETTINGS, show_lesson
 from ui.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Lessons")
-st.title("🎓 Lessons")
-st.caption(
-    "Short lessons, each on one screen: a question, an experiment you steer, what to notice, a question to "
-    "check yourself, and a link to the full page. Words you do not know are in the sidebar's glossary."
-)
+title, choice = st.columns([1, 2], vertical_alignment="bottom")  # one line: the lesson itself fills the screen
+title.title("🎓 Lessons")
 
 SETTINGS = {"lesson": (Field("choice", "Lesson", choices=tuple(LESSONS)), "lessons_lesson"), **URL_SETTINGS}
 DEFAULTS = {"lesson": None, **URL_DEFAULTS}  # lesson None: the first, and the URL always names the lesson shown
 restore_from_url(SETTINGS, DEFAULTS)
 slugs = list(LESSONS)
-slug = st.selectbox(
-    "Lesson", slugs, key="lessons_lesson", format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}"
+slug = choice.selectbox(
+    "Lesson",
+    slugs,
+    key="lessons_lesson",
+    format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}",
+    help="Short lessons, each on one screen: a question, an experiment you steer, what to notice, a question to "
+    "check yourself, and a link to the full page. Words you do not know are in the sidebar's glossary.",
 )
 
 show_lesson(slug)

@@ -181,16 +181,15 @@ def one_step():
     )
     if [u for u in st.session_state.get("lessons_step_units", []) if u >= hidden]:
         del st.session_state["lessons_step_units"]  # units another model had
-    units = st.multiselect(
-        "Units shown",
-        list(range(hidden)),
-        default=list(range(min(5, hidden))),
-        max_selections=UNITS_SHOWN,
-        key="lessons_step_units",
-    ) or [0]
+    first_units = list(range(min(5, hidden)))
+    # the numbers first, on the first screen; the choice of units under them (its value read before it is drawn)
+    units = st.session_state.get("lessons_step_units", first_units) or [0]
     for column, step, name in zip(st.columns(len(steps)), steps, names):
         with column:
             show_equations(step, name, units)
+    st.multiselect(
+        "Units shown", list(range(hidden)), default=first_units, max_selections=UNITS_SHOWN, key="lessons_step_units"
+    )
     if choice == "gru":
         same_decision(*steps, units)
     unit = units[0]

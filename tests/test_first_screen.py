@@ -1,0 +1,130 @@
+"""One screen per idea, on a 1366×768 laptop in a real browser: every lesson's question, its first
+control and its first figure are on the first screen without scrolling, and every page opens on
+something to read or do. Screenshots of each go to test-artifacts/screenshots/laptop/, for a person
+to look at.
+
+Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_browser.py).
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from benchmarks.app import CHROMIUM, ROOT, AppServer, app_pages, launch_browser, open_page
+from ui.lessons import LESSONS
+
+SHOTS = ROOT / "test-artifacts" / "screenshots" / "laptop"
+LAPTOP = {"width": 1366, "height": 768}
+MAIN = '[data-testid="stMain"]'
+CONTROLS = ", ".join(
+    f"{MAIN} {selector}"
+    for selector in (
+        '[data-testid="stButton"] button',
+        '[data-testid="stSlider"]',
+        '[data-testid="stSelectbox"]',
+        '[data-testid="stRadio"]',
+        '[data-testid="stNumberInput"]',
+        '[data-testid="stTextArea"]',
+        '[data-testid="stSegmentedControl"]',
+        '[data-testid="stButtonGroup"]',
+        '[data-testid="stToggle"]',
+    )
+)
+FIGURES = ", ".join(
+    f"{MAIN} {selector}"
+    for selector in (
+        ".js-plotly-plot",
+        '[data-testid="stImage"]',
+        '[data-testid="stDataFrame"]',
+        '[data-testid="stTable"]',
+        '[data-testid="stHtml"]',
+        '[data-testid="stCode"]',
+        '[data-testid="stLatex"]',
+    )
+)
+
+
+def _need(what):
+    if os.environ.get("CI"):
+        pytest.fail(f"{what}: the browser tests must run in CI")
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="module")
+def laptop(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        _need(f"{CHROMIUM} is not installed")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need("playwright is not installed")
+    app = AppServer(tmp_path_factory.mktemp("user_checkpoints"))
+    try:
+        app.wait_healthy(timeout=60)
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            context = browser.new_context(viewport=LAPTOP)
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            try:
+                yield app, page
+            finally:
+                browser.close()
+    finally:
+        app.stop()
+
+
+def first_below_the_top(page, selector, after_y):
+    """The top (y) of the first element matching `selector` that starts below `after_y`, or None."""
+    return page.evaluate(
+        """([selector, after]) => {
+            const tops = [...document.querySelectorAll(selector)]
+                .map(e => e.getBoundingClientRect())
+                .filter(r => r.height > 0 && r.top >= after)
+                .map(r => r.top);
+            return tops.length ? Math.min(...tops) : null;
+        }""",
+        [selector, after_y],
+    )
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+@pytest.mark.parametrize("slug", list(LESSONS))
+def test_each_lessons_question_control_and_first_figure_fit_a_laptops_first_screen(laptop, slug):
+    server, page = laptop
+    open_page(page, f"{server.url}/Lessons?lesson={slug}")
+    page.wait_for_timeout(500)  # charts settle
+    number = list(LESSONS).index(slug) + 1
+    shot(page, f"Lesson-{number}-{slug}")
+    heading = page.locator(f"{MAIN} h2:has-text('{number} · {LESSONS[slug].title}')").bounding_box()
+    question = page.locator(f"{MAIN} p:has-text('The question.')").first.bounding_box()
+    assert heading and question and question["y"] + question["height"] <= LAPTOP["height"], question
+    below = question["y"] + question["height"]
+    control = first_below_the_top(page, CONTROLS, below)
+    figure = first_below_the_top(page, FIGURES, below)
+    start = page.locator(f"{MAIN} [data-testid='stButton'] button:has-text('Start')")
+    if figure is None and start.count():  # a live lesson: its first figure comes with the run the student starts
+        start.first.click()
+        page.wait_for_selector(FIGURES, timeout=90_000)
+        page.wait_for_timeout(500)
+        shot(page, f"Lesson-{number}-{slug}-running")
+        figure = first_below_the_top(page, FIGURES, below)
+    assert control is not None and control <= LAPTOP["height"] - 30, f"{slug}: first control at {control}"
+    assert figure is not None and figure <= LAPTOP["height"] - 100, f"{slug}: first figure at {figure}"
+
+
+def test_every_page_opens_on_its_title_and_something_to_do_on_a_laptop(laptop):
+    server, page = laptop
+    for path, file_name in app_pages():
+        open_page(page, f"{server.url}/{path}")
+        page.wait_for_timeout(500)
+        shot(page, path or "Home")
+        title = page.locator(f"{MAIN} h1").first.bounding_box()
+        assert title and title["y"] + title["height"] <= LAPTOP["height"] / 3, f"{file_name}: title at {title}"
+        first = first_below_the_top(page, f"{CONTROLS}, {FIGURES}, {MAIN} [data-testid='stPageLink']", title["y"])
+        assert first is not None and first <= LAPTOP["height"] - 30, f"{file_name}: nothing to do on the first screen"
