@@ -2,7 +2,7 @@
 starts, a warm visit, a widget change on Gates, Sample and Memory, and the server's CPU seconds
 for each.
 
-    python -m benchmarks.page_loads [--repeats 3]
+    python -m benchmarks.page_loads [--repeats 3] [--runs 5]
 
 Starts `streamlit run app.py` on a free port (benchmarks.app.AppServer), drives Debian's
 /usr/bin/chromium at 1366x768 and times each view from navigation (or the key press) until the
@@ -10,8 +10,11 @@ script has finished: the app's script state "notRunning" and Streamlit's status 
 Every page is visited once in the sidebar's order (the first visits: caches empty, the first page
 also pays the imports), then each lesson once by its link, then every page and lesson `repeats`
 times more (warm: a new session each time, the server's caches full; the median is reported).
-CPU seconds are the server process's user + system time (/proc/PID/stat) over the view, all of
-its threads together: what the view cost the server, whatever else ran on the cores.
+With --runs N, N more students then press Start on the Train page (the default model, each in a
+browser context of its own, 15 minutes' budget) and the warm visits and widget changes are timed
+again while their runs train. CPU seconds are the server process's user + system time
+(/proc/PID/stat) over the view, all of its threads together: what the view cost the server,
+whatever else ran on the cores.
 """
 
 import argparse
@@ -21,7 +24,14 @@ import sys
 import tempfile
 import time
 
-from benchmarks.app import SCRIPT_DONE, AppServer, app_pages, launch_browser, open_page
+from benchmarks.app import (
+    SCRIPT_DONE,
+    AppServer,
+    app_pages,
+    click_start_and_time_first_point,
+    launch_browser,
+    open_page,
+)
 
 LAPTOP = {"width": 1366, "height": 768}
 STATUS_WIDGET = '[data-testid="stStatusWidget"]'
@@ -127,28 +137,59 @@ def widget_changes(server, page, repeats):
     return changes
 
 
+def start_runs(server, browser, n):
+    """N students each press Start on /Train: their pages (kept open: a closed tab stops its run)."""
+    students = []
+    for _ in range(n):
+        student = browser.new_context(viewport=LAPTOP).new_page()
+        open_page(student, f"{server.url}/Train?seconds=900", timeout_ms=180_000)
+        click_start_and_time_first_point(student, timeout_ms=180_000)
+        students.append(student)
+    return students
+
+
+def warm_visits(server, page, repeats):
+    return {label: median_run([visit(server, page, path) for _ in range(repeats)]) for label, path in views()}
+
+
 def main():
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3, help="warm visits (and widget changes) per view")
     parser.add_argument("--widgets-only", action="store_true", help="only the widget changes")
+    parser.add_argument("--runs", type=int, default=0, help="then time again with this many runs training")
     args = parser.parse_args()
+    busy, busy_changes = {}, {}
     with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
         browser = launch_browser(p)
         page = browser.new_context(viewport=LAPTOP).new_page()
         visits = {} if args.widgets_only else page_visits(server, page, args.repeats)
         changes = widget_changes(server, page, args.repeats)
+        if args.runs:
+            students = start_runs(server, browser, args.runs)
+            busy = {} if args.widgets_only else warm_visits(server, page, args.repeats)
+            busy_changes = widget_changes(server, page, args.repeats)
+            still = sum(s.locator(".st-key-train_stop button").is_enabled() for s in students)
+            print(f"runs still training at the end: {still} of {args.runs}", file=sys.stderr)
         browser.close()
+    with_runs = f"warm, {args.runs} runs training" if args.runs else None
     if visits:
-        print(f"| view | first visit | warm visit (median of {args.repeats}) | server CPU, first | server CPU, warm |")
-        print("|---|---|---|---|---|")
+        extra = f" {with_runs} (× warm) |" if with_runs else ""
+        print(
+            f"| view | first visit | warm visit (median of {args.repeats}) |{extra} "
+            "server CPU, first | server CPU, warm |"
+        )
+        print("|---|---|---|---|---|" + ("---|" if with_runs else ""))
         for label, ((t1, c1), (t2, c2)) in visits.items():
-            print(f"| {label} | {t1:.2f} s | {t2:.2f} s | {c1:.2f} s | {c2:.2f} s |")
-    print(f"\n| widget change | seconds (median of {args.repeats}) | server CPU |")
-    print("|---|---|---|")
+            cell = f" {busy[label][0]:.2f} s ({busy[label][0] / t2:.1f}×) |" if with_runs else ""
+            print(f"| {label} | {t1:.2f} s | {t2:.2f} s |{cell} {c1:.2f} s | {c2:.2f} s |")
+    extra = f" {with_runs} |" if with_runs else ""
+    print(f"\n| widget change | seconds (median of {args.repeats}) |{extra} server CPU |")
+    print("|---|---|---|" + ("---|" if with_runs else ""))
     for label, (seconds, cpu) in changes.items():
-        print(f"| {label} | {seconds:.2f} s | {cpu:.2f} s |")
+        cell = f" {busy_changes[label][0]:.2f} s |" if with_runs else ""
+        print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
 
 
 if __name__ == "__main__":
