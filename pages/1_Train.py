@@ -26,23 +26,9 @@ from lab.training.presets import PRESETS
 from lab.training.tasks import TASKS, corpus_split
 from lab.training.train import resolve_device
 from ui import train_view as tv
-from ui.common import (
-    TRAIN_IN_PROCESS,
-    forget_jobs,
-    page_link,
-    parameter_count,
-    plain,
-    plain_convention,
-    preset_label,
-    register_job,
-    room_check,
-    session_jobs,
-    session_key,
-    setup_page,
-    show_anchors,
-    user_dir,
-    user_errors,
-)
+from ui.common import page_link, parameter_count, plain_convention, preset_label, setup_page, show_anchors
+from ui.plain_text import plain, user_errors
+from ui.sessions import TRAIN_IN_PROCESS, forget_jobs, register_job, room_check, session_jobs, session_key, user_dir
 
 setup_page("Train")
 st.title("🏋️ Train")

@@ -17,9 +17,11 @@ from lab.instruments.sampling import (
     repetition_report,
 )
 from ui import inspect_views as views
+from ui.checkpoint_picker import checkpoint_picker
 from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
-from ui.common import checkpoint_picker, piece_label, setup_page, show_anchors, user_errors
+from ui.common import setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.plain_text import piece_label, user_errors
 
 setup_page("Sample")
 st.title("💬 Sample")

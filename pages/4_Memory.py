@@ -17,9 +17,12 @@ from lab.instruments.memory import (
 )
 from lab.nets.cells import CELLS
 from ui import inspect_views as views
+from ui.checkpoint_picker import checkpoint_infos
 from ui.coloured_text import activation_html
-from ui.common import checkpoint_infos, plain, register_job, session_key, setup_page, user_errors
+from ui.common import setup_page
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.plain_text import plain, user_errors
+from ui.sessions import register_job, session_key
 
 setup_page("Memory")
 st.title("🧠 Memory")

@@ -20,21 +20,11 @@ from lab.training.checkpoints import (
     save_checkpoint,
     scan_checkpoints,
 )
-from ui.common import (
-    cached_checkpoint,
-    choose_checkpoint,
-    page_link,
-    parameter_count,
-    plain,
-    plain_convention,
-    room_check,
-    session_key,
-    setup_page,
-    show_anchors,
-    user_dir,
-    user_errors,
-)
+from ui.checkpoint_picker import cached_checkpoint, choose_checkpoint
+from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.plain_text import plain, user_errors
+from ui.sessions import room_check, session_key, user_dir
 
 setup_page("Checkpoints")
 st.title("📦 Checkpoints")

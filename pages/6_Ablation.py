@@ -20,18 +20,10 @@ from lab.experiments.ablation import (
     step_rows,
     time_constant_table,
 )
-from ui.common import (
-    ARM_COLORS,
-    TRAIN_IN_PROCESS,
-    plain,
-    register_job,
-    session_key,
-    setup_page,
-    show_anchors,
-    study_conclusion,
-    user_errors,
-)
+from ui.common import ARM_COLORS, setup_page, show_anchors, study_conclusion
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.plain_text import plain, user_errors
+from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 setup_page("Ablation")
 RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))

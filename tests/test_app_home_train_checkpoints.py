@@ -18,10 +18,11 @@ import lab.data
 import lab.nets.cost
 import lab.server.jobs
 import lab.training.tasks
-import ui.common
+import ui.sessions
 from lab.data import CharTokenizer
 from lab.nets.backends import default_backend, default_scan_mode
 from lab.nets.models import LMConfig, build_model
+from lab.server.spaces import new_space_key, space_dir
 from lab.training.checkpoints import checkpoint_bytes, list_checkpoints, load_checkpoint, sanitize_name
 from lab.training.presets import PRESETS
 
@@ -34,11 +35,11 @@ TINY = {"emb": 8, "hidden": 16, "batch": 8, "block": 16, "eval_every": 5, "secon
 
 @pytest.fixture(autouse=True)
 def user_dir(tmp_path, monkeypatch):
-    """Each test saves and deletes in its own user directory (pages read ui.common.USER_DIR when they run),
+    """Each test saves and deletes in its own user directory (pages read ui.sessions.USER_DIR when they run),
     and ends with no jobs left running."""
     folder = tmp_path / "user_checkpoints"
-    monkeypatch.setattr(ui.common, "USER_DIR", folder)
-    registry = ui.common.job_registry()
+    monkeypatch.setattr(ui.sessions, "USER_DIR", folder)
+    registry = ui.sessions.job_registry()
     yield folder
     with registry["lock"]:
         jobs = [job for session in registry["sessions"].values() for job in session["jobs"]]
@@ -65,7 +66,7 @@ def open_page(page=None, query=None):
 
 
 def texts(elements):
-    """What the elements show a student: their Markdown with ui.common.plain's escapes read."""
+    """What the elements show a student: their Markdown with ui.plain_text.plain's escapes read."""
     return re.sub(r"\\(.)", r"\1", " ".join(str(e.value) for e in elements))
 
 
@@ -515,7 +516,7 @@ def hostile_variants():
 
 def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
     alice = open_page(CHECKPOINTS)
-    folder = ui.common.space_dir(user_dir, alice.session_state["_rnnlab_session_key"])
+    folder = space_dir(user_dir, alice.session_state["_rnnlab_session_key"])
     for name, data in hostile_variants().items():
         (folder / f"{name}_latest.safetensors").write_bytes(data)
     alice.run()
@@ -548,22 +549,22 @@ def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
 def test_the_space_cookie_is_written_again_on_every_visit_so_its_expiry_slides(monkeypatch):
     """A browser that sent its cookie still gets it again with a fresh max-age: files are kept 48 h after
     the student was last seen, not after the first visit."""
-    key = ui.common.new_space_key(ui.common.USER_DIR)
-    monkeypatch.setattr(ui.common, "space_cookie", lambda: key)
+    key = new_space_key(ui.sessions.USER_DIR)
+    monkeypatch.setattr(ui.sessions, "space_cookie", lambda: key)
     for _ in range(2):  # two visits: two sessions, each renewing the cookie
         at = open_page()
         assert_clean(at)
         scripts = [str(h.proto.body) for h in at.get("html") if "document.cookie" in str(h.proto.body)]
         assert len(scripts) == 1 and f"rnnlab_space={key}" in scripts[0]
-        assert f"max-age={int(ui.common.KEEP_SECONDS)}" in scripts[0]
+        assert f"max-age={int(ui.sessions.KEEP_SECONDS)}" in scripts[0]
 
 
 def test_the_cookie_script_shares_one_space_per_browser_and_never_embeds_a_raw_cookie():
-    key = ui.common.new_space_key(ui.common.USER_DIR)
-    script = ui.common.space_cookie_script(key, "x';alert(1)//")
+    key = new_space_key(ui.sessions.USER_DIR)
+    script = ui.sessions.space_cookie_script(key, "x';alert(1)//")
     assert "alert" not in script  # a cookie from the browser never reaches the script as code
     assert script.count("window.location.reload()") == 1 and "sessionStorage" in script  # reloads at most once
-    assert f"rnnlab_space={key}; path=/; max-age={int(ui.common.KEEP_SECONDS)}" in script
+    assert f"rnnlab_space={key}; path=/; max-age={int(ui.sessions.KEEP_SECONDS)}" in script
 
 
 def test_checkpoints_opens_on_the_best_character_model_and_compares_per_character_only():

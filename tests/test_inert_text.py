@@ -10,8 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ui.coloured_text import chart_piece
-from ui.common import PAGES, piece_label, plain
+from ui.common import PAGES
 from ui.links import parse_query
+from ui.plain_text import piece_label, plain
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAYLOADS = [

@@ -121,7 +121,7 @@ def citations(at):
     """The forbidden phrases and code names a run of a page shows, outside "For the curious"."""
     found = []
     for text, exempt in [*shown(at.main), *shown(at.sidebar)]:
-        text = re.sub(r"\\(.)", r"\1", text)  # ui.common.plain's escapes, as a student reads them
+        text = re.sub(r"\\(.)", r"\1", text)  # ui.plain_text.plain's escapes, as a student reads them
         if exempt:
             continue
         found += [

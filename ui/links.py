@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ui.common import plain
+from ui.plain_text import plain
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Field:
 def parse_query(query, fields):
     """A URL's query ({name: str}) -> ({name: value} for the valid ones, warnings for the rest).
     `fields`: URL name -> Field. The warnings are plain text, the link's words quoted in them: the page
-    shows them with ui.common.plain, so nothing in a link renders as Markdown, a link or an image."""
+    shows them with ui.plain_text.plain, so nothing in a link renders as Markdown, a link or an image."""
     values, warnings = {}, []
     for name, raw in query.items():
         quoted = f"“{name}={raw}”"

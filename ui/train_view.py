@@ -25,8 +25,9 @@ from lab.nets.cells import CELLS
 from lab.training.checkpoints import why_not_resumable
 from lab.training.presets import PRESETS
 from lab.training.train import TrainConfig, resolve_device
-from ui.common import plain, register_job, user_errors
 from ui.links import Field, parse_query
+from ui.plain_text import plain, user_errors
+from ui.sessions import register_job
 
 DEFAULT_PRESET = "astra-alpha"
 RACE_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # the four families of the Race button

@@ -11,7 +11,9 @@ import streamlit as st
 
 from lab.instruments.memory import state_reset_curve
 from lab.training.checkpoints import BUNDLED_DIR, CheckpointError
-from ui.common import cached_checkpoint, page_link, plain
+from ui.checkpoint_picker import cached_checkpoint
+from ui.common import page_link
+from ui.plain_text import plain
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
 PASSAGE = (

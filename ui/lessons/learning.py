@@ -24,8 +24,9 @@ from lab.server.jobs import TrainingJob
 from lab.training.tasks import LMTask
 from lab.training.train import TrainConfig
 from ui.coloured_text import visible_piece
-from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, user_errors
 from ui.lessons.common import check_yourself, notice, open_full_page
+from ui.plain_text import plain, user_errors
+from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 SONNET = (
     "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate:\n"

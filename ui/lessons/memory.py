@@ -15,7 +15,7 @@ from lab.instruments.memory import (
     memory_spread,
 )
 from ui import inspect_views as views
-from ui.common import ARM_COLORS, plain, study_conclusion, user_errors
+from ui.common import ARM_COLORS, study_conclusion
 from ui.lessons.common import (
     PASSAGE,
     SUBWORD_MODEL,
@@ -27,6 +27,7 @@ from ui.lessons.common import (
     open_full_page,
     shipped,
 )
+from ui.plain_text import plain, user_errors
 
 # ---------------------------------------------------------------------------
 # keep or overwrite

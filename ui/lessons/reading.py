@@ -9,7 +9,6 @@ import streamlit as st
 from lab.instruments.sampling import SamplingConfig, repetition_report
 from ui import inspect_views as views
 from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
-from ui.common import plain, user_errors
 from ui.lessons.common import (
     CHAR_MODELS,
     PASSAGE,
@@ -23,6 +22,7 @@ from ui.lessons.common import (
     notice,
     open_full_page,
 )
+from ui.plain_text import plain, user_errors
 
 # ---------------------------------------------------------------------------
 # the state is the memory

@@ -11,10 +11,11 @@ import streamlit as st
 from lab.instruments.stepping import MAX_STEP_TOKENS, step_through
 from lab.nets.cells import CELLS
 from ui import inspect_views as views
+from ui.checkpoint_picker import cached_checkpoint
 from ui.coloured_text import span_html
-from ui.common import cached_checkpoint, piece_label, plain, user_errors
 from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page
 from ui.links import Field
+from ui.plain_text import piece_label, plain, user_errors
 
 STEP_MODELS = {  # the student's choice -> the bundled models shown, side by side
     "rnn": ("char-rnn_latest",),

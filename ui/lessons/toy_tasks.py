@@ -10,9 +10,10 @@ from lab.experiments.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, 
 from lab.nets.models import count_parameters
 from lab.server.jobs import TrainingJob
 from ui import inspect_views as views
-from ui.common import TRAIN_IN_PROCESS, plain, register_job, session_key, user_errors
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
+from ui.plain_text import plain, user_errors
+from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
 DISTANCES = list(ProbeConfig.distances)
