@@ -185,7 +185,9 @@ def load_checkpoint(source, device="auto"):
             f"{label}: weights are not finite (NaN or infinite values in {', '.join(not_finite[:4])}"
             f"{' ...' if len(not_finite) > 4 else ''}); the run that saved them had diverged"
         )
-    model = build_model(header.config)
+    # the skeleton takes the file's weights: no random initialisation first (the orthogonal
+    # initialisation of a 2x640 LSTM alone took ~1 s on a busy core, each load)
+    model = skeleton.to_empty(device="cpu")
     model.load_state_dict(tensors)
     model.to(resolve_device(device)).eval()
     return Checkpoint(model, header.config, header.tokenizer, header.metrics, header.meta, path, training_state)
