@@ -1,11 +1,12 @@
-"""ui.train_view's chart pieces: the race chart's axis, its unit (nats per character) and the
-reference lines it draws."""
+"""ui.train_chart's pieces (and ui.train_runs.RunLog, which reads a run's events): the race chart's axis,
+its unit (nats per character) and the reference lines it draws."""
 
 import math
 from types import SimpleNamespace
 
-from ui import train_view as tv
-from ui.train_view import NANOGPT_ANCHORS, RunLog, char_anchors, race_figure
+from ui import train_chart as tv
+from ui.train_chart import NANOGPT_ANCHORS, char_anchors, race_figure
+from ui.train_runs import RunLog
 
 NANOGPT = [label for _, label in NANOGPT_ANCHORS]
 

@@ -1,0 +1,331 @@
+"""The Train page's runs: starting one (or a race of four cells at equal size) as a background
+lab.server.jobs.TrainingJob of this session, reading each run's events into a RunLog, and what the
+page shows under the chart: progress bars, samples, the runs table, where runs were saved, and
+"Continue this run".
+"""
+
+import copy
+import functools
+import math
+import time
+
+import pandas as pd
+import streamlit as st
+
+from lab.instruments.race import plain_name, short_count, width_for_parameters
+from lab.instruments.sampling import SamplingConfig, sample_text
+from lab.nets.backends import default_backend
+from lab.nets.cost import check_training_memory
+from lab.nets.models import build_model, config_to_dict
+from lab.server.jobs import TrainingJob
+from lab.training.checkpoints import sanitize_name, why_not_resumable
+from lab.training.train import resolve_device
+from ui import train_settings
+from ui.common import parameter_count
+from ui.plain_text import plain, user_errors
+from ui.sessions import TRAIN_IN_PROCESS, register_job, room_check, session_jobs, session_key, user_dir
+from ui.train_chart import legend_names
+from ui.train_settings import CORPUS_CHOICES, FIELDS, default_run_name, is_scan_markov, train_config
+
+RACE_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # the four families of the Race button
+
+
+class RunLog:
+    """What the page shows of one TrainingJob, updated from `job.events(since)`.
+
+    Losses are kept per token (what the model minimises) and per character: a subword run's
+    token carries several characters, so only nats per character compare it with a character run."""
+
+    def __init__(self, job, label, params, cell, tokenizer, vocab, title=None):
+        self.job, self.label, self.params, self.cell = job, label, params, cell
+        self.title = title or label  # what the chart's legend calls it: "GRU · 256 units"
+        self.other_runs = 0  # the most runs of other sessions seen training beside it (a busy server)
+        self.tokenizer, self.vocab = tokenizer, vocab  # tokenizer kind and vocabulary size
+        self.chars_per_token = job.task.chars_per_token
+        self.cursor = 0
+        self.steps = {"step": [], "elapsed": [], "loss": [], "nats_per_char": []}  # one entry per training step
+        self.evals = {"step": [], "elapsed": [], "loss": [], "nats_per_char": []}
+        self.last_step, self.error, self.done = None, None, None
+        self.first_sample = self.sample = None  # {"step", "text"} events: how it wrote then and now
+
+    def update(self):
+        events = self.job.events(self.cursor)
+        self.cursor += len(events)
+        for e in events:
+            if e["type"] == "step":
+                self.last_step = e
+                for k, v in (
+                    ("step", e["step"]),
+                    ("elapsed", e["elapsed"]),
+                    ("loss", e["train_loss"]),
+                    ("nats_per_char", e["train_loss"] / self.chars_per_token),
+                ):
+                    self.steps[k].append(v)
+            elif e["type"] == "eval":
+                for k, v in (
+                    ("step", e["step"]),
+                    ("elapsed", e["elapsed"]),
+                    ("loss", e["val_loss"]),
+                    ("nats_per_char", e.get("val_nats_per_char", math.nan)),
+                ):
+                    self.evals[k].append(v)
+            elif e["type"] == "sample":
+                self.first_sample, self.sample = self.first_sample or e, e
+            elif e["type"] == "error":
+                self.error = e["message"]
+            elif e["type"] == "done":
+                self.done = e
+        return self
+
+    def row(self):
+        """One line of the runs table."""
+        job, last = self.job, self.last_step or {}
+        pending = "…" if job.running else "–"  # a validation point comes within EVAL_SECONDS of the start
+
+        def latest(values):
+            return f"{values[-1]:.3f}" if values else pending
+
+        return {
+            "run": self.label,
+            "cell": self.cell,
+            "params": self.params,
+            "status": job.status,
+            "steps": last.get("step", 0),
+            "seconds": round(last.get("elapsed", 0.0), 1),
+            "train nats/char": latest(self.steps["nats_per_char"]),
+            "val nats/char": latest(self.evals["nats_per_char"]),
+            "val loss/token": latest(self.evals["loss"]),
+            # the file's name only: its folder's path holds the session's secret key
+            "checkpoint": job.checkpoint_path.stem if job.checkpoint_path else "",
+        }
+
+
+def training_jobs():
+    """This session's language-model runs (other pages register jobs of their own, e.g. ablations)."""
+    return [job for job in session_jobs() if isinstance(job, TrainingJob)]
+
+
+def make_sampler(tokenizer):
+    """A short top-k sample, run by the training thread between steps (see TrainingJob)."""
+    config = SamplingConfig(strategy="top_k", top_k=20, temperature=0.8, max_new_tokens=120)
+    return functools.partial(sample_text, tokenizer, "", config)
+
+
+def unused_run_name(base):
+    """base-1, base-2, ...: the first name that no run or checkpoint of this session has, so a new run
+    never takes over an older run's `_latest`."""
+    taken = {job.name for job in training_jobs()} | {p.name.rsplit("_", 1)[0] for p in user_dir().glob("*_*")}
+    return next(f"{base}-{n}" for n in range(1, len(taken) + 2) if f"{base}-{n}" not in taken)
+
+
+def start_run(run_values, run_model_config, task, corpus_label):
+    """A run of these settings on `task`, started in the background for this session -> its TrainingJob."""
+    run_config = train_config(run_values)
+    task.check(run_config)  # a corpus too short for one window is a DataError here, not in the thread
+    check_training_memory(run_model_config, run_values["batch"], task.sequence_length(run_config))
+    name = sanitize_name(run_values["name"].strip() or unused_run_name(default_run_name(run_values)))
+    model = build_model(run_model_config)
+    job = TrainingJob(
+        name,
+        model,
+        copy.copy(task),
+        run_config,
+        checkpoint_dir=user_dir(),
+        extra={"preset": run_values["preset"], "corpus": corpus_label},
+        sampler=make_sampler(task.tokenizer),
+        owner=session_key(),
+        in_process=TRAIN_IN_PROCESS,
+        resumable=why_not_resumable(run_model_config, run_config) is None,  # so it can be continued
+        room=room_check(),
+    )
+    job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
+    register_job(job)
+    n = len(training_jobs())
+    cell = "scan-markov" if is_scan_markov(run_values) else f"{run_values['cell']}/{run_values['backend']}"
+    st.session_state.setdefault("train_logs", {})[id(job)] = RunLog(
+        job,
+        f"{name} #{n}",
+        parameter_count(config_to_dict(run_model_config)),
+        cell,
+        run_values["tokenizer"],
+        task.vocab_size,
+        title=plain_name(run_model_config),
+    )
+    return job
+
+
+def race_values(values, model_config, cell):
+    """The page's settings for one runner of the race: its cell, and the width that gives it about as
+    many parameters as the model on the page, so that the race compares cells, not sizes."""
+    width = width_for_parameters(model_config, cell, parameter_count(config_to_dict(model_config)))
+    return {**values, "cell": cell, "hidden": width, "backend": default_backend(cell, resolve_device()), "name": ""}
+
+
+def start_race(values, model_config, task, corpus_label):
+    """One run per family, at equal parameter counts: the four race on one chart."""
+    jobs = []
+    for cell in RACE_CELLS:
+        run_values = race_values(values, model_config, cell)
+        jobs.append(start_run(run_values, train_settings.model_config(run_values, task.vocab_size), task, corpus_label))
+    return jobs
+
+
+def what_start_does(values, model_config, fixed):
+    """One line above the buttons: the model Start trains and what the race trains, in plain words."""
+    if model_config is None:
+        return "Start waits for the settings below: see the message there."
+    params = short_count(parameter_count(config_to_dict(model_config)))
+    where = "your text" if values["corpus"] == "upload" else CORPUS_CHOICES[values["corpus"]].split(" (")[0]
+    line = f"**Start** trains a {plain_name(model_config)} ({params} parameters) on {where} for {values['seconds']} s."
+    if not fixed:
+        line += (
+            f" **Race** trains an RNN, a GRU, an LSTM and a selective scan of about {params} parameters each, "
+            "side by side. Change the settings below the chart."
+        )
+    return line
+
+
+def wait_for_first_steps(jobs):
+    """The first step takes ~0.1-0.3 s: waiting for it (at most a second or two) lets the chart
+    below show the first loss points in this very run instead of two seconds later."""
+    deadline = time.monotonic() + 1.5
+    while any(job.running and not job.events() for job in jobs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def session_logs():
+    """This session's runs, each RunLog read up to its job's latest events (oldest first)."""
+    logs_by_id = st.session_state.setdefault("train_logs", {})
+    jobs = training_jobs()
+    for stale in set(logs_by_id) - {id(job) for job in jobs}:  # cleared runs
+        del logs_by_id[stale]
+    logs = []
+    for job in jobs:
+        if id(job) not in logs_by_id:  # a run started elsewhere in this session
+            config = job.model.config
+            logs_by_id[id(job)] = RunLog(
+                job,
+                job.name,
+                parameter_count(config_to_dict(config)),
+                "",
+                job.task.tokenizer.kind,
+                job.task.tokenizer.vocab_size,
+                title=plain_name(config),
+            )
+        logs.append(logs_by_id[id(job)].update())
+    return logs
+
+
+def draw_progress_and_samples(logs):
+    """Under the chart: a progress bar per running run, each run's first and latest samples, the
+    runs table, and where finished runs were saved."""
+    names = {id(log): name for log, name in zip(logs, legend_names(logs))}  # what the chart calls them
+    active = [log for log in logs if log.job.running]
+    for log in active:
+        last = log.last_step
+        if log.job.queue_position:
+            st.progress(
+                0.0,
+                text=f"**{names[id(log)]}** · waiting for this server's training budget: number "
+                f"{log.job.queue_position} in the queue",
+            )
+            continue
+        if last is None:
+            st.progress(0.0, text=f"**{names[id(log)]}** · starting…")
+            continue
+        st.progress(
+            min(1.0, last["progress"]),
+            text=f"**{names[id(log)]}** · step {last['step']:,} · train loss {last['train_loss']:.3f} · "
+            f"{last['tokens_per_s']:,.0f} tokens/s · ETA {format_eta(last['eta'])}",
+        )
+    shown = active or logs[-1:]
+    for column, log in zip(st.columns(len(shown)) if shown else [], shown):
+        with column:
+            st.markdown(f"**Samples** · {names[id(log)]}")
+            if log.sample is None:
+                st.caption("The first sample comes after the first step.")
+                continue
+            if log.first_sample is not log.sample:  # how it wrote at the start, to compare with now
+                st.caption(f"At step {log.first_sample['step']:,}")
+                st.code(log.first_sample["text"], language=None, wrap_lines=True)
+            st.caption(f"At step {log.sample['step']:,}" + (" (the latest)" if log.job.running else ""))
+            st.code(log.sample["text"], language=None, wrap_lines=True)
+    if not logs:
+        return
+    st.dataframe(
+        pd.DataFrame([{**log.row(), "run": names[id(log)]} for log in logs]),
+        hide_index=True,
+        width="stretch",
+        column_config={"params": st.column_config.NumberColumn(format="%d")},
+    )
+    for log in logs:
+        job = log.job
+        if job.status == "failed":
+            st.error(f"{log.label} failed: {plain(job.message)}")
+            if job.result is not None and job.result.steps > 0 and job.checkpoint_path is None:
+                # the save failed (a full disk, say): the weights are still in the job, so try again
+                if st.button("Try saving it again", key=f"train_resave_{id(job)}"):
+                    with user_errors("Saving"):
+                        job.save()
+                        st.rerun()  # the run is saved now: drawn again without its failure
+        elif job.checkpoint_path is not None:
+            why = f" ({job.message})" if job.message != job.status else ""
+            # its name only: the folder's path holds the session's secret key
+            st.success(
+                f"{log.label} {job.status}{plain(why)} and was saved: it is listed as "
+                rf"**{plain(job.checkpoint_path.name.rsplit('_v', 1)[0])}\_latest (yours)** "
+                "on the Sample and Gates pages."
+            )
+
+
+MORE_SECONDS = 60  # what "Continue this run" offers at first: a minute more
+
+
+def draw_continue_controls(logs):
+    """Under the runs table: "Continue this run" for each run that ended and was saved with its training
+    state (lab.server.jobs.TrainingJob.continuation). Only a name's newest run offers it: continuing an older
+    one would save versions that interleave with its successor's."""
+    newest = {log.job.name: log for log in logs}
+    for log in logs:
+        job = log.job
+        if job.status not in ("finished", "stopped") or job.checkpoint_path is None or newest[job.name] is not log:
+            continue
+        if not job.resumable:
+            st.caption(f"{log.label} cannot be continued: {why_not_resumable(job.model.config, job.config)}.")
+            continue
+        with st.container(horizontal=True, vertical_alignment="bottom"):
+            more = st.number_input(
+                f"More seconds for {log.label}",
+                FIELDS["seconds"].low,
+                FIELDS["seconds"].high,
+                value=MORE_SECONDS,
+                key=f"train_more_{id(job)}",
+            )
+            if st.button(
+                "Continue this run",
+                key=f"train_continue_{id(job)}",
+                help="It goes on from where it ended: the same weights, optimizer state and stream of "
+                "batches, and saves the next version of its checkpoint. Its learning rate follows "
+                "the cosine over the new total time, so it rises again at first, then anneals.",
+            ):
+                with user_errors("Continuing the run"):
+                    continued = job.continuation(float(more))
+                    continued.start()  # queued for the server's budget, like a new run
+                    register_job(continued)
+                    st.session_state.setdefault("train_logs", {})[id(continued)] = RunLog(
+                        continued,
+                        f"{job.name}, continued from step {continued.resume.step:,}",
+                        log.params,
+                        log.cell,
+                        log.tokenizer,
+                        log.vocab,
+                        title=log.title,
+                    )
+                    st.rerun()  # the whole page: its Stop button and the live chart's refresh
+
+
+def format_eta(seconds):
+    if seconds is None or not math.isfinite(seconds):
+        return "…"
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
