@@ -15,9 +15,10 @@ from lab.instruments.introspect import GATE_KINDS, MAX_TRACE_TOKENS, SIGMOID_GAT
 from lab.instruments.units import UNIT_ORDERS, span_units, top_units, unit_gallery
 from lab.nets.cells import CELLS
 from ui import inspect_views as views
-from ui.coloured_text import activation_html, activation_legend_html, influence_html, influence_legend_html, span_html
+from ui.coloured_text import activation_html, activation_legend_html, influence_html, influence_legend_html
 from ui.common import checkpoint_picker, piece_label, plain, plain_convention, setup_page, show_anchors, user_errors
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.span_select import span_select, span_text
 
 setup_page("Gates")
 st.title("🔬 Gates")
@@ -187,7 +188,8 @@ def gallery(trace, key, text):
 
 @st.fragment
 def span_finder(trace):
-    """Text first: a span, and the units that fire on it (LSTMVis's pattern selection)."""
+    """Text first: a span the student selects in the text itself, and the units that fire on it
+    (LSTMVis's pattern selection)."""
     st.subheader("🔎 Select some text: which units fire on it?")
     T = len(trace.token_ids)
     if T < 2:
@@ -195,16 +197,25 @@ def span_finder(trace):
         return
     span = st.session_state.get("gates_span")
     if span is None or not 0 <= span[0] <= span[1] < T:  # first visit, or a shorter text
-        st.session_state.gates_span = default_span(trace.token_texts)
-    # value= makes it a range slider (Streamlit reads range or single from it); the session state decides the value
-    start, last = st.select_slider(
-        "Span of the text (first and last character)",
-        options=range(T),
-        value=st.session_state.gates_span,
-        key="gates_span",
-        format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}",
+        span = default_span(trace.token_texts)
+    st.caption(
+        "Drag the mouse over a stretch of the text (or click in it, then hold Shift and press the arrow "
+        "keys). The highlighted stretch is your span; the units that fire on it are listed below."
     )
-    st.html(span_html(trace.token_texts, start, last + 1))
+    # the component proposes a new span, if the student has just selected one; the slider below may set it too
+    chosen = span_select(trace.token_texts, tuple(span), key="gates_span_text", label="The text: select a part of it")
+    if chosen != tuple(st.session_state.get("gates_span") or ()):
+        st.session_state.gates_span = chosen
+    with st.expander("Adjust the span one character at a time"):
+        # value= makes it a range slider (Streamlit reads range or single from it); the session state decides the value
+        start, last = st.select_slider(
+            "Span of the text (first and last character)",
+            options=range(T),
+            value=st.session_state.gates_span,
+            key="gates_span",
+            format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}",
+        )
+    st.markdown(f"**The units that fire on “{plain(span_text(trace.token_texts, start, last))}”**")
     found = None
     with user_errors("Selecting"):
         found = span_units(trace, start, last + 1, k=5)

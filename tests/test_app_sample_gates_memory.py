@@ -198,26 +198,75 @@ def test_gates_opens_on_a_gallery_of_units_for_every_bundled_family(model):
     assert shown() == card_unit(captions[2])
 
 
+def span_shown(at):
+    """The passage the student selects in (its tokens, and the highlighted span as tokens start..end-1),
+    and the heading over the units that fire on the span."""
+    (component,) = at.get("bidi_component")  # Streamlit's tests see no more of a custom component
+    data = json.loads(component.proto.mixed.json or component.proto.json)
+    heading = next(m.value for m in at.markdown if m.value.startswith("**The units that fire on"))
+    return data, heading
+
+
 def test_gates_selecting_a_span_ranks_the_units_that_fire_on_it():
     at = page(GATES).run()
     no_exception(at)
     span = at.select_slider(key="gates_span")
     text = at.session_state["gates_text"]
     assert span.value == (text.index("["), text.index("]") - 1)  # the first stage direction, inside
-    highlighted = [box for box in coloured_texts(at) if "rgba(255, 193, 7" in box]
-    assert len(highlighted) == 1 and highlighted[0].count("rgba(255, 193, 7") == len("[Enter Ghost.")
+    data, heading = span_shown(at)
+    assert "".join(data["tokens"]) == text and (data["start"], data["end"]) == (text.index("["), text.index("]"))
+    assert heading == "**The units that fire on “\\[Enter Ghost\\.”**"
     ranked = at.dataframe[0].value
     assert list(ranked.columns[:4]) == ["layer", "gate", "unit", "correlation r"] and len(ranked) == 5
     assert ranked["|r|"].is_monotonic_decreasing
-    span.set_range(0, 3).run()  # "Hor." instead
+    span.set_range(0, 3).run()  # "Hor:" instead, with the slider
     no_exception(at)
-    assert [box for box in coloured_texts(at) if "rgba(255, 193, 7" in box][0].count("rgba(255, 193, 7") == 4
+    assert (span_shown(at)[0]["start"], span_shown(at)[0]["end"]) == (0, 4)
     ranked = at.dataframe[0].value
     first = ranked.iloc[0]
     at.button(key="gates_span_show_0").click().run()
     no_exception(at)
     assert (at.session_state["gates_unit_gate"], at.session_state["gates_unit"]) == (first.gate, first.unit)
     assert at.query_params["span"] in ("0-3", ["0-3"])
+
+
+def test_gates_selecting_text_with_the_mouse_shows_the_units_for_that_span():
+    """What the passage sends when the student selects in it (character offsets, here "Angels" with
+    the space after it) chooses the span: highlighted, named over the units, ranked anew, in the URL."""
+    at = page(GATES).run()
+    no_exception(at)
+    text = at.session_state["gates_text"]
+    before = at.dataframe[0].value
+    start = text.index("Angels")
+    at.session_state["gates_span_text"] = {"span": {"start": start, "end": start + len("Angels "), "n": 1}}
+    at.run()
+    no_exception(at)
+    data, heading = span_shown(at)
+    assert (data["start"], data["end"]) == (start, start + len("Angels"))  # the space at its edge left out
+    assert heading == "**The units that fire on “Angels”**"
+    assert at.select_slider(key="gates_span").value == (start, start + 5)
+    assert not at.dataframe[0].value.equals(before)
+    assert at.query_params["span"] in (f"{start}-{start + 5}", [f"{start}-{start + 5}"])
+    at.select_slider(key="gates_span").set_range(0, 3).run()  # the slider still moves the span afterwards
+    no_exception(at)
+    assert span_shown(at)[1] == "**The units that fire on “Hor\\:”**"
+
+
+@pytest.mark.parametrize(
+    "tokens, start, end, expected",
+    [
+        (list("ab\ncd"), 1, 4, (1, 3)),  # a newline is one character
+        (["To", " be", ",", "\n", "or"], 2, 5, (1, 1)),  # within a token: the whole token; spaces at the edges out
+        (list("🙂 ab"), 2, 4, (2, 3)),  # an emoji is one character, not two
+        (["Ham", ":", "\n"], 3, 3, None),  # nothing selected
+        (list("a  b"), 1, 3, (1, 2)),  # only spaces: kept
+        (list("ab"), -4, 99, (0, 1)),  # clamped to the text
+    ],
+)
+def test_gates_a_selection_in_characters_covers_the_tokens_it_touches(tokens, start, end, expected):
+    from ui.span_select import token_span
+
+    assert token_span(tokens, start, end) == expected
 
 
 def test_gates_influence_view_frames_the_prediction_and_colours_what_came_before():

@@ -4,7 +4,8 @@ Every page (Home and whatever pages/ holds) renders without an exception; every
 lesson opens from its link and reveals its answer, the step-through steps on, and a lesson's
 link carries its settings to the full page; on
 Train a tiny model's loss chart gains points after Start, and bad corpus
-uploads give an error; on Checkpoints a pickle upload is refused; closing a tab
+uploads give an error; on Gates a word the mouse drags over is the span whose units are listed;
+on Checkpoints a pickle upload is refused; closing a tab
 stops that session's training. Screenshots go to test-artifacts/screenshots/.
 
 Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a
@@ -230,9 +231,12 @@ def record_script_ends(page):
     return ends
 
 
+SPAN_TEXT = ".st-key-gates_span_text .rnnlab-span-text"  # the Gates page's text to select a span in
+
+
 def test_gates_opens_on_its_gallery_and_moving_the_span_reruns_only_the_span(server, browser):
-    """At 1366×768: the gallery's first cards on the first screen; a key press on the span's slider
-    reruns the span's part alone, and the highlighted span follows."""
+    """At 1366×768: the gallery's first cards on the first screen; Shift and the right arrow key in the
+    text move the span's end one on: the span's part alone reruns, and the highlighted span follows."""
     context = browser.new_context(viewport=LAPTOP)
     try:
         page = context.new_page()
@@ -243,16 +247,54 @@ def test_gates_opens_on_its_gallery_and_moving_the_span_reruns_only_the_span(ser
         assert card.bounding_box()["y"] <= LAPTOP["height"] - 120, card.bounding_box()  # its first lines show
         screenshot(page, "Gates-1366x768")
         assert "page" in ends  # the messages were read (the sidebar's heartbeat adds a fragment's run now and then)
-        highlighted = page.locator('span[style*="rgba(255, 193, 7"]')
+        highlighted = page.locator(f"{SPAN_TEXT} span.chosen")
         before, runs = highlighted.count(), len(ends)
-        page.locator(".st-key-gates_span input[type=range]").last.press("ArrowRight")  # the span's end, one on
-        page.wait_for_function(
-            f"() => document.querySelectorAll('span[style*=\"rgba(255, 193, 7\"]').length > {before}"
-        )
+        page.locator(SPAN_TEXT).focus()
+        page.keyboard.press("Shift+ArrowRight")  # the span's end, one on
+        page.wait_for_function(f"() => document.querySelectorAll('{SPAN_TEXT} span.chosen').length > {before}")
         page.wait_for_selector(SCRIPT_DONE)
         assert highlighted.count() == before + 1
         assert ends[runs:] and set(ends[runs:]) == {"fragment"}, ends[runs:]
         assert_no_exception(page, "Gates after moving the span")
+    finally:
+        context.close()
+
+
+def test_gates_dragging_over_a_word_shows_the_units_that_fire_on_it(server, browser):
+    """At 1366×768 the student drags the mouse across "Angels" in the text: the word is highlighted,
+    named over the units that fire on it, and those units are others than the first span's."""
+    context = browser.new_context(viewport=LAPTOP)
+    try:
+        page = context.new_page()
+        open_page(page, f"{server.url}/Gates")
+        text = page.locator(SPAN_TEXT)
+        text.scroll_into_view_if_needed()
+        heading = page.locator('[data-testid="stMarkdownContainer"] strong:has-text("The units that fire on")')
+        assert heading.inner_text() == "The units that fire on “[Enter Ghost.”"
+
+        def units():
+            buttons = page.locator('[class*="st-key-gates_span_show_"] button')
+            return [buttons.nth(i).inner_text() for i in range(buttons.count())]
+
+        before = units()
+        assert len(before) == 5, before
+        pieces = text.locator("span[data-t]")
+        first = page.evaluate(f"() => document.querySelector('{SPAN_TEXT}').textContent.indexOf('Angels')")
+        a, s = pieces.nth(first).bounding_box(), pieces.nth(first + len("Angels") - 1).bounding_box()
+        page.mouse.move(a["x"] + 1, a["y"] + a["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(s["x"] + s["width"] - 1, s["y"] + s["height"] / 2, steps=8)
+        page.mouse.up()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=\"stMarkdownContainer\"] strong')]"
+            ".some(e => e.innerText.includes('“Angels”'))"
+        )
+        page.wait_for_selector(SCRIPT_DONE)
+        assert text.locator("span.chosen").all_inner_texts() == list("Angels")
+        assert units() != before and len(units()) == 5
+        page.wait_for_url(f"**span={first}-{first + 5}**")  # the link keeps it (one token a character)
+        assert_no_exception(page, "Gates after selecting a word")
+        page.screenshot(path=f"/tmp/helper-span-{os.getpid()}.png")
     finally:
         context.close()
 
