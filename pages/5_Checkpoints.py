@@ -22,6 +22,7 @@ from lab.training.checkpoints import (
 )
 from ui.checkpoint_picker import cached_checkpoint, choose_checkpoint
 from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
+from ui.inspect_views import cell_label
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, user_errors
 from ui.sessions import room_check, session_key, user_dir
@@ -45,7 +46,14 @@ if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, show
     getattr(st, kind)(message)
 
 
+FAMILY_NAMES = {"lm": "language model", "scan_markov": "n-gram scan", "classifier": "sequence classifier"}
+
+
 def final_metrics(info):
+    """The validation figure of the weights the file holds: its own record (a bundled model keeps its
+    best evaluation's weights), else its history's last evaluation."""
+    if "val_nats_per_char" in info.metrics:
+        return info.metrics["val_nats_per_char"]
     history = info.metrics.get("history") or [{}]
     last = history[-1]
     return last.get("val_nats_per_char", last.get("val_accuracy", math.nan))
@@ -104,8 +112,8 @@ else:
         {
             "name": i.name,
             "where": "bundled" if i.bundled else "user",
-            "family": i.family,
-            "cell": i.cell,
+            "family": FAMILY_NAMES.get(i.family, i.family),
+            "cell": cell_label(i.cell),
             "params": params_of(i),
             "versions": "" if i.bundled else str(versions.get(i.name.removesuffix("_latest"), 0)),
             # per character only: a subword model's loss per token beside characters' would mislead

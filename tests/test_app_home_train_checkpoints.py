@@ -23,7 +23,14 @@ from lab.data import CharTokenizer
 from lab.nets.backends import default_backend, default_scan_mode
 from lab.nets.models import LMConfig, build_model
 from lab.server.spaces import new_space_key, space_dir
-from lab.training.checkpoints import checkpoint_bytes, list_checkpoints, load_checkpoint, sanitize_name
+from lab.training.checkpoints import (
+    BUNDLED_DIR,
+    checkpoint_bytes,
+    list_checkpoints,
+    load_checkpoint,
+    read_info,
+    sanitize_name,
+)
 from lab.training.presets import PRESETS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -573,3 +580,8 @@ def test_checkpoints_opens_on_the_best_character_model_and_compares_per_characte
     assert at.selectbox(key="ckpt_choice").value == "char-lstm_latest"
     (table,) = [d.value for d in at.dataframe if "val nats/char" in d.value.columns]
     assert "final val loss" not in table.columns  # a subword model's loss per token would sit beside characters'
+    lstm = table[table.name == "char-lstm_latest"].iloc[0]
+    assert (lstm.family, lstm.cell) == ("language model", "LSTM")  # plain words, not the lab's keys
+    assert lstm["val nats/char"] == pytest.approx(
+        read_info(BUNDLED_DIR / "char-lstm_latest.safetensors", bundled=True).metrics["val_nats_per_char"]
+    )
