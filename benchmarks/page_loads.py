@@ -35,28 +35,28 @@ from benchmarks.app import (
 
 LAPTOP = {"width": 1366, "height": 768}
 STATUS_WIDGET = '[data-testid="stStatusWidget"]'
-# (page path, what is changed, the widget's key, the key pressed on it, a script whose value the change's
-# rerun alters: Streamlit's heartbeat reruns a part of every page every few seconds, so the end of a
-# run alone does not say that the change has been drawn)
+# (page path, what is changed, the element focused (CSS), the key pressed on it, a script whose value the
+# change's rerun alters: Streamlit's heartbeat reruns a part of every page every few seconds, so the end
+# of a run alone does not say that the change has been drawn)
 WIDGET_CHANGES = [
     (
         "Gates",
-        "span moved by one character",
-        "gates_span",
-        "ArrowRight",
-        """() => document.querySelectorAll('span[style*="rgba(255, 193, 7"]').length""",
+        "span grown by one character (Shift and the right arrow in the text)",
+        ".st-key-gates_span_text .rnnlab-span-text",
+        "Shift+ArrowRight",
+        """() => document.querySelectorAll('.st-key-gates_span_text span.chosen').length""",
     ),
     (
         "Sample",
         "temperature raised by 0.1",
-        "sample_temperature_T",
+        ".st-key-sample_temperature_T input",
         "ArrowUp",
         """() => [...document.querySelectorAll('span[title^="p = "]')].map(s => s.title + s.textContent).join()""",
     ),
     (
         "Memory",
         "longest lag down by 8",
-        "memory_max_lag",
+        ".st-key-memory_max_lag input",
         "ArrowLeft",
         """() => [...document.querySelectorAll('.js-plotly-plot')]
             .map(c => JSON.stringify((c.data || []).map(t => t.x && (t.x.bdata || t.x.length)))).join()""",
@@ -87,16 +87,16 @@ def visit(server, page, path):
     return seconds, cpu
 
 
-def change_widget(server, page, key, press, drawn_js):
-    """Press a key on a widget: (seconds until its rerun has changed what `drawn_js` reads and the
+def change_widget(server, page, selector, press, drawn_js):
+    """Press a key on an element: (seconds until its rerun has changed what `drawn_js` reads and the
     script has finished, server CPU seconds meanwhile)."""
-    widget = page.locator(f".st-key-{key} input").last  # a slider's last thumb, or a number's box
+    widget = page.locator(selector).last  # a slider's last thumb, a number's box, the span's text
     widget.focus()
     before = page.evaluate(drawn_js)
     cpu = server_cpu_seconds(server)
     start = time.perf_counter()
     widget.press(press)
-    if widget.get_attribute("type") != "range":  # a number box takes its value on Enter
+    if widget.evaluate("e => e.tagName") == "INPUT" and widget.get_attribute("type") != "range":  # a box: Enter
         widget.press("Enter")
     page.wait_for_function(f"before => ({drawn_js})() !== before", arg=before, polling=20, timeout=120_000)
     settled(page)
@@ -129,10 +129,10 @@ def page_visits(server, page, repeats):
 def widget_changes(server, page, repeats):
     """{what: medians of `repeats` changes}, each page visited once before (warm if the caller visited it)."""
     changes = {}
-    for path, what, key, press, drawn_js in WIDGET_CHANGES:
+    for path, what, selector, press, drawn_js in WIDGET_CHANGES:
         visit(server, page, path)
         changes[f"{path}: {what}"] = median_run(
-            [change_widget(server, page, key, press, drawn_js) for _ in range(repeats)]
+            [change_widget(server, page, selector, press, drawn_js) for _ in range(repeats)]
         )
     return changes
 
