@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from ui import train_chart as tv
 from ui.train_chart import NANOGPT_ANCHORS, char_anchors, race_figure
-from ui.train_runs import RunLog
+from ui.train_runs import RunLog, starting_text
 
 NANOGPT = [label for _, label in NANOGPT_ANCHORS]
 
@@ -110,3 +110,17 @@ def test_the_race_verdict_and_step_counts_are_read_from_the_runs_on_the_chart():
     assert tv.live_verdict(logs[:1], "elapsed") is None  # one run is no race
     steps = tv.steps_sentence(logs)
     assert "the GRU 412, the LSTM 380" in steps and "up to 5 runs of other people" in steps
+
+
+def test_a_run_waiting_on_a_ray_cluster_says_what_it_waits_for_and_for_how_long():
+    from types import SimpleNamespace
+
+    on_ray = SimpleNamespace(status="queued", ray_address="10.0.0.1:6379", started_at=100.0)
+    assert starting_text(on_ray, now=123.4) == (
+        "waiting for the cluster: a free CPU, then a fresh worker that loads PyTorch (a class's first runs can "
+        "take a minute) · 23 s"
+    )
+    here = SimpleNamespace(status="running", ray_address=None, started_at=100.0)
+    assert starting_text(here, now=101.0) == "starting… 1 s"
+    started_on_ray = SimpleNamespace(status="running", ray_address="10.0.0.1:6379", started_at=100.0)
+    assert starting_text(started_on_ray, now=130.0) == "starting… 30 s"  # the actor is up: its model is being built

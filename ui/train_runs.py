@@ -216,6 +216,19 @@ def session_logs():
     return logs
 
 
+def starting_text(job, now=None):
+    """What a run without its first step yet is doing, in plain words, with the seconds it has waited:
+    on a Ray cluster the wait is for a free CPU and a fresh worker process that loads PyTorch, which for
+    a class's first runs can take a minute (BENCHMARKS.md), so the page says so rather than look stuck."""
+    waited = f"{(now or time.time()) - job.started_at:.0f} s"
+    if job.status == "queued" and job.ray_address is not None:
+        return (
+            f"waiting for the cluster: a free CPU, then a fresh worker that loads PyTorch (a class's first runs "
+            f"can take a minute) · {waited}"
+        )
+    return f"starting… {waited}"
+
+
 def draw_progress_and_samples(logs):
     """Under the chart: a progress bar per running run, each run's first and latest samples, the
     runs table, and where finished runs were saved."""
@@ -231,7 +244,7 @@ def draw_progress_and_samples(logs):
             )
             continue
         if last is None:
-            st.progress(0.0, text=f"**{names[id(log)]}** · starting…")
+            st.progress(0.0, text=f"**{names[id(log)]}** · {starting_text(log.job)}")
             continue
         st.progress(
             min(1.0, last["progress"]),
