@@ -8,58 +8,83 @@ a short URL name, each bound to a widget key:
     ...widgets with those keys...
     mirror_to_url(SETTINGS, DEFAULTS)      # after them: the URL holds what differs from the defaults
 
-A bad value in a link is ignored with a warning that names it; the page opens with its default.
+What a page reads from its URL is a pydantic model made from its fields (`link_model`): each field's
+kind is a type with its bounds (an integer or a finite number in [low, high], one of the choices, true
+or false, a text of at most `high` characters, a span "a-b"), and pydantic reads the URL's strings
+into those types. A bad value in a link is refused with one plain line that names the field
+(lab.schema.error_message); that setting keeps the page's own value, and the link's other settings
+still apply.
 """
 
-import math
+import functools
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
+import pydantic
 import streamlit as st
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, StringConstraints, ValidationError
 
+from lab.schema import error_message
 from ui.plain_text import plain
+
+# a URL holds only strings: they are read into each field's type (strict mode would refuse "3" for 3);
+# NaN and infinity are no numbers, and a name the page does not have is refused
+LINK = ConfigDict(extra="forbid", allow_inf_nan=False)
+TEXT_MAX_CHARS = 64  # a text field's longest value when its Field gives no `high`
+
+
+def _span_parts(text):
+    """A span's URL form "a-b" -> its two ends, for pydantic to read as integers."""
+    first, dash, last = str(text).partition("-")
+    if not dash:
+        raise ValueError("a span is two integers written a-b")
+    return first, last
+
+
+def _ordered(span):
+    if span[0] > span[1]:
+        raise ValueError(f"the span starts at {span[0]}, after its end {span[1]}")
+    return span
+
+
+def _bounded(number, field):
+    return Annotated[number, pydantic.Field(ge=field.low, le=field.high)]
+
+
+# each kind of Field -> the type its URL value is read into
+KINDS = {
+    "choice": lambda field: Literal[field.choices],
+    "int": lambda field: _bounded(int, field),
+    "float": lambda field: _bounded(float, field),
+    "bool": lambda field: bool,  # true/false, 1/0, yes/no, on/off
+    "text": lambda field: Annotated[str, StringConstraints(max_length=int(field.high or TEXT_MAX_CHARS))],
+    "range": lambda field: Annotated[
+        tuple[_bounded(int, field), _bounded(int, field)], BeforeValidator(_span_parts), AfterValidator(_ordered)
+    ],  # two integers "a-b" with low <= a <= b <= high
+}
 
 
 @dataclass(frozen=True)
 class Field:
-    """One setting: its kind, bounds (or choices) and label; `key` is its widget key."""
+    """One setting: its kind (a key of KINDS), bounds (or choices) and label."""
 
-    kind: str  # "choice", "int", "float", "bool", "text", "range" (two ints low <= a <= b <= high, "a-b")
+    kind: str
     label: str
     low: float = None
-    high: float = None  # for "text": the longest value (64 characters if not given)
+    high: float = None  # for "text": the longest value (TEXT_MAX_CHARS if not given)
     choices: tuple = ()
 
-    def parse(self, raw):
-        """A URL value (str) -> a value of this field; ValueError saying what is allowed."""
-        if self.kind == "choice":
-            if raw not in self.choices:
-                raise ValueError(f"must be one of {', '.join(self.choices)}")
-            return raw
-        if self.kind == "bool":
-            if raw.lower() not in ("true", "false", "1", "0"):
-                raise ValueError("must be true or false")
-            return raw.lower() in ("true", "1")
-        if self.kind == "text":
-            longest = int(self.high or 64)
-            if len(raw) > longest:
-                raise ValueError(f"must be at most {longest:,} characters")
-            return raw
-        if self.kind == "range":
-            first, _, last = raw.partition("-")
-            if not (first.isdigit() and last.isdigit() and self.low <= int(first) <= int(last) <= self.high):
-                raise ValueError(f"must be two integers a-b with {self.low:g} <= a <= b <= {self.high:g}")
-            return int(first), int(last)
-        try:
-            value = int(raw) if self.kind == "int" else float(raw)
-        except ValueError:
-            raise ValueError(
-                f"must be {'an integer' if self.kind == 'int' else 'a number'} in [{self.low:g}, {self.high:g}]"
-            ) from None
-        if not (math.isfinite(value) and self.low <= value <= self.high):
-            raise ValueError(f"must be in [{self.low:g}, {self.high:g}]")
-        return value
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown kind of setting {self.kind!r}: one of {', '.join(KINDS)}")
+
+    @property
+    def annotation(self):
+        """The type (with its bounds) pydantic reads this setting's URL value into."""
+        return KINDS[self.kind](self)
 
     def format(self, value):
+        """A value of this field -> its URL form."""
         if self.kind == "bool":
             return "true" if value else "false"
         if self.kind == "range":
@@ -67,21 +92,35 @@ class Field:
         return f"{value:g}" if self.kind == "float" else str(value)
 
 
+@functools.lru_cache(maxsize=64)
+def link_model(fields):
+    """The pydantic model of what a page reads from its URL; `fields`: ((URL name, Field), ...)."""
+    return pydantic.create_model("Link", __config__=LINK, **{name: (field.annotation, None) for name, field in fields})
+
+
 def parse_query(query, fields):
     """A URL's query ({name: str}) -> ({name: value} for the valid ones, warnings for the rest).
-    `fields`: URL name -> Field. The warnings are plain text, the link's words quoted in them: the page
-    shows them with ui.plain_text.plain, so nothing in a link renders as Markdown, a link or an image."""
-    values, warnings = {}, []
-    for name, raw in query.items():
-        quoted = f"“{name}={raw}”"
-        if name not in fields:
-            warnings.append(f"Ignored {quoted} in the link: there is no such setting on this page.")
-            continue
+    `fields`: URL name -> Field. Each warning is one line naming the setting; the link's words are
+    quoted in it as plain text: the page shows them with ui.plain_text.plain, so nothing in a link
+    renders as Markdown, a link or an image."""
+    warnings = [
+        f"Ignored “{name}={raw}” in the link: there is no such setting on this page."
+        for name, raw in query.items()
+        if name not in fields
+    ]
+    given = {name: str(raw) for name, raw in query.items() if name in fields}
+    model = link_model(tuple(fields.items()))
+    while True:  # each bad value is refused on its own, and the rest are read again without it
         try:
-            values[name] = fields[name].parse(str(raw))
-        except ValueError as e:
-            warnings.append(f"Ignored {quoted} in the link: {fields[name].label.lower()} {e}.")
-    return values, warnings
+            link = model.model_validate(given)
+        except ValidationError as error:
+            name = error.errors(include_url=False)[0]["loc"][0]
+            warnings.append(
+                f"Ignored “{name}={given.pop(name)}” in the link, so {fields[name].label} keeps this page's "
+                f"own value. {error_message(error)}."
+            )
+            continue
+        return {name: getattr(link, name) for name in given}, warnings
 
 
 def _page_id(settings):
