@@ -5,6 +5,7 @@ import streamlit as st
 
 from lab.instruments.scans import race_scans
 from lab.nets.cells import CELLS
+from ui.common import show_table
 from ui.lessons.common import background, check_yourself, notice, open_full_page
 
 SCAN_LENGTHS = [16, 64, 256, 1024, 2048]
@@ -50,18 +51,8 @@ def a_recurrence_you_can_scan():
         yaxis=dict(type="log", title="best of 3, milliseconds", dtick=1),
     )
     st.plotly_chart(fig, key="lessons_scan_chart")
-    st.dataframe(
-        race.rename(columns=RACE_COLUMNS).style.format(
-            {
-                RACE_COLUMNS["max_abs_diff"]: "{:.1e}",
-                RACE_COLUMNS["sequential_ms"]: "{:.2f}",
-                RACE_COLUMNS["parallel_ms"]: "{:.2f}",
-                RACE_COLUMNS["speedup"]: "{:.2f}×",
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-    )
+    formats = {"max_abs_diff": "{:.1e}", "sequential_ms": "{:.2f}", "parallel_ms": "{:.2f}", "speedup": "{:.2f}×"}
+    show_table(race, RACE_COLUMNS, formats)
     worst = race["max_abs_diff"].max()
     wins = race.loc[race["speedup"] > 1, "T"].tolist()
     longest = race.iloc[-1]
