@@ -1,0 +1,212 @@
+"""The gate-bias study's results as the Ablation page draws them, for the shipped study and a live run
+alike: what the study says, the accuracy table, the loss and accuracy curves, and the gate statistics
+(z and r per epoch, z over the sequence, its distribution), with the frozen-bias check."""
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from lab.experiments.ablation import ARMS, epoch_rows, step_rows
+from ui.common import ARM_COLORS, study_conclusion
+from ui.plain_text import plain
+
+
+def band(fig, x, low, high, color, name):
+    """A shaded q10-q90 (or mean ± std) band under a line."""
+    fig.add_trace(
+        go.Scatter(
+            x=list(x) + list(x)[::-1],
+            y=list(high) + list(low)[::-1],
+            fill="toself",
+            fillcolor=color,
+            opacity=0.15,
+            line=dict(width=0),
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup=name,
+        )
+    )
+
+
+def loss_figure(steps, title, height=320):
+    """The training loss per step, one line per (arm, random seed): `steps` has columns arm, seed, step,
+    train_loss (lab.experiments.ablation.step_rows, or a live run's step events)."""
+    fig = go.Figure()
+    for (arm, seed), g in steps.groupby(["arm", "seed"]):
+        fig.add_trace(
+            go.Scatter(
+                x=g["step"],
+                y=g["train_loss"],
+                mode="lines",
+                name=f"{arm}, random seed {seed}",
+                line=dict(color=ARM_COLORS.get(arm), width=1.5),
+                legendgroup=arm,
+            )
+        )
+    fig.update_layout(
+        title=title, xaxis_title="step", yaxis_title="cross-entropy", height=height, margin=dict(t=40, b=10)
+    )
+    return fig
+
+
+def accuracy_table(results):
+    rows = []
+    for arm, s in results["summary"].items():
+        mean, std = s["val_accuracy_mean"], s["val_accuracy_std"]
+        rows.append(
+            {
+                "arm": arm,
+                "random seeds": s["n_seeds"],
+                "test accuracy": "–"
+                if mean is None
+                else f"{100 * mean:.1f}%" + ("" if std is None else f" ± {100 * std:.1f}"),
+                "per random seed": ", ".join(
+                    f"{100 * v:.1f}%" for v in s["val_accuracy_by_seed"].values() if v is not None
+                ),
+                "test loss": s["val_loss_mean"],
+                "train loss (last epoch)": s["train_loss_mean"],
+                "mean z": s["z_mean_final"],
+                "mean r": s["r_mean_final"],
+                "b_z = b_iz + b_hz": s["b_z_mean_final"],
+                "what": ARMS[arm].description if arm in ARMS else "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def show_results(results, key):
+    """Accuracy table, curves and gate statistics of one study (shipped or live)."""
+    d, cfg = results["dataset"], results["config"]
+    st.markdown(f"**What this study says:** {plain(study_conclusion(results))}")
+    st.markdown(
+        f"**{d['title']}**: {d['n_train']} training / {d['n_test']} test sequences of "
+        f"**{d['sequence_length']} steps**; {results['model']['parameters']:,} parameters "
+        f"({results['model']['backend']}); {cfg['epochs']} epochs of {results['training']['steps_per_epoch']} "
+        f"AdamW steps (batch {cfg['batch_size']}, lr {cfg['lr']:g} → {cfg['min_lr']:g}), random seeds "
+        f"{', '.join(map(str, cfg['seeds']))}." + ("" if results["complete"] else " **Incomplete study.**")
+    )
+    if results.get("command"):
+        st.code(results["command"], language="bash")
+    st.dataframe(
+        accuracy_table(results),
+        hide_index=True,
+        key=f"ablation_{key}_table",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.3f")
+            for c in ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")
+        },
+    )
+    epochs, steps = pd.DataFrame(epoch_rows(results)), pd.DataFrame(step_rows(results))
+    if steps.empty:
+        st.info("No training steps recorded yet.")
+        return
+    trained = epochs[epochs["step"] > 0]
+    left, right = st.columns(2)
+    loss = loss_figure(steps, "Training loss per step (one line per random seed)", height=340)
+    left.plotly_chart(loss, key=f"ablation_{key}_loss")
+    acc = go.Figure()
+    for arm, g in trained.groupby("arm", sort=False):
+        m = g.groupby("epoch")["val_accuracy"].agg(["mean", "std", "count"]).reset_index().fillna(0)
+        band(acc, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), ARM_COLORS.get(arm), arm)
+        acc.add_trace(
+            go.Scatter(
+                x=m["epoch"],
+                y=100 * m["mean"],
+                mode="lines+markers",
+                name=f"{arm} (mean ± std)",
+                line=dict(color=ARM_COLORS.get(arm)),
+                legendgroup=arm,
+            )
+        )
+    acc.update_layout(
+        title="Test accuracy per epoch, mean ± std over random seeds",
+        xaxis_title="epoch",
+        yaxis_title="accuracy (%)",
+        yaxis_range=[0, 100],
+        height=340,
+        margin=dict(t=40, b=10),
+    )
+    right.plotly_chart(acc, key=f"ablation_{key}_acc")
+
+    st.subheader("Gate statistics")
+    st.caption(
+        f"z and r of the first {cfg['gate_batch']} test sequences, traced through the reference twin of the "
+        "model at initialisation (epoch 0) and after every epoch; lines are means over random seeds, bands the "
+        "10th-90th percentile of all gate values (every unit, step and sequence)."
+    )
+    cols = st.columns(2)
+    for col, gate in zip(cols, ("z", "r")):
+        fig = go.Figure()
+        for arm, g in epochs.groupby("arm", sort=False):
+            m = g.groupby("epoch")[[f"{gate}_mean", f"{gate}_q10", f"{gate}_q90"]].mean().reset_index()
+            band(fig, m["epoch"], m[f"{gate}_q10"], m[f"{gate}_q90"], ARM_COLORS.get(arm), arm)
+            fig.add_trace(
+                go.Scatter(
+                    x=m["epoch"],
+                    y=m[f"{gate}_mean"],
+                    mode="lines+markers",
+                    name=arm,
+                    line=dict(color=ARM_COLORS.get(arm)),
+                    legendgroup=arm,
+                )
+            )
+        what = "update gate z (keeps memory)" if gate == "z" else "reset gate r"
+        fig.update_layout(
+            title=f"Mean {what} per epoch", xaxis_title="epoch", yaxis_range=[0, 1], height=320, margin=dict(t=40, b=10)
+        )
+        col.plotly_chart(fig, key=f"ablation_{key}_gate_{gate}")
+    cols = st.columns(2)
+    profile, hist = go.Figure(), go.Figure()
+    for run in results["runs"]:
+        if not run["epochs"]:
+            continue
+        z = run["epochs"][-1]["gates"]["z"]
+        first = run["seed"] == results["summary"][run["arm"]]["seeds"][0]
+        profile.add_trace(
+            go.Scatter(
+                x=z["time"]["t_start"],
+                y=z["time"]["mean"],
+                mode="lines",
+                line_shape="hv",
+                name=f"{run['arm']}, random seed {run['seed']}",
+                line=dict(color=ARM_COLORS.get(run["arm"])),
+                legendgroup=run["arm"],
+            )
+        )
+        if first:
+            edges = [i / len(z["histogram"]) for i in range(len(z["histogram"]))]
+            hist.add_trace(
+                go.Bar(
+                    x=edges,
+                    y=z["histogram"],
+                    name=f"{run['arm']}, random seed {run['seed']}",
+                    offset=0,
+                    width=1 / len(z["histogram"]),
+                    marker_color=ARM_COLORS.get(run["arm"]),
+                    opacity=0.6,
+                )
+            )
+    profile.update_layout(
+        title="Mean z over the sequence, last epoch",
+        xaxis_title="time step",
+        yaxis_title="z",
+        height=320,
+        margin=dict(t=40, b=10),
+    )
+    hist.update_layout(
+        title="Distribution of z, last epoch (first random seed)",
+        xaxis_title="z",
+        yaxis_title="fraction",
+        barmode="overlay",
+        height=320,
+        margin=dict(t=40, b=10),
+    )
+    cols[0].plotly_chart(profile, key=f"ablation_{key}_profile")
+    cols[1].plotly_chart(hist, key=f"ablation_{key}_hist")
+    checks = [
+        f"{r['arm']}, random seed {r['seed']}: {r['frozen_bias_check']}"
+        for r in results["runs"]
+        if r["frozen_bias_check"]
+    ]
+    if checks:
+        st.success("Frozen-bias check (exact zeros after every epoch): " + "; ".join(checks))
