@@ -12,7 +12,8 @@ Glossary: B batch, T time (pixels per sequence), H hidden units, C classes, N se
 Modules: model (arms, the model, frozen biases and their check, gate statistics), config (the config
 and the one table of command-line options), runner (run_ablation, the one runner, resumable per run,
 its runs spread over the ranks under torchrun, and AblationJob, the same runner on a background
-thread), results (results.json / .csv, checkpoints, summaries, Markdown and time-constant tables).
+thread), results (results.json / .csv, checkpoints, summaries), conclusions (the study's answer, each arm
+against the baseline, the Markdown table, what a bias means in steps).
 
 The model is seed 003's: one GRU layer in PyTorch's convention (lab.nets.cells.TorchGRULayer;
 fused torch.nn.GRU by default), H = 181, one grey pixel per step, a linear head on the final
@@ -49,20 +50,16 @@ quantiles, histogram, time profile) come from the step-by-step twin of the model
 a fixed batch of test sequences, at initialisation and after every epoch.
 """
 
-from .config import OPTIONS, AblationConfig, add_arguments, cli_command, config_from_args
-from .model import ARMS, FrozenBiasError, build_arm_model, check_frozen_biases, freeze_gate_biases, gate_bias_pairs
-from .results import (
+from .conclusions import (
     LEARNED,
-    RESULTS_FILE,
-    SHIPPED_DIR,
     SIGNIFICANT,
     chrono_mean,
     compare_with_baseline,
     conclusion,
-    epoch_rows,
-    load_results,
-    step_rows,
     summary_markdown,
     time_constant_table,
 )
+from .config import OPTIONS, AblationConfig, add_arguments, cli_command, config_from_args
+from .model import ARMS, FrozenBiasError, build_arm_model, check_frozen_biases, freeze_gate_biases, gate_bias_pairs
+from .results import RESULTS_FILE, SHIPPED_DIR, epoch_rows, load_results, step_rows
 from .runner import RANK_PATIENCE, AblationJob, load_study_data, run_ablation, run_arm
