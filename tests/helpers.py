@@ -1,5 +1,6 @@
-"""What several test modules share: running the CLI in-process and reading its errors, a study's
-records without their timings, and CIFAR-10's on-disk format in miniature. (Fixtures live in conftest.)"""
+"""What several test modules share: running the CLI in-process and reading its errors, the smallest model,
+study and probe a test trains, a study's records without their timings, and CIFAR-10's on-disk format in
+miniature. (Fixtures live in conftest.)"""
 
 import contextlib
 import hashlib
@@ -7,8 +8,11 @@ import io
 import pickle
 
 import numpy as np
+import torch
 
 from lab.__main__ import main
+from lab.nets.models import LMConfig, build_model
+from lab.training.train import TrainConfig
 
 # a CLI model small enough for a test: `--eval-interval` follows, a test's own
 TINY_CLI_MODEL = [
@@ -23,6 +27,46 @@ TINY_CLI_MODEL = [
     "--threads",
     "1",
 ]
+# a digits study small enough for a test: AblationConfig's fields, and on the command line (where the
+# seeds, arms and what follows are a test's own)
+TINY_STUDY = dict(
+    dataset="digits",
+    epochs=1,
+    seeds=(0,),
+    arms=("baseline",),
+    size=8,
+    hidden_size=8,
+    limit_train=64,
+    limit_test=32,
+    batch_size=32,
+)
+TINY_STUDY_CLI = [
+    "--size",
+    "8",
+    "--epochs",
+    "1",
+    "--limit-train",
+    "16",
+    "--limit-test",
+    "8",
+    "--batch-size",
+    "8",
+    "--gate-batch",
+    "2",
+]
+TINY_PROBE = dict(tasks=("recall",), cells=("rnn",), distances=(2,), steps=5, eval_every=5, eval_sequences=16)
+
+
+def tiny_lm(task, seed=0):
+    """A language model of a few hundred parameters for `task`, initialised from `seed`."""
+    torch.manual_seed(seed)
+    return build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=8, hidden_size=16))
+
+
+def tiny_train_config(**overrides):
+    """Eight steps of four 16-token windows on the CPU, validated every four; `overrides` change any field."""
+    defaults = dict(batch_size=4, block_size=16, max_steps=8, eval_interval=4, eval_windows=8, lr=1e-2, device="cpu")
+    return TrainConfig(**{**defaults, **overrides})
 
 
 def run(argv):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import cifar_fixture, without_timing
+from helpers import TINY_STUDY_CLI, cifar_fixture, without_timing
 
 from lab.__main__ import build_parser, main
 from lab.data import DataError
@@ -356,20 +356,9 @@ def test_cli_runs_a_tiny_study(capsys, tmp_path):
     code = main(
         [
             "ablation",
-            "--size",
-            "8",
-            "--epochs",
-            "1",
+            *TINY_STUDY_CLI,
             "--seeds",
             "0",
-            "--limit-train",
-            "16",
-            "--limit-test",
-            "8",
-            "--batch-size",
-            "8",
-            "--gate-batch",
-            "2",
             "--backend",
             "fast",
             "--out",

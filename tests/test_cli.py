@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import assert_one_line_error, run
+from helpers import TINY_CLI_MODEL, assert_one_line_error, run
 
 from lab.data import load_bundled_corpus
 from lab.nets.models import ClassifierConfig, build_model, conventions, count_parameters
@@ -259,20 +259,11 @@ def test_a_signal_stops_training_after_a_step_and_saves_what_was_trained(signum,
         "train",
         "--corpus",
         str(corpus),
-        "--hidden-size",
-        "16",
-        "--embed-dim",
-        "8",
-        "--block-size",
-        "16",
-        "--batch-size",
-        "4",
+        *TINY_CLI_MODEL,
         "--steps",
         "100000",
         "--eval-interval",
         "3",
-        "--threads",
-        "1",
         "--resumable",
         "--name",
         "long",

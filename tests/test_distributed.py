@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY_CLI_MODEL, run, without_timing
+from helpers import TINY_CLI_MODEL, TINY_STUDY_CLI, run, without_timing
 
 from lab.experiments.ablation import RESULTS_FILE, load_results
 from lab.training.checkpoints import load_checkpoint
@@ -114,26 +114,7 @@ def test_the_batch_must_split_evenly_over_the_ranks(monkeypatch):
 
 
 # 2 arms x 2 seeds of 2 steps each: two rounds of two runs on two ranks
-STUDY = [
-    "ablation",
-    "--size",
-    "8",
-    "--epochs",
-    "1",
-    "--seeds",
-    "0",
-    "1",
-    "--limit-train",
-    "16",
-    "--limit-test",
-    "8",
-    "--batch-size",
-    "8",
-    "--gate-batch",
-    "2",
-    "--threads",
-    "1",
-]
+STUDY = ["ablation", *TINY_STUDY_CLI, "--seeds", "0", "1", "--threads", "1"]
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from helpers import TINY_PROBE, TINY_STUDY
 
 from lab.experiments.probe import (
     IGNORE,
@@ -189,25 +190,13 @@ def test_the_probe_and_the_live_ablation_wait_in_the_budgets_queue_while_it_is_f
     budget, turns = Budget(capacity=1000.0, owner_share=1.0), StepTurns(1)
     full = budget.request(1000.0, "someone else", "a big run")
     probe = ProbeJob(
-        ProbeConfig(
-            tasks=("recall",), cells=("rnn",), distances=(2,), steps=5, eval_every=5, eval_sequences=16, give_up_after=0
-        ),
+        ProbeConfig(**TINY_PROBE, give_up_after=0),
         owner="student",
         budget=budget,
         turns=turns,
     )
     ablation = AblationJob(
-        AblationConfig(
-            dataset="digits",
-            epochs=1,
-            seeds=(0,),
-            arms=("baseline",),
-            size=8,
-            hidden_size=8,
-            limit_train=64,
-            limit_test=32,
-            batch_size=32,
-        ),
+        AblationConfig(**TINY_STUDY),
         owner="student",
         budget=budget,
     )

@@ -13,17 +13,17 @@ import torch
 
 ray = pytest.importorskip("ray")  # requirements-ray.txt: the README's test command installs it
 
+from helpers import TINY_PROBE, TINY_STUDY, tiny_lm, tiny_train_config  # noqa: E402
+
 from lab.data import load_bundled_corpus  # noqa: E402
 from lab.experiments.ablation import AblationConfig, AblationJob  # noqa: E402
 from lab.experiments.probe import ProbeConfig, ProbeJob  # noqa: E402
 from lab.instruments.sampling import SamplingConfig, sample_text  # noqa: E402
-from lab.nets.models import LMConfig, build_model  # noqa: E402
 from lab.server import ray_runs  # noqa: E402
 from lab.server.jobs import TrainingJob  # noqa: E402
 from lab.server.spaces import check_room, new_space_key, space_dir  # noqa: E402
 from lab.training.checkpoints import load_checkpoint  # noqa: E402
 from lab.training.tasks import LMTask  # noqa: E402
-from lab.training.train import TrainConfig  # noqa: E402
 
 ADDRESS = "local"  # the cluster the fixture starts; the jobs' connect() finds this process connected
 WAIT_S = 120  # the bound on any one wait: Ray's start of a worker on 2 busy cores takes seconds
@@ -41,19 +41,9 @@ def task():
     return LMTask.from_text(load_bundled_corpus()[:20_000], "char")
 
 
-def tiny_model(task, seed=0):
-    torch.manual_seed(seed)
-    return build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=8, hidden_size=16))
-
-
-def config(**overrides):
-    defaults = dict(batch_size=4, block_size=16, max_steps=8, eval_interval=4, eval_windows=8, lr=1e-2, device="cpu")
-    return TrainConfig(**{**defaults, **overrides})
-
-
 def long_run(task, name, folder):
     return TrainingJob(
-        name, tiny_model(task), task, config(max_steps=None, max_seconds=300), folder, ray_address=ADDRESS
+        name, tiny_lm(task), task, tiny_train_config(max_steps=None, max_seconds=300), folder, ray_address=ADDRESS
     )
 
 
@@ -76,9 +66,9 @@ def test_a_run_on_ray_trains_streams_saves_in_the_students_space_and_samples(tas
     jobs = [
         TrainingJob(
             f"run-{where}",
-            tiny_model(task),
+            tiny_lm(task),
             task,
-            config(),
+            tiny_train_config(),
             checkpoint_dir=space,
             sampler=sampler,
             sample_every_s=0,
@@ -124,7 +114,7 @@ def test_more_runs_than_cpus_wait_in_rays_queue_stop_works_running_or_waiting_an
     waiting.stop()  # it leaves Ray's queue
     assert waiting.wait(WAIT_S) == "stopped" and waiting.message == "stopped before it started"
     short = [
-        TrainingJob(f"short-{i}", tiny_model(task, i), task, config(), tmp_path, ray_address=ADDRESS).start()
+        TrainingJob(f"short-{i}", tiny_lm(task, i), task, tiny_train_config(), tmp_path, ray_address=ADDRESS).start()
         for i in range(3)
     ]
     for job in busy:
@@ -135,23 +125,10 @@ def test_more_runs_than_cpus_wait_in_rays_queue_stop_works_running_or_waiting_an
 
 def test_the_memory_probe_and_the_live_ablation_run_on_ray():
     probe = ProbeJob(
-        ProbeConfig(tasks=("recall",), cells=("rnn",), distances=(2,), steps=5, eval_every=5, eval_sequences=16),
+        ProbeConfig(**TINY_PROBE),
         ray_address=ADDRESS,
     ).start()
-    ablation = AblationJob(
-        AblationConfig(
-            dataset="digits",
-            epochs=1,
-            seeds=(0,),
-            arms=("baseline",),
-            size=8,
-            hidden_size=8,
-            limit_train=64,
-            limit_test=32,
-            batch_size=32,
-        ),
-        ray_address=ADDRESS,
-    ).start()
+    ablation = AblationJob(AblationConfig(**TINY_STUDY), ray_address=ADDRESS).start()
     assert probe.wait(WAIT_S) == "finished", probe.message
     assert ablation.wait(WAIT_S) == "finished", ablation.message
     assert probe.table.steps.tolist() == [5] and any(e["type"] == "probe_result" for e in probe.events())

@@ -9,6 +9,7 @@ import time
 
 import pytest
 import torch
+from helpers import tiny_lm, tiny_train_config
 
 from lab.data import load_bundled_corpus
 from lab.instruments.sampling import SamplingConfig, sample_text
@@ -17,7 +18,6 @@ from lab.server.jobs import TrainingJob
 from lab.server.workers import NICENESS, WorkerError, run_in_process
 from lab.training.checkpoints import load_checkpoint
 from lab.training.tasks import LMTask
-from lab.training.train import TrainConfig
 
 
 @pytest.fixture(scope="module")
@@ -25,28 +25,14 @@ def task():
     return LMTask.from_text(load_bundled_corpus()[:20_000], "char")
 
 
-def tiny_model(task, seed=0):
-    torch.manual_seed(seed)
-    return build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=8, hidden_size=16))
-
-
-def config(**overrides):
-    return TrainConfig(
-        **{
-            **dict(batch_size=4, block_size=16, max_steps=8, eval_interval=4, eval_windows=8, lr=1e-2, device="cpu"),
-            **overrides,
-        }
-    )
-
-
 def test_a_run_in_a_process_trains_the_same_weights_as_in_a_thread_and_saves_them(task, tmp_path):
     sampler = functools.partial(sample_text, task.tokenizer, "", SamplingConfig(max_new_tokens=5))
     jobs = [
         TrainingJob(
             f"run-{where}",
-            tiny_model(task),
+            tiny_lm(task),
             task,
-            config(),
+            tiny_train_config(),
             checkpoint_dir=tmp_path / where,
             sampler=sampler,
             sample_every_s=0,
@@ -72,9 +58,9 @@ def test_a_run_in_a_process_trains_the_same_weights_as_in_a_thread_and_saves_the
 def test_stopping_a_run_in_a_process_stops_it_between_steps_and_keeps_its_weights(task, tmp_path):
     job = TrainingJob(
         "long",
-        tiny_model(task),
+        tiny_lm(task),
         task,
-        config(max_steps=None, max_seconds=300),
+        tiny_train_config(max_steps=None, max_seconds=300),
         checkpoint_dir=tmp_path,
         in_process=True,
     ).start()
@@ -119,7 +105,7 @@ def test_the_child_runs_at_a_lower_priority_than_the_server():
 
 def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task, tmp_path):
     wrong = build_model(LMConfig(vocab_size=3, embed_dim=8, hidden_size=16))  # the corpus has more characters
-    job = TrainingJob("wrong", wrong, task, config(), checkpoint_dir=tmp_path, in_process=True).start()
+    job = TrainingJob("wrong", wrong, task, tiny_train_config(), checkpoint_dir=tmp_path, in_process=True).start()
     assert job.wait(120) == "failed"
     assert "Traceback" not in job.message and job.message.startswith("IndexError")
     assert [e["type"] for e in job.events()][-1] == "error"
@@ -153,7 +139,7 @@ def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(c
 def test_a_jobs_internal_error_is_one_line_on_the_page_and_a_traceback_in_the_log(task, tmp_path, caplog):
     wrong = build_model(LMConfig(vocab_size=3, embed_dim=8, hidden_size=16))  # the corpus has more characters
     with caplog.at_level(logging.ERROR, logger="lab.server.jobs"):
-        job = TrainingJob("wrong", wrong, task, config(), checkpoint_dir=tmp_path).start()
+        job = TrainingJob("wrong", wrong, task, tiny_train_config(), checkpoint_dir=tmp_path).start()
         assert job.wait(120) == "failed"
     assert "\n" not in job.message and job.message.startswith("IndexError")
     (record,) = [r for r in caplog.records if r.name == "lab.server.jobs" and r.levelno == logging.ERROR]
