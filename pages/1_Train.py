@@ -64,12 +64,10 @@ with model_col:
         "hand-optimised loops, checked equal. fused: PyTorch's own RNN, GRU and LSTM (cuDNN on a GPU).",
     )
     c1, c2 = st.columns(2)
-    c1.number_input(F["emb"].label, F["emb"].low, F["emb"].high, step=8, key=ts.key("emb"))
-    c2.number_input(F["hidden"].label, F["hidden"].low, F["hidden"].high, step=16, key=ts.key("hidden"), disabled=fixed)
-    c1.number_input(F["layers"].label, F["layers"].low, F["layers"].high, key=ts.key("layers"), disabled=fixed)
-    c2.number_input(
-        F["dropout"].label, F["dropout"].low, F["dropout"].high, step=0.05, format="%.2f", key=ts.key("dropout")
-    )
+    ts.number_input(c1, "emb", step=8)
+    ts.number_input(c2, "hidden", step=16, disabled=fixed)
+    ts.number_input(c1, "layers", disabled=fixed)
+    ts.number_input(c2, "dropout", step=0.05, format="%.2f")
     if fixed:
         st.caption("The selective-scan presets have a fixed architecture; only the width E and dropout change.")
 
@@ -84,7 +82,7 @@ with data_col:
         help="char: one token per character. sentencepiece: BPE subwords trained on the corpus (~1 s).",
     )
     if st.session_state[ts.key("tokenizer")] == "sentencepiece":
-        st.number_input(F["vocab"].label, F["vocab"].low, F["vocab"].high, step=100, key=ts.key("vocab"))
+        ts.number_input(st, "vocab", step=100)
     upload = None
     if st.session_state[ts.key("corpus")] == "upload":
         upload = st.file_uploader("Your corpus (UTF-8 text, up to 20 MB)", type=["txt"], key="train_upload")
@@ -92,45 +90,35 @@ with data_col:
 with train_col:
     st.subheader("Training")
     c1, c2 = st.columns(2)
-    c1.number_input(F["lr"].label, F["lr"].low, F["lr"].high, step=1e-4, format="%g", key=ts.key("lr"))
-    c2.number_input(F["wd"].label, F["wd"].low, F["wd"].high, step=0.01, format="%g", key=ts.key("wd"))
-    c1.number_input(F["batch"].label, F["batch"].low, F["batch"].high, key=ts.key("batch"), help="Windows per batch.")
+    ts.number_input(c1, "lr", step=1e-4, format="%g")
+    ts.number_input(c2, "wd", step=0.01, format="%g")
+    ts.number_input(c1, "batch", help="Windows per batch.")
     ngram = PRESETS[st.session_state[ts.key("preset")]].task == "ngram"
-    c2.number_input(
-        F["block"].label,
-        F["block"].low,
-        F["block"].high,
-        key=ts.key("block"),
+    ts.number_input(
+        c2,
+        "block",
         disabled=ngram,
         help="Time steps per window: how far back gradients flow (BPTT length).",
     )
-    c1.number_input(
-        F["smoothing"].label, F["smoothing"].low, F["smoothing"].high, step=0.05, format="%.2f", key=ts.key("smoothing")
-    )
-    c2.number_input(
-        F["clip"].label,
-        F["clip"].low,
-        F["clip"].high,
+    ts.number_input(c1, "smoothing", step=0.05, format="%.2f")
+    ts.number_input(
+        c2,
+        "clip",
         step=0.1,
         format="%.2f",
-        key=ts.key("clip"),
         help="Clip the global gradient norm to this value: a gradient that grows through many "
         "steps (an exploding gradient) then cannot throw the weights far in one update.",
     )
-    c1.number_input(
-        F["seconds"].label,
-        F["seconds"].low,
-        F["seconds"].high,
+    ts.number_input(
+        c1,
+        "seconds",
         step=10,
-        key=ts.key("seconds"),
         help="Wall-clock budget; the learning rate anneals over it (cosine).",
     )
-    c2.number_input(
-        F["eval_every"].label,
-        F["eval_every"].low,
-        F["eval_every"].high,
+    ts.number_input(
+        c2,
+        "eval_every",
         step=10,
-        key=ts.key("eval_every"),
         help="Training steps between validation passes.",
     )
     st.checkbox(

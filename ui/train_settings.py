@@ -67,6 +67,12 @@ def key(name):
     return f"train_{name}"
 
 
+def number_input(container, name, **options):
+    """A number box in `container` for the setting `name`, with its label, bounds and widget key."""
+    field = FIELDS[name]
+    return container.number_input(field.label, field.low, field.high, key=key(name), **options)
+
+
 def preset_values(name):
     """The settings a preset stands for (model, tokenizer and training recipe)."""
     preset = PRESETS[name]
