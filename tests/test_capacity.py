@@ -3,7 +3,6 @@ caps each owner's share, and refuses a job that could never fit with a message."
 
 import math
 import threading
-import time
 
 import pytest
 
@@ -101,17 +100,21 @@ def test_step_turns_go_round_in_order_and_a_first_step_goes_first():
     turns, order = StepTurns(concurrent=1), []
     assert turns.take()  # a run is stepping; two runs already training wait, then a new one asks
 
-    def job(name, first):
-        assert turns.take(poll_seconds=0.01, first=first)
+    def job(name, first, queued):
+        def still_wanted():  # take() asks this while the job waits in the queue
+            queued.set()
+            return False
+
+        assert turns.take(should_stop=still_wanted, poll_seconds=0.01, first=first)
         order.append(name)
         turns.give_back()
 
     waiting = []
     for name, first in [("old-1", False), ("old-2", False), ("new", True)]:
-        waiting.append(threading.Thread(target=job, args=(name, first)))
+        queued = threading.Event()
+        waiting.append(threading.Thread(target=job, args=(name, first, queued)))
         waiting[-1].start()
-        while turns.waiting < len(waiting):  # queued in this order
-            time.sleep(0.001)
+        assert queued.wait(10)  # queued in this order
     turns.give_back()
     for thread in waiting:
         thread.join(10)

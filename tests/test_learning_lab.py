@@ -15,7 +15,6 @@ from lab.instruments.learning import (
     milestones_sentence,
     sample_steps,
     samples_shown,
-    step_shown_after,
 )
 from lab.instruments.sampling import SamplingConfig, reproduced_prefix, sample_text
 from lab.nets.models import LMConfig, build_model
@@ -38,7 +37,7 @@ def test_the_replay_shows_one_sample_more_every_few_seconds_never_one_not_yet_wr
     assert samples_shown(10, REVEAL_SECONDS * 3.5) == 4
     assert samples_shown(2, 60.0) == 2  # training is behind the replay: it waits
     steps = sample_steps(LEARN_STEPS)
-    assert step_shown_after(0, steps) == 1 and step_shown_after(10_000, steps) == LEARN_STEPS
+    assert samples_shown(len(steps), 10_000) == len(steps)  # at the end, the last: the step LEARN_STEPS
 
 
 def test_the_sampler_writes_at_its_steps_and_nothing_between():
@@ -62,7 +61,8 @@ def test_milestones_are_the_first_steps_whose_samples_show_them():
 def test_after_30_seconds_of_replay_the_lessons_paragraph_is_not_yet_memorised():
     torch.manual_seed(0)
     task = LMTask.from_text(SONNET, "char")
-    steps = step_shown_after(30, sample_steps(LEARN_STEPS))
+    shown = sample_steps(LEARN_STEPS)[: samples_shown(len(sample_steps(LEARN_STEPS)), 30)]
+    steps = shown[-1]  # the step of the sample on screen 30 s into the replay
     model = build_model(LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL))
     train(model, task, TrainConfig(max_steps=steps, max_seconds=None, **{**LEARN_RECIPE, "eval_interval": steps}))
     span = min(len(task.train_ids) - LEARN_PROMPT_CHARS, 200)

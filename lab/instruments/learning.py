@@ -48,11 +48,6 @@ def samples_shown(available, seconds_watching, every=REVEAL_SECONDS):
     return min(available, 1 + int(seconds_watching // every))
 
 
-def step_shown_after(seconds, steps, every=REVEAL_SECONDS):
-    """The step whose sample the replay shows `seconds` after it began (when training keeps ahead)."""
-    return steps[samples_shown(len(steps), seconds, every) - 1]
-
-
 WORD = re.compile(r"[A-Za-z']{3,}")
 MILESTONES = {
     "space": "the first space",

@@ -185,12 +185,6 @@ class StepTurns:
             self._changed.notify_all()  # the next in line may fit too (concurrent > 1)
             return True
 
-    @property
-    def waiting(self):
-        """How many jobs wait for a turn now."""
-        with self._changed:
-            return len(self._waiting)
-
     def give_back(self):
         with self._changed:
             self._free += 1
