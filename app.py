@@ -11,8 +11,8 @@ import streamlit as st
 
 from lab.nets.models import config_to_dict
 from lab.training.presets import PRESETS
+from ui.cell_labels import equations_latex
 from ui.common import page_link, parameter_count, preset_description, setup_page, show_anchors
-from ui.inspect_views import equations_latex
 
 setup_page("Home")
 st.title("🧠 RNN Lab")

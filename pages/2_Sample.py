@@ -16,12 +16,14 @@ from lab.instruments.sampling import (
     encode_prompt,
     repetition_report,
 )
-from ui import inspect_views as views
+from ui.cached_calls import cached_generation, cached_influence, checkpoint_key
+from ui.cell_labels import cell_label, checkpoint_cell
 from ui.checkpoint_picker import checkpoint_picker
 from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
 from ui.common import setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import piece_label, user_errors
+from ui.sample_views import STRATEGY_TITLES, latest_val_loss, mean, next_token_figure, repetition_markdown
 
 setup_page("Sample")
 st.title("💬 Sample")
@@ -104,9 +106,9 @@ with top[3]:
 mirror_to_url(SETTINGS, DEFAULTS)
 if checkpoint is None:
     st.stop()
-last_eval = views.latest_val_loss(checkpoint)
+last_eval = latest_val_loss(checkpoint)
 st.caption(
-    f"`{checkpoint.path.name}` · {views.cell_label(views.checkpoint_cell(checkpoint))} · "
+    f"`{checkpoint.path.name}` · {cell_label(checkpoint_cell(checkpoint))} · "
     f"vocabulary {checkpoint.tokenizer.vocab_size}"
     + (
         f" · validation {last_eval['val_nats_per_char']:.3f} nats/char (see the anchors above)"
@@ -149,14 +151,14 @@ def sampling_config(strategy, stateful=True):
 
 def generated(checkpoint, prompt, config):
     """lab.instruments.sampling.generate, cached across sessions per (model, prompt, settings)."""
-    return views.cached_generation(*views.checkpoint_key(checkpoint), prompt, tuple(vars(config).items()))
+    return cached_generation(*checkpoint_key(checkpoint), prompt, tuple(vars(config).items()))
 
 
 def coloured_generation(checkpoint, prompt, generation, entropy_help):
     st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
     metric_cols = st.columns(2)
-    metric_cols[0].metric("entropy (nats)", f"{views.mean(generation.entropies):.2f}", help=entropy_help)
-    metric_cols[1].metric("mean p(chosen)", f"{views.mean(generation.probs):.2f}")
+    metric_cols[0].metric("entropy (nats)", f"{mean(generation.entropies):.2f}", help=entropy_help)
+    metric_cols[1].metric("mean p(chosen)", f"{mean(generation.probs):.2f}")
 
 
 @st.fragment
@@ -165,10 +167,10 @@ def samples(checkpoint, prompt):
     setting reruns this part only."""
     columns = st.columns(4)
     with columns[0]:
-        st.subheader(views.STRATEGY_TITLES["greedy"])
+        st.subheader(STRATEGY_TITLES["greedy"])
         st.caption("argmax at every step: deterministic, and prone to loops.")
     with columns[1]:
-        st.subheader(views.STRATEGY_TITLES["temperature"])
+        st.subheader(STRATEGY_TITLES["temperature"])
         st.number_input(
             "T",
             *BOUNDS["temperature"],
@@ -177,12 +179,12 @@ def samples(checkpoint, prompt):
             help="softmax(logits / T): below 1 sharpens, above 1 flattens.",
         )
     with columns[2]:
-        st.subheader(views.STRATEGY_TITLES["top_k"])
+        st.subheader(STRATEGY_TITLES["top_k"])
         k_cols = st.columns(2)
         k_cols[0].number_input("k", *BOUNDS["top_k"], step=1, key="sample_top_k_k")
         k_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_k_T")
     with columns[3]:
-        st.subheader(views.STRATEGY_TITLES["top_p"])
+        st.subheader(STRATEGY_TITLES["top_p"])
         p_cols = st.columns(2)
         p_cols[0].number_input("p", *BOUNDS["top_p"], step=0.05, key="sample_top_p_p")
         p_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_p_T")
@@ -204,7 +206,7 @@ def samples(checkpoint, prompt):
                 st.markdown(
                     "**Repetition report** (a greedy sampler's typical loop: “And then the sea…”, again and again)"
                 )
-                st.markdown(views.repetition_markdown(report))
+                st.markdown(repetition_markdown(report))
 
     st.divider()
     st.subheader("Stateful vs stateless")
@@ -217,7 +219,7 @@ def samples(checkpoint, prompt):
     strategy_for_state = st.selectbox(
         "Strategy (settings and random seed from its column above)",
         list(STRATEGIES),
-        format_func=views.STRATEGY_TITLES.get,
+        format_func=STRATEGY_TITLES.get,
         key="sample_state_strategy",
     )
     stateless = None
@@ -252,7 +254,7 @@ def drivers(checkpoint, prompt):
     st.subheader("🧭 Which earlier characters drove this character?")
     drove_cols = st.columns([1, 3])
     traced_strategy = drove_cols[0].selectbox(
-        "From the column", list(STRATEGIES), format_func=views.STRATEGY_TITLES.get, key="sample_influence_strategy"
+        "From the column", list(STRATEGIES), format_func=STRATEGY_TITLES.get, key="sample_influence_strategy"
     )
     config = sampling_config(traced_strategy)
     generation = None
@@ -272,7 +274,7 @@ def drivers(checkpoint, prompt):
     )
     influence = None
     with user_errors("Tracing the influence"):
-        influence = views.cached_influence(*views.checkpoint_key(checkpoint), tuple(ids), len(prompt_ids) + nth - 1)
+        influence = cached_influence(*checkpoint_key(checkpoint), tuple(ids), len(prompt_ids) + nth - 1)
     if influence is not None:
         st.html(influence_legend_html())
         st.html(influence_html(token_texts(checkpoint.tokenizer, ids), influence))
@@ -296,7 +298,7 @@ def typing(checkpoint):
         max_chars=MAX_PROMPT_CHARS,
         help="The model reads only what you added since the last time, from the state it carried.",
     )
-    reader_key = ("sample_typing_reader", views.checkpoint_key(checkpoint))
+    reader_key = ("sample_typing_reader", checkpoint_key(checkpoint))
     if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model
         st.session_state.sample_typing_reader = (reader_key, TypingReader(checkpoint.model, checkpoint.tokenizer))
     reader = st.session_state.sample_typing_reader[1]
@@ -306,7 +308,7 @@ def typing(checkpoint):
     if probs is not None:
         top5 = next_tokens(probs, checkpoint.tokenizer, k=5)
         bars, typing_buttons = st.columns([3, 1])
-        bars.plotly_chart(views.next_token_figure(top5), key="sample_next_chart")
+        bars.plotly_chart(next_token_figure(top5), key="sample_next_chart")
         with typing_buttons:
             st.caption("Type the next one:")
             for n, row in enumerate(top5.itertuples()):

@@ -14,10 +14,21 @@ from lab.instruments.features import FEATURE_KINDS, FEATURES
 from lab.instruments.introspect import GATE_KINDS, MAX_TRACE_TOKENS, SIGMOID_GATES, gate_summary
 from lab.instruments.units import UNIT_ORDERS, span_units, top_units, unit_gallery
 from lab.nets.cells import CELLS
-from ui import inspect_views as views
+from ui.cached_calls import (
+    cached_influence,
+    cached_passage_unit,
+    cached_trace,
+    cached_unit_correlations,
+    cached_unit_order,
+    checkpoint_key,
+)
+from ui.cell_labels import CELL_NOTES, cell_label, equations_latex
+from ui.checkpoint_picker import checkpoint_picker
 from ui.coloured_text import activation_html, activation_legend_html, influence_html, influence_legend_html
-from ui.common import checkpoint_picker, piece_label, plain, plain_convention, setup_page, show_anchors, user_errors
+from ui.common import plain_convention, setup_page, show_anchors
+from ui.gate_charts import gate_heatmap, saturation_histogram, unit_trace_figure
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.plain_text import piece_label, plain, user_errors
 from ui.span_select import span_select, span_text
 
 setup_page("Gates")
@@ -138,9 +149,9 @@ if checkpoint is None:
     st.stop()
 
 trace = None
-key = views.checkpoint_key(checkpoint)
+key = checkpoint_key(checkpoint)
 with user_errors("Tracing"):
-    trace = views.cached_trace(*key, text)
+    trace = cached_trace(*key, text)
 if trace is None:
     st.stop()
 T, n_layers = len(trace.token_ids), len(trace.layers)
@@ -162,7 +173,7 @@ def gallery(trace, key, text):
     n_cards = cards[1].slider("Units in the gallery", 1, 12, key="gates_cards")
     table = None
     with user_errors("Finding units"):
-        table = views.cached_unit_correlations(*key, text)
+        table = cached_unit_correlations(*key, text)
     if table is None:
         return
     chosen = unit_gallery(table, n_cards)
@@ -251,7 +262,7 @@ def one_unit(trace, key):
         "Layer",
         range(len(trace.layers)),
         key="gates_layer",
-        format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}",
+        format_func=lambda l: f"layer {l}: {cell_label(trace.cells[l])}",
     )
     gate_names, gates = trace.gate_names[layer], trace.gates(layer)
     H = next(iter(gates.values())).shape[1]
@@ -269,10 +280,8 @@ def one_unit(trace, key):
         "(*Macbeth*: the witches at their cauldron)"
     )
     with user_errors("Reading the longer passage"):
-        st.html(
-            activation_html(*views.cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate, compact=True)
-        )
-    st.plotly_chart(views.unit_trace_figure(values, trace.pieces, unit_gate, unit), key="gates_unit_chart")
+        st.html(activation_html(*cached_passage_unit(*key, *PASSAGE, layer, unit_gate, unit), unit_gate, compact=True))
+    st.plotly_chart(unit_trace_figure(values, trace.pieces, unit_gate, unit), key="gates_unit_chart")
     mirror()
 
 
@@ -295,7 +304,7 @@ def drivers(trace, key):
     )
     influence = None
     with user_errors("Tracing the influence"):
-        influence = views.cached_influence(*key, tuple(trace.token_ids), target)
+        influence = cached_influence(*key, tuple(trace.token_ids), target)
     if influence is not None:
         st.html(influence_legend_html())
         st.html(influence_html(trace.token_texts, influence))
@@ -319,7 +328,7 @@ def layer_details(trace, key, text):
         "Layer",
         range(len(trace.layers)),
         key="gates_heatmap_layer",
-        format_func=lambda l: f"layer {l}: {views.cell_label(trace.cells[l])}",
+        format_func=lambda l: f"layer {l}: {cell_label(trace.cells[l])}",
     )
     cell, gate_names, gates = trace.cells[layer], trace.gate_names[layer], trace.gates(layer)
     H = next(iter(gates.values())).shape[1]
@@ -357,9 +366,9 @@ def layer_details(trace, key, text):
     if drawn:
         units = None
         with user_errors(f"Ordering the units of {gate}"):
-            units = views.cached_unit_order(*key, text, layer, gate, order, feature if order == "feature" else None)
+            units = cached_unit_order(*key, text, layer, gate, order, feature if order == "feature" else None)
         if units is not None:
-            st.plotly_chart(views.gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]), key="gates_heatmap")
+            st.plotly_chart(gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]), key="gates_heatmap")
             st.caption(
                 f"{len(trace.token_ids)} tokens · {n_units} of the {H} units of this layer · hover a cell for "
                 "the token, the unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh "
@@ -370,11 +379,11 @@ def layer_details(trace, key, text):
         saturation_view(trace, layer)
     left, right = st.columns([3, 2])
     with left:
-        st.markdown(f"**{views.cell_label(cell)}**, as the lab implements it")
-        st.markdown(views.CELL_NOTES[cell])
+        st.markdown(f"**{cell_label(cell)}**, as the lab implements it")
+        st.markdown(CELL_NOTES[cell])
         st.caption(f"convention: `{plain_convention(trace.conventions[layer])}`")
     with right:
-        st.latex(views.equations_latex(cell))
+        st.latex(equations_latex(cell))
     if code:
         layer_class = CELLS[cell]  # the reference implementation, whatever backend the checkpoint trained with
         st.caption("The lab's code for this cell: its equations, line by line.")
@@ -414,7 +423,7 @@ def saturation_view(trace, layer):
     sigmoid_gates = [g for g in gate_names if g in SIGMOID_GATES]
     if sigmoid_gates:
         for col, gate in zip(st.columns(len(sigmoid_gates)), sigmoid_gates):
-            col.plotly_chart(views.saturation_histogram(gates[gate], gate), key=f"gates_hist_{gate}")
+            col.plotly_chart(saturation_histogram(gates[gate], gate), key=f"gates_hist_{gate}")
         st.caption(
             "A gate below 0.1 is nearly shut, above 0.9 nearly open; a saturated gate passes almost no "
             "gradient through its sigmoid (σ' = σ(1 − σ) < 0.09)."

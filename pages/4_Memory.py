@@ -16,11 +16,22 @@ from lab.instruments.memory import (
     memory_spread,
 )
 from lab.nets.cells import CELLS
-from ui import inspect_views as views
+from ui.cached_calls import cached_gradient, cached_retention, cached_trace
+from ui.cell_labels import cell_label
 from ui.checkpoint_picker import checkpoint_infos
 from ui.coloured_text import activation_html
 from ui.common import setup_page, show_table
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.memory_charts import (
+    analytic_figure,
+    gradient_figure,
+    half_life_words,
+    log_range,
+    longest_memory_layer,
+    memory_spread_figure,
+    memory_spread_sentence,
+    retention_band_figure,
+)
 from ui.memory_probe import probe_section
 from ui.plain_text import plain, user_errors
 
@@ -150,7 +161,7 @@ def unit_memory(text):
         "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
         "$a_{t+1} \\cdots a_{t+k}$, averaged here over every start $t$ in the text. A unit's **half-life** "
         "is the first $k$ at which less than half survives. Keep factors: "
-        + ", ".join(f"{views.cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
+        + ", ".join(f"{cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
         + ". The vanilla RNN has no keep gate: its memory shows only in the gradients (section 3)."
     )
     cols = st.columns([3, 1])
@@ -167,7 +178,7 @@ def unit_memory(text):
             )
             continue
         with user_errors(f"Retention of {name}"):
-            for layer, r in enumerate(views.cached_retention(*key_of(name), text)):
+            for layer, r in enumerate(cached_retention(*key_of(name), text)):
                 measured.append((model_label(name), layer, r.up_to(max_lag)))
     if not measured:
         if chosen:
@@ -175,14 +186,14 @@ def unit_memory(text):
         mirror()
         return
     curves = [(f"{name} · layer {layer} ({r.keep_gate})", r.cell, r) for name, layer, r in measured]
-    st.plotly_chart(views.memory_spread_figure(curves), key="memory_spread_chart")
+    st.plotly_chart(memory_spread_figure(curves), key="memory_spread_chart")
     spread = memory_spread([(name, layer, r) for name, layer, r in measured])
-    notice = views.memory_spread_sentence(spread)
+    notice = memory_spread_sentence(spread)
     st.markdown(f"**What the chart shows.** {notice}")
     with st.expander("The numbers, layer by layer"):
         shown = spread.copy()
         for column in ("median_half_life", "longest_half_life"):
-            shown[column] = [views.half_life_words(h, lags) for h, lags in zip(shown[column], shown["lags"])]
+            shown[column] = [half_life_words(h, lags) for h, lags in zip(shown[column], shown["lags"])]
         st.dataframe(
             shown.drop(columns=["cell", "lags"]).rename(columns=SPREAD_COLUMNS),
             hide_index=True,
@@ -204,16 +215,16 @@ def longest_memories(measured, text):
     if st.session_state.get("memory_units_model") not in names:
         st.session_state.memory_units_model = names[0]
     name = st.selectbox("Model", names, key="memory_units_model")
-    layer, r = views.longest_memory_layer([r for n, _, r in measured if n == name])  # every layer, in order
+    layer, r = longest_memory_layer([r for n, _, r in measured if n == name])  # every layer, in order
     left, right = st.columns([2, 3])
     with left:
         st.plotly_chart(
-            views.retention_band_figure(r, f"{name} · layer {layer}: every unit's retention"),
+            retention_band_figure(r, f"{name} · layer {layer}: every unit's retention"),
             key="memory_band_chart",
         )
     trace = None
     with user_errors(f"Reading the text with {name}"):
-        trace = views.cached_trace(*key_of(f"{name}_latest"), text)
+        trace = cached_trace(*key_of(f"{name}_latest"), text)
     if trace is None:
         return
     state = "c" if r.cell == "lstm" else "h"  # what the unit holds: the LSTM's cell state, else the state h
@@ -224,7 +235,7 @@ def longest_memories(measured, text):
             f"(its {state}: red positive, blue negative). A long memory reads as a colour that lasts."
         )
         for unit in r.longest_units(3):
-            st.markdown(f"Unit {unit}: keeps half for {views.half_life_words(half_lives[unit], len(r.lags))}")
+            st.markdown(f"Unit {unit}: keeps half for {half_life_words(half_lives[unit], len(r.lags))}")
             st.html(activation_html(trace.token_texts, trace.gate(layer, state)[:, unit], state, compact=True))
 
 
@@ -238,7 +249,7 @@ def analytic():
     left, right = st.columns([2, 1])
     with left:
         g = st.select_slider("Keep gate held constant at g", G_VALUES, key="memory_g")
-        st.plotly_chart(views.analytic_figure(g, [v for v in G_VALUES if v != g], 100_000), key="memory_gk_chart")
+        st.plotly_chart(analytic_figure(g, [v for v in G_VALUES if v != g], 100_000), key="memory_gk_chart")
     with right:
         kept = constant_gate_retention(g, [10, 100, 1000])
         for k, value in zip((10, 100, 1000), kept):
@@ -304,18 +315,16 @@ def gradients(text):
     for name in grad_chosen:
         cell = by_name[name].cell
         with user_errors(f"Gradients of {name}"):
-            trained.append((model_label(name), cell, views.cached_gradient(*key_of(name), text[: steps + 1])))
-            fresh.append(
-                (model_label(name), cell, views.cached_gradient(*key_of(name), text[: steps + 1], fresh_seed=0))
-            )
+            trained.append((model_label(name), cell, cached_gradient(*key_of(name), text[: steps + 1])))
+            fresh.append((model_label(name), cell, cached_gradient(*key_of(name), text[: steps + 1], fresh_seed=0)))
     if trained:
-        y_range = views.log_range(*[c[2] for c in trained + fresh])
+        y_range = log_range(*[c[2] for c in trained + fresh])
         cols = st.columns(2)
         cols[0].plotly_chart(
-            views.gradient_figure(trained, "trained (bundled checkpoints)", y_range), key="memory_grad_trained"
+            gradient_figure(trained, "trained (bundled checkpoints)", y_range), key="memory_grad_trained"
         )
         cols[1].plotly_chart(
-            views.gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range),
+            gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range),
             key="memory_grad_fresh",
         )
         if len(text) < steps + 1:

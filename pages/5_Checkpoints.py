@@ -20,9 +20,9 @@ from lab.training.checkpoints import (
     save_checkpoint,
     scan_checkpoints,
 )
+from ui.cell_labels import cell_label
 from ui.checkpoint_picker import cached_checkpoint, choose_checkpoint
 from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
-from ui.inspect_views import cell_label
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, user_errors
 from ui.sessions import room_check, session_key, user_dir

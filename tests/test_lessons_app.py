@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 import ui.lessons
 from lab.experiments.probe import TOY_CELLS
+from ui.cell_labels import cell_label
 from ui.common import PAGES
-from ui.inspect_views import cell_label
 from ui.lessons import LESSONS
 
 ROOT = Path(__file__).resolve().parent.parent

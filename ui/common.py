@@ -13,12 +13,7 @@ import re
 
 import streamlit as st
 
-from ui.checkpoint_picker import cached_checkpoint, checkpoint_picker  # noqa: F401 (see below)
-from ui.plain_text import piece_label, plain, user_errors  # noqa: F401 (see below)
 from ui.sessions import keep_session_alive, start_server_process
-
-# pages/3_Gates.py and ui/inspect_views.py still import the names marked F401 from here; they move to
-# ui.checkpoint_picker and ui.plain_text with those files' next change
 
 ARM_COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}  # the gate-bias study's arms
 

@@ -2,13 +2,26 @@
 steps earlier (lab.experiments.probe), the shipped results against distance, and a small probe a student
 runs on this server's training budget, with its progress polled only while it trains."""
 
+from pathlib import Path
+
+import pandas as pd
 import streamlit as st
 
 from lab.experiments.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
 from lab.nets.cells import CELLS
-from ui import inspect_views as views
+from lab.training.checkpoints import BUNDLED_DIR
+from ui.cell_labels import cell_label
+from ui.memory_charts import probe_figure
 from ui.plain_text import plain, user_errors
 from ui.sessions import register_job, session_key
+
+PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
+
+
+def load_probe_results(path=PROBE_RESULTS):
+    """The shipped memory-probe table, or None when the file is missing."""
+    path = Path(path)
+    return pd.read_csv(path) if path.is_file() else None
 
 
 def probe_section(mirror):
@@ -33,7 +46,7 @@ def probe_results(mirror):
         "Task", list(TOY_TASKS), format_func=lambda t: TOY_TASKS[t].title, horizontal=True, key="memory_probe_task"
     )
     st.caption(f"At the “?”: {TOY_TASKS[task].question} Example (k = 6): `{TOY_TASKS[task].example(6)}`")
-    shipped = views.load_probe_results()
+    shipped = load_probe_results()
     live = st.session_state.get("memory_probe_live")
     live = live[live.task == task] if live is not None else None
     if shipped is None:
@@ -47,7 +60,7 @@ def probe_results(mirror):
             "model. A cell at chance at two distances in a row was not trained at the longer ones."
         )
     if shipped is not None or live is not None:
-        st.plotly_chart(views.probe_figure(shipped, live), key="memory_probe_chart")
+        st.plotly_chart(probe_figure(shipped, live), key="memory_probe_chart")
         st.caption(
             "Read a curve as what that cell learns to hold at this size and budget, not as a hard capacity "
             "limit: more steps, or another learning rate, can move the long distances."
@@ -76,7 +89,7 @@ def probe_runner(mirror):
     """Settings, Run and, while the probe trains, its progress: the part that reruns every second then."""
     st.subheader("Run a small probe yourself")
     cols = st.columns([1, 2, 1])
-    probe_cell = cols[0].selectbox("Cell", list(CELLS), format_func=views.cell_label, key="memory_probe_cell")
+    probe_cell = cols[0].selectbox("Cell", list(CELLS), format_func=cell_label, key="memory_probe_cell")
     probe_distances = cols[1].multiselect(
         "Distances k", [2, 5, 10, 20, 50, 100], default=[2, 5, 10], key="memory_probe_distances"
     )

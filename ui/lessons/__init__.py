@@ -7,7 +7,7 @@ its answer behind a reveal; and a link that opens the full instrument page with
 the same settings (ui.links reads them from the URL).
 
 Presentation only: the numbers come from `lab` (lab.instruments: stepping, memory, sampling, scans;
-lab.experiments: probe, ablation; lab.training.train), through the cached calls of ui.inspect_views
+lab.experiments: probe, ablation; lab.training.train), through the cached calls of ui.cached_calls
 where those exist. Widget keys start with "lessons_". The lessons live in a few modules by theme;
 what they share is in ui.lessons.common.
 """

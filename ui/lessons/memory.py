@@ -14,7 +14,8 @@ from lab.instruments.memory import (
     keep_gate_biases,
     memory_spread,
 )
-from ui import inspect_views as views
+from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
+from ui.cell_labels import checkpoint_cell
 from ui.common import ARM_COLORS, study_conclusion
 from ui.lessons.common import (
     PASSAGE,
@@ -26,6 +27,13 @@ from ui.lessons.common import (
     notice,
     open_full_page,
     shipped,
+)
+from ui.memory_charts import (
+    gradient_figure,
+    log_range,
+    longest_memory_layer,
+    memory_spread_sentence,
+    retention_band_figure,
 )
 from ui.plain_text import plain, user_errors
 
@@ -69,17 +77,17 @@ def keep_or_overwrite():
         return
     layers = None
     with user_errors("Measuring retention"):
-        layers = [r.up_to(KEEP_LAGS) for r in views.cached_retention(*views.checkpoint_key(checkpoint), PASSAGE)]
+        layers = [r.up_to(KEEP_LAGS) for r in cached_retention(*checkpoint_key(checkpoint), PASSAGE)]
     if layers is None:
         return
-    layer, measured = views.longest_memory_layer(layers)
+    layer, measured = longest_memory_layer(layers)
     label = name.removesuffix("_latest")
     reference = (
         f"a gate held at σ({bias:g}) = {implied['retention']:.3f}",
         constant_gate_retention(implied["retention"], measured.lags),
     )
     st.plotly_chart(
-        views.retention_band_figure(measured, f"{label} · layer {layer}, measured on the passage", reference),
+        retention_band_figure(measured, f"{label} · layer {layer}, measured on the passage", reference),
         key="lessons_keep_chart",
     )
     learned = keep_gate_biases(checkpoint.model)
@@ -109,7 +117,7 @@ def keep_or_overwrite():
         f"(10–90% of units: {biases['bias_q10']:.2f} to {biases['bias_q90']:.2f}), which alone would keep "
         f"{biases['retention']:.2f} per step, a half-life of {biases['half_life']:.1f} steps.{seed_note}\n\n"
         f"Measured on the passage, where the inputs and the state move the gate too: "
-        f"{plain(views.memory_spread_sentence(spread))} The chart shows the same: the median unit's line falls "
+        f"{plain(memory_spread_sentence(spread))} The chart shows the same: the median unit's line falls "
         "fast, while the dashed line of the unit that keeps most stays high. A model's memory lives in a "
         "few such units, not in the typical one, and the next lesson's gradients reach far back along them."
     )
@@ -149,19 +157,19 @@ def why_the_rnn_forgets():
         if checkpoint is None:
             continue
         with user_errors(f"Gradients of {name}"):
-            norms = views.cached_gradient(
-                *views.checkpoint_key(checkpoint), PASSAGE[: steps + 1], fresh_seed=None if trained else 0
+            norms = cached_gradient(
+                *checkpoint_key(checkpoint), PASSAGE[: steps + 1], fresh_seed=None if trained else 0
             )
             label = name.removesuffix("_latest")
-            curves.append((label, views.checkpoint_cell(checkpoint), norms))
+            curves.append((label, checkpoint_cell(checkpoint), norms))
             factors[label] = gradient_decay_per_step(norms, FORGET_FIT)
     if not curves:
         return
     st.plotly_chart(
-        views.gradient_figure(
+        gradient_figure(
             curves,
             "trained" if trained else "at initialisation (torch seed 0)",
-            views.log_range(*[c[2] for c in curves]),
+            log_range(*[c[2] for c in curves]),
         ),
         key="lessons_forget_chart",
     )

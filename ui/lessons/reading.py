@@ -7,7 +7,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.instruments.sampling import SamplingConfig, repetition_report
-from ui import inspect_views as views
+from ui.cached_calls import cached_generation, checkpoint_key
+from ui.cell_labels import CELL_COLOURS, checkpoint_cell
 from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
 from ui.lessons.common import (
     CHAR_MODELS,
@@ -23,6 +24,7 @@ from ui.lessons.common import (
     open_full_page,
 )
 from ui.plain_text import plain, user_errors
+from ui.sample_views import STRATEGY_TITLES, mean
 
 # ---------------------------------------------------------------------------
 # the state is the memory
@@ -34,7 +36,7 @@ def state_is_memory():
     checkpoint = bundled(name)
     if checkpoint is None:
         return
-    key = views.checkpoint_key(checkpoint)
+    key = checkpoint_key(checkpoint)
     curve = None
     with user_errors("Reading the passage"):
         curve = cached_reset_curve(*key, PASSAGE)
@@ -53,7 +55,7 @@ def state_is_memory():
                 mode="lines+markers",
                 text=labels,
                 hovertemplate="reset every %{text} tokens: %{y:.3f} nats/char<extra></extra>",
-                line=dict(color=views.CELL_COLOURS.get(views.checkpoint_cell(checkpoint))),
+                line=dict(color=CELL_COLOURS.get(checkpoint_cell(checkpoint))),
             )
         )
         fig.update_layout(
@@ -85,7 +87,7 @@ def state_is_memory():
     with user_errors("Sampling"):
         for stateful in (True, False):
             items = tuple(vars(SamplingConfig(**{**vars(config), "stateful": stateful})).items())
-            samples[stateful] = views.cached_generation(*key, PROMPT, items)
+            samples[stateful] = cached_generation(*key, PROMPT, items)
     if len(samples) == 2:
         columns = st.columns(2)
         for column, stateful in zip(columns, (True, False)):
@@ -103,8 +105,8 @@ def state_is_memory():
             f"{(reset - carried) / reset:.0%} less. Half of that gain is there once the state lives "
             f"**{halfway} tokens**: the last few tokens carry most of what helps, the rest of the curve is the "
             "longer memory.\n\nThe samples say the same in text: the stateful one gives its own tokens a mean "
-            f"probability of {views.mean(samples[True].probs):.2f}, the stateless one "
-            f"{views.mean(samples[False].probs):.2f} (same random seed, same top-k)."
+            f"probability of {mean(samples[True].probs):.2f}, the stateless one "
+            f"{mean(samples[False].probs):.2f} (same random seed, same top-k)."
         )
     check_yourself(
         "Suppose a model's curve were flat: the same nats/char with the state reset every token as "
@@ -141,7 +143,7 @@ def choosing_the_next_token():
         return
     cols = st.columns(2)
     strategy = cols[0].radio(
-        "Strategy", list(KNOBS), format_func=views.STRATEGY_TITLES.get, horizontal=True, key="lessons_choose_strategy"
+        "Strategy", list(KNOBS), format_func=STRATEGY_TITLES.get, horizontal=True, key="lessons_choose_strategy"
     )
     field, label, widget, low, high, step, default = KNOBS[strategy]
     value = cols[1].slider(label, low, high, default, step, key=widget)
@@ -150,11 +152,11 @@ def choosing_the_next_token():
         "greedy": SamplingConfig(strategy="greedy", **common),
         "chosen": SamplingConfig(strategy=strategy, **{field: value}, **common),
     }
-    key = views.checkpoint_key(checkpoint)
+    key = checkpoint_key(checkpoint)
     runs = {}
     with user_errors("Sampling"):
         for which, config in configs.items():
-            generation = views.cached_generation(*key, PROMPT, tuple(vars(config).items()))
+            generation = cached_generation(*key, PROMPT, tuple(vars(config).items()))
             runs[which] = (generation, repetition_report(generation.continuation))
     if len(runs) < 2:
         return
@@ -162,8 +164,8 @@ def choosing_the_next_token():
         [
             {
                 "strategy": generation.strategy,
-                "mean p(chosen)": views.mean(generation.probs),
-                "mean entropy (nats)": views.mean(generation.entropies),
+                "mean p(chosen)": mean(generation.probs),
+                "mean entropy (nats)": mean(generation.entropies),
                 "words in a repeated 4-word run": report["repeat_share"],
                 "longest repeated passage (chars)": report["longest_repeat_chars"],
                 "ends in a loop": report["ends_in_cycle"],
@@ -191,9 +193,9 @@ def choosing_the_next_token():
         else "though it does not end in a loop"
     )
     notice(
-        f"Greedy always takes the likeliest token: mean p(chosen) **{views.mean(greedy.probs):.2f}**, "
+        f"Greedy always takes the likeliest token: mean p(chosen) **{mean(greedy.probs):.2f}**, "
         f"{g_report['repeat_share']:.0%} of its words sit in a 4-word run it has already written, {loop}. "
-        f"**{plain(chosen.strategy)}** gives its tokens a mean probability of **{views.mean(chosen.probs):.2f}**, "
+        f"**{plain(chosen.strategy)}** gives its tokens a mean probability of **{mean(chosen.probs):.2f}**, "
         f"with {c_report['repeat_share']:.0%} of its words in a repeated run and a longest repeated passage of "
         f"{c_report['longest_repeat_chars']} characters (greedy: {g_report['longest_repeat_chars']}).\n\n"
         "Move the slider: the more freedom the sampler gets (higher T, larger k or p), the lower the mean "
@@ -234,7 +236,7 @@ def characters_or_subwords():
     read = {}
     with user_errors("Tokenising"):
         for label, checkpoint in (("characters", char_model), ("subwords", subword_model)):
-            curve = cached_reset_curve(*views.checkpoint_key(checkpoint), text, (None,))
+            curve = cached_reset_curve(*checkpoint_key(checkpoint), text, (None,))
             ids = checkpoint.tokenizer.encode(text)
             read[label] = (ids, [checkpoint.tokenizer.id_to_piece(i) for i in ids], curve.iloc[0])
     if len(read) < 2:

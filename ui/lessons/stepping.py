@@ -10,7 +10,8 @@ import streamlit as st
 
 from lab.instruments.stepping import MAX_STEP_TOKENS, step_through
 from lab.nets.cells import CELLS
-from ui import inspect_views as views
+from ui.cached_calls import checkpoint_key
+from ui.cell_labels import CELL_COLOURS, cell_label
 from ui.checkpoint_picker import cached_checkpoint
 from ui.coloured_text import span_html
 from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page
@@ -111,7 +112,7 @@ def embedding_chart(step, name):
     fig = go.Figure(
         go.Bar(
             y=step.x,
-            marker_color=views.CELL_COLOURS.get(step.cell),
+            marker_color=CELL_COLOURS.get(step.cell),
             hovertemplate="feature %{x}: %{y:.3f}<extra></extra>",
         )
     )
@@ -125,7 +126,7 @@ def embedding_chart(step, name):
 
 
 def show_equations(step, name, units):
-    st.markdown(f"**{plain(name)}** · {views.cell_label(step.cell)}")
+    st.markdown(f"**{plain(name)}** · {cell_label(step.cell)}")
     st.plotly_chart(embedding_chart(step, name), key=f"lessons_step_x_{step.cell}")
     for equation, latex in zip(step.equations, CELLS[step.cell].equations):
         st.latex(latex)
@@ -167,7 +168,7 @@ def one_step():
         return
     stepped = []
     with user_errors("Reading your text"):
-        stepped = [cached_steps(*views.checkpoint_key(checkpoint), text) for checkpoint in checkpoints]
+        stepped = [cached_steps(*checkpoint_key(checkpoint), text) for checkpoint in checkpoints]
     if not stepped:
         return
     length = min(s.length for s in stepped)
@@ -228,7 +229,7 @@ def one_step():
     )
     if st.toggle("Show code", key="lessons_step_code", help="The lab source of the cells on this screen."):
         for cell in dict.fromkeys(step.cell for step in steps):
-            st.caption(f"The lab's code for the {views.cell_label(cell)}: one line per equation above")
+            st.caption(f"The lab's code for the {cell_label(cell)}: one line per equation above")
             st.code(inspect.getsource(CELLS[cell].forward), language="python")
     check_yourself(
         "A unit of the PyTorch-convention GRU has z_t = 0.9, h_{t−1} = 0.5 and candidate n_t = −0.2. "

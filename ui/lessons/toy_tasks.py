@@ -9,9 +9,10 @@ import streamlit as st
 from lab.experiments.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
 from lab.nets.models import count_parameters
 from lab.server.jobs import TrainingJob
-from ui import inspect_views as views
+from ui.cell_labels import cell_label
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
+from ui.memory_charts import probe_figure
 from ui.plain_text import plain, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
@@ -86,13 +87,13 @@ def live_rows(jobs, task, distance):
 def live_view(results, task, distance):
     jobs = st.session_state.get("lessons_toy_jobs")
     if jobs is None:
-        st.plotly_chart(views.probe_figure(results, marked=distance), key="lessons_toy_chart")
+        st.plotly_chart(probe_figure(results, marked=distance), key="lessons_toy_chart")
         st.info("Press **Train** to train all four cells from scratch at this distance, side by side.")
         return
     ran = st.session_state.lessons_toy_for
     live = live_rows(jobs, *ran)
     st.plotly_chart(
-        views.probe_figure(results, live if ran == (task, distance) else None, marked=distance), key="lessons_toy_chart"
+        probe_figure(results, live if ran == (task, distance) else None, marked=distance), key="lessons_toy_chart"
     )
     if ran != (task, distance):
         st.info(
@@ -127,12 +128,12 @@ def what_the_curves_show(rows, task, distance):
     here = rows[rows["distance"] == distance].set_index("cell")
     parts = []
     for cell, (held, lost) in reach(rows).items():
-        label = views.cell_label(cell)
+        label = cell_label(cell)
         holds = f"holds up to k = {held}" if held else "holds at no distance measured"
         falls = f", at chance from k = {lost}" if lost else ", above chance at every distance measured"
         parts.append(f"- **{label}** {holds}{falls}.")
     beating = [
-        views.cell_label(c) for c, r in here.iterrows() if not r["skipped"] and r["accuracy"] >= r["chance"] + AT_CHANCE
+        cell_label(c) for c, r in here.iterrows() if not r["skipped"] and r["accuracy"] >= r["chance"] + AT_CHANCE
     ]
     listed = " and ".join([", ".join(beating[:-1]), beating[-1]] if len(beating) > 1 else beating)
     at_k = (
@@ -185,7 +186,7 @@ def toy_tasks():
             row = rows[(rows["cell"] == cell) & (rows["distance"] == distance)]
             shown = "not trained" if row.empty or row["skipped"].iloc[0] else f"{row['accuracy'].iloc[0]:.0%}"
             column.metric(
-                f"{views.cell_label(cell)}, shipped",
+                f"{cell_label(cell)}, shipped",
                 shown,
                 help=None if row.empty else f"{int(row['steps'].iloc[0])} steps",
             )

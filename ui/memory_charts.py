@@ -1,0 +1,257 @@
+"""The Memory page's charts (Plotly) and the sentences that read them, shared with the memory lessons:
+how many units keep more than half after k steps, one layer's retention as a band over its units,
+g**k for a constant keep gate, the gradient through time, the memory probe's accuracy against distance.
+The numbers come from lab.instruments.memory and lab.experiments.probe."""
+
+import html
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lab.instruments.memory import MEMORY_SPANS, constant_gate_retention
+from ui.cell_labels import CELL_COLOURS
+
+
+def memory_spread_figure(curves, spans=MEMORY_SPANS):
+    """The share of units that still keep more than half after k steps, against k (log-log), one line
+    per layer: where a line ends, no unit keeps half that long. curves: list of (name, cell, Retention)."""
+    fig = go.Figure()
+    for n, (name, cell, r) in enumerate(curves):
+        deeper = n > 0 and curves[n - 1][1] == cell  # a second layer of the same model: dashed
+        share = (r.unit_half_lives[None, :] > r.lags[:, None]).mean(1)  # (K,)
+        fig.add_trace(
+            go.Scatter(
+                x=r.lags,
+                y=np.where(share > 0, share, np.nan),  # a log axis has no 0: the line ends there
+                mode="lines",
+                name=name,
+                line=dict(color=CELL_COLOURS.get(cell), width=2.5, dash="dash" if deeper else None),
+                hovertemplate="after %{x} steps: %{y:.1%} of the units<extra>" + html.escape(name) + "</extra>",
+            )
+        )
+    for k in spans:  # a shape on a log axis is placed in log10 units
+        fig.add_vline(x=math.log10(k), line=dict(color="#999", dash="dot", width=1), annotation_text=f"{k} tokens")
+    fig.update_layout(
+        height=380,
+        margin=dict(l=60, r=10, t=30, b=40),
+        xaxis=dict(type="log", title="k: units still keeping more than half of what they held after k tokens"),
+        yaxis=dict(type="log", title="share of the units", tickformat=".1%"),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def longest_memory_layer(layers):
+    """(layer, Retention) of the layer with the most long memories among a model's Retentions: the
+    largest share of units keeping more than half after the first span, then the longest unit."""
+    return max(
+        enumerate(layers), key=lambda lr: (lr[1].share_longer_than(MEMORY_SPANS[0]) or 0, lr[1].unit_half_lives.max())
+    )
+
+
+def half_life_words(half_life, lags):
+    """A half-life in words: "3 tokens", or "more than 128 tokens" for one longer than every lag measured."""
+    if math.isinf(half_life):
+        return f"more than {lags} tokens"
+    return f"{half_life:.0f} token{'s' if half_life != 1 else ''}"
+
+
+def memory_spread_sentence(spread):
+    """What lab.instruments.memory.memory_spread's table says, in a student's words: computed from the table, so
+    that it says what the chart drawn from the same retention shows."""
+    spans = [int(c.removeprefix("longer_than_")) for c in spread.columns if c.startswith("longer_than_")]
+    typical = spread.loc[spread["median_half_life"].idxmax()]
+    where = "in every layer shown, the median unit" if len(spread) > 1 else "the median unit"
+    sentences = [
+        f"The typical unit forgets fast: {where} has lost half of what it held within "
+        f"{half_life_words(typical['median_half_life'], typical['lags'])}."
+    ]
+    by_memory = [f"longer_than_{k}" for k in reversed(spans)] + ["longest_half_life"]
+    best = spread.sort_values(by_memory, ascending=False, na_position="last").iloc[0]
+    first = best[f"longer_than_{spans[0]}"]
+    if not first > 0:  # none, or NaN: the text is shorter than the first span
+        sentences.append(f"On this text no unit keeps more than half of what it held for {spans[0]} tokens.")
+        return " ".join(sentences)
+    later = []
+    for k in spans[1:]:
+        share = best[f"longer_than_{k}"]
+        if share != share:  # NaN: fewer than k lags measured
+            later.append(f"(the text is too short to measure {k} tokens)")
+        else:
+            later.append(f"{round(share * best['units'])} ({share:.1%}) after {k}" if share > 0 else f"none after {k}")
+    sentences.append(
+        f"Long memories live in a few units: in {best['name']}, layer {best['layer']}, "
+        f"{round(first * best['units'])} of its {best['units']} units ({first:.1%}) still keep more than half "
+        f"of what they held after {spans[0]} tokens"
+        + "".join(f", {c}" for c in later)
+        + f". Its longest-memory unit keeps half for {half_life_words(best['longest_half_life'], best['lags'])}."
+    )
+    return " ".join(sentences)
+
+
+def retention_band_figure(r, name, reference=None):
+    """One layer's retention against the lag, as a distribution over its units: the median unit, the
+    band of the middle 80% (10th to 90th percentile) and the unit that keeps most at the longest lag;
+    `reference` (label, values (K,)) a dotted line. Log y: a constant keep gate g is a straight line."""
+    low, median, high = np.quantile(r.per_unit, [0.1, 0.5, 0.9], axis=1)  # (K,) each
+    longest = r.per_unit[:, r.longest_units(1)[0]]
+    colour = CELL_COLOURS.get(r.cell, "#555")
+    floor = 1e-6  # float64 products underflow far below what a chart can show
+    fig = go.Figure(
+        [
+            go.Scatter(x=r.lags, y=np.maximum(high, floor), mode="lines", line=dict(width=0), showlegend=False),
+            go.Scatter(
+                x=r.lags,
+                y=np.maximum(low, floor),
+                mode="lines",
+                line=dict(width=0),
+                fill="tonexty",
+                fillcolor="rgba(120, 120, 120, 0.25)",
+                name="10th to 90th percentile of the units",
+            ),
+            go.Scatter(
+                x=r.lags, y=np.maximum(median, floor), mode="lines", name="median unit", line=dict(color=colour)
+            ),
+            go.Scatter(
+                x=r.lags,
+                y=np.maximum(longest, floor),
+                mode="lines",
+                name="the unit that keeps most",
+                line=dict(color=colour, width=3, dash="dash"),
+            ),
+        ]
+    )
+    if reference is not None:
+        label, values = reference
+        fig.add_trace(go.Scatter(x=r.lags, y=values, mode="lines", name=label, line=dict(color="#999", dash="dot")))
+    fig.update_layout(
+        height=360,
+        margin=dict(l=60, r=10, t=30, b=40),
+        title=dict(text=html.escape(name), font=dict(size=13)),
+        xaxis_title="lag k (tokens)",
+        yaxis=dict(type="log", range=[-6, 0.05], exponentformat="power", title="share of the memory kept"),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def analytic_figure(chosen, others, max_lag):
+    """g**k for a chosen constant keep gate (bold) and a few others (faint), log-scaled lags."""
+    lags = np.unique(np.logspace(0, math.log10(max_lag), 200).astype(int))
+    fig = go.Figure()
+    # the others first, so that the chosen one is drawn over them
+    for g, line, digits in [
+        *((g, dict(width=1, color="#bbb"), 4) for g in others),
+        (chosen, dict(width=3, color="#d62728"), 5),
+    ]:
+        fig.add_trace(
+            go.Scatter(
+                x=lags,
+                y=constant_gate_retention(g, lags),
+                mode="lines",
+                name=f"g = {g:g}",
+                line=line,
+                hovertemplate=f"k=%{{x}}: %{{y:.{digits}f}}",
+            )
+        )
+    if max_lag >= 100:
+        fig.add_trace(
+            go.Scatter(
+                x=[100],
+                y=constant_gate_retention(0.99999, [100]),
+                mode="markers+text",
+                text=["0.99999¹⁰⁰ = 0.99900"],
+                textposition="bottom left",
+                name="a nearly shut GRU update gate",
+                marker=dict(size=9, color="#1f77b4"),
+                showlegend=False,
+            )
+        )
+    fig.update_layout(
+        height=330,
+        margin=dict(l=50, r=10, t=20, b=40),
+        xaxis=dict(type="log", title="steps k"),
+        yaxis=dict(title="retention g^k", range=[0, 1.05]),
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return fig
+
+
+def gradient_figure(curves, title, y_range=None):
+    """||dL_T/dh_t|| vs distance T - t on a log y axis. curves: list of (name, cell, norms (T,))."""
+    fig = go.Figure()
+    for name, cell, norms in curves:
+        norms = np.asarray(norms, dtype=float)
+        distance = np.arange(len(norms))[::-1]  # index 0 is the step farthest from the loss
+        fig.add_trace(
+            go.Scatter(
+                x=distance,
+                y=np.maximum(norms, 1e-30),
+                mode="lines",
+                name=name,
+                line=dict(color=CELL_COLOURS.get(cell), width=2),
+            )
+        )
+    fig.update_layout(
+        height=380,
+        margin=dict(l=60, r=10, t=40, b=40),
+        title=dict(text=title, font=dict(size=14)),
+        xaxis_title="distance T − t (steps back from the loss)",
+        yaxis=dict(type="log", title="‖∂L_T / ∂h_t‖", range=y_range, exponentformat="power"),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def log_range(*arrays):
+    """A shared [log10 min, log10 max] for several curves, so side-by-side charts compare."""
+    values = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays if len(a)])
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        return None
+    return [math.floor(np.log10(values.min())) - 0.2, math.ceil(np.log10(values.max())) + 0.2]
+
+
+def probe_figure(results, live=None, marked=None):
+    """Toy-task accuracy against the distance k, one line per cell, with chance (lab.experiments.probe's rows of one
+    task); `live` (a DataFrame of the same columns) as diamonds on top; `marked` a distance to mark."""
+    fig = go.Figure()
+    frames = [f for f in (results, live) if f is not None and len(f)]
+    for frame, is_live in ((results, False), (live, True)):
+        if frame is None:
+            continue
+        for cell, rows in frame[~frame.get("skipped", False)].groupby("cell", sort=False):
+            rows = rows.sort_values("distance")
+            name = f"{cell}: your live run" if is_live else f"{cell} ({int(rows['params'].iloc[0]):,} params)"
+            fig.add_trace(
+                go.Scatter(
+                    x=rows["distance"],
+                    y=rows["accuracy"],
+                    mode="lines+markers" if not is_live else "markers",
+                    name=name,
+                    line=dict(color=CELL_COLOURS.get(cell), width=2.5),
+                    marker=dict(symbol="diamond", size=12) if is_live else None,
+                    customdata=rows["steps"],
+                    hovertemplate="k = %{x}: %{y:.2f} after %{customdata} steps<extra></extra>",
+                )
+            )
+    if frames:
+        chance = float(frames[0]["chance"].max())
+        fig.add_hline(
+            y=chance,
+            line=dict(color="#999", dash="dot"),
+            annotation_text=f"chance {chance:.2f}",
+            annotation_position="bottom right",
+        )
+    if marked is not None:
+        fig.add_vline(x=marked, line=dict(color="#bbb", width=1))
+    distances = sorted(set().union(*[set(int(k) for k in f["distance"]) for f in frames])) if frames else []
+    fig.update_layout(
+        height=380,
+        margin=dict(l=50, r=10, t=20, b=40),
+        xaxis=dict(type="log", title="distance k (steps the memory must span)", tickvals=distances),
+        yaxis=dict(title="accuracy at the “?” on fresh sequences", range=[0, 1.03]),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig

@@ -1,0 +1,65 @@
+"""What the Sample page shows beside its samples, and the reading lessons with it: the strategies'
+titles, a checkpoint's last validation loss, the repetition report in words and the chart of the most
+likely next tokens (lab.instruments.sampling and prediction compute them)."""
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ui.coloured_text import chart_piece
+
+STRATEGY_TITLES = {"greedy": "Greedy", "temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p (nucleus)"}
+
+
+def latest_val_loss(checkpoint):
+    """The last evaluation in the checkpoint's history, or None."""
+    evals = [e for e in checkpoint.metrics.get("history", []) if "val_loss" in e]
+    return evals[-1] if evals else None
+
+
+def mean(values):
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
+def repetition_markdown(report):
+    """lab.instruments.sampling.repetition_report as a few Markdown lines."""
+
+    def quoted(text, limit=60):
+        text = text if len(text) <= limit else text[:limit] + "…"
+        return "`" + text.replace("`", "'").replace("\n", "↵") + "`"
+
+    lines = []
+    if report["ends_in_cycle"]:
+        lines.append(
+            f"- **ends in a loop**: a period of {report['cycle_period']} characters, repeated "
+            f"{report['cycle_repeats']:.1f}× at the end: {quoted(report['cycle'])}"
+        )
+    else:
+        lines.append("- does not end in a loop")
+    if report["top_line_count"] > 1:
+        lines.append(f"- most repeated line ({report['top_line_count']}×): {quoted(report['top_line'])}")
+    lines.append(f"- longest repeated passage: {report['longest_repeat_chars']} characters")
+    lines.append(f"- {report['repeat_share']:.0%} of the words sit in a 4-word sequence that occurs twice or more")
+    return "\n".join(lines)
+
+
+def next_token_figure(top):
+    """Horizontal bars of the most likely next tokens (lab.instruments.prediction.next_tokens), the likeliest on top."""
+    labels = [f"{chart_piece(p)} " for p in top["piece"]]
+    fig = go.Figure(
+        go.Bar(
+            x=top["probability"],
+            y=labels,
+            orientation="h",
+            marker_color="#2e7d32",
+            text=[f"{p:.1%}" for p in top["probability"]],
+            textposition="outside",
+            hovertemplate="'%{y}': %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=60 + 34 * len(top),
+        margin=dict(l=10, r=40, t=10, b=30),
+        xaxis=dict(range=[0, 1.1], title="probability of the next token", tickformat=".0%"),
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=15, family="monospace")),
+    )
+    return fig
