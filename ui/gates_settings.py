@@ -1,0 +1,127 @@
+"""The Gates page's settings and what its parts share: the example texts, each setting's URL form
+and default (ui.links), the mirror every part calls, the button that shows a unit in "One unit,
+colouring the text", the choice of a layer or of a token, and the plain names of the tables of units."""
+
+import streamlit as st
+
+from lab.instruments.features import FEATURES
+from lab.instruments.introspect import MAX_TRACE_TOKENS
+from lab.instruments.units import UNIT_ORDERS
+from ui.cell_labels import cell_label
+from ui.links import Field, mirror_to_url
+from ui.plain_text import piece_label
+
+TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbeth is held out
+    "Hamlet meets the Ghost (a [stage direction])": (
+        "Hor:\nLook, my lord, it comes!\n\n[Enter Ghost.]\n\nHam:\nAngels and ministers of grace defend us!--\n"
+        "Be thou a spirit of health or goblin damn'd,\nBring with thee airs from heaven or blasts from hell,\n"
+    ),
+    'Macbeth\'s witch ("quotes" and (parentheses))': (
+        "FIRST WITCH:\nA sailor's wife had chestnuts in her lap,\n"
+        "And mounch'd, and mounch'd, and mounch'd:--\"Give me,\" quoth I:\n"
+        '"Aroint thee, witch!" the rump-fed ronyon cries.\n\nMACBETH:\n'
+        "I keep a servant fee'd. I will to-morrow,\n(And betimes I will) to the weird sisters:\n"
+    ),
+    "To be, or not to be": (
+        "Ham:\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
+        "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
+    ),
+}
+TEXT_MAX_CHARS = 4000  # the box and the link alike; the trace itself reads at most MAX_TRACE_TOKENS
+MAX_HEATMAP_UNITS = 48  # rows a heatmap can show at once: more would be too thin to read
+# lab.instruments.units' column names -> what a student reads in the tables of units
+UNIT_COLUMNS = {
+    "correlation": "correlation r",
+    "abs_correlation": "|r|",
+    "mean_inside": "mean on the span",
+    "mean_outside": "mean elsewhere",
+}
+# the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
+SETTINGS = {
+    "model": (Field("text", "Model"), "gates_checkpoint"),
+    "text": (Field("text", "Text", high=TEXT_MAX_CHARS), "gates_text"),
+    "layer": (Field("int", "Layer", 0, 63), "gates_layer"),
+    "cards": (Field("int", "Units in the gallery", 1, 12), "gates_cards"),
+    "span": (Field("range", "Span", 0, MAX_TRACE_TOKENS - 1), "gates_span"),
+    "gate": (Field("text", "Gate of the unit shown", high=8), "gates_unit_gate"),
+    "unit": (Field("int", "Unit", 0, 100_000), "gates_unit"),
+    "predict": (Field("int", "Predicted token", 1, MAX_TRACE_TOKENS - 1), "gates_predict"),
+    "order": (Field("choice", "Unit order", choices=tuple(UNIT_ORDERS)), "gates_order"),
+    "units": (Field("int", "Units shown", 1, MAX_HEATMAP_UNITS), "gates_units"),
+    "feature": (Field("choice", "Feature", choices=tuple(FEATURES)), "gates_feature"),
+    "heatmap_layer": (Field("int", "Layer of the heatmap", 0, 63), "gates_heatmap_layer"),
+    "heatmap_gate": (Field("text", "Gate of the heatmap", high=8), "gates_heatmap_gate"),
+}
+DEFAULTS = {
+    "model": "char-lstm_latest",
+    "text": next(iter(TEXTS.values())),
+    "layer": 0,
+    "cards": 6,
+    "span": None,
+    "gate": "h",
+    "unit": None,
+    "predict": None,
+    "order": "feature",
+    "units": 32,
+    "feature": next(iter(FEATURES)),
+    "heatmap_layer": 0,
+    "heatmap_gate": "h",
+}
+
+
+def use_preset():
+    st.session_state.gates_text = TEXTS[st.session_state.gates_preset]
+
+
+def show_unit(layer, gate, unit):
+    state = st.session_state
+    state.gates_layer, state.gates_unit_gate, state.gates_unit = int(layer), gate, int(unit)
+
+
+def show_unit_button(label, key, layer, gate, unit, help=None):
+    """A button that shows a unit in "One unit, colouring the text": its callback sets the unit, and
+    a rerun of the whole page (not only the fragment holding the button) draws it there."""
+    if st.button(label, key=key, on_click=show_unit, args=(layer, gate, unit), help=help):
+        st.rerun()
+
+
+def mirror():
+    """The URL follows the settings: every fragment calls this, since a fragment's rerun skips the
+    page's own last line."""
+    mirror_to_url(SETTINGS, DEFAULTS)
+
+
+def first_token_with(token_texts, char, default, after=-1):
+    """The first token after token `after` that holds `char`, else `default`."""
+    return next((t for t in range(after + 1, len(token_texts)) if char in token_texts[t]), default)
+
+
+def choose_layer(column, trace, layer_key, gate_key):
+    """A selectbox in `column` over the layers of `trace`, kept under `layer_key` -> (layer, its gates
+    {name: (T, H) values}, H); the gate kept under `gate_key` becomes the state h where the layer has
+    no gate of that name (another cell, or a link's)."""
+    layer = column.selectbox(
+        "Layer",
+        range(len(trace.layers)),
+        key=layer_key,
+        format_func=lambda l: f"layer {l}: {cell_label(trace.cells[l])}",
+    )
+    gates = trace.gates(layer)
+    if st.session_state.get(gate_key) not in trace.gate_names[layer]:
+        st.session_state[gate_key] = "h"
+    return layer, gates, next(iter(gates.values())).shape[1]
+
+
+def too_short(trace, to_do):
+    """Whether the text is a single token, too short `to_do` in it ("select a span of it"): then says so."""
+    if len(trace.token_ids) < 2:
+        st.info(f"Type a longer text to {to_do}.")
+        return True
+    return False
+
+
+def token_slider(label, trace, options, key, **kwargs):
+    """A select_slider over token positions of `trace`, each shown as its position and its piece."""
+    return st.select_slider(
+        label, options=options, key=key, format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}", **kwargs
+    )
