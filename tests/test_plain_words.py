@@ -6,7 +6,8 @@ alerts, headings, widget labels, options and help, expander labels, table header
 titles and trace names); and every string literal of app.py, pages/ and ui/ that is not a docstring
 is read too, so that a sentence shown only for some model or setting is covered as well. Python
 comments and docstrings are not rendered and may cite what they like. Text inside an expander
-whose label starts with "For the curious" is exempt.
+whose label starts with "For the curious" is exempt; so is the student's or the model's text a page
+quotes (Html and Code elements, the passage a custom component carries), which are not the page's words.
 """
 
 import ast
@@ -16,9 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from streamlit.proto.Element_pb2 import Element as ElementProto
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.element_tree import Code, Dataframe, Expander, Html, Table
+from streamlit.testing.v1.element_tree import Code, Dataframe, Expander, Html, Table, UnknownElement
 
+from ui import span_select
 from ui.common import PAGES
 from ui.lessons import LESSONS
 
@@ -53,6 +56,9 @@ CODE_NAMES = {
 }
 EXEMPT = "For the curious"
 SKIPPED_FIELDS = {"id", "form_id", "page_script_hash", "arrow_data", "data", "spec", "columns"}
+# a custom component's name -> the fields of its data that carry a passage (the student's or the model's
+# text, read like an Html element's: not at all); the rest of its data, its labels, is read
+COMPONENT_PASSAGES = {span_select.NAME: {span_select.PASSAGE_FIELD}}
 
 
 def proto_strings(message):
@@ -84,6 +90,25 @@ def chart_strings(spec):
     yield from walk(json.loads(spec))
 
 
+def component_strings(proto):
+    """A custom component's own words: the strings of its data, less the passage it carries (its
+    JavaScript, CSS and HTML are code, never shown as text)."""
+
+    def walk(node):
+        if isinstance(node, dict):
+            for v in node.values():
+                yield from walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from walk(v)
+        elif isinstance(node, str):
+            yield node
+
+    passage = COMPONENT_PASSAGES.get(proto.component_name, set())
+    data = json.loads(proto.json or "{}")
+    yield from walk({k: v for k, v in data.items() if k not in passage} if isinstance(data, dict) else data)
+
+
 def frame_strings(frame):
     """A table's column headers and its text cells."""
     if not isinstance(frame, pd.DataFrame):
@@ -98,6 +123,9 @@ def shown(node, exempt=False):
     if isinstance(node, Expander):
         exempt = exempt or str(node.label).startswith(EXEMPT)
     if isinstance(node, (Html, Code)):  # generated or quoted text: the model's words, not the lab's
+        return
+    if getattr(node, "type", None) == "bidi_component":
+        yield from ((s, exempt) for s in component_strings(node.proto))
         return
     if getattr(node, "type", None) == "plotly_chart":
         yield from ((s, exempt) for s in chart_strings(node.proto.spec))
@@ -119,8 +147,13 @@ def shown(node, exempt=False):
 
 def citations(at):
     """The forbidden phrases and code names a run of a page shows, outside "For the curious"."""
+    return cited([*shown(at.main), *shown(at.sidebar)])
+
+
+def cited(texts):
+    """The forbidden phrases and code names among (text, exempt) pairs, the exempt ones left out."""
     found = []
-    for text, exempt in [*shown(at.main), *shown(at.sidebar)]:
+    for text, exempt in texts:
         text = re.sub(r"\\(.)", r"\1", text)  # ui.plain_text.plain's escapes, as a student reads them
         if exempt:
             continue
@@ -152,6 +185,19 @@ def test_every_page_speaks_in_plain_words(page):
 @pytest.mark.parametrize("slug", list(LESSONS))
 def test_every_lesson_speaks_in_plain_words(slug):
     assert citations(opened(LESSONS_PAGE, {"lesson": slug})) == []
+
+
+def test_a_components_passage_is_the_students_text_but_its_label_is_the_pages():
+    """The Gates page's span component carries the passage a student may have typed: a word of theirs
+    is not the page's, while a label of the component's is."""
+    element = ElementProto()
+    element.bidi_component.component_name = span_select.NAME
+    element.bidi_component.json = json.dumps(
+        {span_select.PASSAGE_FIELD: ["My ", "notebook ", "says"], "label": "The text: select a part of it"}
+    )
+    assert cited(shown(UnknownElement(element, root=None))) == []
+    element.bidi_component.json = json.dumps({span_select.PASSAGE_FIELD: ["My "], "label": "Select the notebook"})
+    assert cited(shown(UnknownElement(element, root=None))) != []
 
 
 def test_the_train_pages_scan_preset_speaks_in_plain_words():

@@ -23,6 +23,7 @@ import streamlit as st
 from ui.coloured_text import visible_piece
 
 NAME = "rnnlab_span_select"
+PASSAGE_FIELD = "tokens"  # the field of the data that carries the passage (the JavaScript reads data.tokens)
 _JS = Path(__file__).with_name("span_select.js").read_text(encoding="utf-8")
 # the look of ui.coloured_text's boxes; the chosen span in its SPAN_COLOUR. The styles are not
 # isolated (a selection inside a shadow root cannot be read the same way in every browser), hence
@@ -94,7 +95,7 @@ def span_select(token_texts, span, *, key, label):
     component = st.components.v2.component(NAME, css=_CSS, js=_JS, isolate_styles=False)
     component(
         key=key,
-        data={"tokens": list(token_texts), "start": int(first), "end": int(last) + 1, "label": label},
+        data={PASSAGE_FIELD: list(token_texts), "start": int(first), "end": int(last) + 1, "label": label},
         on_span_change=lambda: None,  # the state is read above, at the start of the next run
     )
     return int(first), int(last)
