@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from benchmarks.app import (
     CHART_POINTS_JS,
     CHROMIUM,
@@ -189,8 +191,12 @@ def main():
                     first_point[n] = time.perf_counter() - clicked[n]
             time.sleep(0.1)
         seen = []
-        for page in students:
-            text = page.locator('[data-testid="stMain"]').inner_text()
+        for page in students:  # a student's page busy redrawing on two loaded cores can take a while to answer
+            try:
+                text = page.locator('[data-testid="stMain"]').inner_text(timeout=120_000)
+            except PlaywrightTimeout:
+                seen.append("its page did not answer within 120 s")
+                continue
             queue = re.search(r"number \d+ in the queue", text)
             error = page.locator('[data-testid="stAlertContentError"]')
             seen.append(error.first.inner_text() if error.count() else queue.group(0) if queue else "training")
