@@ -1,5 +1,9 @@
 """Seed 003's gate-bias ablation (lab.experiments.ablation): the model, the frozen biases through AdamW,
-a tiny study's results file, the CIFAR-10 code path on a fixture, the CLI and the page. CPU-only, small."""
+a tiny study's results file, the CIFAR-10 code path on a fixture, the CLI and the page. CPU-only, small.
+
+Long (over 400 lines) because the study's model, runner, results, CLI and page are tested together
+over one tiny study's results file, made once.
+"""
 
 import json
 import math

@@ -1,5 +1,9 @@
 """AppTest of the Home, Train and Checkpoints pages: they render, a tiny run trains live and
-stops, and bad input (uploads, settings, links) gives a message instead of a traceback."""
+stops, and bad input (uploads, settings, links) gives a message instead of a traceback.
+
+Long (over 400 lines) because the three pages share one opener and tiny-checkpoint helpers; each
+test is a few lines.
+"""
 
 import base64
 import json

@@ -2,6 +2,9 @@
 works, and bad input gives an error element instead of a traceback.
 
 Kept small for 2 CPU cores: 40-token generations, short texts, a 50-step probe.
+
+Long (over 400 lines) because the three pages share one tiny-model fixture and helpers; each test is
+a few lines.
 """
 
 import base64

@@ -10,6 +10,9 @@ stops that session's training. Screenshots go to test-artifacts/screenshots/.
 
 Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a
 missing browser is a failure.
+
+Long (over 400 lines) because its tests share one server and one browser (module fixtures): started
+once, they keep CI within its time.
 """
 
 import os

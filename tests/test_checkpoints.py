@@ -1,4 +1,8 @@
-"""lab.training.checkpoints: round trips, versions, atomic saves, and files refused without running code."""
+"""lab.training.checkpoints: round trips, versions, atomic saves, and files refused without running code.
+
+Long (over 400 lines) because every file a hostile upload can be (some forty refusals) has its own
+short test, beside the round trips, in the one place a reader of the format looks.
+"""
 
 import errno
 import io

@@ -1,4 +1,8 @@
-"""python -m lab: help texts, a tiny train -> summary -> list -> sample journey, and one-line errors on bad input."""
+"""python -m lab: help texts, a tiny train -> summary -> list -> sample journey, and one-line errors on bad input.
+
+Long (over 400 lines) because it holds one short test per verb and per refusal of the command line,
+in one place.
+"""
 
 import errno
 import math

@@ -18,6 +18,9 @@ corpus, `--steps 3` last on the line (argparse keeps the last value), and cost
 limits of 2,000,000 parameters and 128 MB per training run. Each CLI example is a
 valid command line with up to a few options replaced by hostile values, so that
 examples reach training and sampling and not only argparse.
+
+Long (over 400 lines) because each entry point a hostile user reaches has its own strategy of inputs
+beside its property; split, the shared oracle would be imported between test modules.
 """
 
 import contextlib

@@ -5,6 +5,8 @@ link within the session that brings a page new settings.
 
 Kept small for 2 CPU cores: the lessons read a 500-character passage and generate 120-200 tokens;
 cached results are shared between the tests of one process.
+
+Long (over 400 lines) because it has a test per lesson (ten), each a few lines over one opener.
 """
 
 import json

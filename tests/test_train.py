@@ -1,4 +1,8 @@
-"""lab.training.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only."""
+"""lab.training.train: the seeds' recipe, events, reproducibility, background jobs and bad input. Tiny and CPU-only.
+
+Long (over 400 lines) because the engine's promises (events, resume, devices, refusals, jobs) are
+tested over the same tiny task and config, made once.
+"""
 
 import errno
 import logging
