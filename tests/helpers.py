@@ -5,9 +5,11 @@ miniature. (Fixtures live in conftest.)"""
 import contextlib
 import hashlib
 import io
+import os
 import pickle
 
 import numpy as np
+import pytest
 import torch
 
 from lab.__main__ import main
@@ -118,3 +120,10 @@ def cifar_fixture(root, n_train=2, n_test=3):
     (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [f"class{i}" for i in range(10)]}))
     md5 = {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
     return md5, labels
+
+
+def need_browser(what):
+    """A browser test without its browser: skipped on a developer's machine, a failure in CI."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} (CI is set, so the browser tests must run)")
+    pytest.skip(what)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import need_browser
 
 from benchmarks.app import (
     CHART_POINTS_JS,
@@ -50,12 +51,6 @@ ERROR = '[data-testid="stAlertContentError"]'
 UNATTENDED = 6  # seconds without a heartbeat after which this test server stops a session's runs
 
 
-def _need(what):
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} (CI is set, so the browser test must run)")
-    pytest.skip(what)
-
-
 @pytest.fixture(scope="module")
 def user_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("user_checkpoints")
@@ -64,7 +59,7 @@ def user_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(user_dir):
     if not Path(CHROMIUM).exists():
-        _need(f"{CHROMIUM} is not installed")
+        need_browser(f"{CHROMIUM} is not installed")
     app = AppServer(user_dir, extra_env={"RNNLAB_UNATTENDED_SECONDS": str(UNATTENDED)})
     try:
         yield app.wait_healthy(timeout=60)
@@ -77,7 +72,7 @@ def browser(server):
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _need("playwright is not installed")
+        need_browser("playwright is not installed")
     with sync_playwright() as p:
         browser = launch_browser(p)
         try:

@@ -6,10 +6,10 @@ to look at.
 Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_browser.py).
 """
 
-import os
 from pathlib import Path
 
 import pytest
+from helpers import need_browser
 
 from benchmarks.app import CHROMIUM, ROOT, AppServer, app_pages, launch_browser, open_page
 from ui.lessons import LESSONS
@@ -45,20 +45,14 @@ FIGURES = ", ".join(
 )
 
 
-def _need(what):
-    if os.environ.get("CI"):
-        pytest.fail(f"{what}: the browser tests must run in CI")
-    pytest.skip(what)
-
-
 @pytest.fixture(scope="module")
 def laptop(tmp_path_factory):
     if not Path(CHROMIUM).exists():
-        _need(f"{CHROMIUM} is not installed")
+        need_browser(f"{CHROMIUM} is not installed")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _need("playwright is not installed")
+        need_browser("playwright is not installed")
     app = AppServer(tmp_path_factory.mktemp("user_checkpoints"))
     try:
         app.wait_healthy(timeout=60)
