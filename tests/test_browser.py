@@ -246,6 +246,8 @@ def test_gates_opens_on_its_gallery_and_moving_the_span_reruns_only_the_span(ser
         screenshot(page, "Gates-1366x768")
         assert "page" in ends  # the messages were read (the sidebar's heartbeat adds a fragment's run now and then)
         highlighted = page.locator(f"{SPAN_TEXT} span.chosen")
+        # the component can be drawn a moment after the script's end: count its span once it is there
+        page.wait_for_function(f"() => document.querySelectorAll('{SPAN_TEXT} span.chosen').length > 0")
         before, runs = highlighted.count(), len(ends)
         page.locator(SPAN_TEXT).focus()
         page.keyboard.press("Shift+ArrowRight")  # the span's end, one on
