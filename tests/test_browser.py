@@ -276,6 +276,10 @@ def test_gates_dragging_over_a_word_shows_the_units_that_fire_on_it(server, brow
             buttons = page.locator('[class*="st-key-gates_span_show_"] button')
             return [buttons.nth(i).inner_text() for i in range(buttons.count())]
 
+        shown_js = """() => [...document.querySelectorAll('[class*="st-key-gates_span_show_"] button')]
+            .map(b => b.innerText).join('|')"""
+        # the five buttons can arrive one by one after the script's end: read them once all are there
+        page.wait_for_function(f"() => ({shown_js})().split('|').length === 5")
         before = units()
         assert len(before) == 5, before
         pieces = text.locator("span[data-t]")
@@ -291,6 +295,10 @@ def test_gates_dragging_over_a_word_shows_the_units_that_fire_on_it(server, brow
         )
         page.wait_for_selector(SCRIPT_DONE)
         assert text.locator("span.chosen").all_inner_texts() == list("Angels")
+        page.wait_for_function(  # the span's units, all five, and others than the first span's
+            f"before => {{ const now = ({shown_js})(); return now !== before && now.split('|').length === 5; }}",
+            arg="|".join(before),
+        )
         assert units() != before and len(units()) == 5
         page.wait_for_url(f"**span={first}-{first + 5}**")  # the link keeps it (one token a character)
         assert_no_exception(page, "Gates after selecting a word")
