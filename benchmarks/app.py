@@ -41,6 +41,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+LAPTOP = {"width": 1366, "height": 768}  # the classroom laptop every page must fit
 SCRIPT_DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # number of (x, y) points in the Train page's live chart, -1 when there is none (the long race beside
 # it is not counted); plotly sends numpy arrays as base64 typed arrays ({dtype: "f8", bdata}): their

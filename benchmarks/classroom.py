@@ -113,11 +113,17 @@ class PeakMemory(threading.Thread):
             self.peak = tuple(map(max, self.peak, memory_mb(self.server)))
 
 
+def budget_line(page):
+    """(MB in use, MB in all, runs training, runs waiting) from the budget line of the Train page shown."""
+    text = page.get_by_text(BUDGET_LINE).inner_text()
+    used, capacity = (float(x.replace(",", "")) for x in re.search(r"([\d,]+) of ([\d,]+) MB", text).groups())
+    training, waiting = map(int, re.search(r"in use by (\d+) runs, (\d+) waiting", text).groups())
+    return used, capacity, training, waiting
+
+
 def runs_on_server(page):
     """(training, waiting) from the budget line of a Train page."""
-    text = page.get_by_text(BUDGET_LINE).inner_text()
-    match = re.search(r"in use by (\d+) runs, (\d+) waiting", text)
-    return int(match.group(1)), int(match.group(2))
+    return budget_line(page)[2:]
 
 
 def launch_niced_browser(playwright, folder, niceness=10):

@@ -28,6 +28,7 @@ import time
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.app import (
+    LAPTOP,
     SCRIPT_DONE,
     AppServer,
     app_pages,
@@ -36,7 +37,6 @@ from benchmarks.app import (
     open_page,
 )
 
-LAPTOP = {"width": 1366, "height": 768}
 STATUS_WIDGET = '[data-testid="stStatusWidget"]'
 # (page path, what is changed, the element focused (CSS), the key pressed on it, a script whose value the
 # change's rerun alters: Streamlit's heartbeat reruns a part of every page every few seconds, so the end

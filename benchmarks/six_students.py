@@ -13,15 +13,13 @@ Prints one Markdown table; every wait is capped and the server and browser stop 
 """
 
 import argparse
-import re
 import sys
 import tempfile
 import time
 
-from benchmarks.app import AppServer, launch_browser, open_page, page_load
-from benchmarks.classroom import BUDGET_LINE, launch_niced_browser
+from benchmarks.app import LAPTOP, AppServer, launch_browser, open_page, page_load
+from benchmarks.classroom import budget_line, launch_niced_browser
 
-LAPTOP = {"width": 1366, "height": 768}
 # (what a student does, the page, the button): two of each
 BUTTONS = [
     ("Memory probe", "Memory", ".st-key-memory_probe_run button"),
@@ -31,12 +29,9 @@ BUTTONS = [
 
 
 def budget(page, url):
-    """(MB in use, MB in all, runs training, runs waiting) from the budget line of the Train page."""
+    """(MB in use, MB in all, runs training, runs waiting), read on the Train page."""
     open_page(page, f"{url}/Train")
-    text = page.get_by_text(BUDGET_LINE).inner_text()
-    used, capacity = (float(x.replace(",", "")) for x in re.search(r"([\d,]+) of ([\d,]+) MB", text).groups())
-    training, waiting = map(int, re.search(r"in use by (\d+) runs?, (\d+) waiting", text).groups())
-    return used, capacity, training, waiting
+    return budget_line(page)
 
 
 def main():

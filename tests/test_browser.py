@@ -27,6 +27,7 @@ from helpers import need_browser
 from benchmarks.app import (
     CHART_POINTS_JS,
     CHROMIUM,
+    LAPTOP,
     ROOT,
     SCRIPT_DONE,
     AppServer,
@@ -190,9 +191,6 @@ def test_start_draws_loss_points_that_keep_coming(server, page):
     assert "browser-tiny" in page.inner_text('[data-testid="stAlertContentSuccess"] >> nth=0')
     assert_no_exception(page, "Train after Stop")
     screenshot(page, "Train-stopped")
-
-
-LAPTOP = {"width": 1366, "height": 768}
 
 
 def test_start_and_the_live_charts_top_are_on_a_laptops_first_screen(server, browser):

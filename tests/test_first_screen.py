@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from helpers import need_browser
 
-from benchmarks.app import CHROMIUM, ROOT, AppServer, app_pages, launch_browser, open_page
+from benchmarks.app import CHROMIUM, LAPTOP, ROOT, AppServer, app_pages, launch_browser, open_page
 from ui.lessons import LESSONS
 
 SHOTS = ROOT / "test-artifacts" / "screenshots" / "laptop"
-LAPTOP = {"width": 1366, "height": 768}
 MAIN = '[data-testid="stMain"]'
 CONTROLS = ", ".join(
     f"{MAIN} {selector}"

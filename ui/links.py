@@ -139,7 +139,7 @@ def restore_from_url(settings, defaults):
     if first_visit_flag in st.session_state and query in ({}, st.session_state.get(f"_links_mirrored_{page_id}")):
         return
     st.session_state[first_visit_flag] = True
-    values, warnings = parse_query(st.query_params.to_dict(), {name: field for name, (field, _) in settings.items()})
+    values, warnings = parse_query(query, {name: field for name, (field, _) in settings.items()})
     for name, (_, key) in settings.items():
         value = values.get(name, st.session_state.get(key, defaults[name]))
         if value is not None:  # None: the page chooses the first value itself (e.g. the best unit)
