@@ -125,3 +125,15 @@ def test_each_part_of_lab_imports_only_the_parts_below_it():
         if part_of(target) != part_of(source) and part_of(target) not in MAY_IMPORT[part_of(source)]
     ]
     assert wrong == []
+
+
+def test_the_served_app_watches_no_files_and_runs_no_full_collection_after_each_script():
+    """Two server settings a class's page loads depend on (BENCHMARKS "One screen, two seconds"): Streamlit's
+    file watcher walked every imported module after each script run, and its post-script garbage collection
+    walked the whole heap while other students' pages waited."""
+    import tomllib
+
+    config = tomllib.loads((LAB.parent / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["fileWatcherType"] == "none"
+    assert config["server"]["runOnSave"] is False
+    assert config["runner"]["postScriptGC"] is False
