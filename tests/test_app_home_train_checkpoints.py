@@ -10,6 +10,7 @@ import json
 import pickle
 import re
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -97,6 +98,30 @@ def stop_all(at):
 
 # ---------------------------------------------------------------------------
 # Home
+
+
+def join_warm_up():
+    for thread in threading.enumerate():
+        if thread.name == "rnnlab-warm-up":
+            thread.join(10)
+
+
+def test_training_warms_up_once_a_first_page_is_drawn_not_beside_its_first_run(monkeypatch):
+    """The warm-up's imports would slow the first page through the interpreter's lock: it starts at a
+    session's second heartbeat (the page's first script has ended), once per server process."""
+    warm_ups = []
+    monkeypatch.setattr(ui.sessions, "_warm_up_training", lambda: warm_ups.append(1))
+    ui.sessions.start_warm_up.clear()
+    at = open_page()
+    assert_clean(at)
+    assert warm_ups == []
+    at.run()  # the heartbeat's next beat (here with the page's rerun)
+    at.run()
+    join_warm_up()
+    assert warm_ups == [1]
+    open_page().run()  # another session's second beat: the server has warmed up already
+    join_warm_up()
+    assert warm_ups == [1]
 
 
 def test_home_shows_families_links_and_presets():

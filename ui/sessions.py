@@ -1,7 +1,7 @@
 """Each browser's session on the server: its space (a folder of checkpoints under a key kept in a
 cookie, lab.server.spaces), its training jobs (stopped when its last tab closes: every page sends a
 heartbeat), and what the server process does once (cap torch's threads, start the reaper of
-unattended jobs and old files, log the jobs, warm up training)."""
+unattended jobs and old files, log the jobs, warm up training once a first page is drawn)."""
 
 import contextlib
 import functools
@@ -28,15 +28,22 @@ SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reloa
 
 @st.cache_resource
 def start_server_process():
-    """Once per server process: cap torch's threads, start the reaper of unattended jobs, warm up."""
+    """Once per server process: cap torch's threads, start the reaper of unattended jobs."""
     threads = configure_cpu()
     _log_jobs_to_the_server_log()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
     threading.Thread(target=_reap_unattended_jobs, args=(job_registry(),), name="rnnlab-reaper", daemon=True).start()
+    return threads
+
+
+@st.cache_resource
+def start_warm_up():
+    """Once per server process, after a first page was drawn (at a session's second heartbeat): the
+    warm-up imports PyTorch's compiler stack (about 2 CPU-seconds, the optimiser pulls it in), which
+    run beside the first visit's own imports slowed that page by as much, through the interpreter's lock."""
     # not a daemon: the interpreter waits for its second or so at exit instead of killing it inside torch
     threading.Thread(target=_warm_up_training, name="rnnlab-warm-up").start()
-    return threads
 
 
 SERVER_LOG_FORMAT = logging.Formatter(
@@ -165,6 +172,9 @@ def touch_session():
 @st.fragment(run_every=HEARTBEAT_SECONDS)
 def _heartbeat():
     touch_session()
+    st.session_state._rnnlab_beats = st.session_state.get("_rnnlab_beats", 0) + 1
+    if st.session_state._rnnlab_beats == 2:  # the first ran in the page's own script: the page is drawn now
+        start_warm_up()
 
 
 def session_jobs():
