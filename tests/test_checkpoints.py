@@ -860,3 +860,28 @@ def test_an_upload_is_read_as_one_admitted_job_of_the_budget(valid):
         load_upload(data, "alice", budget, wait_seconds=0.3)  # queued behind the run, then refused
     run.release()
     assert budget.snapshot()[0] == 0 and UPLOAD_COST_PER_MB * len(data) / 2**20 < 100
+
+
+def test_loading_a_checkpoint_and_its_reference_twin_imports_no_compiler_stack():
+    """A fresh server's first page loads checkpoints: PyTorch's compiler stack (torch._dynamo, sympy; about
+    1 s) is imported by a few meta-device operations (normal_, zeros_like, Module.to_empty) and must stay out."""
+    code = (
+        "import sys\n"
+        "from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint\n"
+        "from lab.nets.models import to_reference\n"
+        "for path in sorted(BUNDLED_DIR.glob('*.safetensors')):\n"
+        "    to_reference(load_checkpoint(path).model)\n"
+        "print(sorted(m for m in ('sympy', 'torch._dynamo') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_weights_stored_in_another_float_type_load_as_float32_trainable_weights(valid, dtype):
+    model, data = valid
+    loaded = load_checkpoint(rebuild(data, {k: v.to(dtype) for k, v in load_safetensors_bytes(data).items()})).model
+    for (name, original), (_, weight) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert weight.dtype == torch.float32, name
+        torch.testing.assert_close(weight, original.to(dtype).float(), msg=name)
+    assert all(p.requires_grad and isinstance(p, torch.nn.Parameter) for p in loaded.parameters())

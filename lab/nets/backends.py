@@ -46,20 +46,21 @@ class FusedLayer(nn.Module):
             self.rnn.weight_ih_l0.copy_(layer.weight_ih)
             self.rnn.weight_hh_l0.copy_(layer.weight_hh)
             self.rnn.bias_ih_l0.copy_(layer.bias)
-            self.rnn.bias_hh_l0.copy_(layer.bias_hh if layer.bias_hh is not None else torch.zeros_like(layer.bias))
+            if layer.bias_hh is not None:
+                self.rnn.bias_hh_l0.copy_(layer.bias_hh)
+            else:  # zero_, not zeros_like: on the meta device that imports PyTorch's compiler stack
+                self.rnn.bias_hh_l0.zero_()
 
     def to_reference(self):
         """The reference layer computing the same function (b = b_ih + b_hh where it has one bias)."""
-        layer = unset_reference_layer(self.cell, self.input_size, self.hidden_size, next(self.parameters()))
-        with torch.no_grad():
-            layer.weight_ih.copy_(self.rnn.weight_ih_l0)
-            layer.weight_hh.copy_(self.rnn.weight_hh_l0)
-            if layer.bias_hh is not None:
-                layer.bias.copy_(self.rnn.bias_ih_l0)
-                layer.bias_hh.copy_(self.rnn.bias_hh_l0)
-            else:
-                layer.bias.copy_(self.rnn.bias_ih_l0 + self.rnn.bias_hh_l0)
-        return layer
+        rnn = self.rnn
+        weights = {"weight_ih": rnn.weight_ih_l0, "weight_hh": rnn.weight_hh_l0}
+        layer = shapes_only_reference_layer(self.cell, self.input_size, self.hidden_size)
+        if layer.bias_hh is not None:
+            weights.update(bias=rnn.bias_ih_l0, bias_hh=rnn.bias_hh_l0)
+        else:
+            weights.update(bias=rnn.bias_ih_l0 + rnn.bias_hh_l0)
+        return filled(layer, weights)
 
     def forward(self, x, state=None, trace=None):
         if trace is not None:
@@ -138,15 +139,21 @@ def to_reference_layer(layer):
     reference = CELLS[layer.cell]
     if type(layer) is reference:
         return layer
-    twin = unset_reference_layer(layer.cell, layer.input_size, layer.hidden_size, next(layer.parameters()))
-    twin.load_state_dict(layer.state_dict())  # fast layers share the reference's parameters
-    return twin
+    twin = shapes_only_reference_layer(layer.cell, layer.input_size, layer.hidden_size)
+    return filled(twin, layer.state_dict())  # fast layers share the reference's parameters' names
 
 
-def unset_reference_layer(cell, input_size, hidden_size, like):
-    """A reference layer of `cell` on `like`'s device and dtype with its values unset, for the caller to
-    fill every one: built on the meta device, so no initialisation runs (the orthogonal one of a 2x640
-    LSTM's reference twin took 0.7 s of a first Gates visit)."""
+# A twin is built on the meta device and given copies of the weights (load_state_dict's assign): no
+# initialisation runs (the orthogonal one of a 2x640 LSTM's twin took 0.7 s of a first Gates visit),
+# and no Module.to_empty, which on the meta device imports PyTorch's compiler stack (about 1 s)
+
+
+def shapes_only_reference_layer(cell, input_size, hidden_size):
     with torch.device("meta"):
-        layer = CELLS[cell](input_size, hidden_size)
-    return layer.to_empty(device=like.device).to(like.dtype)
+        return CELLS[cell](input_size, hidden_size)
+
+
+def filled(layer, weights):
+    """`layer` (on the meta device) holding copies of `weights`, every one of its state dict's entries."""
+    layer.load_state_dict({name: w.detach().clone() for name, w in weights.items()}, assign=True)
+    return layer

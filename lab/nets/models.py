@@ -118,6 +118,16 @@ def _stacked_layers(c, input_size):
     ]
 
 
+def embedding(count, dim):
+    """nn.Embedding(count, dim), drawn N(0, 1) as PyTorch draws it, except on the meta device (the
+    shapes-only skeleton a checkpoint loads into), where nothing is drawn: PyTorch's normal_ there
+    imports its compiler stack, 1.1 s of the first checkpoint a server loads."""
+    weight = torch.empty(count, dim)
+    if not weight.is_meta:
+        nn.init.normal_(weight)
+    return nn.Embedding.from_pretrained(weight, freeze=False)
+
+
 class RecurrentLM(nn.Module):
     """embedding -> stacked cells -> dropout -> LayerNorm -> linear to vocabulary.
 
@@ -129,7 +139,7 @@ class RecurrentLM(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        self.embedding = nn.Embedding(c.vocab_size, c.embed_dim)
+        self.embedding = embedding(c.vocab_size, c.embed_dim)
         self.rnn = RecurrentStack(
             _stacked_layers(c, c.embed_dim),
             c.dropout,
@@ -183,8 +193,8 @@ class ScanMarkov(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        self.embedding = nn.Embedding(c.vocab_size, c.embed_dim)
-        self.pos_embedding = nn.Embedding(c.max_positions, c.embed_dim)
+        self.embedding = embedding(c.vocab_size, c.embed_dim)
+        self.pos_embedding = embedding(c.max_positions, c.embed_dim)
         self.scan = ScanLayer(c.embed_dim, c.embed_dim, gate_hidden=c.gate_hidden, scan_mode=c.scan_mode)
         self.ln = nn.LayerNorm(c.embed_dim)
         self.decoder = nn.Sequential(

@@ -185,11 +185,11 @@ def load_checkpoint(source, device="auto"):
             f"{label}: weights are not finite (NaN or infinite values in {', '.join(not_finite[:4])}"
             f"{' ...' if len(not_finite) > 4 else ''}); the run that saved them had diverged"
         )
-    # the skeleton takes the file's weights: no random initialisation first (the orthogonal
-    # initialisation of a 2x640 LSTM alone took ~1 s on a busy core, each load)
-    model = skeleton.to_empty(device="cpu")
-    model.load_state_dict(tensors)
-    model.to(resolve_device(device)).eval()
+    # the skeleton takes the file's weights, as float32: no random initialisation first (the orthogonal
+    # one of a 2x640 LSTM alone took ~1 s on a busy core, each load), and no Module.to_empty, which on
+    # the meta device imports PyTorch's compiler stack (about 1 s of the first load)
+    skeleton.load_state_dict({name: t.float() for name, t in tensors.items()}, assign=True)
+    model = skeleton.to(resolve_device(device)).eval()
     return Checkpoint(model, header.config, header.tokenizer, header.metrics, header.meta, path, training_state)
 
 
