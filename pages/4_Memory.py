@@ -32,6 +32,7 @@ from ui.memory_charts import (
     memory_spread_sentence,
     retention_band_figure,
 )
+from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
 from ui.memory_probe import probe_section
 from ui.plain_text import plain, user_errors
 
@@ -43,14 +44,6 @@ st.caption(
     "Then a task that needs memory and nothing else."
 )
 
-TEXT = (
-    "Ham:\nTo be, or not to be,--that is the question:--\nWhether 'tis nobler in the mind to suffer\n"
-    "The slings and arrows of outrageous fortune\nOr to take arms against a sea of troubles,\n"
-    "And by opposing end them?--To die,--to sleep,--\nNo more; and by a sleep to say we end\n"
-    "The heartache, and the thousand natural shocks\nThat flesh is heir to,--'tis a consummation\n"
-)
-DECAY_DEFAULT = ["char-gru-seed_latest", "char-gru-torch_latest", "char-lstm_latest", "char-scan_latest"]
-GRADIENT_DEFAULT = ["char-rnn_latest", *DECAY_DEFAULT]
 G_VALUES = [0.5, 0.731, 0.9, 0.99, 0.999, 0.9999, 0.99999]
 BIAS_NOTES = {
     0.0: "no bias: the gate starts half open",
@@ -127,7 +120,7 @@ DEFAULTS = {
     "lag": 128,
     "g": 0.99,
     "biases": "-1, 0, 1, 2, 4, 6.2",
-    "steps": 100,
+    "steps": GRADIENT_STEPS,
     "probe_task": "recall",
     "probe_cell": "rnn",
 }
@@ -166,7 +159,7 @@ def unit_memory(text):
     )
     cols = st.columns([3, 1])
     chosen = cols[0].multiselect(
-        "Checkpoints", list(by_name), default=[n for n in DECAY_DEFAULT if n in by_name], key="memory_checkpoints"
+        "Checkpoints", list(by_name), default=[n for n in RETENTION_MODELS if n in by_name], key="memory_checkpoints"
     )
     max_lag = cols[1].slider("Longest lag", 8, MAX_RETENTION_LAG, step=8, key="memory_max_lag")
     measured = []  # (name, layer, Retention)
@@ -307,7 +300,7 @@ def gradients(text):
     grad_chosen = cols[0].multiselect(
         "Checkpoints",
         list(by_name),
-        default=[n for n in GRADIENT_DEFAULT if n in by_name],
+        default=[n for n in GRADIENT_MODELS if n in by_name],
         key="memory_grad_checkpoints",
     )
     steps = cols[1].slider("Steps T", 10, 400, step=10, key="memory_grad_steps")

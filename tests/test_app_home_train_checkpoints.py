@@ -24,6 +24,7 @@ import lab.nets.cost
 import lab.server.jobs
 import lab.training.tasks
 import ui.sessions
+import ui.warm_up
 from lab.data import CharTokenizer
 from lab.nets.backends import default_backend, default_scan_mode
 from lab.nets.models import LMConfig, build_model
@@ -110,7 +111,7 @@ def test_training_warms_up_once_a_first_page_is_drawn_not_beside_its_first_run(m
     """The warm-up's imports would slow the first page through the interpreter's lock: it starts at a
     session's second heartbeat (the page's first script has ended), once per server process."""
     warm_ups = []
-    monkeypatch.setattr(ui.sessions, "_warm_up_training", lambda: warm_ups.append(1))
+    monkeypatch.setattr(ui.warm_up, "warm_up", lambda: warm_ups.append(1))
     ui.sessions.start_warm_up.clear()
     at = open_page()
     assert_clean(at)

@@ -463,3 +463,27 @@ def test_a_bad_link_is_ignored_with_a_warning(page_path, query):
     at.run()
     no_exception(at)
     assert at.warning
+
+
+def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypatch):
+    """ui.warm_up fills the Memory page's caches with the page's own default arguments: the page's first
+    run after it traces nothing and back-propagates nothing."""
+    import ui.cached_calls
+    import ui.warm_up
+
+    calls = []
+    for name in ("trace_text", "gradient_through_time"):
+        real = getattr(ui.cached_calls, name)
+        monkeypatch.setattr(
+            ui.cached_calls, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k)
+        )
+    for cached in (ui.cached_calls.cached_trace, ui.cached_calls.cached_retention, ui.cached_calls.cached_gradient):
+        cached.clear()
+    ui.warm_up._memory_page_defaults()
+    assert calls.count("trace_text") == 4 and calls.count("gradient_through_time") == 10, calls
+    calls.clear()
+    at = page(MEMORY).run()
+    no_exception(at)
+    for key in ("memory_spread_chart", "memory_grad_trained", "memory_grad_fresh"):
+        assert any(k.endswith(key) for k in chart_keys(at)), key
+    assert calls == []

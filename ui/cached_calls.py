@@ -92,7 +92,7 @@ def cached_influence(path, mtime, token_ids, target):
 def cached_retention(path, mtime, text):
     """lab.instruments.memory.retention of every layer of a checkpoint, up to MAX_RETENTION_LAG -> list of
     Retention (one per layer); `.up_to(k)` of one is the chart of a shorter lag, without measuring again."""
-    trace = trace_text(reference_model(path, mtime), cached_checkpoint(path, mtime).tokenizer, text)
+    trace = cached_trace(path, mtime, text)  # the Memory page colours the text by the same trace
     return [retention(trace, layer, max_lag=MAX_RETENTION_LAG) for layer in range(len(trace.layers))]
 
 

@@ -1,7 +1,7 @@
 """Each browser's session on the server: its space (a folder of checkpoints under a key kept in a
 cookie, lab.server.spaces), its training jobs (stopped when its last tab closes: every page sends a
 heartbeat), and what the server process does once (cap torch's threads, start the reaper of
-unattended jobs and old files, log the jobs, warm up training once a first page is drawn)."""
+unattended jobs and old files, log the jobs, warm up once a first page is drawn: ui.warm_up)."""
 
 import contextlib
 import functools
@@ -40,10 +40,13 @@ def start_server_process():
 @st.cache_resource
 def start_warm_up():
     """Once per server process, after a first page was drawn (at a session's second heartbeat): the
-    warm-up imports PyTorch's compiler stack (about 2 CPU-seconds, the optimiser pulls it in), which
-    run beside the first visit's own imports slowed that page by as much, through the interpreter's lock."""
-    # not a daemon: the interpreter waits for its second or so at exit instead of killing it inside torch
-    threading.Thread(target=_warm_up_training, name="rnnlab-warm-up").start()
+    warm-up (ui.warm_up) imports PyTorch's compiler stack (about 2 CPU-seconds, the optimiser pulls it
+    in), which run beside the first visit's own imports slowed that page by as much, through the
+    interpreter's lock."""
+    from ui.warm_up import THREAD_NAME, warm_up
+
+    # not a daemon: the interpreter waits for its few seconds at exit instead of killing it inside torch
+    threading.Thread(target=warm_up, name=THREAD_NAME).start()
 
 
 SERVER_LOG_FORMAT = logging.Formatter(
@@ -59,22 +62,6 @@ def _log_jobs_to_the_server_log():
     jobs_log = logging.getLogger("lab.server.jobs")
     jobs_log.setLevel(logging.INFO)
     jobs_log.addHandler(handler)
-
-
-def _warm_up_training():
-    """Two steps of a tiny model, in the background at server start: PyTorch initialises autograd,
-    the optimiser and its kernels lazily (about a second on a busy CPU), which the first Start
-    on the Train page would otherwise wait for before its first loss point."""
-    from lab.nets.models import LMConfig, build_model
-    from lab.training.tasks import LMTask
-    from lab.training.train import TrainConfig, train
-
-    task = LMTask.from_text("to be or not to be " * 20, "char")
-    train(
-        build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)),
-        task,
-        TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2),
-    )
 
 
 # per-session training jobs, kept alive by the page's heartbeat

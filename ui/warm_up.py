@@ -1,0 +1,63 @@
+"""What a fresh server computes in the background once a first page is drawn (ui.sessions starts it
+at a session's second heartbeat, once per process): PyTorch's lazy set-up of training, which the
+first Start would otherwise wait for before its first loss point, and the Memory page's default
+charts, about 3 CPU-seconds that its first visitor would otherwise wait for. The page's cached
+calls with the same arguments then find them; one that comes while they are computed waits for them
+(Streamlit computes a cached value once)."""
+
+import logging
+
+from lab.training.checkpoints import list_checkpoints
+from ui.cached_calls import cached_gradient, cached_retention
+from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
+
+log = logging.getLogger(__name__)
+THREAD_NAME = "rnnlab-warm-up"
+
+
+class _NotFromTheWarmUp(logging.Filter):
+    """Streamlit warns of a missing script context each time a cached call made outside a page would
+    show its spinner: expected here, and not news for the teacher who reads the server's log."""
+
+    def filter(self, record):
+        return record.threadName != THREAD_NAME
+
+
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NotFromTheWarmUp())
+
+
+def warm_up():
+    """The whole warm-up; run it in a thread named THREAD_NAME."""
+    _train_two_steps()
+    try:
+        _memory_page_defaults()
+    except Exception:  # a missing or unreadable bundled file: the page says so to its visitor
+        log.exception("warming up the Memory page's defaults failed; the page computes them when visited")
+
+
+def _train_two_steps():
+    """Two steps of a tiny model: PyTorch initialises autograd, the optimiser and its kernels lazily
+    (about a second on a busy CPU)."""
+    from lab.nets.models import LMConfig, build_model
+    from lab.training.tasks import LMTask
+    from lab.training.train import TrainConfig, train
+
+    task = LMTask.from_text("to be or not to be " * 20, "char")
+    train(
+        build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)),
+        task,
+        TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2),
+    )
+
+
+def _memory_page_defaults():
+    """The cached calls the Memory page makes before a student changes anything, with its arguments."""
+    bundled = {info.name: info.path for info in list_checkpoints(include_versions=False)}
+    keys = {name: (str(bundled[name]), bundled[name].stat().st_mtime) for name in GRADIENT_MODELS if name in bundled}
+    for name in RETENTION_MODELS:
+        if name in keys:
+            cached_retention(*keys[name], TEXT)
+    for name in GRADIENT_MODELS:
+        if name in keys:
+            cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1])
+            cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1], fresh_seed=0)
