@@ -5,6 +5,8 @@ import functools
 import logging
 import os
 import signal
+import sys
+import threading
 import time
 
 import pytest
@@ -144,3 +146,20 @@ def test_a_jobs_internal_error_is_one_line_on_the_page_and_a_traceback_in_the_lo
     assert "\n" not in job.message and job.message.startswith("IndexError")
     (record,) = [r for r in caplog.records if r.name == "lab.server.jobs" and r.levelno == logging.ERROR]
     assert record.exc_info and "Traceback" in caplog.text
+
+
+def _report_thread_niceness(emit, should_stop):
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_a_run_on_a_thread_of_the_server_computes_at_a_lower_priority_than_the_pages(task, tmp_path):
+    """Its thread alone is lowered: the thread that asked (here the test's, in a server a page's) is not."""
+    job = TrainingJob("niced", tiny_lm(task), task, tiny_train_config(), checkpoint_dir=tmp_path)
+    reported = []
+    thread = threading.Thread(target=lambda: reported.append(job._compute(_report_thread_niceness)))
+    thread.start()
+    thread.join(30)
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert reported == [min(here + NICENESS, 19)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here

@@ -18,7 +18,7 @@ from lab.errors import LabError
 from lab.schema import PositiveNumber, check
 from lab.server.capacity import SERVER_BUDGET, SERVER_TURNS
 from lab.server.ray_runs import RAY_ADDRESS, RayRun
-from lab.server.workers import PROCESS_MB, WorkerError, run_in_process
+from lab.server.workers import PROCESS_MB, WorkerError, nice_this_thread, run_in_process
 from lab.training.train import resume_training_state, run_metrics, train
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
@@ -105,6 +105,7 @@ class BackgroundJob:
             return self._ticket.run(function, kwargs, self._log, self._stop.is_set)
         if self.in_process:
             return run_in_process(function, kwargs, self._log, self._stop.is_set)
+        nice_this_thread()  # this thread is the job's own
         return function(emit=self._log, should_stop=self._next_step_turn, **kwargs)
 
     def _next_step_turn(self):
