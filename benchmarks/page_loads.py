@@ -11,8 +11,9 @@ Every page is visited once in the sidebar's order (the first visits: caches empt
 also pays the imports), then each lesson once by its link, then every page and lesson `repeats`
 times more (warm: a new session each time, the server's caches full; the median is reported).
 With --runs N, N more students then press Start on the Train page (the default model, each in a
-browser context of its own, 15 minutes' budget) and the warm visits and widget changes are timed
-again while their runs train. CPU seconds are the server process's user + system time
+browser context of its own, 15 minutes' budget; their browser runs at nice 19, as a class's students'
+browsers run on their own laptops) and the warm visits and widget changes are timed again while their
+runs train and their live charts are redrawn. CPU seconds are the server process's user + system time
 (/proc/PID/stat) over the view, all of its threads together: what the view cost the server,
 whatever else ran on the cores.
 """
@@ -108,13 +109,16 @@ def change_widget(server, page, selector, press, drawn_js):
     return time.perf_counter() - start, server_cpu_seconds(server) - cpu
 
 
+ONLY = []  # --only: the labels of the views to time (all when empty)
+
+
 def views():
-    """(label, url path) of every page, then every lesson by its link."""
+    """(label, url path) of every page, then every lesson by its link (those named by --only)."""
     from ui.lessons import LESSONS
 
     pages = [(path or "Home", path) for path, _ in app_pages()]
     lessons = [(f"lesson {n} · {slug}", f"Lessons?lesson={slug}") for n, slug in enumerate(LESSONS, 1)]
-    return pages + lessons
+    return [(label, path) for label, path in pages + lessons if not ONLY or label in ONLY]
 
 
 def median_run(runs):
@@ -149,7 +153,9 @@ def widget_changes(server, page, repeats):
 
 
 def start_runs(server, browser, n):
-    """N students each press Start on /Train: their pages (kept open: a closed tab stops its run)."""
+    """N students each press Start on /Train: their pages (kept open: a closed tab stops its run).
+    `browser` is theirs, niced (benchmarks.app.launch_browser): what is timed is the server's answer
+    while their runs train and their charts are redrawn, not six browsers drawing on the same 2 cores."""
     students = []
     for _ in range(n):
         student = browser.new_context(viewport=LAPTOP).new_page()
@@ -170,7 +176,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="warm visits (and widget changes) per view")
     parser.add_argument("--widgets-only", action="store_true", help="only the widget changes")
     parser.add_argument("--runs", type=int, default=0, help="then time again with this many runs training")
+    parser.add_argument("--only", nargs="+", default=[], help="time only these views (labels as printed)")
     args = parser.parse_args()
+    ONLY[:] = args.only
     busy, busy_changes = {}, {}
     with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
         browser = launch_browser(p)
@@ -178,7 +186,7 @@ def main():
         visits = {} if args.widgets_only else page_visits(server, page, args.repeats)
         changes = widget_changes(server, page, args.repeats)
         if args.runs:
-            students = start_runs(server, browser, args.runs)
+            students = start_runs(server, launch_browser(p, niceness=19), args.runs)
             busy = {} if args.widgets_only else warm_visits(server, page, args.repeats)
             busy_changes = widget_changes(server, page, args.repeats)
             still = sum(s.locator(".st-key-train_stop button").is_enabled() for s in students)

@@ -204,10 +204,21 @@ buttons.radio(
 # live view: redrawn every two seconds (five on a busy server) while a run of this session trains
 
 
+# the bundled files' figures, read once per process: the live view below is redrawn every 2 s for every
+# watching student, and building the long race's plotly figure alone took 35 ms of the interpreter they share
+
+
+@st.cache_resource(show_spinner=False)
+def long_race_chart():
+    """The bundled character models' validation curves over their training (read from the files' headers):
+    (plotly figure, caption), shared read-only by every session."""
+    curves = long_race(list_checkpoints(None, include_versions=False))
+    return chart.long_race_figure(curves), chart.long_race_caption(curves)
+
+
 @st.cache_data(show_spinner=False)
-def bundled_long_race():
-    """The bundled character models' validation curves over their training (read from the files' headers)."""
-    return long_race(list_checkpoints(None, include_versions=False))
+def bundled_anchors():
+    return chart.bundled_anchors(list_checkpoints(None, include_versions=False))
 
 
 def waiting_for_first_point(logs):
@@ -229,7 +240,7 @@ def live_view(auto, x_axis, refresh):
     }
     # drawn even before the first run, so the chart (and plotly.js) is ready when the first point comes
     x_span = values["seconds"] if x_axis == "elapsed" else 100
-    anchors = chart.char_anchors(kinds, chart.bundled_anchors(list_checkpoints(None, include_versions=False)))
+    anchors = chart.char_anchors(kinds, bundled_anchors())
     live_column, long_column = st.columns([3, 2])
     with live_column:
         st.plotly_chart(chart.race_figure(logs, x_axis, anchors, x_span), key="train_chart", width="stretch")
@@ -240,9 +251,9 @@ def live_view(auto, x_axis, refresh):
                 + " Thin lines: loss on the batches it trains on; dashed with dots: on text it never trains on."
             )
     with long_column:
-        curves = bundled_long_race()
-        st.plotly_chart(chart.long_race_figure(curves), key="train_long_race", width="stretch")
-        st.caption(chart.long_race_caption(curves))
+        figure, caption = long_race_chart()
+        st.plotly_chart(figure, key="train_long_race", width="stretch")
+        st.caption(caption)
     runs.draw_progress_and_samples(logs)
     runs.draw_continue_controls(logs)
     if any(log.job.checkpoint_path for log in logs):

@@ -26,6 +26,7 @@ from ui.common import page_link, parameter_count, plain_convention, setup_page, 
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, user_errors
 from ui.sessions import room_check, session_key, user_dir
+from ui.train_chart import WHITE
 
 setup_page("Checkpoints")
 st.title("📦 Checkpoints")
@@ -220,7 +221,7 @@ else:
                     margin=dict(l=10, r=10, t=50, b=10),
                     xaxis_title="step",
                     yaxis_title="nats",
-                    template="plotly_white",
+                    template=WHITE,
                     title="Metrics history",
                     legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
                 )
