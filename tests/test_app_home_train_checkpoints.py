@@ -9,6 +9,7 @@ import base64
 import json
 import pickle
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -116,6 +117,7 @@ def test_training_warms_up_once_a_first_page_is_drawn_not_beside_its_first_run(m
     at = open_page()
     assert_clean(at)
     assert warm_ups == []
+    assert sys.getswitchinterval() == ui.sessions.PAGE_WAIT_SECONDS  # the server's, set by its first page
     at.run()  # the heartbeat's next beat (here with the page's rerun)
     at.run()
     join_warm_up()
