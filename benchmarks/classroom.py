@@ -4,14 +4,14 @@
 
 Starts `streamlit run app.py` on a free port of this machine (user files in a temporary folder,
 every request to 127.0.0.1 only), opens N contexts (each its own cookie, so its own session and
-folder; chromium at nice 10, as if each student's browser ran on their own machine) on /Train
+folder; every thread of chromium at nice 10, as if each student's browser ran on their own machine) on /Train
 with the default model (preset astra-alpha) and a `--seconds` budget, clicks
 Start in each as fast as Playwright can, and prints:
 
 * what each student sees: the time from its click to its first loss point, or the queue message;
-* how many runs train at once, read from the server's budget line on a watcher's page;
-* a separate student's page load (/Sample, navigation -> script done) on an idle server and while
-  the runs train (target <= 2x idle);
+* how many runs train at once, read from the server's budget line on a watcher's page, and that
+  watcher's page load (/Sample, navigation -> script done) on an idle server and `--watch-after`
+  seconds after the last Start, while the runs train (target <= 2x idle);
 * the memory idle, at its peak while training, and after the runs end: the server process's RSS,
   and the PSS of the server with the processes its runs train in;
 * the seconds from closing every tab to the server counting no run (the server is started with
@@ -37,10 +37,9 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.app import (
     CHART_POINTS_JS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     AppServer,
     click_start_and_time_first_point,
+    launch_browser,
     open_page,
     page_load,
 )
@@ -126,16 +125,6 @@ def runs_on_server(page):
     return budget_line(page)[2:]
 
 
-def launch_niced_browser(playwright, folder, niceness=10):
-    """Chromium at nice 10 by default: in a class each student's browser runs on their own machine,
-    here all of them share the server's two cores, so they take them only when the server leaves
-    them idle (which also slows each page's drawing: --browser-nice 0 gives them an equal share)."""
-    wrapper = Path(folder) / "chromium-niced"
-    wrapper.write_text(f'#!/bin/sh\nexec nice -n {niceness} {CHROMIUM} "$@"\n')
-    wrapper.chmod(0o755)
-    return playwright.chromium.launch(executable_path=str(wrapper), args=CHROMIUM_ARGS)
-
-
 def main():
     from playwright.sync_api import sync_playwright
 
@@ -151,6 +140,9 @@ def main():
     parser.add_argument("--browser-nice", type=int, default=10, help="the browsers' niceness (0-19)")
     parser.add_argument("--processes", action="store_true", help="runs train in processes, not threads")
     parser.add_argument(
+        "--watch-after", type=float, default=20, help="seconds after the last Start at which the watcher reads"
+    )
+    parser.add_argument(
         "--warm-up", action="store_true", help="one student's short run first, untimed: a server already in use"
     )
     args = parser.parse_args()
@@ -162,7 +154,7 @@ def main():
         AppServer(user_dir, extra_env=env) as server,
         sync_playwright() as p,
     ):
-        browser = launch_niced_browser(p, user_dir, args.browser_nice)
+        browser = launch_browser(p, niceness=args.browser_nice)
         viewport = {"width": 1400, "height": 1000}
         watcher = browser.new_context(viewport=viewport).new_page()
         open_page(watcher, f"{server.url}/Sample")  # cold: caches fill
@@ -191,10 +183,17 @@ def main():
             clicked_at.append(time.time())
         first_point = [None] * args.sessions
         deadline = time.perf_counter() + args.seconds + 120
-        while None in first_point and time.perf_counter() < deadline:
+        busy_load = at_once = None
+        while (None in first_point or busy_load is None) and time.perf_counter() < deadline:
             for n, page in enumerate(students):
                 if first_point[n] is None and page.evaluate(f"({CHART_POINTS_JS})()") > 0:
                     first_point[n] = time.perf_counter() - clicked[n]
+            if busy_load is None and time.perf_counter() - clicked[-1] >= args.watch_after:
+                # the watcher reads its pages at a fixed time after the last Start, while the runs train
+                # (their budget is --seconds), not once every student's page has been read
+                open_page(watcher, f"{server.url}/Train")
+                at_once = runs_on_server(watcher)
+                busy_load = page_load(watcher, f"{server.url}/Sample")
             time.sleep(0.1)
         seen = []
         for page in students:  # a student's page busy redrawing on two loaded cores can take a while to answer
@@ -206,10 +205,6 @@ def main():
             queue = re.search(r"number \d+ in the queue", text)
             error = page.locator('[data-testid="stAlertContentError"]')
             seen.append(error.first.inner_text() if error.count() else queue.group(0) if queue else "training")
-
-        open_page(watcher, f"{server.url}/Train")
-        at_once = runs_on_server(watcher)
-        busy_load = page_load(watcher, f"{server.url}/Sample")
 
         for page in students:
             page.context.close()
@@ -245,10 +240,10 @@ def main():
             f"{max(after for _, after in server_side):.2f} s. The rest of a student's wait is the page drawing "
             "the point, in a browser that here shares the server's cores"
         )
-    print(f"  runs training at once right after: {at_once[0]} (waiting: {at_once[1]})")
+    print(f"  runs training {args.watch_after:.0f} s after the last Start: {at_once[0]} (waiting: {at_once[1]})")
     print(
-        f"another student's /Sample load: idle {idle_load:.2f} s, during the runs {busy_load:.2f} s "
-        f"({busy_load / idle_load:.1f}x; target <= 2x)"
+        f"another student's /Sample load: idle {idle_load:.2f} s, {args.watch_after:.0f} s after the last Start "
+        f"{busy_load:.2f} s ({busy_load / idle_load:.1f}x; target <= 2x)"
     )
     print(
         f"server process RSS: idle {idle_rss:.0f} MiB, peak while training {peak_rss:.0f} MiB, after the "

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from benchmarks.app import LAPTOP, AppServer, launch_browser, open_page, page_load
-from benchmarks.classroom import budget_line, launch_niced_browser
+from benchmarks.classroom import budget_line
 
 # (what a student does, the page, the button): two of each
 BUTTONS = [
@@ -46,7 +46,7 @@ def main():
         for name in ("", "Sample"):
             open_page(watcher, f"{server.url}/{name}")  # cold: the caches fill
             idle[name or "Home"] = page_load(watcher, f"{server.url}/{name}", args.repeats)
-        students = launch_niced_browser(p, user_dir)
+        students = launch_browser(p, niceness=10)
         opened = []
         for what, path, button in BUTTONS:  # every page open first, so that the six presses come together
             student = students.new_context(viewport=LAPTOP).new_page()
