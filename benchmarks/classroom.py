@@ -1,11 +1,12 @@
-"""A class on one server: N students press Start at once, in N browser contexts of one chromium.
+"""A class on one server: N students press Start at once, in N browser contexts of one chromium, and
+another student watches the server's pages from a browser of their own.
 
     python -m benchmarks.classroom [--sessions 10] [--seconds 120] [--unattended 20] [--browser-nice 10]
 
 Starts `streamlit run app.py` on a free port of this machine (user files in a temporary folder,
 every request to 127.0.0.1 only), opens N contexts (each its own cookie, so its own session and
-folder; every thread of chromium at nice 10, as if each student's browser ran on their own machine) on /Train
-with the default model (preset astra-alpha) and a `--seconds` budget, clicks
+folder; every thread of the students' chromium at nice 10, as if each student's browser ran on their
+own machine) on /Train with the default model (preset astra-alpha) and a `--seconds` budget, clicks
 Start in each as fast as Playwright can, and prints:
 
 * what each student sees: the time from its click to its first loss point, or the queue message;
@@ -137,7 +138,7 @@ def main():
         help="each run's training budget (long enough to be running when the tabs close)",
     )
     parser.add_argument("--unattended", type=int, default=20, help="the server's RNNLAB_UNATTENDED_SECONDS")
-    parser.add_argument("--browser-nice", type=int, default=10, help="the browsers' niceness (0-19)")
+    parser.add_argument("--browser-nice", type=int, default=10, help="the students' browser's niceness (0-19)")
     parser.add_argument("--processes", action="store_true", help="runs train in processes, not threads")
     parser.add_argument(
         "--watch-after", type=float, default=20, help="seconds after the last Start at which the watcher reads"
@@ -154,9 +155,10 @@ def main():
         AppServer(user_dir, extra_env=env) as server,
         sync_playwright() as p,
     ):
-        browser = launch_browser(p, niceness=args.browser_nice)
+        browser = launch_browser(p, niceness=args.browser_nice)  # the students'
         viewport = {"width": 1400, "height": 1000}
-        watcher = browser.new_context(viewport=viewport).new_page()
+        # the watcher's own browser, at the server's priority: its page loads are a student's on a laptop
+        watcher = launch_browser(p).new_context(viewport=viewport).new_page()
         open_page(watcher, f"{server.url}/Sample")  # cold: caches fill
         idle_load = page_load(watcher, f"{server.url}/Sample")
         idle_rss, idle_pss = memory_mb(server)
