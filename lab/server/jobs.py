@@ -105,7 +105,6 @@ class BackgroundJob:
             return self._ticket.run(function, kwargs, self._log, self._stop.is_set)
         if self.in_process:
             return run_in_process(function, kwargs, self._log, self._stop.is_set)
-        nice_this_thread()  # this thread is the job's own
         return function(emit=self._log, should_stop=self._next_step_turn, **kwargs)
 
     def _next_step_turn(self):
@@ -119,6 +118,7 @@ class BackgroundJob:
         return not self._holds_turn or self._stop.is_set()
 
     def _run(self):
+        nice_this_thread()  # the job's own thread: where it computes, the pages' threads come first
         status = "failed"
         try:
             if not self._ticket.wait(self._stop.is_set):
