@@ -118,7 +118,8 @@ class BackgroundJob:
         return not self._holds_turn or self._stop.is_set()
 
     def _run(self):
-        nice_this_thread()  # the job's own thread: where it computes, the pages' threads come first
+        if not (self.in_process or self.ray_address):  # it computes in this thread, its own: pages come first
+            nice_this_thread()  # (not before starting a process: a forkserver started here would inherit it)
         status = "failed"
         try:
             if not self._ticket.wait(self._stop.is_set):
