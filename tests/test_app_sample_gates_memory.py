@@ -479,7 +479,7 @@ def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypat
         )
     for cached in (ui.cached_calls.cached_trace, ui.cached_calls.cached_retention, ui.cached_calls.cached_gradient):
         cached.clear()
-    ui.warm_up._memory_page_defaults()
+    ui.warm_up.memory_page_defaults()
     assert calls.count("trace_text") == 4 and calls.count("gradient_through_time") == 10, calls
     calls.clear()
     at = page(MEMORY).run()

@@ -158,7 +158,8 @@ def test_a_run_on_a_thread_of_the_server_trains_at_a_lower_priority_than_the_pag
         deadline = time.monotonic() + 60
         while not any(event["type"] == "step" for event in job.events()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert os.getpriority(os.PRIO_PROCESS, job._thread.native_id) == min(here + NICENESS, 19)
+        (thread,) = [t for t in threading.enumerate() if t.name == job.what]
+        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == min(here + NICENESS, 19)
     finally:
         job.stop()
         job.wait(30)

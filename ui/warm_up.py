@@ -30,7 +30,7 @@ def warm_up():
     """The whole warm-up; run it in a thread named THREAD_NAME."""
     _train_two_steps()
     try:
-        _memory_page_defaults()
+        memory_page_defaults()
     except Exception:  # a missing or unreadable bundled file: the page says so to its visitor
         log.exception("warming up the Memory page's defaults failed; the page computes them when visited")
 
@@ -50,7 +50,7 @@ def _train_two_steps():
     )
 
 
-def _memory_page_defaults():
+def memory_page_defaults():
     """The cached calls the Memory page makes before a student changes anything, with its arguments."""
     bundled = {info.name: info.path for info in list_checkpoints(include_versions=False)}
     keys = {name: (str(bundled[name]), bundled[name].stat().st_mtime) for name in GRADIENT_MODELS if name in bundled}
