@@ -233,7 +233,7 @@ def live_view(auto, x_axis, refresh):
         log.other_runs = max(log.other_runs, n_running - len(active))
     st.caption(
         f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
-        f"{n_running} runs, {n_queued} waiting."
+        f"{n_running} run{'' if n_running == 1 else 's'}, {n_queued} waiting."
     )
     kinds = {(log.tokenizer, log.vocab, log.job.extra.get("corpus")) for log in logs} or {
         (values["tokenizer"], task and task.vocab_size, corpus_label)
