@@ -417,6 +417,26 @@ def upload_and_save(page, file_name, data):
     page.wait_for_selector(SCRIPT_DONE)
 
 
+def checkpoint_menu(page, tries=3):
+    """The names in the Checkpoints page's menu of checkpoints, read with the menu open. The click is
+    made again when no menu opens: a page redrawing its widgets just then (CI saw it once, a moment
+    after a reload) takes the click away."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    dropdown = page.locator('[data-testid="stSelectboxVirtualDropdown"]')
+    for attempt in range(tries):
+        page.locator(".st-key-ckpt_choice").click()
+        try:
+            dropdown.wait_for(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+    menu = dropdown.inner_text()
+    page.keyboard.press("Escape")
+    return menu
+
+
 def test_two_students_at_once_keep_their_files_apart_and_a_reload_keeps_them(server, browser, user_dir):
     alice = browser.new_context(viewport=VIEWPORT).new_page()
     bob = browser.new_context(viewport=VIEWPORT).new_page()
@@ -428,9 +448,7 @@ def test_two_students_at_once_keep_their_files_apart_and_a_reload_keeps_them(ser
         for page, mine, theirs in ((alice, "alice-model", "bob-model"), (bob, "bob-model", "alice-model")):
             assert "rnnlab_space" in [c["name"] for c in page.context.cookies()]
             open_page(page, f"{server.url}/Checkpoints")  # a reload: a new Streamlit session, the same browser
-            page.locator(".st-key-ckpt_choice").click()
-            menu = page.locator('[data-testid="stSelectboxVirtualDropdown"]').inner_text()
-            page.keyboard.press("Escape")
+            menu = checkpoint_menu(page)
             assert f"{mine}_latest" in menu and theirs not in menu, menu
         folders = [f for f in user_dir.iterdir() if any(f.glob("*-model_v1.safetensors"))]
         assert len(folders) == 2 and all(len(list(f.glob("*_v1.safetensors"))) == 1 for f in folders)
@@ -502,9 +520,7 @@ def test_two_tabs_opened_at_once_on_a_first_visit_share_one_space(server, browse
         for tab in (first, second):
             tab.bring_to_front()  # a menu opens in the tab that has the focus
             open_page(tab, f"{server.url}/Checkpoints")  # a reload
-            tab.locator(".st-key-ckpt_choice").click()
-            menu = tab.locator('[data-testid="stSelectboxVirtualDropdown"]').inner_text()
-            tab.keyboard.press("Escape")
+            menu = checkpoint_menu(tab)
             assert "two-tabs_latest" in menu, menu
         assert len([f for f in user_dir.iterdir() if any(f.glob("two-tabs_v1.safetensors"))]) == 1
     finally:
