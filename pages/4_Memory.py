@@ -16,7 +16,7 @@ from lab.instruments.memory import (
     memory_spread,
 )
 from lab.nets.cells import CELLS
-from ui.cached_calls import cached_gradient, cached_retention, cached_trace
+from ui.cached_calls import cached_gradient, cached_retention, cached_trace, checkpoint_key
 from ui.cell_labels import cell_label
 from ui.checkpoint_picker import checkpoint_infos
 from ui.coloured_text import activation_html
@@ -100,8 +100,7 @@ if not infos:
 
 
 def key_of(name):
-    info = by_name[name]
-    return str(info.path), info.path.stat().st_mtime
+    return checkpoint_key(by_name[name])
 
 
 TEXT_MAX_CHARS, BIASES_MAX_CHARS = 4000, 200  # the boxes and the link alike

@@ -24,7 +24,7 @@ from ui.checkpoint_picker import cached_checkpoint
 
 
 def checkpoint_key(checkpoint):
-    """(path, mtime): the hashable identity of a loaded checkpoint for st.cache_data."""
+    """(path, mtime): the hashable identity of a checkpoint (loaded, or its CheckpointInfo) for st.cache_data."""
     path = Path(checkpoint.path)
     return str(path), path.stat().st_mtime
 

@@ -8,7 +8,7 @@ calls with the same arguments then find them; one that comes while they are comp
 import logging
 
 from lab.training.checkpoints import list_checkpoints
-from ui.cached_calls import cached_gradient, cached_retention
+from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
 
 log = logging.getLogger(__name__)
@@ -52,8 +52,7 @@ def _train_two_steps():
 
 def memory_page_defaults():
     """The cached calls the Memory page makes before a student changes anything, with its arguments."""
-    bundled = {info.name: info.path for info in list_checkpoints(include_versions=False)}
-    keys = {name: (str(bundled[name]), bundled[name].stat().st_mtime) for name in GRADIENT_MODELS if name in bundled}
+    keys = {info.name: checkpoint_key(info) for info in list_checkpoints(include_versions=False)}
     for name in RETENTION_MODELS:
         if name in keys:
             cached_retention(*keys[name], TEXT)
