@@ -78,3 +78,46 @@ def test_a_page_opened_by_a_bad_link_says_which_settings_it_ignored_and_opens_wi
     assert at.session_state["ablation_epochs"] == 6 and at.session_state["ablation_batch"] == 32  # the defaults
     assert at.session_state["ablation_seeds"] == 2  # the link's good setting still applies
     assert at.button(key="FormSubmitter:ablation_live_form-Train both arms")  # the page is there to use
+
+
+VALUE_WIDGETS = ("number_input", "slider", "select_slider", "selectbox", "radio", "text_input", "text_area", "checkbox", "toggle")
+
+
+def widget_values(at):
+    return {w.key: w.value for kind in VALUE_WIDGETS for w in getattr(at, kind) if w.key}
+
+
+def visit(at, page, query=None):
+    """Open `page` as the sidebar's link does: its URL carries no settings."""
+    at.switch_page(page)
+    at.query_params.clear()
+    at.query_params.update(query or {})
+    return at.run()
+
+
+@pytest.mark.parametrize(
+    "page, query, key, value",
+    [
+        ("pages/1_Train.py", {}, "train_hidden", 96),
+        ("pages/2_Sample.py", {}, "sample_tokens", 123),
+        ("pages/3_Gates.py", {}, "gates_cards", 5),
+        ("pages/4_Memory.py", {}, "memory_max_lag", 16),
+        ("pages/5_Checkpoints.py", {}, "ckpt_choice", "char-rnn_latest"),
+        ("pages/6_Ablation.py", {"epochs": "2"}, None, None),  # its settings sit in a form: set by a link
+        ("pages/7_Lessons.py", {"lesson": "memory"}, None, None),
+    ],
+)
+def test_a_pages_settings_are_kept_while_the_student_visits_another_page(page, query, key, value):
+    """Streamlit forgets the value of a widget a run does not draw: a student who went Home and came back
+    found the Sample page at 1 token, temperature 0.05 and an empty prompt (each widget's minimum)."""
+    at = visit(AppTest.from_file(APP, default_timeout=120), page, query)
+    if key:
+        widget = next(w for kind in VALUE_WIDGETS for w in getattr(at, kind) if w.key == key)
+        assert widget.value != value
+        widget.set_value(value).run()
+    before = widget_values(at)
+    assert not at.exception and (not key or before[key] == value)
+    visit(at, "app.py")
+    visit(at, page)
+    assert not at.exception, [e.value for e in at.exception]
+    assert widget_values(at) == before

@@ -130,18 +130,24 @@ def _page_id(settings):
 def restore_from_url(settings, defaults):
     """On a session's first visit to the page, set each widget's first value from the URL, else keep
     one set before (by a test, or a link to another page), else use its default (`defaults`: URL
-    name -> value). Later runs keep what the student chose, unless a link opened the page with
-    settings other than those it last wrote into the URL (a lesson's link to the full page, in
-    the same session): then the link's settings are set again."""
+    name -> value). Later runs keep what the student chose, also after a visit to another page,
+    unless a link opened the page with settings other than those it last wrote into the URL (a
+    lesson's link to the full page, in the same session): then the link's settings are set again."""
     page_id = _page_id(settings)
     first_visit_flag = f"_links_restored_{page_id}"
     query = st.query_params.to_dict()
+    # Streamlit forgets a widget's value when a run does not draw it (another page): the values this
+    # page last mirrored are kept apart, and set again for the widgets that lost theirs
+    kept = st.session_state.get(f"_links_kept_{page_id}", {})
     if first_visit_flag in st.session_state and query in ({}, st.session_state.get(f"_links_mirrored_{page_id}")):
+        for name, (_, key) in settings.items():
+            if key not in st.session_state and kept.get(key, defaults[name]) is not None:
+                st.session_state[key] = kept.get(key, defaults[name])
         return
     st.session_state[first_visit_flag] = True
     values, warnings = parse_query(query, {name: field for name, (field, _) in settings.items()})
     for name, (_, key) in settings.items():
-        value = values.get(name, st.session_state.get(key, defaults[name]))
+        value = values.get(name, st.session_state.get(key, kept.get(key, defaults[name])))
         if value is not None:  # None: the page chooses the first value itself (e.g. the best unit)
             st.session_state[key] = value
     for warning in warnings:
@@ -160,4 +166,7 @@ def mirror_to_url(settings, defaults, shown=None):
             query[name] = field.format(value)
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
-    st.session_state[f"_links_mirrored_{_page_id(settings)}"] = query
+    page_id = _page_id(settings)
+    st.session_state[f"_links_mirrored_{page_id}"] = query
+    kept = st.session_state.setdefault(f"_links_kept_{page_id}", {})
+    kept.update({key: st.session_state[key] for _, key in settings.values() if key in st.session_state})
