@@ -80,7 +80,17 @@ def test_a_page_opened_by_a_bad_link_says_which_settings_it_ignored_and_opens_wi
     assert at.button(key="FormSubmitter:ablation_live_form-Train both arms")  # the page is there to use
 
 
-VALUE_WIDGETS = ("number_input", "slider", "select_slider", "selectbox", "radio", "text_input", "text_area", "checkbox", "toggle")
+VALUE_WIDGETS = (
+    "number_input",
+    "slider",
+    "select_slider",
+    "selectbox",
+    "radio",
+    "text_input",
+    "text_area",
+    "checkbox",
+    "toggle",
+)
 
 
 def widget_values(at):
