@@ -133,3 +133,37 @@ def test_the_memory_probe_and_the_live_ablation_run_on_ray():
     assert ablation.wait(WAIT_S) == "finished", ablation.message
     assert probe.table.steps.tolist() == [5] and any(e["type"] == "probe_result" for e in probe.events())
     assert ablation.results["complete"] and ablation.out_dir is None  # no folder left on a worker's machine
+
+
+def test_a_warm_actor_takes_runs_one_after_another_and_is_given_back(task, tmp_path):
+    """RNNLAB_RAY_WARM_ACTORS: actors started before the class, PyTorch imported; a run that fits takes an
+    idle one instead of a process of its own, and gives it back, reset, when it ends."""
+    ray_runs.start_warm_actors(ADDRESS, count=1, memory_mb=2048)
+    try:
+        assert ray_runs.idle_warm_actors() == 1
+        kinds = []
+        for n in range(2):
+            job = long_run(task, f"warm-{n}", tmp_path).start()
+            wait_until(lambda: has_stepped(job), "step")
+            assert ray_runs.idle_warm_actors() == 0  # it computes in the warm actor...
+            assert not [a for a in ray.util.list_named_actors() if a.startswith(f"The run warm-{n} ")]  # ...not its own
+            job.stop()
+            assert job.wait(WAIT_S) == "stopped" and job.checkpoint_path.is_file()
+            assert ray_runs.idle_warm_actors() == 1
+            kinds.append([e["type"] for e in job.events()])
+        assert kinds[1][0] == kinds[0][0] and kinds[1].count("done") <= 1  # the second run saw none of the first's
+        steps = [e["step"] for e in job.events() if e["type"] == "step"]
+        assert steps == list(range(1, len(steps) + 1))
+    finally:
+        ray_runs.retire_warm_actors()
+
+
+def test_a_run_no_warm_actor_fits_gets_its_own_and_idle_warm_actors_make_room_for_it(task, tmp_path):
+    ray_runs.start_warm_actors(ADDRESS, count=2, memory_mb=64)  # both CPUs, too little memory for a run
+    try:
+        job = TrainingJob("big", tiny_lm(task), task, tiny_train_config(), tmp_path, ray_address=ADDRESS).start()
+        assert job.wait(WAIT_S) == "finished", job.message
+        assert ray_runs.idle_warm_actors() < 2  # one was ended to give the run its CPU
+    finally:
+        ray_runs.retire_warm_actors()
+    assert ray_runs.idle_warm_actors() == 0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from lab.server.ray_runs import RAY_ADDRESS, start_warm_actors
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.training.train import configure_cpu
 
@@ -43,7 +44,16 @@ def start_server_process():
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
     threading.Thread(target=_reap_unattended_jobs, args=(job_registry(),), name="rnnlab-reaper", daemon=True).start()
+    if RAY_ADDRESS:  # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
+        threading.Thread(target=_start_warm_actors, name="rnnlab-warm-actors", daemon=True).start()
     return threads
+
+
+def _start_warm_actors():
+    try:
+        start_warm_actors(RAY_ADDRESS)
+    except Exception:  # a bad setting or an unreachable cluster: runs get actors of their own, as without
+        logging.getLogger("lab.server.ray_runs").exception("starting the warm Ray actors failed")
 
 
 @st.cache_resource
@@ -64,13 +74,14 @@ SERVER_LOG_FORMAT = logging.Formatter(
 
 
 def _log_jobs_to_the_server_log():
-    """lab.server.jobs says when each run starts training and ends; on a class server the teacher reads
+    """lab.server.jobs says when each run starts training and ends, lab.server.ray_runs when the warm Ray
+    actors are ready; on a class server the teacher reads
     it in the server's log (Community Cloud: "Manage app"), beside Streamlit's own lines."""
     handler = logging.StreamHandler()
     handler.setFormatter(SERVER_LOG_FORMAT)
-    jobs_log = logging.getLogger("lab.server.jobs")
-    jobs_log.setLevel(logging.INFO)
-    jobs_log.addHandler(handler)
+    for name in ("lab.server.jobs", "lab.server.ray_runs"):
+        logging.getLogger(name).setLevel(logging.INFO)
+        logging.getLogger(name).addHandler(handler)
 
 
 # per-session training jobs, kept alive by the page's heartbeat

@@ -24,6 +24,14 @@ another machine needs neither the server's disk nor its quota. The actors import
 package, which Ray ships to them (runtime_env py_modules): the cluster's machines need the
 requirements (requirements.txt, requirements-ray.txt), not the repository.
 
+A fresh actor is a new process that imports PyTorch: seconds on an idle machine, minutes when a class
+presses Start at once on loaded cores. With RNNLAB_RAY_WARM_ACTORS=N the server starts N actors as it
+starts (`start_warm_actors`), each holding one CPU and RNNLAB_RAY_WARM_ACTOR_MB of the cluster with
+PyTorch imported; a run that fits takes an idle one and gives it back when it ends, and a run that
+does not fit gets an actor of its own as before. Ray's scheduler still places every actor, warm or
+not; a run kept waiting while warm actors sit idle (too small for it) retires them one at a time, so
+that an idle pool never keeps the cluster from a run.
+
 Ray is imported here only, on first use: without RNNLAB_RAY_ADDRESS the app never imports it and
 need not have it installed.
 """
@@ -31,6 +39,7 @@ need not have it installed.
 import logging
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -43,15 +52,26 @@ RAY_ADDRESS = os.environ.get("RNNLAB_RAY_ADDRESS") or None  # None: jobs train o
 # the app's models are small: a second thread per run costs more in synchronisation than it saves, and
 # Ray sets an actor's OMP_NUM_THREADS to its CPUs, so one CPU per run is also one thread per run
 CPUS_PER_RUN = 1
+WARM_ACTORS = os.environ.get("RNNLAB_RAY_WARM_ACTORS", "0")
+WARM_ACTOR_MB = os.environ.get("RNNLAB_RAY_WARM_ACTOR_MB", "1024")  # the default run asks for ~470 MB
+# how long a run that no idle warm actor fits waits for its own before it retires one of them
+RETIRE_AFTER_SECONDS = 2.0
 _RunActor, _lock = None, threading.Lock()
+_warm, _warm_lock = [], threading.Lock()  # the idle warm actors: (actor, its memory in MB)
 
 
 class RunActor:
     """One run's process on the cluster: `run` computes in one thread of the actor while `poll`, in its
-    second (max_concurrency=2), hands over the events so far and passes Stop on."""
+    second (max_concurrency=2), hands over the events so far and passes Stop on. A warm actor
+    (`warm=True`) imports PyTorch and the training code as it starts, and is `reset` between runs."""
 
-    def __init__(self):
+    def __init__(self, warm=False):
         os.nice(NICENESS)  # on the server's own machine the pages come first (lab.server.workers)
+        if warm:
+            import lab.training.train  # noqa: F401  (and PyTorch with it)
+        self.reset()
+
+    def reset(self):
         self.events, self.stop = [], threading.Event()
 
     def run(self, function, kwargs):
@@ -100,26 +120,92 @@ def check_fits(ray, cpus, memory_mb, what):
         )
 
 
+def _count(name, text, at_least):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < at_least:
+        raise LabError(f"{name}: {text!r} is not a whole number of at least {at_least}")
+    return value
+
+
+def start_warm_actors(address, count=None, memory_mb=None):
+    """Start `count` warm actors (default RNNLAB_RAY_WARM_ACTORS) of `memory_mb` each (default
+    RNNLAB_RAY_WARM_ACTOR_MB): Ray places them as it has room. Returns once all have started, their
+    PyTorch imported (the server calls it in a thread of its own)."""
+    count = _count("RNNLAB_RAY_WARM_ACTORS", WARM_ACTORS, 0) if count is None else count
+    memory_mb = _count("RNNLAB_RAY_WARM_ACTOR_MB", WARM_ACTOR_MB, 1) if memory_mb is None else memory_mb
+    ray = connect(address)
+    options = dict(num_cpus=CPUS_PER_RUN, memory=int(memory_mb * 2**20))
+    actors = [_RunActor.options(name=f"warm {uuid.uuid4().hex[:8]}", **options).remote(warm=True) for _ in range(count)]
+    with _warm_lock:
+        _warm.extend((actor, memory_mb) for actor in actors)
+    ray.get([actor.poll.remote(0, False) for actor in actors])
+    if actors:
+        log.info("%d warm Ray actors of %d MB each are ready", count, memory_mb)
+    return actors
+
+
+def idle_warm_actors():
+    """How many warm actors are idle now."""
+    with _warm_lock:
+        return len(_warm)
+
+
+def retire_warm_actors(count=None):
+    """End `count` idle warm actors (all of them if None), which gives their CPUs and memory back to the
+    cluster. Returns how many were ended."""
+    with _warm_lock:
+        keep = 0 if count is None else max(len(_warm) - count, 0)
+        retired = _warm[keep:]
+        del _warm[keep:]
+    if retired:
+        import ray
+
+        for actor, _ in retired:
+            ray.kill(actor)
+    return len(retired)
+
+
+def _take_warm(memory_mb, cpus):
+    """An idle warm actor that can hold a run of `memory_mb` and `cpus`, taken from the idle ones; or None."""
+    with _warm_lock:
+        for n, (actor, size_mb) in enumerate(_warm):
+            if cpus == CPUS_PER_RUN and memory_mb <= size_mb:
+                return _warm.pop(n)
+    return None
+
+
 class RayRun:
-    """One job's actor on the Ray cluster, asked for at once (Ray queues it) and released at the end;
-    see the module's docstring."""
+    """One job's actor on the Ray cluster, asked for at once (Ray queues it) and released at the end, or
+    an idle warm actor that fits it, given back at the end; see the module's docstring."""
 
     position = 0  # Ray's queue has no order a page could show: a waiting run shows no number
 
     def __init__(self, address, memory_mb, what, cpus=CPUS_PER_RUN):
-        self.ray, self.what = connect(address), what
+        self.ray, self.what, self._died = connect(address), what, False
         check_fits(self.ray, cpus, memory_mb, what)
-        options = dict(name=f"{what} {uuid.uuid4().hex[:8]}", num_cpus=cpus, memory=int(memory_mb * 2**20))
-        self.actor = _RunActor.options(**options).remote()
+        self._warm = _take_warm(memory_mb, cpus)
+        if self._warm:
+            self.actor = self._warm[0]
+        else:
+            options = dict(name=f"{what} {uuid.uuid4().hex[:8]}", num_cpus=cpus, memory=int(memory_mb * 2**20))
+            self.actor = _RunActor.options(**options).remote()
         self._started = self.actor.poll.remote(0, False)  # answered once Ray has started the actor
 
     def wait(self, should_stop=None, poll_seconds=0.2):
         """Block until Ray has started the actor (True) or should_stop() says stop, which gives up its
-        place (False)."""
+        place (False). Kept waiting while warm actors sit idle, it retires one every RETIRE_AFTER_SECONDS."""
+        waited_since = time.monotonic()
         while not self.ray.wait([self._started], timeout=poll_seconds)[0]:
             if should_stop is not None and should_stop():
                 self.release()
                 return False
+            if time.monotonic() - waited_since > RETIRE_AFTER_SECONDS:
+                if retire_warm_actors(1):
+                    log.info("%s waits for room: an idle warm Ray actor was ended to make it", self.what)
+                waited_since = time.monotonic()
         return True
 
     def run(self, function, kwargs, on_event, stopped, poll_seconds=0.2):
@@ -139,12 +225,23 @@ class RayRun:
             log.error("%s failed on Ray:\n%s", self.what, e)
             raise WorkerError(f"{type(e.cause).__name__}: {e.cause}") from None
         except exceptions.RayActorError as e:  # the process died: killed, out of memory, its machine gone
+            self._died = True
             log.error("%s: its Ray worker died:\n%s", self.what, e)
             raise WorkerError(
                 "the Ray worker computing it died (killed, out of memory, or its machine left the cluster; "
                 "the server's log has Ray's account)"
             ) from None
 
-    def release(self):
-        """End the actor, which gives its CPU and memory back to the cluster."""
+    def release(self, reset_seconds=30):
+        """Give a warm actor back, reset for its next run; end any other, which gives its CPU and memory
+        back to the cluster."""
+        if self._warm and not self._died:
+            try:
+                self.ray.get(self.actor.reset.remote(), timeout=reset_seconds)
+            except (self.ray.exceptions.RayError, TimeoutError):
+                log.exception("%s: its warm Ray actor did not reset; it is ended instead", self.what)
+            else:
+                with _warm_lock:
+                    _warm.append(self._warm)
+                return
         self.ray.kill(self.actor)
