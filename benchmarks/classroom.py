@@ -126,7 +126,9 @@ def runs_on_server(page):
     return budget_line(page)[2:]
 
 
-def main():
+def main(before_class=None):
+    """`before_class()`, if given, is called once the server has served its first page, before the
+    students open theirs (benchmarks.ray_classroom waits there for the warm Ray actors)."""
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -173,6 +175,8 @@ def main():
             early.context.close()
             warm_until = time.time()
 
+        if before_class is not None:
+            before_class()
         students = [browser.new_context(viewport=viewport).new_page() for _ in range(args.sessions)]
         for page in students:
             open_page(page, f"{server.url}/Train?seconds={args.seconds}")

@@ -10,6 +10,10 @@ script has finished: the app's script state "notRunning" and Streamlit's status 
 Every page is visited once in the sidebar's order (the first visits: caches empty, the first page
 also pays the imports), then each lesson once by its link, then every page and lesson `repeats`
 times more (warm: a new session each time, the server's caches full; the median is reported).
+Warm views are also timed as a student reaches them within the app, without reloading it: each page
+by its link in the sidebar, each lesson after the first by its "Next lesson" button (from the click
+until the script that it started has finished). A full load pays about 0.5 s that this does not:
+the browser fetches and compiles Streamlit's scripts again and opens a new session.
 With --runs N, N more students then press Start on the Train page (the default model, each in a
 browser context of its own, 15 minutes' budget; their browser runs at nice 19, as a class's students'
 browsers run on their own laptops) and the warm visits and widget changes are timed again while their
@@ -109,6 +113,49 @@ def change_widget(server, page, selector, press, drawn_js):
     return time.perf_counter() - start, server_cpu_seconds(server) - cpu
 
 
+# set by a click's own script run (the attribute may change back before Playwright looks)
+WATCH_RUN = """() => { window.rnnlabRan = false; new MutationObserver(() => {
+    if (document.querySelector('[data-test-script-state="running"]')) window.rnnlabRan = true;
+}).observe(document, {attributes: true, subtree: true, attributeFilter: ["data-test-script-state"]}); }"""
+
+
+def click_and_settle(server, page, target, drawn_js):
+    """Click `target` (a locator): (seconds until the script it starts has finished and `drawn_js`
+    is true, server CPU seconds meanwhile)."""
+    target.wait_for()
+    page.evaluate(WATCH_RUN)
+    cpu = server_cpu_seconds(server)
+    start = time.perf_counter()
+    target.click()
+    page.wait_for_function(f"() => window.rnnlabRan && ({drawn_js})()", polling=10, timeout=120_000)
+    settled(page)
+    return time.perf_counter() - start, server_cpu_seconds(server) - cpu
+
+
+def in_app_visits(server, page, repeats):
+    """{label: medians of `repeats` visits within the app}: a new session on Home, then each page by its
+    sidebar link, then on the Lessons page each following lesson by its "Next lesson" button."""
+    from ui.lessons import LESSONS
+
+    pages, lessons = app_pages(), list(LESSONS)
+    runs = {}
+    for _ in range(repeats):
+        visit(server, page, "")
+        for path, _ in pages[1:] + pages[:1]:  # Home last, reached from the last page
+            link = page.locator(f'[data-testid="stSidebar"] [data-testid="stPageLink"] a[href="{path}"]')
+            heading = page.locator('[data-testid="stMain"] h1').first.text_content()
+            title = f"document.querySelector('[data-testid=stMain] h1')?.textContent !== {heading!r}"
+            runs.setdefault(path or "Home", []).append(click_and_settle(server, page, link.first, f"() => {title}"))
+        visit(server, page, "Lessons")  # a new session: the first lesson
+        for number, slug in enumerate(lessons[1:], 2):
+            shown = f"document.querySelector('.st-key-lessons_lesson input')?.value.startsWith('{number} · ')"
+            button = page.locator(".st-key-lessons_next button")
+            runs.setdefault(f"lesson {number} · {slug}", []).append(
+                click_and_settle(server, page, button, f"() => {shown}")
+            )
+    return {label: median_run(r) for label, r in runs.items() if not ONLY or label in ONLY}
+
+
 ONLY = []  # --only: the labels of the views to time (all when empty)
 
 
@@ -179,15 +226,17 @@ def main():
     parser.add_argument("--only", nargs="+", default=[], help="time only these views (labels as printed)")
     args = parser.parse_args()
     ONLY[:] = args.only
-    busy, busy_changes = {}, {}
+    busy, busy_changes, busy_in_app = {}, {}, {}
     with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
         browser = launch_browser(p)
         page = browser.new_context(viewport=LAPTOP).new_page()
         visits = {} if args.widgets_only else page_visits(server, page, args.repeats)
+        in_app = {} if args.widgets_only else in_app_visits(server, page, args.repeats)
         changes = widget_changes(server, page, args.repeats)
         if args.runs:
             students = start_runs(server, launch_browser(p, niceness=19), args.runs)
             busy = {} if args.widgets_only else warm_visits(server, page, args.repeats)
+            busy_in_app = {} if args.widgets_only else in_app_visits(server, page, args.repeats)
             busy_changes = widget_changes(server, page, args.repeats)
             still = sum(s.locator(".st-key-train_stop button").is_enabled() for s in students)
             print(f"runs still training at the end: {still} of {args.runs}", file=sys.stderr)
@@ -203,6 +252,13 @@ def main():
         for label, ((t1, c1), (t2, c2)) in visits.items():
             cell = f" {busy[label][0]:.2f} s ({busy[label][0] / t2:.1f}×) |" if with_runs else ""
             print(f"| {label} | {t1:.2f} s | {t2:.2f} s |{cell} {c1:.2f} s | {c2:.2f} s |")
+    if in_app:
+        extra = f" {with_runs} (× idle) |" if with_runs else ""
+        print(f"\n| reached within the app | seconds (median of {args.repeats}) |{extra} server CPU |")
+        print("|---|---|---|" + ("---|" if with_runs else ""))
+        for label, (seconds, cpu) in in_app.items():
+            cell = f" {busy_in_app[label][0]:.2f} s ({busy_in_app[label][0] / seconds:.1f}×) |" if with_runs else ""
+            print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
     extra = f" {with_runs} |" if with_runs else ""
     print(f"\n| widget change | seconds (median of {args.repeats}) |{extra} server CPU |")
     print("|---|---|---|" + ("---|" if with_runs else ""))

@@ -1,6 +1,6 @@
 """The classroom benchmark (benchmarks/classroom.py) with every run on a two-node Ray cluster.
 
-    python -m benchmarks.ray_classroom [--cpus-per-node 5] [classroom's options: --sessions 10 --seconds 60 ...]
+    python -m benchmarks.ray_classroom [--cpus-per-node 5] [--warm-actors 10] [classroom's options: --sessions 10 ...]
 
 Starts a Ray head (`ray start --head --block`) and a second node that joins it (`ray start --address
 --block`), both on this machine, each with `--cpus-per-node` CPUs (Ray counts them; they share this
@@ -102,19 +102,41 @@ class PeakCpusInUse(threading.Thread):
             self.peak = max(self.peak, total - free)
 
 
+def wait_for_warm_actors(count, timeout=600):
+    """Until the app's `count` warm actors (RNNLAB_RAY_WARM_ACTORS) have started, PyTorch imported: they
+    answer a poll once their start is done. Prints how long that took from now."""
+    import ray
+
+    start, deadline = time.monotonic(), time.monotonic() + timeout
+
+    def warm_ones():
+        return [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("warm ")]
+
+    while len(named := warm_ones()) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(named)} of {count} warm actors were asked for within {timeout} s")
+        time.sleep(0.5)
+    ray.get([ray.get_actor(a["name"], namespace=a["namespace"]).poll.remote(0, False) for a in named], timeout=timeout)
+    print(f"{count} warm actors ready {time.monotonic() - start:.0f} s after the server's first page", flush=True)
+
+
 def main():
     os.environ.update(TOKEN_AUTH)  # before ray is imported, which reads it once
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpus-per-node", type=int, default=5, help="the CPUs each of the two Ray nodes declares")
+    parser.add_argument(
+        "--warm-actors", type=int, default=0, help="the app's RNNLAB_RAY_WARM_ACTORS (the class waits for them)"
+    )
     args, classroom_args = parser.parse_known_args()
     with tempfile.TemporaryFile() as log, two_node_cluster(args.cpus_per_node, log) as address:
         print(f"Ray: two nodes on this machine, {args.cpus_per_node} CPUs each; the app at {address}", flush=True)
         os.environ["RNNLAB_RAY_ADDRESS"] = address  # the app server started by classroom inherits it
+        os.environ["RNNLAB_RAY_WARM_ACTORS"] = str(args.warm_actors)
         in_use = PeakCpusInUse()
         in_use.start()
         sys.argv = [f"{sys.argv[0]} (benchmarks.classroom)", *classroom_args]
         try:
-            classroom.main()
+            classroom.main(before_class=lambda: wait_for_warm_actors(args.warm_actors) if args.warm_actors else None)
         finally:
             in_use.done.set()  # before the cluster stops
             in_use.join()
