@@ -6,6 +6,7 @@ there too. Every wait is bounded."""
 
 import functools
 import logging
+import threading
 import time
 
 import pytest
@@ -167,3 +168,18 @@ def test_a_run_no_warm_actor_fits_gets_its_own_and_idle_warm_actors_make_room_fo
     finally:
         ray_runs.retire_warm_actors()
     assert ray_runs.idle_warm_actors() == 0
+
+
+def test_runs_that_come_while_the_warm_actors_start_end_none_of_them(task, tmp_path):
+    """A run that takes a warm actor still starting waits for its start, not for room: the other warm
+    actors are kept (they once were ended one every two seconds while it waited)."""
+    starting = threading.Thread(target=ray_runs.start_warm_actors, args=(ADDRESS, 2, 2048))
+    starting.start()
+    try:
+        wait_until(lambda: ray_runs.idle_warm_actors() == 2, "warm actors asked for")
+        job = TrainingJob("early", tiny_lm(task), task, tiny_train_config(), tmp_path, ray_address=ADDRESS).start()
+        assert job.wait(WAIT_S) == "finished", job.message
+        starting.join(WAIT_S)
+        assert ray_runs.idle_warm_actors() == 2
+    finally:
+        ray_runs.retire_warm_actors()

@@ -187,23 +187,26 @@ class RayRun:
         self.ray, self.what, self._died = connect(address), what, False
         check_fits(self.ray, cpus, memory_mb, what)
         self._warm = _take_warm(memory_mb, cpus)
+        self._asks = {"CPU": cpus, "memory": int(memory_mb * 2**20)}
         if self._warm:
             self.actor = self._warm[0]
         else:
-            options = dict(name=f"{what} {uuid.uuid4().hex[:8]}", num_cpus=cpus, memory=int(memory_mb * 2**20))
+            options = dict(name=f"{what} {uuid.uuid4().hex[:8]}", num_cpus=cpus, memory=self._asks["memory"])
             self.actor = _RunActor.options(**options).remote()
         self._started = self.actor.poll.remote(0, False)  # answered once Ray has started the actor
 
     def wait(self, should_stop=None, poll_seconds=0.2):
         """Block until Ray has started the actor (True) or should_stop() says stop, which gives up its
-        place (False). Kept waiting while warm actors sit idle, it retires one every RETIRE_AFTER_SECONDS."""
+        place (False). An actor of its own kept waiting for room (not for its process to start) while
+        warm actors sit idle ends one of them every RETIRE_AFTER_SECONDS."""
         waited_since = time.monotonic()
         while not self.ray.wait([self._started], timeout=poll_seconds)[0]:
             if should_stop is not None and should_stop():
                 self.release()
                 return False
-            if time.monotonic() - waited_since > RETIRE_AFTER_SECONDS:
-                if retire_warm_actors(1):
+            if not self._warm and time.monotonic() - waited_since > RETIRE_AFTER_SECONDS:
+                free = self.ray.available_resources()
+                if any(free.get(name, 0) < amount for name, amount in self._asks.items()) and retire_warm_actors(1):
                     log.info("%s waits for room: an idle warm Ray actor was ended to make it", self.what)
                 waited_since = time.monotonic()
         return True
