@@ -65,7 +65,7 @@ def free_port():
 class AppServer:
     """`streamlit run app.py` as a subprocess on a free port; a context manager."""
 
-    def __init__(self, user_dir, port=None, extra_env=None):
+    def __init__(self, user_dir, port=None, extra_env=None, script="app.py"):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()
@@ -76,7 +76,7 @@ class AppServer:
                 "-m",
                 "streamlit",
                 "run",
-                "app.py",
+                script,
                 "--server.port",
                 str(self.port),
                 "--server.headless",

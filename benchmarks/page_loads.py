@@ -4,7 +4,8 @@ for each.
 
     python -m benchmarks.page_loads [--repeats 3] [--runs 5]
 
-Starts `streamlit run app.py` on a free port (benchmarks.app.AppServer), drives Debian's
+First a bare Streamlit page (a title and a line) is timed the same way, with the app's own settings:
+the floor under every figure. Then starts `streamlit run app.py` on a free port (benchmarks.app.AppServer), drives Debian's
 /usr/bin/chromium at 1366x768 and times each view from navigation (or the key press) until the
 script has finished: the app's script state "notRunning" and Streamlit's status widget gone.
 Every page is visited once in the sidebar's order (the first visits: caches empty, the first page
@@ -29,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -159,6 +161,24 @@ def in_app_visits(server, page, repeats):
 ONLY = []  # --only: the labels of the views to time (all when empty)
 
 
+BARE_PAGE = 'import streamlit as st\n\nst.title("A bare page")\nst.write("One line.")\n'
+
+
+def bare_page_floor(playwright, repeats):
+    """(seconds, server CPU) of a warm visit to a bare Streamlit page, a title and a line, served with
+    the app's own settings: what any page costs in this harness, the floor under every figure."""
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "bare.py"
+        script.write_text(BARE_PAGE)
+        with AppServer(folder, script=str(script)) as server:
+            browser = launch_browser(playwright)
+            page = browser.new_context(viewport=LAPTOP).new_page()
+            visit(server, page, "")
+            floor = median_run([visit(server, page, "") for _ in range(repeats)])
+            browser.close()
+    return floor
+
+
 def views():
     """(label, url path) of every page, then every lesson by its link (those named by --only)."""
     from ui.lessons import LESSONS
@@ -227,6 +247,9 @@ def main():
     args = parser.parse_args()
     ONLY[:] = args.only
     busy, busy_changes, busy_in_app = {}, {}, {}
+    with sync_playwright() as p:
+        floor = bare_page_floor(p, args.repeats)
+    print(f"A bare Streamlit page (a title and a line): {floor[0]:.2f} s warm, server CPU {floor[1]:.2f} s\n")
     with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
         browser = launch_browser(p)
         page = browser.new_context(viewport=LAPTOP).new_page()

@@ -117,7 +117,7 @@ def wait_for_warm_actors(count, timeout=600):
             raise TimeoutError(f"only {len(named)} of {count} warm actors were asked for within {timeout} s")
         time.sleep(0.5)
     ray.get([ray.get_actor(a["name"], namespace=a["namespace"]).poll.remote(0, False) for a in named], timeout=timeout)
-    print(f"{count} warm actors ready {time.monotonic() - start:.0f} s after the server's first page", flush=True)
+    print(f"{count} warm actors ready (the class waited {time.monotonic() - start:.0f} s more for them)", flush=True)
 
 
 def main():
