@@ -5,16 +5,17 @@ for each.
     python -m benchmarks.page_loads [--repeats 3] [--runs 5]
 
 First a bare Streamlit page (a title and a line) is timed the same way, with the app's own settings:
-the floor under every figure. Then starts `streamlit run app.py` on a free port (benchmarks.app.AppServer), drives Debian's
-/usr/bin/chromium at 1366x768 and times each view from navigation (or the key press) until the
-script has finished: the app's script state "notRunning" and Streamlit's status widget gone.
-Every page is visited once in the sidebar's order (the first visits: caches empty, the first page
-also pays the imports), then each lesson once by its link, then every page and lesson `repeats`
-times more (warm: a new session each time, the server's caches full; the median is reported).
-Warm views are also timed as a student reaches them within the app, without reloading it: each page
-by its link in the sidebar, each lesson after the first by its "Next lesson" button (from the click
-until the script that it started has finished). A full load pays about 0.5 s that this does not:
-the browser fetches and compiles Streamlit's scripts again and opens a new session.
+the floor under every figure. Then starts `streamlit run app.py` on a free port
+(benchmarks.app.AppServer), drives Debian's /usr/bin/chromium at 1366x768 and times each view from
+navigation (or the key press) until the script has finished: the app's script state "notRunning"
+and Streamlit's status widget gone. Every page is visited once in the sidebar's order (the first
+visits: caches empty, the first page also pays the imports), then each lesson once by its link, then
+every page and lesson `repeats` times more (warm: a new session each time, the server's caches
+full; the median is reported). Warm views are also timed as a student reaches them within the app,
+without reloading it (`--in-app-only`: those alone): each page by its link in the sidebar, each
+lesson after the first by its "Next lesson" button, from the click until what only the click's run
+draws is there and the run has finished. A full load pays what this does not: the browser fetches
+and compiles Streamlit's scripts again and opens a new session.
 With --runs N, N more students then press Start on the Train page (the default model, each in a
 browser context of its own, 15 minutes' budget; their browser runs at nice 19, as a class's students'
 browsers run on their own laptops) and the warm visits and widget changes are timed again while their
@@ -115,21 +116,15 @@ def change_widget(server, page, selector, press, drawn_js):
     return time.perf_counter() - start, server_cpu_seconds(server) - cpu
 
 
-# set by a click's own script run (the attribute may change back before Playwright looks)
-WATCH_RUN = """() => { window.rnnlabRan = false; new MutationObserver(() => {
-    if (document.querySelector('[data-test-script-state="running"]')) window.rnnlabRan = true;
-}).observe(document, {attributes: true, subtree: true, attributeFilter: ["data-test-script-state"]}); }"""
-
-
 def click_and_settle(server, page, target, drawn_js):
-    """Click `target` (a locator): (seconds until the script it starts has finished and `drawn_js`
-    is true, server CPU seconds meanwhile)."""
+    """Click `target` (a locator): (seconds until `drawn_js` is true, which only the script run the click
+    starts can make it, and that run has finished; server CPU seconds meanwhile). Not the script state's
+    change to "running": a quick run's start and end reach the page in one redraw, which changes nothing."""
     target.wait_for()
-    page.evaluate(WATCH_RUN)
     cpu = server_cpu_seconds(server)
     start = time.perf_counter()
     target.click()
-    page.wait_for_function(f"() => window.rnnlabRan && ({drawn_js})()", polling=10, timeout=120_000)
+    page.wait_for_function(drawn_js, polling=10, timeout=120_000)
     settled(page)
     return time.perf_counter() - start, server_cpu_seconds(server) - cpu
 
@@ -242,6 +237,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3, help="warm visits (and widget changes) per view")
     parser.add_argument("--widgets-only", action="store_true", help="only the widget changes")
+    parser.add_argument("--in-app-only", action="store_true", help="only the views reached within the app")
     parser.add_argument("--runs", type=int, default=0, help="then time again with this many runs training")
     parser.add_argument("--only", nargs="+", default=[], help="time only these views (labels as printed)")
     args = parser.parse_args()
@@ -253,14 +249,18 @@ def main():
     with tempfile.TemporaryDirectory() as user_dir, AppServer(user_dir) as server, sync_playwright() as p:
         browser = launch_browser(p)
         page = browser.new_context(viewport=LAPTOP).new_page()
-        visits = {} if args.widgets_only else page_visits(server, page, args.repeats)
+        loads, in_app_only = not (args.widgets_only or args.in_app_only), args.in_app_only
+        if in_app_only:
+            for _, path in views():  # the first visits, untimed: the views below are warm
+                visit(server, page, path)
+        visits = page_visits(server, page, args.repeats) if loads else {}
         in_app = {} if args.widgets_only else in_app_visits(server, page, args.repeats)
-        changes = widget_changes(server, page, args.repeats)
+        changes = {} if in_app_only else widget_changes(server, page, args.repeats)
         if args.runs:
             students = start_runs(server, launch_browser(p, niceness=19), args.runs)
-            busy = {} if args.widgets_only else warm_visits(server, page, args.repeats)
+            busy = warm_visits(server, page, args.repeats) if loads else {}
             busy_in_app = {} if args.widgets_only else in_app_visits(server, page, args.repeats)
-            busy_changes = widget_changes(server, page, args.repeats)
+            busy_changes = {} if in_app_only else widget_changes(server, page, args.repeats)
             still = sum(s.locator(".st-key-train_stop button").is_enabled() for s in students)
             print(f"runs still training at the end: {still} of {args.runs}", file=sys.stderr)
         browser.close()
@@ -282,12 +282,13 @@ def main():
         for label, (seconds, cpu) in in_app.items():
             cell = f" {busy_in_app[label][0]:.2f} s ({busy_in_app[label][0] / seconds:.1f}×) |" if with_runs else ""
             print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
-    extra = f" {with_runs} |" if with_runs else ""
-    print(f"\n| widget change | seconds (median of {args.repeats}) |{extra} server CPU |")
-    print("|---|---|---|" + ("---|" if with_runs else ""))
-    for label, (seconds, cpu) in changes.items():
-        cell = f" {busy_changes[label][0]:.2f} s |" if with_runs else ""
-        print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
+    if changes:
+        extra = f" {with_runs} |" if with_runs else ""
+        print(f"\n| widget change | seconds (median of {args.repeats}) |{extra} server CPU |")
+        print("|---|---|---|" + ("---|" if with_runs else ""))
+        for label, (seconds, cpu) in changes.items():
+            cell = f" {busy_changes[label][0]:.2f} s |" if with_runs else ""
+            print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
 
 
 if __name__ == "__main__":
