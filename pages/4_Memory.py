@@ -1,7 +1,9 @@
-"""Memory: how long each cell remembers. Measured retention of the keep gates as a spread over the
-units (the typical unit forgets within a step or two, a few units keep half for over 100 tokens) with
-the longest memories coloured on the text, the analytic g^k picture and bias half-lives, gradients
-through time, and the delayed-recall probe. Each section is a fragment: its slider reruns it alone."""
+"""Memory: how long each cell remembers, in four sections, one on the screen at a time (chosen at the
+top, kept in the link): measured retention of the keep gates as a spread over the units (the typical
+unit forgets within a step or two, a few units keep half for over 100 tokens) with the longest
+memories coloured on the text; the analytic g^k picture and bias half-lives; gradients through time;
+the delayed-recall probe. Only the section shown is computed and drawn. Each section is a fragment:
+its slider reruns it alone."""
 
 import pandas as pd
 import streamlit as st
@@ -43,6 +45,12 @@ st.caption(
     "what the keep gates let survive, and how strongly the last prediction still depends on a step long ago. "
     "Then a task that needs memory and nothing else."
 )
+SECTIONS = {  # URL value -> what the choice at the top says
+    "units": "1 · How long each unit remembers",
+    "analytic": "2 · A keep gate held constant",
+    "gradients": "3 · Gradients through time",
+    "probe": "4 · A task that needs memory",
+}
 
 G_VALUES = [0.5, 0.731, 0.9, 0.99, 0.999, 0.9999, 0.99999]
 BIAS_NOTES = {
@@ -66,33 +74,6 @@ SPREAD_COLUMNS = {
     **{f"longer_than_{k}": f"share keeping more than half after {k} tokens" for k in MEMORY_SPANS},
 }  # lab.instruments.memory.memory_spread's columns, as shown
 
-with st.expander("Anchors: what a constant keep gate does", expanded=False):
-    anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])
-    st.table(
-        pd.DataFrame(
-            [
-                {
-                    "reference": "A nearly shut GRU update gate, z = 0.00001, keeps 0.99999 per step",
-                    "result": f"0.99999¹⁰⁰ = {anchor[0]:.5f}; after 1,000 steps {anchor[1]:.4f}; "
-                    f"after 100,000 {anchor[2]:.3f}",
-                },
-                {
-                    "reference": "An LSTM forget gate held at f = 1",
-                    "result": "1ᵏ = 1: the cell state can be held untouched",
-                },
-                {
-                    "reference": "A PyTorch GRU's update-gate bias +1 at initialisation (the Ablation page's baseline, "
-                    "1024-step pixel sequences)",
-                    "result": "σ(1) = 0.731: ~73% kept per step",
-                },
-                {
-                    "reference": "Chrono initialisation over 1024 steps: biases near +6 (here +6.2)",
-                    "result": "σ(6.2) ≈ 0.998",
-                },
-            ]
-        )
-    )
-
 infos = checkpoint_infos(("lm", "scan_markov"))
 by_name = {info.name: info for info in infos}
 if not infos:
@@ -106,6 +87,7 @@ def key_of(name):
 TEXT_MAX_CHARS, BIASES_MAX_CHARS = 4000, 200  # the boxes and the link alike
 # the page's settings as they appear in a link: ?text=...&lag=...&g=...&biases=...
 SETTINGS = {
+    "section": (Field("choice", "Section", choices=tuple(SECTIONS)), "memory_section"),
     "text": (Field("text", "Text", high=TEXT_MAX_CHARS), "memory_text"),
     "lag": (Field("int", "Longest lag", 8, MAX_RETENTION_LAG), "memory_max_lag"),
     "g": (Field("float", "Keep gate g", 0.5, 0.99999), "memory_g"),
@@ -115,6 +97,7 @@ SETTINGS = {
     "probe_cell": (Field("choice", "Probe cell", choices=tuple(CELLS)), "memory_probe_cell"),
 }
 DEFAULTS = {
+    "section": "units",
     "text": TEXT,
     "lag": 128,
     "g": 0.99,
@@ -128,9 +111,11 @@ if st.session_state.memory_g not in G_VALUES:  # the slider offers these values 
     st.session_state.memory_g = min(G_VALUES, key=lambda g: abs(g - st.session_state.memory_g))
 st.session_state.memory_max_lag -= st.session_state.memory_max_lag % 8  # the slider's step
 st.session_state.memory_grad_steps -= st.session_state.memory_grad_steps % 10
-text = st.text_area(
-    "Text the models read (for retention and gradients)", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS
-)
+section = st.radio("Section", list(SECTIONS), format_func=SECTIONS.get, horizontal=True, key="memory_section")
+if section in ("units", "gradients"):
+    text = st.text_area(
+        "Text the models read (for retention and gradients)", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS
+    )
 
 
 def mirror():
@@ -231,10 +216,37 @@ def longest_memories(measured, text):
             st.html(activation_html(trace.token_texts, trace.gate(layer, state)[:, unit], state, compact=True))
 
 
-unit_memory(text)
-
-
 # ---------------------------------------------------------------------------
+def constant_gate_anchors():
+    """What a keep gate held constant keeps, with the published anchors."""
+    with st.expander("Anchors: what a constant keep gate does", expanded=False):
+        anchor = constant_gate_retention(0.99999, [100, 1000, 100_000])
+        st.table(
+            pd.DataFrame(
+                [
+                    {
+                        "reference": "A nearly shut GRU update gate, z = 0.00001, keeps 0.99999 per step",
+                        "result": f"0.99999¹⁰⁰ = {anchor[0]:.5f}; after 1,000 steps {anchor[1]:.4f}; "
+                        f"after 100,000 {anchor[2]:.3f}",
+                    },
+                    {
+                        "reference": "An LSTM forget gate held at f = 1",
+                        "result": "1ᵏ = 1: the cell state can be held untouched",
+                    },
+                    {
+                        "reference": "A PyTorch GRU's update-gate bias +1 at initialisation (the Ablation page's "
+                        "baseline, 1024-step pixel sequences)",
+                        "result": "σ(1) = 0.731: ~73% kept per step",
+                    },
+                    {
+                        "reference": "Chrono initialisation over 1024 steps: biases near +6 (here +6.2)",
+                        "result": "σ(6.2) ≈ 0.998",
+                    },
+                ]
+            )
+        )
+
+
 @st.fragment
 def analytic():
     st.header("2 · The analytic picture: g to the power k")
@@ -279,10 +291,6 @@ def bias_table():
             "retention σ(b) with inputs at zero; time constant τ = 1/(1 − σ(b)); half-life: the k with σ(b)^k = ½."
         )
     mirror()
-
-
-analytic()
-bias_table()
 
 
 # ---------------------------------------------------------------------------
@@ -330,9 +338,15 @@ def gradients(text):
     mirror()
 
 
-gradients(text)
-
-
 # ---------------------------------------------------------------------------
-probe_section(mirror)
+if section == "units":
+    unit_memory(text)
+elif section == "analytic":
+    constant_gate_anchors()
+    analytic()
+    bias_table()
+elif section == "gradients":
+    gradients(text)
+else:
+    probe_section(mirror)
 mirror()

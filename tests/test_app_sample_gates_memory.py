@@ -310,27 +310,44 @@ def test_gates_empty_text_is_an_error():
     assert not chart_keys(at)
 
 
+MEMORY_SECTION_CHARTS = {  # each section of the Memory page -> the charts it draws, and it alone
+    "units": ["memory_spread_chart", "memory_band_chart"],
+    "analytic": ["memory_gk_chart"],
+    "gradients": ["memory_grad_trained", "memory_grad_fresh"],
+    "probe": [],  # the probe's chart comes with its results
+}
+
+
+def drawn_charts(at):
+    return sorted(
+        key
+        for charts in MEMORY_SECTION_CHARTS.values()
+        for key in charts
+        if any(k.endswith(key) for k in chart_keys(at))
+    )
+
+
 def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     at = page(MEMORY, memory_text=SHORT_TEXT, memory_grad_steps=30, memory_max_lag=16).run()
     no_exception(at)
     assert not at.error
-    keys = chart_keys(at)
-    for key in (
-        "memory_spread_chart",
-        "memory_band_chart",
-        "memory_gk_chart",
-        "memory_grad_trained",
-        "memory_grad_fresh",
-    ):
-        assert any(k.endswith(key) for k in keys), key
+    for section, charts in MEMORY_SECTION_CHARTS.items():  # one section on the screen, only its charts drawn
+        at.radio(key="memory_section").set_value(section).run()
+        no_exception(at)
+        assert drawn_charts(at) == sorted(charts), section
+        assert at.query_params.get("section") in (None, section, [section])
+    at.radio(key="memory_section").set_value("analytic").run()
     assert at.dataframe  # the bias -> half-life table
 
+    at.radio(key="memory_section").set_value("units").run()
     at.multiselect(key="memory_checkpoints").set_value(["char-rnn_latest"]).run()
     assert any("no keep gate" in i.value for i in at.info)
 
+    at.radio(key="memory_section").set_value("analytic").run()
     at.text_input(key="memory_biases").set_value("1, two").run()
     assert "Biases" in errors(at)
 
+    at.radio(key="memory_section").set_value("probe").run()
     at.radio(key="memory_probe_task").set_value("brackets")
     at.selectbox(key="memory_probe_cell").set_value("scan")
     at.multiselect(key="memory_probe_distances").set_value([2])
@@ -484,6 +501,8 @@ def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypat
     calls.clear()
     at = page(MEMORY).run()
     no_exception(at)
-    for key in ("memory_spread_chart", "memory_grad_trained", "memory_grad_fresh"):
-        assert any(k.endswith(key) for k in chart_keys(at)), key
+    assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["units"])
+    at.radio(key="memory_section").set_value("gradients").run()  # the section a student opens next
+    no_exception(at)
+    assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["gradients"])
     assert calls == []

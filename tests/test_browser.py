@@ -174,7 +174,11 @@ def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, pag
     page.wait_for_selector(SCRIPT_DONE)
     # within the session (no reload), to a page whose own settings were set on the earlier visit
     follow_to_full_page(
-        page, page.get_by_text("Open the Memory page with T = 90"), "**/Memory?steps=90", "memory_grad_steps", "90"
+        page,
+        page.get_by_text("Open the Memory page with T = 90"),
+        "**/Memory?section=gradients&steps=90",
+        "memory_grad_steps",
+        "90",
     )
     screenshot(page, "Memory-from-a-lesson")
 

@@ -241,7 +241,10 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
     ok(at)
     assert metrics(at)["kept per step σ(b)"] == "0.9820"
     assert "σ(4) = **0.982**" in notice(at)
-    assert full_page_link(at) == ("Memory", {"biases": "-1%2C+0%2C+1%2C+2%2C+4%2C+6.2%2C+4", "lag": "128"})
+    assert full_page_link(at) == (
+        "Memory",
+        {"section": "analytic", "biases": "-1%2C+0%2C+1%2C+2%2C+4%2C+6.2%2C+4", "lag": "128"},
+    )
     learned = at.dataframe[0].value
     assert set(learned["cell"]) == {"gru_torch"} and learned["layer"].tolist() == list(range(len(learned)))
     at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
@@ -268,7 +271,7 @@ def test_why_the_rnn_forgets_fits_a_decay_per_step_that_moves_with_training():
     at.toggle(key="lessons_forget_trained").set_value(False).run()
     ok(at)
     assert metrics(at) != trained
-    assert full_page_link(at) == ("Memory", {"steps": "40"})
+    assert full_page_link(at) == ("Memory", {"section": "gradients", "steps": "40"})
     assert "0.990" in answer(at)
 
 
@@ -405,7 +408,7 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     at.select_slider(key="lessons_toy_k").set_value("5").run()
     assert "At k = 5" in notice(at) and at.query_params["distance"] == "5"
     assert "Counting brackets is a sum" in answer(at)
-    assert full_page_link(at) == ("Memory", {"probe_task": "brackets"})
+    assert full_page_link(at) == ("Memory", {"section": "probe", "probe_task": "brackets"})
     # the live run: all four cells at once, each a job of its own that reports its accuracy
     at.button(key="lessons_toy_start").click().run()
     ok(at)
@@ -441,15 +444,17 @@ def test_a_missing_bundled_model_gives_a_clear_message(slug, monkeypatch, tmp_pa
 def test_a_link_within_the_session_brings_its_settings_to_a_page_already_visited():
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("pages/4_Memory.py").run()
+    at.radio(key="memory_section").set_value("gradients").run()
     assert at.session_state["memory_grad_steps"] == 100
     at.slider(key="memory_grad_steps").set_value(60).run()  # the student's own choice stays on later runs
+    at.radio(key="memory_section").set_value("units").run()
     at.run()
     assert at.session_state["memory_grad_steps"] == 60
     at.query_params.clear()
-    at.query_params["steps"] = "30"  # as a lesson's page_link opens the page
+    at.query_params.update({"section": "gradients", "steps": "30"})  # as a lesson's page_link opens the page
     at.run()
     assert not at.exception
-    assert at.session_state["memory_grad_steps"] == 30
+    assert at.session_state["memory_grad_steps"] == 30 and at.slider(key="memory_grad_steps").value == 30
 
 
 def test_a_link_within_the_session_brings_its_settings_to_the_train_page_too():

@@ -132,6 +132,7 @@ def keep_or_overwrite():
     open_full_page(
         "Memory",
         "Open the Memory page with this bias in its table",
+        section="analytic",
         biases=f"-1, 0, 1, 2, 4, 6.2, {bias:g}",
         lag=KEEP_LAGS,
     )
@@ -197,7 +198,7 @@ def why_the_rnn_forgets():
         "the factor must be 0.6^(1/50) ≈ 0.990: a keep gate near 1, which is what gating offers and "
         "the vanilla RNN lacks.",
     )
-    open_full_page("Memory", "Open the Memory page with T = " + str(steps), steps=steps)
+    open_full_page("Memory", "Open the Memory page with T = " + str(steps), section="gradients", steps=steps)
 
 
 # ---------------------------------------------------------------------------

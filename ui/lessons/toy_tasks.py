@@ -214,5 +214,8 @@ def toy_tasks():
         "shut once the first symbol is stored: that is why they recall over longer distances.",
     )
     open_full_page(
-        "Memory", "Open the Memory page on this task (train one cell at distances you choose)", probe_task=task
+        "Memory",
+        "Open the Memory page on this task (train one cell at distances you choose)",
+        section="probe",
+        probe_task=task,
     )
