@@ -275,20 +275,24 @@ def main():
         for label, ((t1, c1), (t2, c2)) in visits.items():
             cell = f" {busy[label][0]:.2f} s ({busy[label][0] / t2:.1f}×) |" if with_runs else ""
             print(f"| {label} | {t1:.2f} s | {t2:.2f} s |{cell} {c1:.2f} s | {c2:.2f} s |")
-    if in_app:
-        extra = f" {with_runs} (× idle) |" if with_runs else ""
-        print(f"\n| reached within the app | seconds (median of {args.repeats}) |{extra} server CPU |")
-        print("|---|---|---|" + ("---|" if with_runs else ""))
-        for label, (seconds, cpu) in in_app.items():
-            cell = f" {busy_in_app[label][0]:.2f} s ({busy_in_app[label][0] / seconds:.1f}×) |" if with_runs else ""
-            print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
-    if changes:
-        extra = f" {with_runs} |" if with_runs else ""
-        print(f"\n| widget change | seconds (median of {args.repeats}) |{extra} server CPU |")
-        print("|---|---|---|" + ("---|" if with_runs else ""))
-        for label, (seconds, cpu) in changes.items():
-            cell = f" {busy_changes[label][0]:.2f} s |" if with_runs else ""
-            print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
+    print_timings("reached within the app", in_app, busy_in_app, args.repeats, with_runs, ratio=True)
+    print_timings("widget change", changes, busy_changes, args.repeats, with_runs, ratio=False)
+
+
+def print_timings(what, idle, busy, repeats, with_runs, ratio):
+    """A table of {label: (seconds, CPU)} medians, with the same views' seconds with runs training
+    (`busy`, when `with_runs` names them), and their ratio to idle if `ratio`."""
+    if not idle:
+        return
+    extra = f" {with_runs}{' (× idle)' if ratio else ''} |" if with_runs else ""
+    print(f"\n| {what} | seconds (median of {repeats}) |{extra} server CPU |")
+    print("|---|---|---|" + ("---|" if with_runs else ""))
+    for label, (seconds, cpu) in idle.items():
+        cell = ""
+        if with_runs:
+            times = f" ({busy[label][0] / seconds:.1f}×)" if ratio else ""
+            cell = f" {busy[label][0]:.2f} s{times} |"
+        print(f"| {label} | {seconds:.2f} s |{cell} {cpu:.2f} s |")
 
 
 if __name__ == "__main__":
