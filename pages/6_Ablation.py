@@ -83,8 +83,8 @@ st.header("2 · What a bias means: time constants")
 seq_len = results["dataset"]["sequence_length"] if results is not None else 1024
 st.markdown(
     "With inputs and state near zero, a keep gate sits at $g = \\sigma(b_z)$: the old state shrinks by "
-    "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps "
-    "(lab.nets.cells.sigmoid_time_constant). The last column is $g^T$: what a constant gate keeps "
+    "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps. "
+    "The last column is $g^T$: what a constant gate keeps "
     "over the whole sequence."
 )
 tau_biases = [

@@ -40,6 +40,8 @@ FORBIDDEN = re.compile(
 SOURCE_FILE = re.compile(r"\blab/[\w/.]*|\b\w+\.py\b")
 # in the app's sources: the library's files (a missing installation's warning may name a command to run)
 LIBRARY_PATH = re.compile(r"\blab/[\w/.]*")
+# a Python name of the library's or the pages' own ("lab.nets.cells.sigmoid_time_constant"): code, not words
+MODULE_NAME = re.compile(r"\b(?:lab|ui)\.[a-z_]\w*(?:\.\w+)*")
 # lab's own name for the z-overwrites GRU's convention (after its document): pages say it in plain words
 LAB_WORDS = re.compile(r"\bseed convention", re.IGNORECASE)
 # lab's own names for numbers, each shown to students under a plain label instead
@@ -159,7 +161,7 @@ def cited(texts):
             continue
         found += [
             f"{m.group(0)!r} in {text[:160]!r}"
-            for pattern in (FORBIDDEN, LAB_WORDS, SOURCE_FILE)
+            for pattern in (FORBIDDEN, LAB_WORDS, SOURCE_FILE, MODULE_NAME)
             for m in pattern.finditer(text)
         ]
         found += [f"code name {text!r}" for name in CODE_NAMES if text == name]
@@ -234,7 +236,7 @@ def test_no_string_the_app_can_show_cites_a_document():
     found = [
         f"{path}:{line}: {m.group(0)!r} in {text[:120]!r}"
         for path, line, text in rendered_literals()
-        for pattern in (FORBIDDEN, LIBRARY_PATH)
+        for pattern in (FORBIDDEN, LIBRARY_PATH, MODULE_NAME)
         for m in pattern.finditer(text)
     ]
     assert found == []

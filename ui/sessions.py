@@ -16,6 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from lab.server import jobs, ray_runs
 from lab.server.ray_runs import RAY_ADDRESS, start_warm_actors
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.training.train import configure_cpu
@@ -53,7 +54,7 @@ def _start_warm_actors():
     try:
         start_warm_actors(RAY_ADDRESS)
     except Exception:  # a bad setting or an unreachable cluster: runs get actors of their own, as without
-        logging.getLogger("lab.server.ray_runs").exception("starting the warm Ray actors failed")
+        ray_runs.log.exception("starting the warm Ray actors failed")
 
 
 @st.cache_resource
@@ -75,13 +76,13 @@ SERVER_LOG_FORMAT = logging.Formatter(
 
 def _log_jobs_to_the_server_log():
     """lab.server.jobs says when each run starts training and ends, lab.server.ray_runs when the warm Ray
-    actors are ready; on a class server the teacher reads
-    it in the server's log (Community Cloud: "Manage app"), beside Streamlit's own lines."""
+    actors are ready; on a class server the teacher reads it in the server's log (Community Cloud:
+    "Manage app"), beside Streamlit's own lines."""
     handler = logging.StreamHandler()
     handler.setFormatter(SERVER_LOG_FORMAT)
-    for name in ("lab.server.jobs", "lab.server.ray_runs"):
-        logging.getLogger(name).setLevel(logging.INFO)
-        logging.getLogger(name).addHandler(handler)
+    for log in (jobs.log, ray_runs.log):
+        log.setLevel(logging.INFO)
+        log.addHandler(handler)
 
 
 # per-session training jobs, kept alive by the page's heartbeat
