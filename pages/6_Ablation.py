@@ -1,6 +1,7 @@
 """Ablation: seed 003's question, do the GRU's reset and update gate biases matter over 1024 steps?
-The shipped study (lab.experiments.ablation), what a bias means as a time constant, published
-anchors, and a short live run of both arms (the same runner as the command line)."""
+In four sections, one on the screen at a time (chosen at the top, kept in the link): the shipped
+study (lab.experiments.ablation), what a bias means as a time constant, published anchors, and a
+short live run of both arms (the same runner as the command line)."""
 
 import os
 from pathlib import Path
@@ -50,80 +51,15 @@ st.markdown(
 )
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
-def cached_results(path, mtime):
-    return load_results(path)
-
-
-# ---------------------------------------------------------------------------
-st.header("1 · The shipped study")
-results = None
-with user_errors("Reading the shipped results"):
-    path = RESULTS_DIR / "results.json"
-    if not path.is_file():
-        st.info(
-            f"No shipped results in {RESULTS_DIR}. Make them with "
-            "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
-            "chrono --out checkpoints/ablation`."
-        )
-    else:
-        results = cached_results(str(path), path.stat().st_mtime)
-if results is not None:
-    try:
-        show_results(results, "shipped")
-    except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
-        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
-    st.caption(
-        "CIFAR-10 cannot be downloaded on every machine; online, the gate-bias study itself is "
-        "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps)."
-    )
-
-# ---------------------------------------------------------------------------
-st.header("2 · What a bias means: time constants")
-seq_len = results["dataset"]["sequence_length"] if results is not None else 1024
-st.markdown(
-    "With inputs and state near zero, a keep gate sits at $g = \\sigma(b_z)$: the old state shrinks by "
-    "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps. "
-    "The last column is $g^T$: what a constant gate keeps "
-    "over the whole sequence."
-)
-tau_biases = [
-    (0.0, "ablated arm: b_z frozen at 0"),
-    (1.0, "baseline: b_iz = +1"),  # lab's rows, in plain words
-    (2.0, "+1 in both b_iz and b_hz (an easy slip)"),
-    (chrono_mean(seq_len), f"chrono mean, E[log U[1, {seq_len - 1}]]"),
-    (6.2, "a chrono bias a little above the mean, +6.2"),
-]
-table = pd.DataFrame(time_constant_table(tau_biases, seq_len=seq_len)).rename(
-    columns={"sigmoid(b)": "kept per step σ(b)", "tau (steps)": "time constant τ (steps)"}
-)
-st.dataframe(
-    table,
-    hide_index=True,
-    key="ablation_tau_table",
-    column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[2:]},
-)
-
-st.header("3 · Published anchors")
-st.caption(
-    "Full training on real sequential CIFAR-10 / LRA Image (1024 steps); the shipped digits study is "
-    "far shorter and easier, so compare trends, not numbers."
-)
-show_anchors("scifar_lstm", "scifar_urgru", "lra_image_transformer", "lra_image_s4")
-
-# ---------------------------------------------------------------------------
-st.header("4 · Run it yourself (a short live version)")
-st.caption(
-    "Both arms train one run after another (one random seed at a time, as the command line does) on a "
-    "background thread of this server (its GPU when it has one, else its CPU), on the offline digits set, "
-    "with a training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab "
-    "stops it. By default the images are the digits' own 8 × 8 pixels, so each sequence is **64 steps, not "
-    f"1024**, and the learning rate is {LIVE_LR:g} instead of the gate-bias study's 5e-4: on a CPU both arms "
-    "learn visibly in about a minute (near 70% test accuracy after 6 epochs), which 1024-step sequences would "
-    "need hours for."
-)
-# the live run's settings as they appear in a link: ?size=16&epochs=3...
+SECTIONS = {  # URL value -> what the choice at the top says
+    "study": "1 · The shipped study",
+    "time": "2 · What a bias means",
+    "anchors": "3 · Published anchors",
+    "live": "4 · Run it yourself",
+}
+# the page's settings as they appear in a link: ?section=live&size=16&epochs=3...
 SETTINGS = {
+    "section": (Field("choice", "Section", choices=tuple(SECTIONS)), "ablation_section"),
     "size": (Field("int", "Image side", 8, 32), "ablation_size"),
     "train": (Field("int", "Training sequences", 16, 1437), "ablation_train"),
     "test": (Field("int", "Test sequences", 10, 360), "ablation_test"),
@@ -131,42 +67,133 @@ SETTINGS = {
     "batch": (Field("int", "Batch size", 4, 128), "ablation_batch"),
     "seeds": (Field("int", "Random seeds per arm", 1, 3), "ablation_seeds"),
 }
-DEFAULTS = {"size": 8, "train": 1437, "test": 120, "epochs": 6, "batch": 32, "seeds": 1}
+DEFAULTS = {"section": "study", "size": 8, "train": 1437, "test": 120, "epochs": 6, "batch": 32, "seeds": 1}
 restore_from_url(SETTINGS, DEFAULTS)
 if st.session_state.ablation_size not in (8, 16, 32):
     st.session_state.ablation_size = 16
-mirror_to_url(SETTINGS, DEFAULTS)
-job = st.session_state.get("ablation_job")
-running = job is not None and job.running
-with st.form("ablation_live_form"):
-    c = st.columns(6)
-    size = c[0].selectbox("Image side", [8, 16, 32], key="ablation_size", format_func=lambda s: f"{s} ({s * s} steps)")
-    n_train = c[1].number_input("Training sequences", 16, 1437, step=16, key="ablation_train")
-    n_test = c[2].number_input("Test sequences", 10, 360, step=10, key="ablation_test")
-    epochs = c[3].number_input("Epochs", 1, 20, key="ablation_epochs")
-    batch = c[4].number_input("Batch size", 4, 128, key="ablation_batch")
-    n_seeds = c[5].number_input("Random seeds per arm", 1, 3, key="ablation_seeds")
-    start = st.form_submit_button("Train both arms", type="primary", disabled=running)
-if start and not running:
-    with user_errors("Starting the live ablation"):
-        config = AblationConfig(
-            dataset="digits",
-            size=int(size),
-            epochs=int(epochs),
-            seeds=tuple(range(int(n_seeds))),
-            arms=("baseline", "ablated"),
-            batch_size=int(batch),
-            lr=LIVE_LR,
-            limit_train=int(n_train),
-            limit_test=int(n_test),
-            gate_batch=8,
+section = st.radio("Section", list(SECTIONS), format_func=SECTIONS.get, horizontal=True, key="ablation_section")
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def cached_results(path, mtime):
+    return load_results(path)
+
+
+def shipped_results():
+    """The shipped study's results, or None when there are none."""
+    path = RESULTS_DIR / "results.json"
+    return cached_results(str(path), path.stat().st_mtime) if path.is_file() else None
+
+
+# ---------------------------------------------------------------------------
+def shipped_study():
+    st.header("1 · The shipped study")
+    results = None
+    with user_errors("Reading the shipped results"):
+        results = shipped_results()
+        if results is None:
+            st.info(
+                f"No shipped results in {RESULTS_DIR}. Make them with "
+                "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
+                "chrono --out checkpoints/ablation`."
+            )
+    if results is not None:
+        try:
+            show_results(results, "shipped")
+        except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
+            st.error(
+                f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study."
+            )
+        st.caption(
+            "CIFAR-10 cannot be downloaded on every machine; online, the gate-bias study itself is "
+            "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps)."
         )
-        job = AblationJob(
-            config, owner=session_key(), in_process=TRAIN_IN_PROCESS
-        ).start()  # a CapacityError is shown by user_errors
-        register_job(job)
-        st.session_state["ablation_job"] = job
-        running = True
+
+
+# ---------------------------------------------------------------------------
+def time_constants():
+    st.header("2 · What a bias means: time constants")
+    results = None
+    with user_errors("Reading the shipped results"):
+        results = shipped_results()
+    seq_len = results["dataset"]["sequence_length"] if results is not None else 1024
+    st.markdown(
+        "With inputs and state near zero, a keep gate sits at $g = \\sigma(b_z)$: the old state shrinks by "
+        "$g$ per step, so it lives $\\tau = 1/(1-g)$ steps and halves every $\\log 0.5 / \\log g$ steps. "
+        "The last column is $g^T$: what a constant gate keeps "
+        "over the whole sequence."
+    )
+    tau_biases = [
+        (0.0, "ablated arm: b_z frozen at 0"),
+        (1.0, "baseline: b_iz = +1"),  # lab's rows, in plain words
+        (2.0, "+1 in both b_iz and b_hz (an easy slip)"),
+        (chrono_mean(seq_len), f"chrono mean, E[log U[1, {seq_len - 1}]]"),
+        (6.2, "a chrono bias a little above the mean, +6.2"),
+    ]
+    table = pd.DataFrame(time_constant_table(tau_biases, seq_len=seq_len)).rename(
+        columns={"sigmoid(b)": "kept per step σ(b)", "tau (steps)": "time constant τ (steps)"}
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="ablation_tau_table",
+        column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[2:]},
+    )
+
+
+def published_anchors():
+    st.header("3 · Published anchors")
+    st.caption(
+        "Full training on real sequential CIFAR-10 / LRA Image (1024 steps); the shipped digits study is "
+        "far shorter and easier, so compare trends, not numbers."
+    )
+    show_anchors("scifar_lstm", "scifar_urgru", "lra_image_transformer", "lra_image_s4")
+
+
+# ---------------------------------------------------------------------------
+def run_it_yourself():
+    st.header("4 · Run it yourself (a short live version)")
+    st.caption(
+        "Both arms train one run after another (one random seed at a time, as the command line does) on a "
+        "background thread of this server (its GPU when it has one, else its CPU), on the offline digits set, "
+        "with a training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab "
+        "stops it. By default the images are the digits' own 8 × 8 pixels, so each sequence is **64 steps, not "
+        f"1024**, and the learning rate is {LIVE_LR:g} instead of the gate-bias study's 5e-4: on a CPU both arms "
+        "learn visibly in about a minute (near 70% test accuracy after 6 epochs), which 1024-step sequences would "
+        "need hours for."
+    )
+    job = st.session_state.get("ablation_job")
+    running = job is not None and job.running
+    with st.form("ablation_live_form"):
+        c = st.columns(6)
+        size = c[0].selectbox(
+            "Image side", [8, 16, 32], key="ablation_size", format_func=lambda s: f"{s} ({s * s} steps)"
+        )
+        n_train = c[1].number_input("Training sequences", 16, 1437, step=16, key="ablation_train")
+        n_test = c[2].number_input("Test sequences", 10, 360, step=10, key="ablation_test")
+        epochs = c[3].number_input("Epochs", 1, 20, key="ablation_epochs")
+        batch = c[4].number_input("Batch size", 4, 128, key="ablation_batch")
+        n_seeds = c[5].number_input("Random seeds per arm", 1, 3, key="ablation_seeds")
+        start = st.form_submit_button("Train both arms", type="primary", disabled=running)
+    if start and not running:
+        with user_errors("Starting the live ablation"):
+            config = AblationConfig(
+                dataset="digits",
+                size=int(size),
+                epochs=int(epochs),
+                seeds=tuple(range(int(n_seeds))),
+                arms=("baseline", "ablated"),
+                batch_size=int(batch),
+                lr=LIVE_LR,
+                limit_train=int(n_train),
+                limit_test=int(n_test),
+                gate_batch=8,
+            )
+            job = AblationJob(
+                config, owner=session_key(), in_process=TRAIN_IN_PROCESS
+            ).start()  # a CapacityError is shown by user_errors
+            register_job(job)
+            st.session_state["ablation_job"] = job
 
 
 def live_view():
@@ -215,7 +242,14 @@ def live_view():
             st.rerun()
 
 
-if running:
-    st.fragment(run_every=1.0)(live_view)()
-else:
-    live_view()
+def live_section():
+    run_it_yourself()
+    job = st.session_state.get("ablation_job")
+    if job is not None and job.running:
+        st.fragment(run_every=1.0)(live_view)()
+    else:
+        live_view()
+
+
+{"study": shipped_study, "time": time_constants, "anchors": published_anchors, "live": live_section}[section]()
+mirror_to_url(SETTINGS, DEFAULTS)

@@ -455,7 +455,14 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     monkeypatch.setenv("RNNLAB_ABLATION_DIR", str(tmp_path))  # no results there
     at = page_test(ablation_size=8, ablation_train=16, ablation_test=10, ablation_epochs=1, ablation_batch=8).run()
     assert not at.exception and any("No shipped results" in i.value for i in at.info)
-    at.button[0].click().run()  # the form's submit button: train both arms
+    assert not at.button  # the live run's section is not on the screen
+    at.radio(key="ablation_section").set_value("live").run()
+    assert (
+        not at.exception
+        and not at.info
+        and [h.value for h in at.header] == ["4 · Run it yourself (a short live version)"]
+    )
+    at.button(key="FormSubmitter:ablation_live_form-Train both arms").click().run()
     assert not at.exception, [e.value for e in at.exception]
     job = at.session_state["ablation_job"]
     assert isinstance(job, AblationJob) and job.wait(60) == "finished", job.message

@@ -333,7 +333,7 @@ def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
     )  # the +1 bias keeps more, as the study found
     (ablated,) = [c for c in compare_with_baseline(study) if c["arm"] == "ablated"]
     assert f"p = {ablated['p']:.2f}" in answer(at) and answer(at).startswith("No." if ablated["p"] >= 0.05 else "For")
-    assert full_page_link(at) == ("Ablation", {"seeds": "3"})
+    assert full_page_link(at) == ("Ablation", {"section": "live", "seeds": "3"})
 
 
 def test_watch_it_learn_trains_on_the_paragraph_given_and_replays_its_samples_at_a_reading_pace(monkeypatch):

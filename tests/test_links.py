@@ -68,7 +68,7 @@ def test_an_unknown_kind_of_setting_is_refused_when_the_page_declares_it():
 def test_a_page_opened_by_a_bad_link_says_which_settings_it_ignored_and_opens_with_its_own():
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("pages/6_Ablation.py")
-    at.query_params.update({"epochs": "99", "batch": "many", "seeds": "2"})
+    at.query_params.update({"section": "live", "epochs": "99", "batch": "many", "seeds": "2"})
     at.run()
     assert not at.exception
     warnings = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning]  # as shown: escapes read
@@ -113,7 +113,12 @@ def visit(at, page, query=None):
         ("pages/3_Gates.py", {}, "gates_cards", 5),
         ("pages/4_Memory.py", {}, "memory_max_lag", 16),
         ("pages/5_Checkpoints.py", {}, "ckpt_choice", "char-rnn_latest"),
-        ("pages/6_Ablation.py", {"epochs": "2"}, None, None),  # its settings sit in a form: set by a link
+        (
+            "pages/6_Ablation.py",
+            {"section": "live", "epochs": "2"},
+            None,
+            None,
+        ),  # its settings sit in a form: set by a link
         ("pages/7_Lessons.py", {"lesson": "memory"}, None, None),
     ],
 )

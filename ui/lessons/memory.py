@@ -335,4 +335,6 @@ def gate_biases_over_1024_steps():
                 "rarely make. Other tasks, lengths and sizes may differ."
             ),
         )
-    open_full_page("Ablation", "Open the Ablation page, with three random seeds per arm for its live run", seeds=3)
+    open_full_page(
+        "Ablation", "Open the Ablation page, with three random seeds per arm for its live run", section="live", seeds=3
+    )
