@@ -141,8 +141,9 @@ def restore_from_url(settings, defaults):
     kept = st.session_state.get(f"_links_kept_{page_id}", {})
     if first_visit_flag in st.session_state and query in ({}, st.session_state.get(f"_links_mirrored_{page_id}")):
         for name, (_, key) in settings.items():
-            if key not in st.session_state and kept.get(key, defaults[name]) is not None:
-                st.session_state[key] = kept.get(key, defaults[name])
+            value = kept.get(key, defaults[name])
+            if key not in st.session_state and value is not None:
+                st.session_state[key] = value
         return
     st.session_state[first_visit_flag] = True
     values, warnings = parse_query(query, {name: field for name, (field, _) in settings.items()})

@@ -17,7 +17,6 @@ from pathlib import Path
 import streamlit as st
 
 from lab.server import jobs, ray_runs
-from lab.server.ray_runs import RAY_ADDRESS, start_warm_actors
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.training.train import configure_cpu
 
@@ -45,14 +44,14 @@ def start_server_process():
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
     threading.Thread(target=_reap_unattended_jobs, args=(job_registry(),), name="rnnlab-reaper", daemon=True).start()
-    if RAY_ADDRESS:  # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
+    if ray_runs.RAY_ADDRESS:  # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
         threading.Thread(target=_start_warm_actors, name="rnnlab-warm-actors", daemon=True).start()
     return threads
 
 
 def _start_warm_actors():
     try:
-        start_warm_actors(RAY_ADDRESS)
+        ray_runs.start_warm_actors(ray_runs.RAY_ADDRESS)
     except Exception:  # a bad setting or an unreachable cluster: runs get actors of their own, as without
         ray_runs.log.exception("starting the warm Ray actors failed")
 

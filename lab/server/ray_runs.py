@@ -29,8 +29,8 @@ presses Start at once on loaded cores. With RNNLAB_RAY_WARM_ACTORS=N the server 
 starts (`start_warm_actors`), each holding one CPU and RNNLAB_RAY_WARM_ACTOR_MB of the cluster with
 PyTorch imported; a run that fits takes an idle one and gives it back when it ends, and a run that
 does not fit gets an actor of its own as before. Ray's scheduler still places every actor, warm or
-not; a run kept waiting while warm actors sit idle (too small for it) retires them one at a time, so
-that an idle pool never keeps the cluster from a run.
+not; a run whose own actor waits for room the cluster lacks while warm actors sit idle (too small
+for it) ends them one at a time, so that an idle pool never keeps the cluster from a run.
 
 Ray is imported here only, on first use: without RNNLAB_RAY_ADDRESS the app never imports it and
 need not have it installed.
@@ -170,9 +170,11 @@ def retire_warm_actors(count=None):
 
 def _take_warm(memory_mb, cpus):
     """An idle warm actor that can hold a run of `memory_mb` and `cpus`, taken from the idle ones; or None."""
+    if cpus != CPUS_PER_RUN:
+        return None
     with _warm_lock:
-        for n, (actor, size_mb) in enumerate(_warm):
-            if cpus == CPUS_PER_RUN and memory_mb <= size_mb:
+        for n, (_, size_mb) in enumerate(_warm):
+            if memory_mb <= size_mb:
                 return _warm.pop(n)
     return None
 
