@@ -3,7 +3,7 @@ how much memory the server uses while training.
 
     python -m benchmarks.app [--seconds 20] [--repeats 3] [--race 90]
 
-Starts `streamlit run app.py` on a free port (user checkpoints in a temporary
+Starts `streamlit run serve.py` (the README's command) on a free port (user checkpoints in a temporary
 folder), drives Debian's /usr/bin/chromium with Playwright, and prints:
 
 * click on Start -> first loss point in the plotly chart (target <= 2 s), for
@@ -63,9 +63,10 @@ def free_port():
 
 
 class AppServer:
-    """`streamlit run app.py` as a subprocess on a free port; a context manager."""
+    """`streamlit run serve.py` (or another `script`) as a subprocess on a free port; a context manager.
+    The server opens once it has prepared for its first visitors (serve.py): give wait_healthy time."""
 
-    def __init__(self, user_dir, port=None, extra_env=None, script="app.py"):
+    def __init__(self, user_dir, port=None, extra_env=None, script="serve.py"):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()
@@ -90,7 +91,7 @@ class AppServer:
             stderr=subprocess.STDOUT,
         )
 
-    def wait_healthy(self, timeout=60):
+    def wait_healthy(self, timeout=120):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -3,7 +3,7 @@ another student watches the server's pages from a browser of their own.
 
     python -m benchmarks.classroom [--sessions 10] [--seconds 120] [--unattended 20] [--browser-nice 10]
 
-Starts `streamlit run app.py` on a free port of this machine (user files in a temporary folder,
+Starts `streamlit run serve.py` on a free port of this machine (user files in a temporary folder,
 every request to 127.0.0.1 only), opens N contexts (each its own cookie, so its own session and
 folder; every thread of the students' chromium at nice 10, as if each student's browser ran on their
 own machine) on /Train with the default model (preset astra-alpha) and a `--seconds` budget, clicks

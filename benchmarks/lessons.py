@@ -2,7 +2,7 @@
 
     python -m benchmarks.lessons [--repeats 3]
 
-Starts `streamlit run app.py` on a free port and drives Debian's /usr/bin/chromium
+Starts `streamlit run serve.py` on a free port and drives Debian's /usr/bin/chromium
 (benchmarks.app's server and browser). For every lesson of ui.lessons.LESSONS it
 opens /Lessons?lesson=<slug> once on a fresh server (cold: models load, caches
 fill, the scan lesson times its scans) and then `--repeats` more times in new

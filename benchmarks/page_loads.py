@@ -5,7 +5,7 @@ for each.
     python -m benchmarks.page_loads [--repeats 3] [--runs 5]
 
 First a bare Streamlit page (a title and a line) is timed the same way, with the app's own settings:
-the floor under every figure. Then starts `streamlit run app.py` on a free port
+the floor under every figure. Then starts `streamlit run serve.py` on a free port
 (benchmarks.app.AppServer), drives Debian's /usr/bin/chromium at 1366x768 and times each view from
 navigation (or the key press) until the script has finished: the app's script state "notRunning"
 and Streamlit's status widget gone. Every page is visited once in the sidebar's order (the first

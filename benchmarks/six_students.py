@@ -4,7 +4,7 @@ every run, and does a seventh student's page stay within 2x its idle load?
 
     python -m benchmarks.six_students [--repeats 3]
 
-Starts `streamlit run app.py` on a free port (user files in a temporary folder). The six students'
+Starts `streamlit run serve.py` on a free port (user files in a temporary folder). The six students'
 browsers run at nice 10 (in a class each runs on its own machine). A watcher, in a context of its
 own, loads Home and Sample idle (after one cold visit each), then the six press their buttons one
 after the other as fast as Playwright clicks, and the watcher reads the budget line on its Train

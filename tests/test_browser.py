@@ -1,4 +1,4 @@
-"""One real-browser journey through the app: `streamlit run app.py` driven by Debian's chromium.
+"""One real-browser journey through the app: `streamlit run serve.py` driven by Debian's chromium.
 
 Every page (Home and whatever pages/ holds) renders without an exception; every
 lesson opens from its link and reveals its answer, the step-through steps on, and a lesson's
@@ -63,7 +63,7 @@ def server(user_dir):
         need_browser(f"{CHROMIUM} is not installed")
     app = AppServer(user_dir, extra_env={"RNNLAB_UNATTENDED_SECONDS": str(UNATTENDED)})
     try:
-        yield app.wait_healthy(timeout=60)
+        yield app.wait_healthy()
     finally:
         app.stop()
 
@@ -317,8 +317,9 @@ def test_gates_dragging_over_a_word_shows_the_units_that_fire_on_it(server, brow
 
 def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(browser, tmp_path):
     """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first,
-    no automatic "app" entry) and the link's settings."""
-    fresh = AppServer(tmp_path).wait_healthy(timeout=60)  # the shared server has long seen "/"
+    no automatic "app" entry) and the link's settings. The server prepared for it before it opened."""
+    fresh = AppServer(tmp_path).wait_healthy()  # the shared server has long seen "/"
+    assert "prepared for the first visitors" in fresh.output(last_chars=None)  # before it answered at all
     context = browser.new_context(viewport=VIEWPORT)
     try:
         page = context.new_page()

@@ -54,7 +54,7 @@ def laptop(tmp_path_factory):
         need_browser("playwright is not installed")
     app = AppServer(tmp_path_factory.mktemp("user_checkpoints"))
     try:
-        app.wait_healthy(timeout=60)
+        app.wait_healthy()
         with sync_playwright() as p:
             browser = launch_browser(p)
             context = browser.new_context(viewport=LAPTOP)

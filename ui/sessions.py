@@ -76,10 +76,12 @@ SERVER_LOG_FORMAT = logging.Formatter(
 def _log_jobs_to_the_server_log():
     """lab.server.jobs says when each run starts training and ends, lab.server.ray_runs when the warm Ray
     actors are ready; on a class server the teacher reads it in the server's log (Community Cloud:
-    "Manage app"), beside Streamlit's own lines."""
+    "Manage app"), beside Streamlit's own lines; ui.warm_up when the server is prepared."""
+    from ui.warm_up import log as warm_up_log
+
     handler = logging.StreamHandler()
     handler.setFormatter(SERVER_LOG_FORMAT)
-    for log in (jobs.log, ray_runs.log):
+    for log in (jobs.log, ray_runs.log, warm_up_log):
         log.setLevel(logging.INFO)
         log.addHandler(handler)
 

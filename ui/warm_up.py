@@ -1,11 +1,21 @@
-"""What a fresh server computes in the background once a first page is drawn (ui.sessions starts it
-at a session's second heartbeat, once per process): PyTorch's lazy set-up of training, which the
-first Start would otherwise wait for before its first loss point, and the Memory page's default
-charts, about 3 CPU-seconds that its first visitor would otherwise wait for. The page's cached
-calls with the same arguments then find them; one that comes while they are computed waits for them
-(Streamlit computes a cached value once)."""
+"""What a fresh server computes before its first visitor needs it: PyTorch's lazy set-up of training,
+which the first Start would otherwise wait for before its first loss point, and the Memory page's
+default charts, about 3 CPU-seconds that its first visitor would otherwise wait for. The page's
+cached calls with the same arguments then find them; one that comes while they are computed waits
+for them (Streamlit computes a cached value once).
 
+`streamlit run serve.py` runs all of it, and imports every page's code, before the server opens
+(`prepare_server`); under `streamlit run app.py` ui.sessions starts the warm-up in the background once
+a first page is drawn, at a session's second heartbeat."""
+
+import functools
+import importlib
 import logging
+import pkgutil
+import threading
+import time
+
+import ui
 
 from lab.training.checkpoints import list_checkpoints
 from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
@@ -26,6 +36,27 @@ class _NotFromTheWarmUp(logging.Filter):
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NotFromTheWarmUp())
 
 
+def prepare_server():
+    """Everything a server does for its first visitors before it opens: the server process set up
+    (ui.sessions.start_server_process), every page's code imported (PyTorch, pandas and plotly with
+    it: 3-4 s), then the warm-up. In a thread named THREAD_NAME, for its log filter."""
+    thread = threading.Thread(target=_prepare, name=THREAD_NAME)
+    thread.start()
+    thread.join()
+
+
+def _prepare():
+    from ui.sessions import start_server_process
+
+    start_server_process()
+    for module in pkgutil.walk_packages(ui.__path__, "ui."):
+        importlib.import_module(module.name)
+    start = time.perf_counter()
+    warm_up()
+    log.info("prepared for the first visitors (every page's code imported; warm-up %.1f s)", time.perf_counter() - start)
+
+
+@functools.cache  # once per process: prepare_server's and a session's heartbeat's both call it
 def warm_up():
     """The whole warm-up; run it in a thread named THREAD_NAME."""
     _train_two_steps()

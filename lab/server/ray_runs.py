@@ -2,8 +2,8 @@
 of the app (lab.server.jobs: the Train page's runs and races, the lessons' toy tasks, the live ablation, the
 memory probe) computes in a Ray actor of its own, on whichever machine of the cluster has room.
 
-    RNNLAB_RAY_ADDRESS=auto streamlit run app.py     # the cluster `ray start --head` started here
-    RNNLAB_RAY_ADDRESS=local streamlit run app.py    # a Ray started inside the server, on its own cores
+    RNNLAB_RAY_ADDRESS=auto streamlit run serve.py     # the cluster `ray start --head` started here
+    RNNLAB_RAY_ADDRESS=local streamlit run serve.py    # a Ray started inside the server, on its own cores
 
     run = RayRun("auto", memory_mb=420, what="The run astra-1")  # Ray's scheduler queues it
     run.wait(should_stop)                                        # until Ray starts it (False: stopped first)

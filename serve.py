@@ -1,0 +1,25 @@
+"""RNN Lab's server: `streamlit run serve.py`.
+
+It serves the same app as `streamlit run app.py` (app.py is Home, pages/ the other pages), but it
+prepares itself before it opens: PyTorch and every page's code imported, training's lazy set-up
+done, the Memory page's default charts computed (ui.warm_up.prepare_server, about 8 s on 2 cores).
+A first visitor then waits for none of it: Home's first visit took 5.3 s after a plain start, most
+of it importing PyTorch (BENCHMARKS.md, "One screen, two seconds"). Streamlit runs this file's `app`
+(st.App) on its own web server and calls `prepare` before it accepts a connection.
+"""
+
+import contextlib
+
+import anyio
+import streamlit as st
+
+
+@contextlib.asynccontextmanager
+async def prepare(_app):
+    from ui.warm_up import prepare_server
+
+    await anyio.to_thread.run_sync(prepare_server)
+    yield
+
+
+app = st.App("app.py", lifespan=prepare)
