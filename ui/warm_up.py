@@ -16,7 +16,6 @@ import threading
 import time
 
 import ui
-
 from lab.training.checkpoints import list_checkpoints
 from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
@@ -53,7 +52,9 @@ def _prepare():
         importlib.import_module(module.name)
     start = time.perf_counter()
     warm_up()
-    log.info("prepared for the first visitors (every page's code imported; warm-up %.1f s)", time.perf_counter() - start)
+    log.info(
+        "prepared for the first visitors (every page's code imported; warm-up %.1f s)", time.perf_counter() - start
+    )
 
 
 @functools.cache  # once per process: prepare_server's and a session's heartbeat's both call it
