@@ -11,7 +11,6 @@ from lab.instruments.prediction import MAX_INFLUENCE_TOKENS, TypingReader, next_
 from lab.instruments.sampling import (
     MAX_PROMPT_CHARS,
     STRATEGIES,
-    SamplingConfig,
     default_strategy,
     encode_prompt,
     repetition_report,
@@ -23,7 +22,15 @@ from ui.coloured_text import influence_html, influence_legend_html, prob_html, p
 from ui.common import setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import piece_label, user_errors
-from ui.sample_views import STRATEGY_TITLES, latest_val_loss, mean, next_token_figure, repetition_markdown
+from ui.sample_views import (
+    DEFAULTS,
+    STRATEGY_TITLES,
+    latest_val_loss,
+    mean,
+    next_token_figure,
+    repetition_markdown,
+    strategy_config,
+)
 
 setup_page("Sample")
 st.title("💬 Sample")
@@ -59,21 +66,6 @@ SETTINGS = {
     ),
     "drove_token": (Field("int", "Generated token traced back", *BOUNDS["tokens"]), "sample_influence_token"),
     "typed": (Field("text", "Typed text", high=MAX_PROMPT_CHARS), "sample_typed"),
-}
-DEFAULTS = {
-    "model": "char-gru-torch_latest",
-    "prompt": "ROMEO:\n",
-    "tokens": 300,
-    "seed": 0,
-    "temperature": 0.8,
-    "top_k": 20,
-    "top_k_temperature": 0.8,
-    "top_p": 0.9,
-    "top_p_temperature": 0.8,
-    "stateless": "top_k",
-    "drove": "top_k",
-    "drove_token": 40,
-    "typed": "But, soft! what light through yonder window br",
 }
 restore_from_url(SETTINGS, DEFAULTS)
 
@@ -138,20 +130,12 @@ st.session_state.sample_page_done = False
 
 def sampling_config(strategy, stateful=True):
     """The SamplingConfig of one column's strategy from the widgets' current values."""
-    state = st.session_state
-    settings = {
-        "greedy": {},
-        "temperature": {"temperature": state.sample_temperature_T},
-        "top_k": {"top_k": state.sample_top_k_k, "temperature": state.sample_top_k_T},
-        "top_p": {"top_p": state.sample_top_p_p, "temperature": state.sample_top_p_T},
-    }[strategy]
-    common = {"max_new_tokens": int(state.sample_tokens), "seed": int(state.sample_seed)}
-    return SamplingConfig(strategy=strategy, stateful=stateful, **common, **settings)
+    return strategy_config({name: st.session_state.get(key) for name, (_, key) in SETTINGS.items()}, strategy, stateful)
 
 
 def generated(checkpoint, prompt, config):
     """lab.instruments.sampling.generate, cached across sessions per (model, prompt, settings)."""
-    return cached_generation(*checkpoint_key(checkpoint), prompt, tuple(vars(config).items()))
+    return cached_generation(*checkpoint_key(checkpoint), prompt, config)
 
 
 def coloured_generation(checkpoint, prompt, generation, entropy_help):

@@ -127,3 +127,14 @@ def need_browser(what):
     if os.environ.get("CI"):
         pytest.fail(f"{what} (CI is set, so the browser tests must run)")
     pytest.skip(what)
+
+
+def join_warm_up(timeout=60):
+    """Wait for the server's warm-up thread (ui.warm_up), started by a session's second heartbeat."""
+    import threading
+
+    from ui.warm_up import THREAD_NAME
+
+    for thread in threading.enumerate():
+        if thread.name == THREAD_NAME:
+            thread.join(timeout)

@@ -11,13 +11,13 @@ import pickle
 import re
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import join_warm_up
 from streamlit.testing.v1 import AppTest
 
 import lab.data
@@ -100,12 +100,6 @@ def stop_all(at):
 
 # ---------------------------------------------------------------------------
 # Home
-
-
-def join_warm_up():
-    for thread in threading.enumerate():
-        if thread.name == "rnnlab-warm-up":
-            thread.join(10)
 
 
 def test_training_warms_up_once_a_first_page_is_drawn_not_beside_its_first_run(monkeypatch):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import streamlit as st
+from helpers import join_warm_up
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -482,18 +484,27 @@ def test_a_bad_link_is_ignored_with_a_warning(page_path, query):
     assert at.warning
 
 
+def count_calls(monkeypatch, names):
+    """Count each call ui.cached_calls makes to these lab functions (in the list returned)."""
+    import ui.cached_calls
+
+    calls = []
+    for name in names:
+        real = getattr(ui.cached_calls, name)
+        monkeypatch.setattr(
+            ui.cached_calls, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k)
+        )
+    return calls
+
+
 def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypatch):
     """ui.warm_up fills the Memory page's caches with the page's own default arguments: the page's first
     run after it traces nothing and back-propagates nothing."""
     import ui.cached_calls
     import ui.warm_up
 
-    calls = []
-    for name in ("trace_text", "gradient_through_time"):
-        real = getattr(ui.cached_calls, name)
-        monkeypatch.setattr(
-            ui.cached_calls, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k)
-        )
+    join_warm_up()
+    calls = count_calls(monkeypatch, ("trace_text", "gradient_through_time"))
     for cached in (ui.cached_calls.cached_trace, ui.cached_calls.cached_retention, ui.cached_calls.cached_gradient):
         cached.clear()
     ui.warm_up.memory_page_defaults()
@@ -505,4 +516,27 @@ def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypat
     at.radio(key="memory_section").set_value("gradients").run()  # the section a student opens next
     no_exception(at)
     assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["gradients"])
+    assert calls == []
+
+
+def test_the_servers_warm_up_computes_what_the_sample_and_gates_pages_first_show(monkeypatch):
+    """ui.warm_up samples and traces with the Sample and Gates pages' own defaults: their first runs
+    after it generate nothing and trace nothing (a page with other defaults than the warm-up's
+    would)."""
+    import ui.cached_calls
+    import ui.warm_up
+
+    join_warm_up()  # one a page's heartbeat started: its calls are not these
+    calls = count_calls(monkeypatch, ("generate", "trace_text"))
+    ui.cached_calls.cached_trace.clear()
+    st.cache_data.clear()  # the samples, the units' correlations, the passage's units
+    ui.warm_up.sample_page_defaults()
+    assert calls == ["generate"] * 5, calls  # four columns and the stateless sample
+    ui.warm_up.gates_page_defaults()
+    assert calls.count("trace_text") == 2, calls  # the example text and the longer passage
+    calls.clear()
+    for name in (SAMPLE, GATES):
+        at = page(name).run()
+        no_exception(at)
+        assert coloured_texts(at), name  # the samples and the gallery were drawn, from the caches
     assert calls == []

@@ -29,10 +29,15 @@ def checkpoint_key(checkpoint):
     return str(path), path.stat().st_mtime
 
 
+def cached_generation(path, mtime, prompt, config):
+    """lab.instruments.sampling.generate of a checkpoint for one SamplingConfig, cached across sessions."""
+    return _generation(path, mtime, prompt, tuple(vars(config).items()))
+
+
 @st.cache_data(max_entries=128, show_spinner="Generating…")
-def cached_generation(path, mtime, prompt, config_items):
-    """lab.instruments.sampling.generate for one SamplingConfig given as a tuple of (field, value) pairs,
-    so that changing one strategy's settings regenerates that strategy only."""
+def _generation(path, mtime, prompt, config_items):
+    """The config as a tuple of (field, value) pairs, which Streamlit hashes field by field: changing one
+    strategy's settings regenerates that strategy only."""
     checkpoint = cached_checkpoint(path, mtime)
     return generate(checkpoint.model, checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
 

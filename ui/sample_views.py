@@ -1,13 +1,45 @@
-"""What the Sample page shows beside its samples, and the reading lessons with it: the strategies'
-titles, a checkpoint's last validation loss, the repetition report in words and the chart of the most
+"""What the Sample page shows beside its samples, and the reading lessons with it: the page's default
+settings and the sampling settings of each column, the strategies' titles, a checkpoint's last
+validation loss, the repetition report in words and the chart of the most
 likely next tokens (lab.instruments.sampling and prediction compute them)."""
 
 import numpy as np
 import plotly.graph_objects as go
 
+from lab.instruments.sampling import SamplingConfig
 from ui.coloured_text import chart_piece
 
 STRATEGY_TITLES = {"greedy": "Greedy", "temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p (nucleus)"}
+# the Sample page's settings before a student changes any (its link leaves them out); ui.warm_up samples
+# with them before the server opens
+DEFAULTS = {
+    "model": "char-gru-torch_latest",
+    "prompt": "ROMEO:\n",
+    "tokens": 300,
+    "seed": 0,
+    "temperature": 0.8,
+    "top_k": 20,
+    "top_k_temperature": 0.8,
+    "top_p": 0.9,
+    "top_p_temperature": 0.8,
+    "stateless": "top_k",
+    "drove": "top_k",
+    "drove_token": 40,
+    "typed": "But, soft! what light through yonder window br",
+}
+
+
+def strategy_config(settings, strategy, stateful=True):
+    """The SamplingConfig of one column of the Sample page: `settings` maps the page's setting names
+    (those of DEFAULTS) to their values."""
+    by_strategy = {
+        "greedy": {},
+        "temperature": {"temperature": settings["temperature"]},
+        "top_k": {"top_k": settings["top_k"], "temperature": settings["top_k_temperature"]},
+        "top_p": {"top_p": settings["top_p"], "temperature": settings["top_p_temperature"]},
+    }[strategy]
+    common = {"max_new_tokens": int(settings["tokens"]), "seed": int(settings["seed"])}
+    return SamplingConfig(strategy=strategy, stateful=stateful, **common, **by_strategy)
 
 
 def latest_val_loss(checkpoint):

@@ -1,7 +1,8 @@
 """What a fresh server computes before its first visitor needs it: PyTorch's lazy set-up of training,
-which the first Start would otherwise wait for before its first loss point, and the Memory page's
-default charts, about 3 CPU-seconds that its first visitor would otherwise wait for. The page's
-cached calls with the same arguments then find them; one that comes while they are computed waits
+which the first Start would otherwise wait for before its first loss point, and what the Memory,
+Sample and Gates pages first show (their default charts, samples and traces: 2-3 CPU-seconds each
+that their first visitor would otherwise wait for). The pages' cached calls with the same arguments
+then find them; one that comes while they are computed waits
 for them (Streamlit computes a cached value once).
 
 `streamlit run serve.py` runs all of it, and imports every page's code, before the server opens
@@ -16,9 +17,21 @@ import threading
 import time
 
 import ui
+from lab.instruments.sampling import STRATEGIES
 from lab.training.checkpoints import list_checkpoints
-from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
+from ui.cached_calls import (
+    cached_generation,
+    cached_gradient,
+    cached_passage_unit,
+    cached_retention,
+    cached_unit_correlations,
+    checkpoint_key,
+)
+from ui.gates_settings import DEFAULTS as GATES_DEFAULTS
+from ui.gates_units import PASSAGE
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
+from ui.sample_views import DEFAULTS as SAMPLE_DEFAULTS
+from ui.sample_views import strategy_config
 
 log = logging.getLogger(__name__)
 THREAD_NAME = "rnnlab-warm-up"
@@ -61,10 +74,15 @@ def _prepare():
 def warm_up():
     """The whole warm-up; run it in a thread named THREAD_NAME."""
     _train_two_steps()
-    try:
-        memory_page_defaults()
-    except Exception:  # a missing or unreadable bundled file: the page says so to its visitor
-        log.exception("warming up the Memory page's defaults failed; the page computes them when visited")
+    for page, page_defaults in (
+        ("Memory", memory_page_defaults),
+        ("Sample", sample_page_defaults),
+        ("Gates", gates_page_defaults),
+    ):
+        try:
+            page_defaults()
+        except Exception:  # a missing or unreadable bundled file: the page says so to its visitor
+            log.exception("warming up the %s page's defaults failed; the page computes them when visited", page)
 
 
 def _train_two_steps():
@@ -82,9 +100,14 @@ def _train_two_steps():
     )
 
 
+def bundled_keys():
+    """{name: checkpoint_key} of the bundled models (their latest versions)."""
+    return {info.name: checkpoint_key(info) for info in list_checkpoints(include_versions=False)}
+
+
 def memory_page_defaults():
     """The cached calls the Memory page makes before a student changes anything, with its arguments."""
-    keys = {info.name: checkpoint_key(info) for info in list_checkpoints(include_versions=False)}
+    keys = bundled_keys()
     for name in RETENTION_MODELS:
         if name in keys:
             cached_retention(*keys[name], TEXT)
@@ -92,3 +115,22 @@ def memory_page_defaults():
         if name in keys:
             cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1])
             cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1], fresh_seed=0)
+
+
+def sample_page_defaults():
+    """The Sample page's samples before a student changes anything: each strategy's column, and the
+    stateless sample beside its stateful twin."""
+    settings = SAMPLE_DEFAULTS
+    key = bundled_keys()[settings["model"]]
+    configs = [strategy_config(settings, strategy) for strategy in STRATEGIES]
+    configs.append(strategy_config(settings, settings["stateless"], stateful=False))
+    for config in configs:
+        cached_generation(*key, settings["prompt"], config)
+
+
+def gates_page_defaults():
+    """The Gates page's traces before a student changes anything: its example text (with the units that
+    track its features) and the longer passage, from which each unit shown is then a slice."""
+    key = bundled_keys()[GATES_DEFAULTS["model"]]
+    cached_unit_correlations(*key, GATES_DEFAULTS["text"])
+    cached_passage_unit(*key, *PASSAGE, 0, "h", 0)

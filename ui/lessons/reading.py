@@ -86,8 +86,9 @@ def state_is_memory():
     samples = {}
     with user_errors("Sampling"):
         for stateful in (True, False):
-            items = tuple(vars(SamplingConfig(**{**vars(config), "stateful": stateful})).items())
-            samples[stateful] = cached_generation(*key, PROMPT, items)
+            samples[stateful] = cached_generation(
+                *key, PROMPT, SamplingConfig(**{**vars(config), "stateful": stateful})
+            )
     if len(samples) == 2:
         columns = st.columns(2)
         for column, stateful in zip(columns, (True, False)):
@@ -156,7 +157,7 @@ def choosing_the_next_token():
     runs = {}
     with user_errors("Sampling"):
         for which, config in configs.items():
-            generation = cached_generation(*key, PROMPT, tuple(vars(config).items()))
+            generation = cached_generation(*key, PROMPT, config)
             runs[which] = (generation, repetition_report(generation.continuation))
     if len(runs) < 2:
         return
