@@ -1,7 +1,8 @@
 """Ablation: seed 003's question, do the GRU's reset and update gate biases matter over 1024 steps?
-In four sections, one on the screen at a time (chosen at the top, kept in the link): the shipped
-study (lab.experiments.ablation), what a bias means as a time constant, published anchors, and a
-short live run of both arms (the same runner as the command line)."""
+In five sections, one on the screen at a time (chosen at the top, kept in the link): the shipped
+study (lab.experiments.ablation), what its training did to the gates, what a bias means as a time
+constant, published anchors, and a short live run of both arms (the same runner as the command
+line)."""
 
 import os
 from pathlib import Path
@@ -17,7 +18,7 @@ from lab.experiments.ablation import (
     load_results,
     time_constant_table,
 )
-from ui.ablation_views import loss_figure, show_results
+from ui.ablation_views import loss_figure, show_gate_statistics, show_results
 from ui.common import setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, user_errors
@@ -53,9 +54,10 @@ st.markdown(
 
 SECTIONS = {  # URL value -> what the choice at the top says
     "study": "1 · The shipped study",
-    "time": "2 · What a bias means",
-    "anchors": "3 · Published anchors",
-    "live": "4 · Run it yourself",
+    "gates": "2 · Inside its gates",
+    "time": "3 · What a bias means",
+    "anchors": "4 · Published anchors",
+    "live": "5 · Run it yourself",
 }
 # the page's settings as they appear in a link: ?section=live&size=16&epochs=3...
 SETTINGS = {
@@ -111,8 +113,22 @@ def shipped_study():
 
 
 # ---------------------------------------------------------------------------
+def shipped_gates():
+    st.header("2 · Inside its gates: what training did to z and r")
+    results = None
+    with user_errors("Reading the shipped results"):
+        results = shipped_results()
+    if results is None:
+        st.info("No shipped results: the first section says how to make them.")
+        return
+    try:
+        show_gate_statistics(results, "shipped")
+    except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
+        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
+
+
 def time_constants():
-    st.header("2 · What a bias means: time constants")
+    st.header("3 · What a bias means: time constants")
     results = None
     with user_errors("Reading the shipped results"):
         results = shipped_results()
@@ -142,7 +158,7 @@ def time_constants():
 
 
 def published_anchors():
-    st.header("3 · Published anchors")
+    st.header("4 · Published anchors")
     st.caption(
         "Full training on real sequential CIFAR-10 / LRA Image (1024 steps); the shipped digits study is "
         "far shorter and easier, so compare trends, not numbers."
@@ -152,7 +168,7 @@ def published_anchors():
 
 # ---------------------------------------------------------------------------
 def run_it_yourself():
-    st.header("4 · Run it yourself (a short live version)")
+    st.header("5 · Run it yourself (a short live version)")
     st.caption(
         "Both arms train one run after another (one random seed at a time, as the command line does) on a "
         "background thread of this server (its GPU when it has one, else its CPU), on the offline digits set, "
@@ -237,6 +253,8 @@ def live_view():
             )
     elif job.results is not None:
         show_results(job.results, "live")
+        st.subheader("Inside its gates")
+        show_gate_statistics(job.results, "live")
         if st.session_state.get("ablation_shown") is not job:  # leave the polling fragment once
             st.session_state["ablation_shown"] = job
             st.rerun()
@@ -251,5 +269,11 @@ def live_section():
         live_view()
 
 
-{"study": shipped_study, "time": time_constants, "anchors": published_anchors, "live": live_section}[section]()
+{
+    "study": shipped_study,
+    "gates": shipped_gates,
+    "time": time_constants,
+    "anchors": published_anchors,
+    "live": live_section,
+}[section]()
 mirror_to_url(SETTINGS, DEFAULTS)

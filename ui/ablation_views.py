@@ -75,7 +75,7 @@ def accuracy_table(results):
 
 
 def show_results(results, key):
-    """Accuracy table, curves and gate statistics of one study (shipped or live)."""
+    """What one study (shipped or live) found: its conclusion, accuracy table and training curves."""
     d, cfg = results["dataset"], results["config"]
     st.markdown(f"**What this study says:** {plain(study_conclusion(results))}")
     st.markdown(
@@ -128,7 +128,14 @@ def show_results(results, key):
     )
     right.plotly_chart(acc, key=f"ablation_{key}_acc")
 
-    st.subheader("Gate statistics")
+
+def show_gate_statistics(results, key):
+    """What training did to one study's gates (shipped or live): z and r per epoch, z over the sequence
+    and its distribution at the end, and the frozen-bias check."""
+    cfg, epochs = results["config"], pd.DataFrame(epoch_rows(results))
+    if epochs.empty:
+        st.info("No epoch finished yet.")
+        return
     st.caption(
         f"z and r of the first {cfg['gate_batch']} test sequences, traced through the reference twin of the "
         "model at initialisation (epoch 0) and after every epoch; lines are means over random seeds, bands the "
