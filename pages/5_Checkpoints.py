@@ -24,7 +24,7 @@ from ui.cell_labels import cell_label
 from ui.checkpoint_picker import cached_checkpoint, choose_checkpoint
 from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, preformatted, user_errors
 from ui.sessions import room_check, session_key, user_dir
 from ui.train_chart import WHITE
 
@@ -92,7 +92,7 @@ if problems:  # a hand-edited or damaged file is named and can be removed; it ne
     unreadable = sorted(p for p in user_dir().glob("*.safetensors") if p not in readable)
     with st.container(border=True):
         st.warning(f"{len(problems)} file(s) could not be read and are not listed:")
-        st.code("\n".join(problems), language=None, wrap_lines=True)
+        preformatted("\n".join(problems))
         if unreadable:
             st.button(
                 "🗑 Delete your unreadable files",
@@ -227,7 +227,7 @@ else:
                 )
                 st.plotly_chart(fig, key="ckpt_history", width="stretch")
         with st.expander("Model summary (every weight tensor, its shape and parameter count)", expanded=True):
-            st.code(plain_convention(model_summary(checkpoint.model, info.name).format()), language=None)
+            preformatted(plain_convention(model_summary(checkpoint.model, info.name).format()), wrap=False)
 
 # ---------------------------------------------------------------------------
 # upload

@@ -21,7 +21,7 @@ from lab.experiments.ablation import (
 from ui.ablation_views import loss_figure, show_gate_statistics, show_results
 from ui.common import setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, preformatted, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 setup_page("Ablation")
@@ -240,7 +240,7 @@ def live_view():
     )
     if job.running:
         st.caption("Run this yourself (the finished study's results show it too):")
-        st.code(job.command, language="bash")
+        preformatted(job.command)
         if len(steps):
             st.plotly_chart(loss_figure(steps, "Live training loss"), key="ablation_live_loss")
         if done:

@@ -138,3 +138,12 @@ def join_warm_up(timeout=60):
     for thread in threading.enumerate():
         if thread.name == THREAD_NAME:
             thread.join(timeout)
+
+
+def preformatted_texts(at):
+    """The text of each fixed-width block on an AppTest page (ui.plain_text.preformatted), unescaped."""
+    import html
+    import re
+
+    blocks = [h.proto.body for h in at.get("html") if 'class="rnnlab-pre"' in h.proto.body]
+    return [html.unescape(re.sub(r"<[^>]*>", "", block)) for block in blocks]

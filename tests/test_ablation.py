@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY_STUDY_CLI, cifar_fixture, without_timing
+from helpers import TINY_STUDY_CLI, cifar_fixture, preformatted_texts, without_timing
 
 from lab.__main__ import build_parser, main
 from lab.data import DataError
@@ -395,7 +395,7 @@ def test_page_renders_the_shipped_results():
     assert not at.exception, [e.value for e in at.exception]
     table = at.dataframe[0].value
     assert list(table["arm"]) == list(load_results(SHIPPED_DIR)["summary"]) and "test accuracy" in table.columns
-    assert any("python -m lab ablation" in c.value for c in at.code)
+    assert any("python -m lab ablation" in block for block in preformatted_texts(at))
     said = [re.sub(r"\\(.)", r"\1", m.value) for m in at.markdown if m.value.startswith("**What this study says:**")]
     verdict = conclusion(load_results(SHIPPED_DIR))  # "the seeds", in the student's words "the random seeds"
     assert said == [f"**What this study says:** {verdict.replace('the seeds', 'the random seeds')}"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import join_warm_up
+from helpers import join_warm_up, preformatted_texts
 from streamlit.testing.v1 import AppTest
 
 import lab.data
@@ -370,7 +370,8 @@ def test_checkpoints_lists_the_bundled_ones_and_summarises_one():
     assert bundled, "no bundled checkpoints (python scripts/build_checkpoints.py)"
     table = at.dataframe[0].value
     assert set(bundled) <= set(table["name"]) and set(table["where"]) == {"bundled"}
-    assert "MODEL SUMMARY" in texts(at.code) and "Cell convention" in texts(at.code)
+    summary = " ".join(preformatted_texts(at))
+    assert "MODEL SUMMARY" in summary and "Cell convention" in summary
     assert at.get("plotly_chart")  # the validation history
     assert at.get("download_button")
 
@@ -554,7 +555,7 @@ def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
         (folder / f"{name}_latest.safetensors").write_bytes(data)
     alice.run()
     assert_clean(alice)
-    named = texts(alice.code)
+    named = " ".join(preformatted_texts(alice))
     # headers are checked when listing: the markdown one is valid (its reason is only text), the NaN
     # weights show when the file is loaded, a missing tokenizer where text is read; the rest are named
     listed = ("reason-markdown", "tokenizer-null", "weights-nan")

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import preformatted_texts
 from streamlit.testing.v1 import AppTest
 
 from ui.coloured_text import chart_piece
@@ -16,6 +17,7 @@ from ui.plain_text import piece_label, plain
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAYLOADS = [
+    "<script>alert(1)</script> & &amp;",
     "x\n\n![p](http://127.0.0.1:8765/p.png) [Log in again](http://127.0.0.1:8765/phish)",
     "<img src=http://127.0.0.1:8765/p.png>",
     "http://127.0.0.1:8765/phish www.example.com someone@example.com",
@@ -32,6 +34,22 @@ AUTOLINKS = [r"(?i)https?\\?:", r"(?i)www\\?\.", r"@\w"]
 def live_syntax(markdown):
     """The live constructs left in `markdown`."""
     return [p for p in LIVE if re.search(r"(?<!\\)" + p, markdown)] + [p for p in AUTOLINKS if re.search(p, markdown)]
+
+
+def show_preformatted(payload):
+    from ui.plain_text import preformatted
+
+    preformatted(payload)
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_fixed_width_block_shows_the_characters_it_is_given(payload):
+    """ui.plain_text.preformatted (samples, commands, model summaries): no tag of the payload reaches
+    the page, and its text reads back exactly."""
+    at = AppTest.from_function(show_preformatted, args=(payload,)).run()
+    [body] = [h.proto.body for h in at.get("html")]
+    assert "<img" not in body and "<script" not in body
+    assert preformatted_texts(at) == [payload]
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)

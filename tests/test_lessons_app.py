@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import preformatted_texts
 from streamlit.testing.v1 import AppTest
 
 import ui.lessons
@@ -401,7 +402,8 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     recall = chart_data(at, "lessons_toy_chart")
     assert [name.split()[0] for name, _, _ in recall] == list(TOY_CELLS)  # a curve per cell, from the shipped table
     assert "At k = 20" in notice(at) and all(cell_label(c) in notice(at) for c in TOY_CELLS)
-    assert "→" in at.code[0].value and at.code[0].value.count(" ") > 20  # an example sequence of 21 tokens
+    example = preformatted_texts(at)[0]
+    assert "→" in example and example.count(" ") > 20  # an example sequence of 21 tokens
     at.radio(key="lessons_toy_task").set_value("brackets").run()
     ok(at)
     assert chart_data(at, "lessons_toy_chart") != recall and at.query_params["task"] == "brackets"

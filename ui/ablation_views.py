@@ -8,7 +8,7 @@ import streamlit as st
 
 from lab.experiments.ablation import ARMS, epoch_rows, step_rows
 from ui.common import ARM_COLORS, study_conclusion
-from ui.plain_text import plain
+from ui.plain_text import plain, preformatted
 
 
 def band(fig, x, low, high, color, name):
@@ -86,7 +86,7 @@ def show_results(results, key):
         f"{', '.join(map(str, cfg['seeds']))}." + ("" if results["complete"] else " **Incomplete study.**")
     )
     if results.get("command"):
-        st.code(results["command"], language="bash")
+        preformatted(results["command"])
     st.dataframe(
         accuracy_table(results),
         hide_index=True,

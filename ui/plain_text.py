@@ -1,8 +1,9 @@
 """What the pages show of text they did not write (from a file, a link or a user): made inert inside
-Markdown, so it renders as the characters it is, and bad input shown as one plain line, never a
-traceback."""
+Markdown, so it renders as the characters it is, text that is not a program in a fixed-width block,
+and bad input shown as one plain line, never a traceback."""
 
 import contextlib
+import html
 import re
 
 import streamlit as st
@@ -29,6 +30,21 @@ def plain(text):
     link, an image or HTML."""
     escaped = _MARKDOWN_SYNTAX.sub(r"\\\1", str(text)).replace("\n", "  \n")
     return _AUTOLINK_STARTS.sub(WORD_JOINER, escaped)
+
+
+PRE_STYLE = (  # as st.code draws a block: Streamlit's code font and colours
+    "margin:0 0 1rem;padding:0.75rem 1rem;background:#f8f9fb;border-radius:0.5rem;color:#31333f;"
+    "font-family:'Source Code Pro',monospace;font-size:0.85rem;line-height:1.6;overflow-x:auto;"
+)
+
+
+def preformatted(text, wrap=True):
+    """Text that is not a program (a sample, a command, a model summary) in a fixed-width block, escaped:
+    shown as the characters it is. Not st.code, whose syntax highlighter's script costs every page
+    opened by its link about 0.4 s in the browser (BENCHMARKS.md, "One screen, two seconds"); the
+    cells' Python source keeps st.code. `wrap`: long lines wrap, else the block scrolls sideways."""
+    space = "pre-wrap;overflow-wrap:anywhere" if wrap else "pre"
+    st.html(f'<pre class="rnnlab-pre" style="{PRE_STYLE}white-space:{space}">{html.escape(str(text))}</pre>')
 
 
 def piece_label(piece):

@@ -22,7 +22,7 @@ from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from ui import train_settings
 from ui.common import parameter_count
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, preformatted, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, room_check, session_jobs, session_key, user_dir
 from ui.train_chart import legend_names
 from ui.train_settings import CORPUS_CHOICES, FIELDS, default_run_name, is_scan_markov, train_config
@@ -260,9 +260,9 @@ def draw_progress_and_samples(logs):
                 continue
             if log.first_sample is not log.sample:  # how it wrote at the start, to compare with now
                 st.caption(f"At step {log.first_sample['step']:,}")
-                st.code(log.first_sample["text"], language=None, wrap_lines=True)
+                preformatted(log.first_sample["text"])
             st.caption(f"At step {log.sample['step']:,}" + (" (the latest)" if log.job.running else ""))
-            st.code(log.sample["text"], language=None, wrap_lines=True)
+            preformatted(log.sample["text"])
     if not logs:
         return
     st.dataframe(

@@ -25,7 +25,7 @@ from lab.training.tasks import LMTask
 from lab.training.train import TrainConfig
 from ui.coloured_text import visible_piece
 from ui.lessons.common import check_yourself, notice, open_full_page
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, preformatted, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 SONNET = (
@@ -137,7 +137,7 @@ def learning_view(text, auto):
             f"**Sample {len(shown)} of {len(sample_steps(LEARN_STEPS))}**, at step {shown[-1][0]:,}: greedy "
             f"from “{plain(visible_piece(learned[:LEARN_PROMPT_CHARS]))}”"
         )
-        st.code(shown[-1][1], language=None, wrap_lines=True)
+        preformatted(shown[-1][1])
     st.dataframe(
         timeline,
         hide_index=True,

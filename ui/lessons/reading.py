@@ -23,7 +23,7 @@ from ui.lessons.common import (
     notice,
     open_full_page,
 )
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, preformatted, user_errors
 from ui.sample_views import STRATEGY_TITLES, mean
 
 # ---------------------------------------------------------------------------
@@ -244,7 +244,7 @@ def characters_or_subwords():
         return
     for label, (ids, pieces, _) in read.items():
         st.markdown(f"**{label}**: {len(ids)} steps")
-        st.code(" | ".join(visible_piece(p) for p in pieces), language=None, wrap_lines=True)
+        preformatted(" | ".join(visible_piece(p) for p in pieces))
     (n_c, _, char_row), (n_s, _, sub_row) = [(len(ids), p, row) for ids, p, row in read.values()]
     metrics = st.columns(4)
     metrics[0].metric("character steps", n_c)

@@ -13,7 +13,7 @@ from ui.cell_labels import cell_label
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
 from ui.memory_charts import probe_figure
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, preformatted, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
@@ -166,7 +166,7 @@ def toy_tasks():
     )
     spec = TOY_TASKS[task]
     st.markdown(f"**The task.** At the “?”: {spec.question} An example at k = {distance}:")
-    st.code(spec.example(distance), language=None)
+    preformatted(spec.example(distance))
     results = shipped_results()
     rows = results[results["task"] == task] if results is not None else None
     cols = st.columns([2, 1])
