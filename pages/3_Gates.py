@@ -1,7 +1,8 @@
-"""Gates: what the units learned, text first. A gallery of the units that track a feature of the
-text; a span you select and the units that fire on it; one unit colouring the text; which earlier
-characters drove a prediction; one gate of one layer as a heatmap, its saturation, the cell's
-equations and code, each drawn when asked for.
+"""Gates: what the units learned, text first, in four sections, one on the screen at a time (chosen at
+the top, kept in the link): a gallery of the units that track a feature of the text, with a span you
+select and the units that fire on it; one unit colouring the text; which earlier characters drove a
+prediction; one gate of one layer as a heatmap, its saturation, the cell's equations and code, each
+drawn when asked for. Only the section shown is computed and drawn.
 
 Each part is a fragment of its own module (ui.gates_units, ui.gates_span, ui.gates_prediction,
 ui.gates_heatmap; what they share is ui.gates_settings): moving its slider reruns that part only. A
@@ -14,7 +15,7 @@ from ui.checkpoint_picker import checkpoint_picker
 from ui.common import setup_page, show_anchors
 from ui.gates_heatmap import layer_details
 from ui.gates_prediction import drivers
-from ui.gates_settings import DEFAULTS, SETTINGS, TEXT_MAX_CHARS, TEXTS, mirror, use_preset
+from ui.gates_settings import DEFAULTS, SECTIONS, SETTINGS, TEXT_MAX_CHARS, TEXTS, mirror, use_preset
 from ui.gates_span import span_finder
 from ui.gates_units import gallery, one_unit
 from ui.links import restore_from_url
@@ -52,10 +53,15 @@ for layer_key in ("gates_layer", "gates_heatmap_layer"):  # a model with fewer l
         st.session_state[layer_key] = 0
 
 
-gallery(trace, key, text)
-span_finder(trace)
-one_unit(trace, key)
-drivers(trace, key)
-layer_details(trace, key, text)
+section = st.radio("Section", list(SECTIONS), format_func=SECTIONS.get, horizontal=True, key="gates_section")
+if section == "learned":
+    gallery(trace, key, text)
+    span_finder(trace)
+elif section == "unit":
+    one_unit(trace, key, text)
+elif section == "prediction":
+    drivers(trace, key)
+else:
+    layer_details(trace, key, text)
 show_anchors("uniform_char", "leviathan")
 mirror()

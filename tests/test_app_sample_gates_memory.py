@@ -147,10 +147,13 @@ def test_gates_draws_one_heatmap_when_asked_and_shows_a_unit_and_the_code():
     at = page(GATES).run()
     no_exception(at)
     assert not at.error
-    assert not any("gates_heatmap" in k for k in chart_keys(at))  # drawn only when asked for
-    assert at.latex  # the cell's equations
     first_card = at.button(key="gates_gallery_0")
     assert first_card.label == "Study this unit"
+    assert not chart_keys(at) and not at.latex  # the first section: the gallery and the span, no heatmap
+    at.radio(key="gates_section").set_value("gates").run()
+    no_exception(at)
+    assert not any("gates_heatmap" in k for k in chart_keys(at))  # drawn only when asked for
+    assert at.latex  # the cell's equations
     at.selectbox(key="gates_heatmap_gate").set_value("c")
     at.toggle(key="gates_heatmap_shown").set_value(True).run()
     no_exception(at)
@@ -160,12 +163,32 @@ def test_gates_draws_one_heatmap_when_asked_and_shows_a_unit_and_the_code():
     unit = int(show[1].label.split()[-1])
     show[1].click().run()
     no_exception(at)
+    assert at.radio(key="gates_section").value == "unit"  # the button opens the section that shows it
     assert at.number_input(key="gates_unit").value == unit and at.session_state["gates_unit_gate"] == "c"
+    at.radio(key="gates_section").set_value("gates").run()
     at.toggle(key="gates_show_code").set_value(True).run()
     assert any("class LSTMLayer" in c.value for c in at.code)
     at.toggle(key="gates_saturation_shown").set_value(True).run()
     no_exception(at)
     assert {f"gates_hist_{g}" for g in "ifo"} <= {k.split("-")[-1] for k in chart_keys(at)}
+
+
+def test_gates_one_unit_opens_on_the_gallerys_first_unit_and_a_card_opens_its_own():
+    at = page(GATES, gates_section="unit").run()  # a first visit straight to the section
+    no_exception(at)
+    from lab.instruments.units import unit_gallery
+    from ui.cached_calls import cached_unit_correlations
+    from ui.gates_settings import DEFAULTS
+    from ui.warm_up import bundled_keys
+
+    first = unit_gallery(cached_unit_correlations(*bundled_keys()[DEFAULTS["model"]], DEFAULTS["text"]), 1).iloc[0]
+    assert (at.session_state["gates_unit_gate"], at.number_input(key="gates_unit").value) == (first.gate, first.unit)
+    assert any(k.endswith("gates_unit_chart") for k in chart_keys(at))
+    at.radio(key="gates_section").set_value("learned").run()
+    card = at.button(key="gates_gallery_2")
+    card.click().run()
+    no_exception(at)
+    assert at.radio(key="gates_section").value == "unit" and at.query_params["section"] in ("unit", ["unit"])
 
 
 @pytest.mark.parametrize(
@@ -184,8 +207,7 @@ def test_gates_opens_on_a_gallery_of_units_for_every_bundled_family(model):
     at = page(GATES, gates_checkpoint=model, gates_cards=4).run()
     no_exception(at)
     assert not at.error, errors(at)
-    cards = gallery_cards(at)
-    assert len(cards) == 5  # four cards, then the chosen unit over the longer passage
+    assert len(gallery_cards(at)) == 4  # four cards; the chosen unit is a section of its own
     captions = [c.value for c in at.caption if c.value.startswith("r = ")]  # "r = -0.72 · `g` unit 18 of layer 0 · ..."
     assert len(captions) == 4
     strengths = [abs(float(c.split()[2])) for c in captions]
@@ -197,8 +219,11 @@ def test_gates_opens_on_a_gallery_of_units_for_every_bundled_family(model):
     def card_unit(caption):
         return int(caption.split(" layer ")[1][0]), caption.split("`")[1], int(caption.split(" unit ")[1].split()[0])
 
-    assert shown() == card_unit(captions[0])  # the page opens on the gallery's first unit
-    at.button(key="gates_gallery_2").click().run()  # and any card's button shows its unit below
+    at.radio(key="gates_section").set_value("unit").run()
+    no_exception(at)
+    assert shown() == card_unit(captions[0])  # "One unit" opens on the gallery's first unit
+    at.radio(key="gates_section").set_value("learned").run()
+    at.button(key="gates_gallery_2").click().run()  # and any card's button shows its unit there
     no_exception(at)
     assert shown() == card_unit(captions[2])
 
@@ -275,7 +300,7 @@ def test_gates_a_selection_in_characters_covers_the_tokens_it_touches(tokens, st
 
 
 def test_gates_influence_view_frames_the_prediction_and_colours_what_came_before():
-    at = page(GATES).run()
+    at = page(GATES, gates_section="prediction").run()
     no_exception(at)
     text = at.session_state["gates_text"]
     assert at.select_slider(key="gates_predict").value == text.index("]")  # the first "]"
@@ -293,7 +318,7 @@ def test_gates_influence_view_frames_the_prediction_and_colours_what_came_before
 
 
 def test_gates_heatmap_units_in_feature_similarity_or_index_order():
-    at = page(GATES, gates_units=20, gates_heatmap_gate="c", gates_heatmap_shown=True).run()
+    at = page(GATES, gates_section="gates", gates_units=20, gates_heatmap_gate="c", gates_heatmap_shown=True).run()
     no_exception(at)
     by_feature = heatmap_units(at)
     assert len(by_feature) == 20 and by_feature != [f"u{u}" for u in range(20)]

@@ -68,18 +68,24 @@ def laptop(tmp_path_factory):
         app.stop()
 
 
-def first_below_the_top(page, selector, after_y):
-    """The top (y) of the first element matching `selector` that starts below `after_y`, or None."""
-    return page.evaluate(
-        """([selector, after]) => {
-            const tops = [...document.querySelectorAll(selector)]
-                .map(e => e.getBoundingClientRect())
-                .filter(r => r.height > 0 && r.top >= after)
-                .map(r => r.top);
-            return tops.length ? Math.min(...tops) : null;
-        }""",
-        [selector, after_y],
-    )
+def first_below_the_top(page, selector, after_y, wait_ms=20_000):
+    """The top (y) of the first element matching `selector` that starts below `after_y`, or None if none
+    has come within `wait_ms`: Streamlit draws a widget as a grey placeholder until its script has
+    loaded, which on a fresh server and busy cores can outlast the page's run."""
+    top = """([selector, after]) => {
+        const tops = [...document.querySelectorAll(selector)]
+            .map(e => e.getBoundingClientRect())
+            .filter(r => r.height > 0 && r.top >= after)
+            .map(r => r.top);
+        return tops.length ? Math.min(...tops) : null;
+    }"""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(top, arg=[selector, after_y], timeout=wait_ms)
+    except PlaywrightTimeout:
+        return None
+    return page.evaluate(top, [selector, after_y])
 
 
 def shot(page, name):
@@ -99,8 +105,8 @@ def test_each_lessons_question_control_and_first_figure_fit_a_laptops_first_scre
     assert heading and question and question["y"] + question["height"] <= LAPTOP["height"], question
     below = question["y"] + question["height"]
     control = first_below_the_top(page, CONTROLS, below)
-    figure = first_below_the_top(page, FIGURES, below)
     start = page.locator(f"{MAIN} [data-testid='stButton'] button:has-text('Start')")
+    figure = first_below_the_top(page, FIGURES, below, wait_ms=2_000 if start.count() else 20_000)
     if figure is None and start.count():  # a live lesson: its first figure comes with the run the student starts
         start.first.click()
         page.wait_for_selector(FIGURES, timeout=90_000)

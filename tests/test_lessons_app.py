@@ -131,7 +131,7 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     assert "unit 0: h_t = (1 − " in notice(at) and "0.43" in answer(at)
     assert full_page_link(at) == (
         "Gates",
-        {"model": "char-gru-seed_latest", "text": "To+be%2C+or+not+to+be", "unit": "0"},
+        {"section": "unit", "model": "char-gru-seed_latest", "text": "To+be%2C+or+not+to+be", "unit": "0"},
     )
     # a step on: the numbers move, the state it starts from is the one the first step left, the URL follows
     at.button(key="lessons_step_next").click().run()

@@ -1,5 +1,5 @@
-"""The Gates page's settings and what its parts share: the example texts, each setting's URL form
-and default (ui.links), the mirror every part calls, the button that shows a unit in "One unit,
+"""The Gates page's settings and what its parts share: the example texts, the page's sections, each
+setting's URL form and default (ui.links), the mirror every part calls, the button that shows a unit in "One unit,
 colouring the text", the choice of a layer or of a token, and the plain names of the tables of units."""
 
 import streamlit as st
@@ -36,8 +36,15 @@ UNIT_COLUMNS = {
     "mean_inside": "mean on the span",
     "mean_outside": "mean elsewhere",
 }
+SECTIONS = {  # URL value -> what the choice at the top says; one on the screen at a time
+    "learned": "1 · What the units learned",
+    "unit": "2 · One unit",
+    "prediction": "3 · What drove a prediction",
+    "gates": "4 · Every gate, every step",
+}
 # the page's settings as they appear in a link: ?model=...&text=...&layer=...&unit=...
 SETTINGS = {
+    "section": (Field("choice", "Section", choices=tuple(SECTIONS)), "gates_section"),
     "model": (Field("text", "Model"), "gates_checkpoint"),
     "text": (Field("text", "Text", high=TEXT_MAX_CHARS), "gates_text"),
     "layer": (Field("int", "Layer", 0, 63), "gates_layer"),
@@ -53,6 +60,7 @@ SETTINGS = {
     "heatmap_gate": (Field("text", "Gate of the heatmap", high=8), "gates_heatmap_gate"),
 }
 DEFAULTS = {
+    "section": "learned",
     "model": "char-lstm_latest",
     "text": next(iter(TEXTS.values())),
     "layer": 0,
@@ -78,10 +86,16 @@ def show_unit(layer, gate, unit):
     state.gates_layer, state.gates_unit_gate, state.gates_unit = int(layer), gate, int(unit)
 
 
+def _show_unit_in_its_section(layer, gate, unit):
+    show_unit(layer, gate, unit)
+    st.session_state.gates_section = "unit"
+
+
 def show_unit_button(label, key, layer, gate, unit, help=None):
-    """A button that shows a unit in "One unit, colouring the text": its callback sets the unit, and
-    a rerun of the whole page (not only the fragment holding the button) draws it there."""
-    if st.button(label, key=key, on_click=show_unit, args=(layer, gate, unit), help=help):
+    """A button that shows a unit in "One unit, colouring the text": its callback sets the unit and
+    opens that section, and a rerun of the whole page (not only the fragment holding the button)
+    draws it there."""
+    if st.button(label, key=key, on_click=_show_unit_in_its_section, args=(layer, gate, unit), help=help):
         st.rerun()
 
 

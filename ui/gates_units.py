@@ -48,15 +48,19 @@ def gallery(trace, key, text):
                     )
                 )
                 show_unit_button("Study this unit", f"gates_gallery_{card.Index}", card.layer, card.gate, card.unit)
-    if "gates_unit" not in st.session_state and len(chosen):  # first visit: the gallery's first unit below
-        show_unit(*chosen.iloc[0][["layer", "gate", "unit"]])
     mirror()
 
 
 @st.fragment
-def one_unit(trace, key):
-    """One unit over the text, and over a longer passage the model never trained on."""
+def one_unit(trace, key, text):
+    """One unit over the text, and over a longer passage the model never trained on; on a first visit
+    the gallery's first unit."""
     st.subheader("🎨 One unit, colouring the text")
+    if "gates_unit" not in st.session_state:
+        with user_errors("Finding units"):
+            first = unit_gallery(cached_unit_correlations(*key, text), 1)
+            if len(first):
+                show_unit(*first.iloc[0][["layer", "gate", "unit"]])
     unit_cols = st.columns([1.2, 1, 1, 3])
     layer, gates, H = choose_layer(unit_cols[0], trace, "gates_layer", "gates_unit_gate")
     unit_gate = unit_cols[1].selectbox("Gate", trace.gate_names[layer], key="gates_unit_gate")

@@ -241,7 +241,8 @@ def one_step():
     )
     open_full_page(
         "Gates",
-        f"Open the Gates page on {names[0]} with your text (every gate at every step)",
+        f"Open the Gates page on {names[0]} with your text (one unit at every step)",
+        section="unit",
         model=STEP_MODELS[choice][0],
         text=text,
         unit=unit,
