@@ -61,6 +61,7 @@ def _prepare():
     from ui.sessions import start_server_process
 
     start_server_process()
+    log.info("preparing for the first visitors: the app answers once its pages' code and first charts are ready")
     for module in pkgutil.walk_packages(ui.__path__, "ui."):
         importlib.import_module(module.name)
     start = time.perf_counter()
