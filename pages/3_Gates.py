@@ -12,7 +12,7 @@ import streamlit as st
 
 from ui.cached_calls import cached_trace, checkpoint_key
 from ui.checkpoint_picker import checkpoint_picker
-from ui.common import setup_page, show_anchors
+from ui.common import section_choice, setup_page, show_anchors
 from ui.gates_heatmap import layer_details
 from ui.gates_prediction import drivers
 from ui.gates_settings import DEFAULTS, SECTIONS, SETTINGS, TEXT_MAX_CHARS, TEXTS, mirror, use_preset
@@ -53,7 +53,7 @@ for layer_key in ("gates_layer", "gates_heatmap_layer"):  # a model with fewer l
         st.session_state[layer_key] = 0
 
 
-section = st.radio("Section", list(SECTIONS), format_func=SECTIONS.get, horizontal=True, key="gates_section")
+section = section_choice(SECTIONS, "gates_section")
 if section == "learned":
     gallery(trace, key, text)
     span_finder(trace)

@@ -22,7 +22,7 @@ from ui.cached_calls import cached_gradient, cached_retention, cached_trace, che
 from ui.cell_labels import cell_label
 from ui.checkpoint_picker import checkpoint_infos
 from ui.coloured_text import activation_html
-from ui.common import setup_page, show_table
+from ui.common import section_choice, setup_page, show_table
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.memory_charts import (
     analytic_figure,
@@ -111,7 +111,7 @@ if st.session_state.memory_g not in G_VALUES:  # the slider offers these values 
     st.session_state.memory_g = min(G_VALUES, key=lambda g: abs(g - st.session_state.memory_g))
 st.session_state.memory_max_lag -= st.session_state.memory_max_lag % 8  # the slider's step
 st.session_state.memory_grad_steps -= st.session_state.memory_grad_steps % 10
-section = st.radio("Section", list(SECTIONS), format_func=SECTIONS.get, horizontal=True, key="memory_section")
+section = section_choice(SECTIONS, "memory_section")
 if section in ("units", "gradients"):
     text = st.text_area(
         "Text the models read (for retention and gradients)", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS

@@ -19,7 +19,7 @@ from lab.experiments.ablation import (
     time_constant_table,
 )
 from ui.ablation_views import loss_figure, show_gate_statistics, show_results
-from ui.common import setup_page, show_anchors
+from ui.common import section_choice, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, preformatted, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
@@ -73,7 +73,7 @@ DEFAULTS = {"section": "study", "size": 8, "train": 1437, "test": 120, "epochs":
 restore_from_url(SETTINGS, DEFAULTS)
 if st.session_state.ablation_size not in (8, 16, 32):
     st.session_state.ablation_size = 16
-section = st.radio("Section", list(SECTIONS), format_func=SECTIONS.get, horizontal=True, key="ablation_section")
+section = section_choice(SECTIONS, "ablation_section")
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

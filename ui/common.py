@@ -142,6 +142,15 @@ def page_link(name, label=None, help=None, query_params=None):
     st.page_link(path, label=label or name, icon=icon, help=help, query_params=query_params)
 
 
+def section_choice(sections, key):
+    """A page in sections, one on the screen at a time: the choice at the top (`sections`: the URL
+    value -> what the choice says; the page keeps `key` in its link), without a label, the options
+    saying what they are. Returns the section chosen."""
+    return st.radio(
+        "Section", list(sections), format_func=sections.get, horizontal=True, key=key, label_visibility="collapsed"
+    )
+
+
 def show_anchors(*keys):
     """A small table of published results relevant to the page."""
     with st.expander("Published anchors: how good is good?", expanded=False):
