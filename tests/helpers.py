@@ -147,3 +147,11 @@ def preformatted_texts(at):
 
     blocks = [h.proto.body for h in at.get("html") if 'class="rnnlab-pre"' in h.proto.body]
     return [html.unescape(re.sub(r"<[^>]*>", "", block)) for block in blocks]
+
+
+def wait_for_widgets(page, timeout_ms=30_000):
+    """Wait until no widget on a browser page is still Streamlit's grey placeholder, shorter than the
+    widget, drawn until its script has loaded (on a fresh server and busy cores, after the page's run)."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=stMain] [data-testid=stSkeleton]')", timeout=timeout_ms
+    )

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import need_browser
+from helpers import need_browser, wait_for_widgets
 
 from benchmarks.app import (
     CHART_POINTS_JS,
@@ -249,6 +249,7 @@ def test_gates_opens_on_its_gallery_and_moving_the_span_reruns_only_the_span(ser
         open_page(page, f"{server.url}/Gates")
         card = page.locator('[data-testid="stMain"] div[style*="max-height: 11rem"]').first  # a card's text
         card.wait_for()
+        wait_for_widgets(page)
         assert card.bounding_box()["y"] <= LAPTOP["height"] - 120, card.bounding_box()  # its first lines show
         screenshot(page, "Gates-1366x768")
         assert "page" in ends  # the messages were read (the sidebar's heartbeat adds a fragment's run now and then)

@@ -9,7 +9,7 @@ Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_
 from pathlib import Path
 
 import pytest
-from helpers import need_browser
+from helpers import need_browser, wait_for_widgets
 
 from benchmarks.app import CHROMIUM, LAPTOP, ROOT, AppServer, app_pages, launch_browser, open_page
 from ui.lessons import LESSONS
@@ -97,6 +97,7 @@ def shot(page, name):
 def test_each_lessons_question_control_and_first_figure_fit_a_laptops_first_screen(laptop, slug):
     server, page = laptop
     open_page(page, f"{server.url}/Lessons?lesson={slug}")
+    wait_for_widgets(page)
     page.wait_for_timeout(500)  # charts settle
     number = list(LESSONS).index(slug) + 1
     shot(page, f"Lesson-{number}-{slug}")
@@ -121,6 +122,7 @@ def test_every_page_opens_on_its_title_and_something_to_do_on_a_laptop(laptop):
     server, page = laptop
     for path, file_name in app_pages():
         open_page(page, f"{server.url}/{path}")
+        wait_for_widgets(page)
         page.wait_for_timeout(500)
         shot(page, path or "Home")
         title = page.locator(f"{MAIN} h1").first.bounding_box()

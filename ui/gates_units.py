@@ -18,8 +18,8 @@ PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH:\nThrice the brin
 
 @st.fragment
 def gallery(trace, key, text):
-    """Karpathy's pictures, chosen for the student: one card per feature, with the unit that tracks it."""
-    st.subheader("🖼️ What the units learned")
+    """Karpathy's pictures, chosen for the student: one card per feature, with the unit that tracks it.
+    No heading: the section's choice above names it, and the cards' first lines keep to the first screen."""
     cards = st.columns([3, 1])
     cards[0].caption(
         "For each feature of your text, the unit (of any gate or state, any layer) that follows it "
