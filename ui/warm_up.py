@@ -2,8 +2,8 @@
 which the first Start would otherwise wait for before its first loss point, and what the Memory,
 Sample and Gates pages first show (their default charts, samples and traces: 2-3 CPU-seconds each
 that their first visitor would otherwise wait for). The pages' cached calls with the same arguments
-then find them; one that comes while they are computed waits
-for them (Streamlit computes a cached value once).
+then find them; one that comes while they are computed waits for them (Streamlit computes a cached
+value once).
 
 `streamlit run serve.py` runs all of it, and imports every page's code, before the server opens
 (`prepare_server`); under `streamlit run app.py` ui.sessions starts the warm-up in the background once
