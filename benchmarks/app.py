@@ -179,6 +179,29 @@ def app_pages():
     return [("" if n == 0 else name, Path(path).name) for n, (name, (path, _)) in enumerate(PAGES.items())]
 
 
+def record_script_ends(page):
+    """The end of every script run the server reports to this page, in order, from the app's own
+    messages: "page" when the whole page ran, "fragment" when one part of it ran alone, "cut short" when a
+    newer run stopped it (the sidebar's heartbeat can be running when the student acts)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    kinds = {
+        ForwardMsg.FINISHED_SUCCESSFULLY: "page",
+        ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: "fragment",
+        ForwardMsg.FINISHED_EARLY_FOR_RERUN: "cut short",
+    }
+    ends = []
+
+    def read(payload):
+        if isinstance(payload, bytes):
+            message = ForwardMsg.FromString(payload)
+            if message.WhichOneof("type") == "script_finished":
+                ends.append(kinds.get(message.script_finished, "other"))
+
+    page.on("websocket", lambda socket: socket.on("framereceived", read))
+    return ends
+
+
 def open_page(page, url, timeout_ms=60_000):
     """Navigate and wait until the page's script has run to the end; returns the seconds it took."""
     start = time.perf_counter()

@@ -36,6 +36,7 @@ from benchmarks.app import (
     click_start_and_time_first_point,
     launch_browser,
     open_page,
+    record_script_ends,
     stop_training,
 )
 from lab.data import CharTokenizer
@@ -211,29 +212,6 @@ def test_start_and_the_live_charts_top_are_on_a_laptops_first_screen(server, bro
         screenshot(page, "Train-1366x768")
     finally:
         context.close()
-
-
-def record_script_ends(page):
-    """The end of every script run the server reports to this page, in order, from the app's own
-    messages: "page" when the whole page ran, "fragment" when one part of it ran alone, "cut short" when a
-    newer run stopped it (the sidebar's heartbeat can be running when the student acts)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    kinds = {
-        ForwardMsg.FINISHED_SUCCESSFULLY: "page",
-        ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: "fragment",
-        ForwardMsg.FINISHED_EARLY_FOR_RERUN: "cut short",
-    }
-    ends = []
-
-    def read(payload):
-        if isinstance(payload, bytes):
-            message = ForwardMsg.FromString(payload)
-            if message.WhichOneof("type") == "script_finished":
-                ends.append(kinds.get(message.script_finished, "other"))
-
-    page.on("websocket", lambda socket: socket.on("framereceived", read))
-    return ends
 
 
 SPAN_TEXT = ".st-key-gates_span_text .rnnlab-span-text"  # the Gates page's text to select a span in
