@@ -393,8 +393,9 @@ def test_page_renders_the_shipped_results():
     assert (SHIPPED_DIR / RESULTS_FILE).is_file(), "no shipped ablation results"
     at = page_test().run()
     assert not at.exception, [e.value for e in at.exception]
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["arm"]) == list(load_results(SHIPPED_DIR)["summary"]) and "test accuracy" in table.columns
+    assert not at.dataframe  # a few rows: a static table, not a data grid
     assert any("python -m lab ablation" in block for block in preformatted_texts(at))
     said = [re.sub(r"\\(.)", r"\1", m.value) for m in at.markdown if m.value.startswith("**What this study says:**")]
     verdict = conclusion(load_results(SHIPPED_DIR))  # "the seeds", in the student's words "the random seeds"
@@ -488,7 +489,7 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     assert saved["training"]["device"] == str(resolve_device("auto"))  # the study's device policy
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    live = [d.value for d in at.dataframe if "test accuracy" in d.value.columns]
+    live = [t.value for t in at.table if "test accuracy" in t.value.columns]
     assert len(live) == 1 and set(live[0]["arm"]) == {"baseline", "ablated"}
     assert any("Frozen-bias check" in s.value for s in at.success)
 

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.experiments.ablation import ARMS, epoch_rows, step_rows
+from lab.experiments.ablation import epoch_rows, step_rows
 from ui.common import ARM_COLORS, study_conclusion
 from ui.plain_text import plain, preformatted
 
@@ -68,7 +68,6 @@ def accuracy_table(results):
                 "mean z": s["z_mean_final"],
                 "mean r": s["r_mean_final"],
                 "b_z = b_iz + b_hz": s["b_z_mean_final"],
-                "what": ARMS[arm].description if arm in ARMS else "",
             }
         )
     return pd.DataFrame(rows)
@@ -87,15 +86,10 @@ def show_results(results, key):
     )
     if results.get("command"):
         preformatted(results["command"])
-    st.dataframe(
-        accuracy_table(results),
-        hide_index=True,
-        key=f"ablation_{key}_table",
-        column_config={
-            c: st.column_config.NumberColumn(format="%.3f")
-            for c in ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")
-        },
-    )
+    # a static table, not a data grid: a few rows need no sorting, and the grid's script costs a page
+    # opened by its link ~0.15 s (BENCHMARKS.md, "One screen, two seconds"); the arms are described above
+    numbers = ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")
+    st.table(accuracy_table(results).style.format({c: "{:.3f}" for c in numbers}, na_rep="–").hide(axis="index"))
     epochs, steps = pd.DataFrame(epoch_rows(results)), pd.DataFrame(step_rows(results))
     if steps.empty:
         st.info("No training steps recorded yet.")
