@@ -88,43 +88,41 @@ def shipped_results():
 
 
 # ---------------------------------------------------------------------------
-def shipped_study():
-    st.header("1 · The shipped study")
+def show_shipped(show, missing):
+    """The shipped study drawn by `show` (show_results or show_gate_statistics); `missing`: what to say
+    when there is none. A file that cannot be read, or is malformed, is named in one line, never a
+    traceback. Whether there were results to show."""
     results = None
     with user_errors("Reading the shipped results"):
         results = shipped_results()
         if results is None:
-            st.info(
-                f"No shipped results in {RESULTS_DIR}. Make them with "
-                "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
-                "chrono --out checkpoints/ablation`."
-            )
-    if results is not None:
-        try:
-            show_results(results, "shipped")
-        except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
-            st.error(
-                f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study."
-            )
+            st.info(missing)
+    if results is None:
+        return False
+    try:
+        show(results, "shipped")
+    except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
+        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
+    return True
+
+
+def shipped_study():
+    st.header("1 · The shipped study")
+    missing = (
+        f"No shipped results in {RESULTS_DIR}. Make them with "
+        "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
+        "chrono --out checkpoints/ablation`."
+    )
+    if show_shipped(show_results, missing):
         st.caption(
             "CIFAR-10 cannot be downloaded on every machine; online, the gate-bias study itself is "
             "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps)."
         )
 
 
-# ---------------------------------------------------------------------------
 def shipped_gates():
     st.header("2 · Inside its gates: what training did to z and r")
-    results = None
-    with user_errors("Reading the shipped results"):
-        results = shipped_results()
-    if results is None:
-        st.info("No shipped results: the first section says how to make them.")
-        return
-    try:
-        show_gate_statistics(results, "shipped")
-    except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
-        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
+    show_shipped(show_gate_statistics, "No shipped results: the first section says how to make them.")
 
 
 def time_constants():
