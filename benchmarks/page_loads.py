@@ -19,9 +19,10 @@ and compiles Streamlit's scripts again and opens a new session.
 With --runs N, N more students then press Start on the Train page (the default model, each in a
 browser context of its own, 15 minutes' budget; their browser runs at nice 19, as a class's students'
 browsers run on their own laptops) and the warm visits and widget changes are timed again while their
-runs train and their live charts are redrawn. CPU seconds are the server process's user + system time
-(/proc/PID/stat) over the view, all of its threads together: what the view cost the server,
-whatever else ran on the cores.
+runs train and their live charts are redrawn, and the bare page again, on a server of its own: what the
+busy cores alone leave any page, before the app's interpreter is shared with the runs. CPU seconds
+are the server process's user + system time (/proc/PID/stat) over the view, all of its threads
+together: what the view cost the server, whatever else ran on the cores.
 """
 
 import argparse
@@ -266,6 +267,11 @@ def main():
         changes = {} if in_app_only else widget_changes(server, page, args.repeats)
         if args.runs:
             students = start_runs(server, launch_browser(p, niceness=19), args.runs)
+            busy_floor = bare_page_floor(p, args.repeats)  # its own server: the cores' share, not the app's
+            print(
+                f"A bare Streamlit page, served by a server of its own, with {args.runs} runs training in the app: "
+                f"{busy_floor[0]:.2f} s warm ({busy_floor[0] / floor[0]:.1f}× idle), server CPU {busy_floor[1]:.2f} s\n"
+            )
             busy = warm_visits(server, page, args.repeats) if loads else {}
             busy_in_app = {} if args.widgets_only else in_app_visits(server, page, args.repeats)
             busy_changes = {} if in_app_only else widget_changes(server, page, args.repeats)

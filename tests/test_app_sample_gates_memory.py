@@ -246,13 +246,13 @@ def test_gates_selecting_a_span_ranks_the_units_that_fire_on_it():
     data, heading = span_shown(at)
     assert "".join(data["tokens"]) == text and (data["start"], data["end"]) == (text.index("["), text.index("]"))
     assert heading == "**The units that fire on “\\[Enter Ghost\\.”**"
-    ranked = at.dataframe[0].value
+    ranked = at.table[0].value
     assert list(ranked.columns[:4]) == ["layer", "gate", "unit", "correlation r"] and len(ranked) == 5
     assert ranked["|r|"].is_monotonic_decreasing
     span.set_range(0, 3).run()  # "Hor:" instead, with the slider
     no_exception(at)
     assert (span_shown(at)[0]["start"], span_shown(at)[0]["end"]) == (0, 4)
-    ranked = at.dataframe[0].value
+    ranked = at.table[0].value
     first = ranked.iloc[0]
     at.button(key="gates_span_show_0").click().run()
     no_exception(at)
@@ -266,7 +266,7 @@ def test_gates_selecting_text_with_the_mouse_shows_the_units_for_that_span():
     at = page(GATES).run()
     no_exception(at)
     text = at.session_state["gates_text"]
-    before = at.dataframe[0].value
+    before = at.table[0].value
     start = text.index("Angels")
     at.session_state["gates_span_text"] = {"span": {"start": start, "end": start + len("Angels "), "n": 1}}
     at.run()
@@ -275,7 +275,7 @@ def test_gates_selecting_text_with_the_mouse_shows_the_units_for_that_span():
     assert (data["start"], data["end"]) == (start, start + len("Angels"))  # the space at its edge left out
     assert heading == "**The units that fire on “Angels”**"
     assert at.select_slider(key="gates_span").value == (start, start + 5)
-    assert not at.dataframe[0].value.equals(before)
+    assert not at.table[0].value.equals(before)
     assert at.query_params["span"] in (f"{start}-{start + 5}", [f"{start}-{start + 5}"])
     at.select_slider(key="gates_span").set_range(0, 3).run()  # the slider still moves the span afterwards
     no_exception(at)
@@ -364,7 +364,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
         assert drawn_charts(at) == sorted(charts), section
         assert at.query_params.get("section") in (None, section, [section])
     at.radio(key="memory_section").set_value("analytic").run()
-    assert at.dataframe  # the bias -> half-life table
+    assert at.table  # the bias -> half-life table
 
     at.radio(key="memory_section").set_value("units").run()
     at.multiselect(key="memory_checkpoints").set_value(["char-rnn_latest"]).run()

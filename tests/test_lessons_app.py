@@ -110,7 +110,7 @@ def test_the_url_names_the_lesson_and_a_bad_slug_is_ignored_with_a_warning():
 
 def step_tables(at):
     """The step-through's tables, as lists of rows (every table but the embedding charts)."""
-    return [t.value.to_dict("list") for t in at.dataframe]
+    return [t.value.to_dict("list") for t in at.table]
 
 
 def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
@@ -211,12 +211,12 @@ def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
 def test_choosing_the_next_token_control_changes_the_measured_figures():
     at = lesson("next-token")
     ok(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert table["strategy"].tolist() == ["greedy", "temperature T=1"]
     assert f"{table['mean p(chosen)'][0]:.2f}" in notice(at)
     at.slider(key="lessons_choose_T").set_value(0.3).run()
     ok(at)
-    colder = at.dataframe[0].value
+    colder = at.table[0].value
     assert colder["strategy"][1] == "temperature T=0.3"
     assert colder["mean p(chosen)"][1] > table["mean p(chosen)"][1]  # a colder sampler takes likelier tokens
     assert colder["mean p(chosen)"][0] == table["mean p(chosen)"][0]  # greedy did not move
@@ -227,7 +227,7 @@ def test_choosing_the_next_token_control_changes_the_measured_figures():
     at.radio(key="lessons_choose_strategy").set_value("top_k").run()
     at.slider(key="lessons_choose_k").set_value(1).run()
     ok(at)
-    top1 = at.dataframe[0].value
+    top1 = at.table[0].value
     assert top1["mean p(chosen)"][1] == top1["mean p(chosen)"][0]  # top-1 is greedy
     assert full_page_link(at)[1]["top_k"] == "1"
     assert "greedy" in answer(at)
@@ -246,11 +246,11 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
         "Memory",
         {"section": "analytic", "biases": "-1%2C+0%2C+1%2C+2%2C+4%2C+6.2%2C+4", "lag": "128"},
     )
-    learned = at.dataframe[0].value
+    learned = at.table[0].value
     assert set(learned["cell"]) == {"gru_torch"} and learned["layer"].tolist() == list(range(len(learned)))
     at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
     ok(at)
-    learned = at.dataframe[0].value
+    learned = at.table[0].value
     assert learned["cell"].tolist() == ["gru_seed", "gru_seed"]
     layer = int(re.search(r"in its layer (\d+)", notice(at)).group(1))  # the layer with the longest memories
     assert "−b_z" in notice(at) and f"{learned['median keep bias'][layer]:.2f}" in notice(at)
@@ -299,16 +299,16 @@ def test_characters_the_subword_model_cannot_read_give_an_error_not_a_traceback(
 def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
     at = lesson("scan")
     ok(at)
-    race = at.dataframe[0].value
+    race = at.table[0].value
     assert race["length T"].tolist() == ui.lessons.scanning.SCAN_LENGTHS
     assert (race["largest difference"] < 1e-5).all()
     assert "H = 64 units" in notice(at)
     at.select_slider(key="lessons_scan_hidden").set_value(8).run()
     ok(at)
-    narrow = at.dataframe[0].value
+    narrow = at.table[0].value
     assert "H = 8 units" in notice(at) and not narrow["loop (ms)"].equals(race["loop (ms)"])
     at.button(key="lessons_scan_again").click().run()
-    assert not at.dataframe[0].value["loop (ms)"].equals(narrow["loop (ms)"])  # measured anew
+    assert not at.table[0].value["loop (ms)"].equals(narrow["loop (ms)"])  # measured anew
     assert full_page_link(at) == ("Gates", {"model": "char-scan_latest"})
     assert "h_{t-1}" in answer(at)
 
@@ -363,11 +363,11 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_replays_its_samples_at
     assert written == ui.lessons.learning.sample_steps(40)  # at its log-spaced steps, and only there
     at.run()
     ok(at)
-    shown = at.dataframe[0].value
+    shown = at.table[0].value
     assert 1 <= len(shown) < len(written)  # the replay shows them one at a time, not all at once
     at.session_state["lessons_learn_replay_from"] -= 1000  # as if the student had watched for minutes
     at.run()
-    timeline = at.dataframe[0].value
+    timeline = at.table[0].value
     assert timeline["step"].tolist() == written
     assert f"At step {timeline['step'].iloc[-1]} it gives back **{timeline['characters reproduced'].iloc[-1]}**" in (
         notice(at)
@@ -384,7 +384,7 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_replays_its_samples_at
     samples = [e["text"] for e in second_job.events() if e["type"] == "sample" and e["text"] is not None]
     assert samples and all(s.startswith(other[: ui.lessons.learning.LEARN_PROMPT_CHARS]) for s in samples)
     at.run()
-    assert not at.dataframe[0].value["sample"].equals(timeline["sample"])
+    assert not at.table[0].value["sample"].equals(timeline["sample"])
 
 
 def chart_data(at, key):
@@ -417,7 +417,7 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     jobs = at.session_state["lessons_toy_jobs"]
     assert list(jobs) == list(TOY_CELLS) and all(job.wait(120) == "finished" for job in jobs.values())
     at.run()
-    live = at.dataframe[0].value
+    live = at.table[0].value
     assert live["cell"].tolist() == list(TOY_CELLS) and (live["steps"] > 0).all()
     assert live["accuracy"].between(0, 1).all()
     assert len(chart_data(at, "lessons_toy_chart")) == 8  # the shipped curves and the live points

@@ -169,4 +169,4 @@ def show_table(frame, columns, formats):
     """A table of lab's (a DataFrame) with its columns renamed to what a student reads (`columns`: lab's
     name -> the shown one) and formatted (`formats`: lab's name -> a format string such as "{:.3f}")."""
     shown = frame.rename(columns=columns).style.format({columns.get(name, name): f for name, f in formats.items()})
-    st.dataframe(shown, hide_index=True, width="stretch")
+    st.table(shown, hide_index=True)

@@ -119,6 +119,4 @@ def saturation_view(trace, layer):
     summary = gate_summary(trace)
     summary = summary[summary["layer"] == layer].drop(columns=["layer", "cell"])
     summary["saturation"] = [f"{v:.1%}" if v == v else "–" for v in summary["saturation"]]  # NaN: not a sigmoid
-    st.dataframe(
-        summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "max")}), hide_index=True, width="stretch"
-    )
+    st.table(summary.style.format({c: "{:.3f}" for c in ("mean", "std", "min", "max")}), hide_index=True)

@@ -68,19 +68,17 @@ def probe_results(mirror):
     if shipped is not None:
         with st.expander("Shipped table"):
             table = results_table(shipped)
-            st.dataframe(
+            st.table(
                 table.style.format(
                     "{:.2f}", subset=[c for c in table.columns if c.startswith("k = ")], na_rep="skipped"
-                ),
-                width="stretch",
+                )
             )
     if live is not None and len(live):
-        st.dataframe(
+        st.table(
             live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style.format(
                 {"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}
             ),
             hide_index=True,
-            width="stretch",
         )
     mirror()
 

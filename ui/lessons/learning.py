@@ -38,7 +38,6 @@ SONNET = (
 )
 LEARN_PROMPT_CHARS = 8  # every sample starts from the paragraph's first characters
 LEARN_MIN_CHARS = 400  # the held-out last tenth must hold one training window (block + 1 characters)
-ROW_PIXELS = 35  # a table row's height in Streamlit's dataframe
 LEARN_MAX_SECONDS = 300  # LEARN_STEPS take seconds; this bounds a run on a crowded server
 
 
@@ -138,13 +137,7 @@ def learning_view(text, auto):
             f"from “{plain(visible_piece(learned[:LEARN_PROMPT_CHARS]))}”"
         )
         preformatted(shown[-1][1])
-    st.dataframe(
-        timeline,
-        hide_index=True,
-        width="stretch",
-        height=ROW_PIXELS * (len(timeline) + 1) + 3,  # every sample in view: the newest is not scrolled away
-        column_config={"sample": st.column_config.TextColumn(width="large")},
-    )
+    st.table(timeline, hide_index=True)  # every sample in view, whole: the newest is not scrolled away
     if job.status == "failed":
         st.error(f"The run failed: {plain(job.message)}")
     if auto and not replay_running(job):

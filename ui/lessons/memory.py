@@ -92,13 +92,12 @@ def keep_or_overwrite():
     )
     learned = keep_gate_biases(checkpoint.model)
     with st.expander("Show the numbers: the keep biases training learned, layer by layer"):
-        st.dataframe(
+        st.table(
             learned.rename(columns=LEARNED_COLUMNS).style.format(  # lab's names -> what a student reads
                 {LEARNED_COLUMNS[c]: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
                 | {LEARNED_COLUMNS["half_life"]: "{:.1f}"}
             ),
             hide_index=True,
-            width="stretch",
         )
     biases = learned[learned["layer"] == layer].iloc[0]
     seed_note = (

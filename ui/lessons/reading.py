@@ -169,17 +169,16 @@ def choosing_the_next_token():
                 "mean entropy (nats)": mean(generation.entropies),
                 "words in a repeated 4-word run": report["repeat_share"],
                 "longest repeated passage (chars)": report["longest_repeat_chars"],
-                "ends in a loop": report["ends_in_cycle"],
+                "ends in a loop": "yes" if report["ends_in_cycle"] else "no",
             }
             for generation, report in runs.values()
         ]
     )
-    st.dataframe(
+    st.table(
         table.style.format(
             {"mean p(chosen)": "{:.3f}", "mean entropy (nats)": "{:.2f}", "words in a repeated 4-word run": "{:.0%}"}
         ),
         hide_index=True,
-        width="stretch",
     )
     st.html(prob_legend_html())
     columns = st.columns(2)

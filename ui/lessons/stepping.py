@@ -131,9 +131,7 @@ def show_equations(step, name, units):
     for equation, latex in zip(step.equations, CELLS[step.cell].equations):
         st.latex(latex)
         table = step.table(equation, units).rename(columns=lambda c: c if c == "unit" else symbol(step.cell, c))
-        st.dataframe(
-            table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True, width="stretch"
-        )
+        st.table(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True)
 
 
 def same_decision(seed, torch_, units):
@@ -151,9 +149,7 @@ def same_decision(seed, torch_, units):
             "PyTorch: z_t (keeps)": torch_.keep[units],
         }
     )
-    st.dataframe(
-        table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True, width="stretch"
-    )
+    st.table(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True)
 
 
 def one_step():

@@ -100,12 +100,11 @@ def live_view(results, task, distance):
             f"The live run below trained {TOY_TASKS[ran[0]].title.lower()} at k = {ran[1]}: press Train to "
             "run this task and distance."
         )
-    st.dataframe(
+    st.table(
         live[["cell", "status", "steps", "accuracy", "chance"]].style.format(
             {"accuracy": "{:.1%}", "chance": "{:.1%}"}, na_rep="not yet"
         ),
         hide_index=True,
-        width="stretch",
     )
     for job in jobs.values():
         if job.status == "failed":
