@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+import types
 
 import pytest
 import torch
@@ -164,3 +165,18 @@ def test_a_run_on_a_thread_of_the_server_trains_at_a_lower_priority_than_the_pag
         job.stop()
         job.wait(30)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here
+
+
+def test_a_child_does_not_run_the_page_that_started_it(tmp_path, monkeypatch):
+    """Streamlit runs each page as the module __main__, its file the page's script; a forkserver's child
+    imports its parent's __main__ from that file before anything else, which would run the page again in
+    every run's process (Streamlit calls and all)."""
+    ran = tmp_path / "ran"
+    page = tmp_path / "page.py"
+    page.write_text(f"open({str(ran)!r}, 'w').close()\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(page)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == min(os.nice(0) + NICENESS, 19)
+    assert not ran.exists()
+    assert sys.modules["__main__"] is main  # the page's module is back for the page

@@ -25,6 +25,7 @@ import pickle
 import sys
 import threading
 import traceback
+import types
 
 import torch
 
@@ -61,6 +62,21 @@ def _shared():
             context.set_forkserver_preload(["lab.server.jobs"])
             _context, _running = context, context.Value("i", 0)
     return _context, _running
+
+
+@contextlib.contextmanager
+def _bare_main_module():
+    """A bare module as __main__ while a child starts. A forkserver's child first imports its parent's
+    __main__ from that module's file, and Streamlit runs each page as the module __main__, its file the
+    page's script: every run's process would run the page that started it again, Streamlit calls and all
+    (seconds of imports per run, and the server's log filled with warnings). Nothing a child runs lives
+    there: it is pickled by reference to the modules that define it."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _send(connection, message):
@@ -105,7 +121,8 @@ def run_in_process(function, kwargs, on_event, stopped, poll_seconds=0.2):
         name="lab-worker",
         args=(sender, stop, running, torch.get_num_threads(), function, pickle.dumps(kwargs)),
     )
-    process.start()
+    with _lock, _bare_main_module():
+        process.start()
     with running.get_lock():
         running.value += 1
     sender.close()  # the child holds the only writing end: its exit ends the pipe (EOFError below)
