@@ -173,7 +173,7 @@ def unit_memory(text):
             shown[column] = [half_life_words(h, lags) for h, lags in zip(shown[column], shown["lags"])]
         for column in shown.columns[shown.columns.str.startswith("longer_than_")]:
             shown[column] = [f"{share:.1%}" for share in shown[column]]
-        # a static table: a data grid costs every rerun of this part ~0.2 s more in the browser (BENCHMARKS)
+        # a static table: a data grid adds 0.21 s to a full load in the browser, a static one 0.09 (BENCHMARKS)
         st.table(shown.drop(columns=["lags"]).rename(columns=SPREAD_COLUMNS), hide_index=True)
     longest_memories(measured, text)
     mirror()
