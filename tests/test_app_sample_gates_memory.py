@@ -388,6 +388,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
     live = at.session_state["memory_probe_live"]
     assert list(live["distance"]) == [2] and list(live["task"]) == ["brackets"] and 0 <= live["accuracy"].iloc[0] <= 1
     assert any(k.endswith("memory_probe_chart") for k in chart_keys(at))
+    assert at.table[-1].value["cell"].tolist() == ["selective scan"]  # the live table, in plain words
     assert at.query_params["probe_task"] in ("brackets", ["brackets"])  # a list on Streamlit 1.62
 
 

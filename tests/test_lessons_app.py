@@ -247,11 +247,13 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
         {"section": "analytic", "biases": "-1%2C+0%2C+1%2C+2%2C+4%2C+6.2%2C+4", "lag": "128"},
     )
     learned = at.table[0].value
-    assert set(learned["cell"]) == {"gru_torch"} and learned["layer"].tolist() == list(range(len(learned)))
+    # the cell in plain words, not the lab's name for it (gru_torch)
+    assert set(learned["cell"]) == {"GRU (PyTorch convention)"}
+    assert learned["layer"].tolist() == list(range(len(learned)))
     at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
     ok(at)
     learned = at.table[0].value
-    assert learned["cell"].tolist() == ["gru_seed", "gru_seed"]
+    assert learned["cell"].tolist() == ["GRU (z overwrites)", "GRU (z overwrites)"]
     layer = int(re.search(r"in its layer (\d+)", notice(at)).group(1))  # the layer with the longest memories
     assert "−b_z" in notice(at) and f"{learned['median keep bias'][layer]:.2f}" in notice(at)
     assert "Long memories live in a few units" in notice(at)  # the spread over units, not the median alone
@@ -418,7 +420,7 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     assert list(jobs) == list(TOY_CELLS) and all(job.wait(120) == "finished" for job in jobs.values())
     at.run()
     live = at.table[0].value
-    assert live["cell"].tolist() == list(TOY_CELLS) and (live["steps"] > 0).all()
+    assert live["cell"].tolist() == [cell_label(c) for c in TOY_CELLS] and (live["steps"] > 0).all()
     assert live["accuracy"].between(0, 1).all()
     assert len(chart_data(at, "lessons_toy_chart")) == 8  # the shipped curves and the live points
     at.radio(key="lessons_toy_task").set_value("parity").run()

@@ -67,7 +67,7 @@ def probe_results(mirror):
         )
     if shipped is not None:
         with st.expander("Shipped table"):
-            table = results_table(shipped)
+            table = results_table(shipped).rename(index=cell_label)
             st.table(
                 table.style.format(
                     "{:.2f}", subset=[c for c in table.columns if c.startswith("k = ")], na_rep="skipped"
@@ -75,9 +75,11 @@ def probe_results(mirror):
             )
     if live is not None and len(live):
         st.table(
-            live[["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]].style.format(
-                {"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}
-            ),
+            live.assign(cell=live["cell"].map(cell_label))[
+                ["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]
+            ]
+            .rename(columns={"hidden_size": "hidden size"})
+            .style.format({"accuracy": "{:.3f}", "chance": "{:.3f}", "seconds": "{:.1f}"}),
             hide_index=True,
         )
     mirror()

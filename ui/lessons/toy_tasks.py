@@ -101,7 +101,7 @@ def live_view(results, task, distance):
             "run this task and distance."
         )
     st.table(
-        live[["cell", "status", "steps", "accuracy", "chance"]].style.format(
+        live.assign(cell=live["cell"].map(cell_label))[["cell", "status", "steps", "accuracy", "chance"]].style.format(
             {"accuracy": "{:.1%}", "chance": "{:.1%}"}, na_rep="not yet"
         ),
         hide_index=True,
