@@ -171,10 +171,8 @@ def unit_memory(text):
         shown = spread.drop(columns=["cell"])
         for column in ("median_half_life", "longest_half_life"):
             shown[column] = [half_life_words(h, lags) for h, lags in zip(shown[column], shown["lags"])]
-        for column in shown.columns[shown.columns.str.startswith("longer_than_")]:
-            shown[column] = [f"{share:.1%}" for share in shown[column]]
-        # a static table: a data grid adds 0.21 s to a full load in the browser, a static one 0.09 (BENCHMARKS)
-        st.table(shown.drop(columns=["lags"]).rename(columns=SPREAD_COLUMNS), hide_index=True)
+        shares = {c: "{:.1%}" for c in SPREAD_COLUMNS if c.startswith("longer_than_")}
+        show_table(shown.drop(columns=["lags"]), SPREAD_COLUMNS, shares)
     longest_memories(measured, text)
     mirror()
 

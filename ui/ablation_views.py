@@ -86,10 +86,9 @@ def show_results(results, key):
     )
     if results.get("command"):
         preformatted(results["command"])
-    # a static table, not a data grid: a few rows need no sorting, and the grid's script costs a page
-    # opened by its link ~0.15 s (BENCHMARKS.md, "One screen, two seconds"); the arms are described above
+    # static, as ui.common.show_table's tables (a few rows, no grid to load); the arms are described above
     numbers = ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")
-    st.table(accuracy_table(results).style.format({c: "{:.3f}" for c in numbers}, na_rep="–").hide(axis="index"))
+    st.table(accuracy_table(results).style.format({c: "{:.3f}" for c in numbers}, na_rep="–"), hide_index=True)
     epochs, steps = pd.DataFrame(epoch_rows(results)), pd.DataFrame(step_rows(results))
     if steps.empty:
         st.info("No training steps recorded yet.")

@@ -28,6 +28,12 @@ def cell_label(cell):
     return CELL_NAMES.get(cell, cell)
 
 
+def with_cell_labels(frame):
+    """A table of lab's (a DataFrame with a "cell" column of lab's names) with its cells named as the
+    pages name them."""
+    return frame.assign(cell=frame["cell"].map(cell_label))
+
+
 def checkpoint_cell(checkpoint):
     return checkpoint.config.cell
 

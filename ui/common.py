@@ -169,4 +169,6 @@ def show_table(frame, columns, formats):
     """A table of lab's (a DataFrame) with its columns renamed to what a student reads (`columns`: lab's
     name -> the shown one) and formatted (`formats`: lab's name -> a format string such as "{:.3f}")."""
     shown = frame.rename(columns=columns).style.format({columns.get(name, name): f for name, f in formats.items()})
+    # static: a data grid adds 0.21 s to a page opened by its link, a static table 0.09 (BENCHMARKS.md,
+    # "One screen, two seconds"), and a few rows need no sorting or scrolling
     st.table(shown, hide_index=True)

@@ -10,7 +10,7 @@ import streamlit as st
 from lab.experiments.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
 from lab.nets.cells import CELLS
 from lab.training.checkpoints import BUNDLED_DIR
-from ui.cell_labels import cell_label
+from ui.cell_labels import cell_label, with_cell_labels
 from ui.memory_charts import probe_figure
 from ui.plain_text import plain, user_errors
 from ui.sessions import register_job, session_key
@@ -75,7 +75,7 @@ def probe_results(mirror):
             )
     if live is not None and len(live):
         st.table(
-            live.assign(cell=live["cell"].map(cell_label))[
+            with_cell_labels(live)[
                 ["cell", "distance", "accuracy", "chance", "params", "hidden_size", "steps", "seconds"]
             ]
             .rename(columns={"hidden_size": "hidden size"})

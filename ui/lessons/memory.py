@@ -15,7 +15,7 @@ from lab.instruments.memory import (
     memory_spread,
 )
 from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
-from ui.cell_labels import cell_label, checkpoint_cell
+from ui.cell_labels import checkpoint_cell, with_cell_labels
 from ui.common import ARM_COLORS, study_conclusion
 from ui.lessons.common import (
     PASSAGE,
@@ -93,7 +93,7 @@ def keep_or_overwrite():
     learned = keep_gate_biases(checkpoint.model)
     with st.expander("Show the numbers: the keep biases training learned, layer by layer"):
         st.table(
-            learned.assign(cell=learned["cell"].map(cell_label))
+            with_cell_labels(learned)
             .rename(columns=LEARNED_COLUMNS)
             .style.format(  # lab's names -> what a student reads
                 {LEARNED_COLUMNS[c]: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}

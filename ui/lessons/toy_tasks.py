@@ -9,7 +9,7 @@ import streamlit as st
 from lab.experiments.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
 from lab.nets.models import count_parameters
 from lab.server.jobs import TrainingJob
-from ui.cell_labels import cell_label
+from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
 from ui.memory_charts import probe_figure
@@ -101,7 +101,7 @@ def live_view(results, task, distance):
             "run this task and distance."
         )
     st.table(
-        live.assign(cell=live["cell"].map(cell_label))[["cell", "status", "steps", "accuracy", "chance"]].style.format(
+        with_cell_labels(live)[["cell", "status", "steps", "accuracy", "chance"]].style.format(
             {"accuracy": "{:.1%}", "chance": "{:.1%}"}, na_rep="not yet"
         ),
         hide_index=True,
