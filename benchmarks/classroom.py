@@ -18,7 +18,7 @@ Start in each as fast as Playwright can, and prints:
 * the seconds from closing every tab to the server counting no run (the server is started with
   RNNLAB_UNATTENDED_SECONDS=--unattended; a run stops within that plus the reaper's 2 s);
 * what each student's run got: its steps and steps per second, read from the checkpoint every run
-  saves when it ends (`--processes`: runs in processes of their own, RNNLAB_TRAIN_IN_PROCESS=1).
+  saves when it ends (`--processes N`: RNNLAB_TRAINING_PROCESSES, the training processes; 0: the server's threads).
 
 `--warm-up`: one student trains a 5-second run first, untimed, so that the students meet a server
 already in use (imports done; on Ray, the connection open and the lab shipped to the cluster).
@@ -141,7 +141,7 @@ def main(before_class=None):
     )
     parser.add_argument("--unattended", type=int, default=20, help="the server's RNNLAB_UNATTENDED_SECONDS")
     parser.add_argument("--browser-nice", type=int, default=10, help="the students' browser's niceness (0-19)")
-    parser.add_argument("--processes", action="store_true", help="runs train in processes, not threads")
+    parser.add_argument("--processes", type=int, default=1, help="training processes (0: the server's threads)")
     parser.add_argument(
         "--watch-after", type=float, default=20, help="seconds after the last Start at which the watcher reads"
     )
@@ -151,7 +151,7 @@ def main(before_class=None):
     args = parser.parse_args()
     if not 1 <= args.sessions <= 30:
         parser.error("--sessions must be in 1..30")
-    env = {"RNNLAB_UNATTENDED_SECONDS": str(args.unattended), "RNNLAB_TRAIN_IN_PROCESS": str(int(args.processes))}
+    env = {"RNNLAB_UNATTENDED_SECONDS": str(args.unattended), "RNNLAB_TRAINING_PROCESSES": str(args.processes)}
     with (
         tempfile.TemporaryDirectory() as user_dir,
         AppServer(user_dir, extra_env=env) as server,

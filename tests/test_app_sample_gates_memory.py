@@ -523,6 +523,18 @@ def count_calls(monkeypatch, names):
     return calls
 
 
+def test_the_servers_warm_up_starts_the_training_process_the_first_run_will_train_in():
+    """A training process starts in a second or two and PyTorch's training set-up takes another there: the
+    warm-up does both, not the first student's Start."""
+    import multiprocessing
+
+    import ui.warm_up
+
+    join_warm_up()
+    ui.warm_up.warm_up()  # once per server process: a no-op if a session's heartbeat has run it already
+    assert [p for p in multiprocessing.active_children() if p.name == "lab-training" and p.is_alive()]
+
+
 def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypatch):
     """ui.warm_up fills the Memory page's caches with the page's own default arguments: the page's first
     run after it traces nothing and back-propagates nothing."""

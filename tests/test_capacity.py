@@ -131,11 +131,11 @@ def test_one_session_may_hold_only_so_many_runs_at_once():
     budget.request(1.0, "student")  # one ended: one more may start
 
 
-def test_a_run_in_a_process_of_its_own_is_charged_that_process():
+def test_a_run_in_the_training_process_is_charged_its_training_memory_as_in_a_thread():
+    """The training process is the server's, its memory paid once whatever the number of runs in it."""
     from lab.data import CharTokenizer
     from lab.nets.models import LMConfig, build_model
     from lab.server.jobs import TrainingJob
-    from lab.server.workers import PROCESS_MB
     from lab.training.tasks import LMTask
     from lab.training.train import TrainConfig
 
@@ -144,4 +144,4 @@ def test_a_run_in_a_process_of_its_own_is_charged_that_process():
     config = TrainConfig(max_steps=1, batch_size=2, block_size=4)
     in_thread = TrainingJob("t", model, task, config)
     in_process = TrainingJob("p", model, task, config, in_process=True)
-    assert in_process.cost_mb == pytest.approx(in_thread.cost_mb + PROCESS_MB)
+    assert in_process.cost_mb == in_thread.cost_mb > 0

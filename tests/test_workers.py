@@ -114,19 +114,91 @@ def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task,
     assert [e["type"] for e in job.events()][-1] == "error"
 
 
-def _threads_after_sharing(emit, should_stop):
-    should_stop()  # a child's share of the threads is set here: threads // running children
-    return torch.get_num_threads()
+def _step_until_the_other_has_stepped(emit, should_stop, mine, theirs):
+    """Steps, saying so in `mine`, until `theirs` says the other run has stepped too (or a minute has
+    passed); -> (its process id, whether the other run stepped meanwhile)."""
+    deadline = time.monotonic() + 60
+    while not should_stop() and time.monotonic() < deadline:
+        mine.set()
+        if theirs.is_set():
+            break
+        time.sleep(0.01)
+    return os.getpid(), theirs.is_set()
 
 
-def test_a_killed_child_leaves_the_count_of_running_children_as_it_was():
-    """The count sets each child's share of the threads: a child killed mid-run must not stay counted,
-    or every later run gets fewer threads."""
-    torch.set_num_threads(4)
-    for _ in range(3):
-        with pytest.raises(WorkerError):
-            run_in_process(_die, {}, lambda event: None, lambda: False)
-    assert run_in_process(_threads_after_sharing, {}, lambda event: None, lambda: False) == 4  # alone: all four
+def _wait_then_die(emit, should_stop, seconds):
+    time.sleep(seconds)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _count_steps(emit, should_stop, steps):
+    done = 0
+    while done < steps and not should_stop():
+        done += 1
+        time.sleep(0.01)
+    return done
+
+
+def _run_until_stopped(emit, should_stop):
+    steps = 0
+    while not should_stop():
+        steps += 1
+        emit({"type": "step", "step": steps})
+        time.sleep(0.01)
+    return steps
+
+
+def _in_threads(*calls):
+    """Run each (function, kwargs) with run_in_process on a thread of its own; -> their results or errors."""
+    results = [None] * len(calls)
+
+    def run(i, function, kwargs, stopped):
+        try:
+            results[i] = run_in_process(function, kwargs, lambda event: None, stopped)
+        except WorkerError as e:
+            results[i] = e
+
+    threads = [threading.Thread(target=run, args=(i, *call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return results
+
+
+def test_the_runs_share_one_training_process_and_their_steps_take_turns():
+    """One process for all of them (its memory once, not once per run), beside the server's, and one
+    step at a time in it: each run steps before the other has finished."""
+    import multiprocessing
+
+    manager = multiprocessing.Manager()
+    a, b = manager.Event(), manager.Event()
+    calls = [(_step_until_the_other_has_stepped, {"mine": x, "theirs": y}, lambda: False) for x, y in ((a, b), (b, a))]
+    (pid_a, a_saw_b), (pid_b, b_saw_a) = _in_threads(*calls)
+    assert pid_a == pid_b != os.getpid()
+    assert a_saw_b and b_saw_a
+
+
+def test_a_stop_reaches_its_own_run_only():
+    stop_first = threading.Event()
+    threading.Timer(0.5, stop_first.set).start()
+    first, second = _in_threads(
+        (_run_until_stopped, {}, stop_first.is_set),
+        (_count_steps, {"steps": 100}, lambda: False),
+    )
+    assert isinstance(first, int) and first > 0  # stopped between steps, it returned its count
+    assert second == 100  # the other ran to its end
+
+
+def test_a_killed_training_process_fails_every_run_in_it_with_one_line_and_the_next_run_gets_a_fresh_one():
+    killer, victim = _in_threads(
+        (_wait_then_die, {"seconds": 1.0}, lambda: False),
+        (_run_until_stopped, {}, lambda: False),
+    )
+    for error in (killer, victim):
+        assert isinstance(error, WorkerError) and "\n" not in str(error)
+        assert "ended unexpectedly" in str(error) and "exit code -9" in str(error)
+    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == min(os.nice(0) + NICENESS, 19)
 
 
 def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(caplog):

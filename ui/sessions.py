@@ -16,7 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from lab.server import jobs, ray_runs
+from lab.server import jobs, ray_runs, workers
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.training.train import configure_cpu
 
@@ -92,10 +92,11 @@ HEARTBEAT_SECONDS = 5.0  # how often every open page tells the server it is stil
 # a job whose session sent no heartbeat for this long is stopped: a closed tab, a lost laptop. Generous,
 # because browsers slow the timers of hidden tabs (Chrome: to once a minute after five minutes hidden)
 UNATTENDED_SECONDS = float(os.environ.get("RNNLAB_UNATTENDED_SECONDS", "150"))
-# 1: each run trains in a niced process of its own (lab.server.workers). Off by default: with ten runs at
-# once each process held ~400 MB where threads hold ~60 MB, and a run's first point came later
-# (BENCHMARKS.md, the classroom runs), which a 1-2.7 GB host cannot afford
-TRAIN_IN_PROCESS = os.environ.get("RNNLAB_TRAIN_IN_PROCESS", "0") != "0"
+# the runs train in the server's niced training process (lab.server.workers), not in its own threads,
+# unless RNNLAB_TRAINING_PROCESSES is 0: runs in threads share the pages' interpreter, and five of them
+# made pages take up to 3x their idle time where the same runs in a training process took up to 2x
+# (BENCHMARKS.md, one screen, two seconds)
+TRAIN_IN_PROCESS = workers.TRAINING_PROCESSES > 0
 
 
 @st.cache_resource

@@ -18,6 +18,7 @@ import time
 
 import ui
 from lab.instruments.sampling import STRATEGIES
+from lab.server.workers import run_in_process
 from lab.training.checkpoints import list_checkpoints
 from ui.cached_calls import (
     cached_generation,
@@ -32,6 +33,7 @@ from ui.gates_units import PASSAGE
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
 from ui.sample_views import DEFAULTS as SAMPLE_DEFAULTS
 from ui.sample_views import strategy_config
+from ui.sessions import TRAIN_IN_PROCESS
 
 log = logging.getLogger(__name__)
 THREAD_NAME = "rnnlab-warm-up"
@@ -87,18 +89,23 @@ def warm_up():
 
 
 def _train_two_steps():
-    """Two steps of a tiny model: PyTorch initialises autograd, the optimiser and its kernels lazily
+    """Two steps of a tiny model where the runs train: that starts the training process, if they train in
+    one (a second or two), and PyTorch initialises autograd, the optimiser and its kernels lazily there
     (about a second on a busy CPU)."""
+    if TRAIN_IN_PROCESS:
+        run_in_process(_two_training_steps, {}, on_event=lambda event: None, stopped=lambda: False)
+    else:
+        _two_training_steps()
+
+
+def _two_training_steps(emit=None, should_stop=None):
     from lab.nets.models import LMConfig, build_model
     from lab.training.tasks import LMTask
     from lab.training.train import TrainConfig, train
 
     task = LMTask.from_text("to be or not to be " * 20, "char")
-    train(
-        build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8)),
-        task,
-        TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2),
-    )
+    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8))
+    train(model, task, TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2), emit, should_stop)
 
 
 def bundled_keys():

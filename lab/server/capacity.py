@@ -191,6 +191,27 @@ class StepTurns:
             self._changed.notify_all()
 
 
+class TurnTaker:
+    """One job's `should_stop` for train(), which asks it once before every step: it gives this job's turn
+    (StepTurns) back and waits for the next, so that the steps of many jobs take turns. True (stop) when
+    `stopped()` while waiting. `release()` gives a turn still held back, when the job ends or saves."""
+
+    def __init__(self, turns, stopped):
+        self.turns, self.stopped = turns, stopped
+        self.holds_turn, self.turns_taken = False, 0
+
+    def __call__(self):
+        self.release()
+        self.holds_turn = self.turns.take(self.stopped, first=not self.turns_taken)
+        self.turns_taken += 1
+        return not self.holds_turn or self.stopped()
+
+    def release(self):
+        if self.holds_turn:
+            self.turns.give_back()
+            self.holds_turn = False
+
+
 # RNNLAB_CONCURRENT_STEPS (default 1): how many jobs compute a step at once; PyTorch's own threads
 # still use every core for that step
 SERVER_TURNS = StepTurns(int(os.environ.get("RNNLAB_CONCURRENT_STEPS", "1")))

@@ -16,9 +16,9 @@ import time
 
 from lab.errors import LabError
 from lab.schema import PositiveNumber, check
-from lab.server.capacity import SERVER_BUDGET, SERVER_TURNS
-from lab.server.ray_runs import RAY_ADDRESS, RayRun
-from lab.server.workers import PROCESS_MB, WorkerError, nice_this_thread, run_in_process
+from lab.server.capacity import SERVER_BUDGET, SERVER_TURNS, TurnTaker
+from lab.server.ray_runs import ACTOR_MB, RAY_ADDRESS, RayRun
+from lab.server.workers import WorkerError, nice_this_thread, run_in_process
 from lab.training.train import resume_training_state, run_metrics, train
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
@@ -34,10 +34,10 @@ class BackgroundJob:
     (`message` says why).
 
     This is the one admission door for work that trains: a job waits in the budget's queue until its
-    cost fits, and a job that computes in the server's own threads passes `_next_step_turn` as its
+    cost fits, and a job that computes in the server's own threads passes its `turn_taker` as its
     `should_stop`, so that its steps take turns with every other job's (lab.server.capacity.StepTurns).
-    And the one place that decides where a job computes (`_compute`): in a niced process of its own
-    (`in_process`, lab.server.workers), or with `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of
+    And the one place that decides where a job computes (`_compute`): in the server's niced training
+    process (`in_process`, lab.server.workers), or with `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of
     a Ray cluster, which then does the queueing in the budget's place (lab.server.ray_runs).
     """
 
@@ -47,8 +47,9 @@ class BackgroundJob:
         self.status, self.message = "ready", ""
         self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
         self.in_process, self.ray_address = in_process, ray_address
-        self.turns, self._holds_turn, self._turns_taken = turns or SERVER_TURNS, False, 0
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
+        self.turns = turns or SERVER_TURNS
+        self.turn_taker = TurnTaker(self.turns, self._stop.is_set)  # train()'s should_stop in this server
         self._ticket = self._thread = None
         self.started_at = None  # time.time() at start(), for the server log's waits and durations
 
@@ -59,8 +60,8 @@ class BackgroundJob:
             raise RuntimeError("this job has already been started")
         if self.ray_address is None:
             self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
-        else:  # an actor is a process of its own: its resident memory counts, as a run's own process does here
-            self._ticket = RayRun(self.ray_address, self.cost_mb + (0 if self.in_process else PROCESS_MB), self.what)
+        else:  # an actor is a process of its own: its resident memory counts
+            self._ticket = RayRun(self.ray_address, self.cost_mb + ACTOR_MB, self.what)
         self.started_at = time.time()
         self.status = "queued"
         self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
@@ -98,24 +99,15 @@ class BackgroundJob:
         raise NotImplementedError
 
     def _compute(self, function, **kwargs):
-        """`function(emit, should_stop, **kwargs)` where this job computes: in its Ray actor, in a process
-        of its own, or in this thread, its steps taking turns with every other job's. Elsewhere than here,
-        the arguments travel there and the return value back, pickled."""
+        """`function(emit, should_stop, **kwargs)` where this job computes: in its Ray actor, in the
+        server's training process, or in this thread; in either of the last two its steps take turns with
+        the other jobs' there. Elsewhere than here, the arguments travel there and the return value back,
+        pickled."""
         if self.ray_address is not None:
             return self._ticket.run(function, kwargs, self._log, self._stop.is_set)
         if self.in_process:
             return run_in_process(function, kwargs, self._log, self._stop.is_set)
-        return function(emit=self._log, should_stop=self._next_step_turn, **kwargs)
-
-    def _next_step_turn(self):
-        """train() asks `should_stop()` once before every step: here that also hands this job's turn
-        to compute (lab.server.capacity.StepTurns) back and waits for the next, so that the steps of many
-        runs take turns and the pages stay responsive. True (stop) when stopped while waiting."""
-        if self._holds_turn:
-            self.turns.give_back()
-        self._holds_turn = self.turns.take(self._stop.is_set, first=not self._turns_taken)
-        self._turns_taken += 1
-        return not self._holds_turn or self._stop.is_set()
+        return function(emit=self._log, should_stop=self.turn_taker, **kwargs)
 
     def _run(self):
         if not (self.in_process or self.ray_address):  # it computes in this thread, its own: pages come first
@@ -136,9 +128,7 @@ class BackgroundJob:
             # ... while the server's log keeps where it came from (a child's, lab.server.workers logged already)
             log.error("%s failed", self.what, exc_info=not isinstance(e, WorkerError))
         finally:
-            if self._holds_turn:
-                self.turns.give_back()
-                self._holds_turn = False
+            self.turn_taker.release()
             self._ticket.release()
             log.info(
                 "%s: %s after %.1f s%s",
@@ -168,7 +158,7 @@ class TrainingJob(BackgroundJob):
     continued in turn (about three times the size: the weights and AdamW's two moments),
     and `continuation(more_seconds)` makes the job that continues it once it has ended.
 
-    `in_process` trains in a niced process of its own (lab.server.workers), so that a server's
+    `in_process` trains in the server's niced training process (lab.server.workers), so that a server's
     pages keep its interpreter and the cores come to them first; the sampler must then be
     picklable (a module-level function or a functools.partial of one, see lab.instruments.sampling.sample_text).
     So must it on Ray (`ray_address`): the weights travel to the actor and back, and this server
@@ -203,7 +193,6 @@ class TrainingJob(BackgroundJob):
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
             cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
-            cost_mb += PROCESS_MB if in_process else 0.0  # a process of its own costs its resident memory
         super().__init__(cost_mb, owner, budget, turns, in_process, ray_address)
         self.what = f"The run {name}"
         self.checkpoint_path, self.result, self.trained_status = None, None, None
@@ -293,7 +282,7 @@ class TrainingJob(BackgroundJob):
                     self.task,
                     self.config,
                     self._log,
-                    self._next_step_turn,
+                    self.turn_taker,
                     self.resume,
                     self.sampler,
                     self.sample_every_s,
@@ -301,9 +290,7 @@ class TrainingJob(BackgroundJob):
             if not self.resumable:  # AdamW's moments are twice the weights: not kept for nothing
                 self.result.training_state = None
         finally:
-            if self._holds_turn:  # saving takes no turn
-                self.turns.give_back()
-                self._holds_turn = False
+            self.turn_taker.release()  # saving takes no turn
         reason = self.result.reason
         status = "stopped" if reason == "stopped" else "failed" if reason.startswith("non-finite") else "finished"
         self.trained_status = status  # what the training reached, whatever becomes of its save
@@ -338,7 +325,7 @@ def train_with_samples(model, task, config, emit, should_stop=None, resume=None,
 
 
 def _train_in_child(emit, should_stop, model_config, weights, **kwargs):
-    """TrainingJob's work in a process of its own (lab.server.workers) or a Ray actor:
+    """TrainingJob's work in the server's training process (lab.server.workers) or a Ray actor:
     -> (trained weights, TrainResult)."""
     from lab.nets.models import build_model
 

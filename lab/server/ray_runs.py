@@ -52,6 +52,9 @@ RAY_ADDRESS = os.environ.get("RNNLAB_RAY_ADDRESS") or None  # None: jobs train o
 # the app's models are small: a second thread per run costs more in synchronisation than it saves, and
 # Ray sets an actor's OMP_NUM_THREADS to its CPUs, so one CPU per run is also one thread per run
 CPUS_PER_RUN = 1
+# what an actor costs beyond its run's training memory: a process, with PyTorch and the interpreter
+# (~400 MB resident, measured as a run's own process on this server); the run's Ray memory request holds it
+ACTOR_MB = 400
 WARM_ACTORS = os.environ.get("RNNLAB_RAY_WARM_ACTORS", "0")
 WARM_ACTOR_MB = os.environ.get("RNNLAB_RAY_WARM_ACTOR_MB", "1024")  # the default run asks for ~470 MB
 # how long a run that no idle warm actor fits waits for its own before it retires one of them

@@ -1,27 +1,34 @@
-"""Run a job's computation in a process of its own, niced, reporting events through a pipe.
+"""Train the server's runs in a process beside it, niced, their events coming back through a pipe.
 
-Threads of one Python process share one interpreter: a server whose training runs
-are threads gives the thread drawing a student's page a share of it that shrinks
-with every run started (BENCHMARKS.md, the classroom runs). A run in its own
-process takes nothing from the server's interpreter, and at a lower scheduling
-priority (`os.nice`) it takes the cores only when the pages leave them idle.
+Threads of one Python process share one interpreter: a server whose training runs are threads gives
+the thread drawing a student's page a share of it that shrinks with every run started (BENCHMARKS.md,
+the classroom runs). A run in another process takes nothing from the server's interpreter, and at a
+lower scheduling priority (`os.nice`) it takes the cores only when the pages leave them idle.
+
+The server keeps RNNLAB_TRAINING_PROCESSES training processes (default 1; 0: the runs train in the
+server's own threads, lab.server.jobs), each started when a run first needs it. Each trains every run
+given to it on a thread of its own, their steps taking turns (lab.server.capacity.StepTurns) as they
+would in the server: a process costs its memory once (PyTorch and the interpreter, ~PROCESS_MB), not
+once per run. A run goes to the process with the fewest runs.
 
     result = run_in_process(train_job, {"config": ...}, on_event=log, stopped=stop_event.is_set)
 
-`function(emit, should_stop, **kwargs)` runs in the child. Its events reach
-`on_event` in the calling thread, in order; its return value is returned here;
-an exception it raises is raised here as WorkerError with its one-line message, its
-traceback written to the server's log.
-The children are forked from a server process started once, which has imported
-lab.server.jobs (and so PyTorch) already: a new run starts in milliseconds and shares
-that memory with the others instead of loading PyTorch again.
+`function(emit, should_stop, **kwargs)` runs in the training process. Its events reach `on_event` in the
+calling thread, in order; its return value is returned here; an exception it raises is raised here as
+WorkerError with its one-line message, its traceback written to the server's log. A training process
+that dies (killed for memory) fails every run in it, each with the same line; the next run starts a
+fresh one.
+The processes are forked from a server process started once, which has imported lab.server.jobs (and so
+PyTorch) already: a new one starts in a fraction of a second instead of loading PyTorch again.
 """
 
 import contextlib
+import itertools
 import logging
 import multiprocessing
 import os
 import pickle
+import queue
 import sys
 import threading
 import traceback
@@ -29,17 +36,20 @@ import types
 
 import torch
 
+from lab.server.capacity import SERVER_TURNS, TurnTaker
+
 log = logging.getLogger(__name__)
-NICENESS = 10
-# what a run's own process costs beyond its training memory: its share of PyTorch and the interpreter,
-# measured as resident memory per running child (README, RNNLAB_TRAIN_IN_PROCESS: ~400 MB); the budget
-# charges it, so eight tiny runs are not counted at a few MB while their processes hold gigabytes
-PROCESS_MB = 400  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
-_context, _running, _lock = None, None, threading.Lock()
+NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
+TRAINING_PROCESSES = int(os.environ.get("RNNLAB_TRAINING_PROCESSES", "1"))
+# what a training process holds with no run in it (resident memory, measured: BENCHMARKS.md); a teacher
+# sizing a server adds it once per process to the server's own memory and the training budget
+PROCESS_MB = 400
+_context, _processes, _lock = None, [], threading.Lock()
+_run_numbers = itertools.count()
 
 
 def nice_this_thread():
-    """Lower the calling thread's CPU priority by NICENESS, as a run's own process is lowered: on Linux a
+    """Lower the calling thread's CPU priority by NICENESS, as a training process is lowered: on Linux a
     thread's nice value is its own, so a run computing on a thread of the server (and the threads PyTorch
     starts from it) yields the cores to the threads that draw pages. Elsewhere nothing changes."""
     if sys.platform.startswith("linux"):
@@ -49,28 +59,16 @@ def nice_this_thread():
 
 
 class WorkerError(RuntimeError):
-    """The child's exception, or its unexpected end, as one line."""
-
-
-def _shared():
-    """The forkserver context and the count of running children, made on first use. The parent
-    counts its children (a killed child cannot count itself out); each child reads the count."""
-    global _context, _running
-    with _lock:
-        if _context is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["lab.server.jobs"])
-            _context, _running = context, context.Value("i", 0)
-    return _context, _running
+    """The run's exception, or its training process's unexpected end, as one line."""
 
 
 @contextlib.contextmanager
 def _bare_main_module():
     """A bare module as __main__ while a child starts. A forkserver's child first imports its parent's
     __main__ from that module's file, and Streamlit runs each page as the module __main__, its file the
-    page's script: every run's process would run the page that started it again, Streamlit calls and all
-    (seconds of imports per run, and the server's log filled with warnings). Nothing a child runs lives
-    there: it is pickled by reference to the modules that define it."""
+    page's script: the training process would run the page that started it again, Streamlit calls and all
+    (seconds of imports, and the server's log filled with warnings). Nothing a child runs lives there: it
+    is pickled by reference to the modules that define it."""
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:
@@ -81,78 +79,164 @@ def _bare_main_module():
 
 def _send(connection, message):
     # plain pickle: tensors travel by value. multiprocessing's own pickler would hand them over in
-    # shared memory through a helper thread of the sender, and a child that has sent its result
-    # and exited takes that memory with it
+    # shared memory through a helper thread of the sender
     connection.send_bytes(pickle.dumps(message))
 
 
-def _child(connection, stop, running, threads, function, kwargs):
-    kwargs = pickle.loads(kwargs)
-    os.nice(NICENESS)
-    shared_threads = [0]
+# the training process's side
 
-    def should_stop():
-        # the runs share the cores: with two runs on two cores each takes one, so none waits on
-        # threads the others have descheduled (PyTorch's threads spin while they wait)
-        wanted = max(1, threads // max(1, running.value))
-        if wanted != shared_threads[0]:
-            torch.set_num_threads(wanted)
-            shared_threads[0] = wanted
-        return stop.is_set()
 
+def _serve(commands, messages, threads):
+    """The training process: ("start", number, pickled (function, kwargs)) trains a run on a thread of its
+    own, ("stop", number) asks it to stop; every message back is (number, kind, payload)."""
+    os.nice(NICENESS)  # before any thread starts: on Linux each thread inherits its creator's priority
+    torch.set_num_threads(threads)
+    sending, stops = threading.Lock(), {}
+
+    def send(number, kind, payload):
+        data = pickle.dumps((number, kind, payload))
+        with sending:
+            messages.send_bytes(data)
+
+    while True:
+        try:
+            command, number, payload = pickle.loads(commands.recv_bytes())
+        except EOFError:  # the server has gone
+            return
+        if command == "start":
+            stops[number] = threading.Event()
+            threading.Thread(target=_train_one, args=(send, number, stops, payload), daemon=True).start()
+        elif (stop := stops.get(number)) is not None:  # a run that has ended already has nothing to stop
+            stop.set()
+
+
+def _train_one(send, number, stops, payload):
+    stop = stops[number]
+    turns = TurnTaker(SERVER_TURNS, stop.is_set)  # this process's turns, shared by the runs in it
     try:
-        result = function(emit=lambda event: _send(connection, ("event", event)), should_stop=should_stop, **kwargs)
-        _send(connection, ("result", result))
-    except BaseException as e:  # noqa: BLE001 - reported to the parent: one line, and the traceback for its log
-        _send(connection, ("error", (f"{type(e).__name__}: {e}", traceback.format_exc())))
+        function, kwargs = pickle.loads(payload)
+        result = function(emit=lambda event: send(number, "event", event), should_stop=turns, **kwargs)
+        turns.release()
+        send(number, "result", result)
+    except BaseException as e:  # noqa: BLE001 - reported to the server: one line, and the traceback for its log
+        turns.release()
+        send(number, "error", (f"{type(e).__name__}: {e}", traceback.format_exc()))
     finally:
-        connection.close()
+        stops.pop(number)
+
+
+# the server's side
+
+
+class _TrainingProcess:
+    """One training process and, for each run in it, a queue of the messages that came back for that run.
+    A thread reads the process's pipe and sorts its messages into the queues; when the pipe ends (the
+    process died) every run still in it is told so."""
+
+    def __init__(self, context, threads):
+        receiver, child_sender = context.Pipe(duplex=False)
+        child_receiver, self._commands = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=_serve, daemon=True, name="lab-training", args=(child_receiver, child_sender, threads)
+        )
+        with _bare_main_module():
+            self.process.start()
+        child_receiver.close()
+        child_sender.close()  # the child holds the only writing end: its exit ends the pipe
+        self.alive, self._runs, self._lock = True, {}, threading.Lock()
+        threading.Thread(target=self._sort_messages, args=(receiver,), daemon=True, name="lab-training-pipe").start()
+
+    @property
+    def runs(self):
+        return len(self._runs)
+
+    def start(self, function, kwargs):
+        """-> (the run's number, the queue of its messages)."""
+        payload = pickle.dumps((function, kwargs))  # here: an argument that cannot travel fails this run only
+        number, inbox = next(_run_numbers), queue.SimpleQueue()
+        with self._lock:
+            self._runs[number] = inbox
+            self._command("start", number, payload)
+        return number, inbox
+
+    def stop(self, number):
+        with self._lock:
+            self._command("stop", number, None)
+
+    def forget(self, number):
+        with self._lock:
+            self._runs.pop(number, None)
+
+    def _command(self, *command):
+        with contextlib.suppress(OSError):  # a dead process: its runs hear of it from _sort_messages
+            _send(self._commands, command)
+
+    def _sort_messages(self, receiver):
+        while True:
+            try:
+                number, kind, payload = pickle.loads(receiver.recv_bytes())
+            except (EOFError, OSError):
+                break
+            with self._lock:
+                inbox = self._runs.get(number)
+            if inbox is not None:
+                inbox.put((kind, payload))
+        self.process.join()
+        line = (
+            f"the process computing it ended unexpectedly (exit code {self.process.exitcode}; "
+            "a negative code is the signal that ended it, -9 often means out of memory)"
+        )
+        with self._lock:
+            # with no run in it, the server is ending (or a host reclaimed an idle process): nothing is lost
+            report = log.error if self._runs else log.info
+            report("the training process ended with %d runs in it: %s", len(self._runs), line)
+            self.alive = False
+            for inbox in self._runs.values():
+                inbox.put(("died", line))
+        self._commands.close()
+        receiver.close()
+
+
+def _start_run(function, kwargs):
+    """Start a run in the live training process with the fewest runs, or in a new one while there are
+    fewer than TRAINING_PROCESSES with a run in each. -> (the process, the run's number, its queue)."""
+    global _context
+    with _lock:
+        if _context is None:
+            _context = multiprocessing.get_context("forkserver")
+            _context.set_forkserver_preload(["lab.server.jobs"])
+        _processes[:] = [p for p in _processes if p.alive]
+        idle = [p for p in _processes if not p.runs]
+        if not idle and len(_processes) < max(1, TRAINING_PROCESSES):
+            threads = max(1, torch.get_num_threads() // max(1, TRAINING_PROCESSES))
+            _processes.append(_TrainingProcess(_context, threads))
+        process = min(_processes, key=lambda p: p.runs)
+        return process, *process.start(function, kwargs)
 
 
 def run_in_process(function, kwargs, on_event, stopped, poll_seconds=0.2):
-    """Run `function(emit=..., should_stop=..., **kwargs)` in a child process (see the module's
-    docstring); `stopped()` is polled here and passed on to the child's should_stop."""
-    context, running = _shared()
-    receiver, sender = context.Pipe(duplex=False)
-    stop = context.Event()
-    process = context.Process(
-        target=_child,
-        daemon=True,
-        name="lab-worker",
-        args=(sender, stop, running, torch.get_num_threads(), function, pickle.dumps(kwargs)),
-    )
-    with _lock, _bare_main_module():
-        process.start()
-    with running.get_lock():
-        running.value += 1
-    sender.close()  # the child holds the only writing end: its exit ends the pipe (EOFError below)
+    """Run `function(emit=..., should_stop=..., **kwargs)` in a training process (see the module's
+    docstring); `stopped()` is polled here and passed on to the run's should_stop."""
+    process, number, inbox = _start_run(function, kwargs)
+    stop_sent = False
     try:
         while True:
-            if stopped():
-                stop.set()
-            if not receiver.poll(poll_seconds):
-                continue
+            if stopped() and not stop_sent:
+                process.stop(number)
+                stop_sent = True
             try:
-                kind, payload = pickle.loads(receiver.recv_bytes())
-            except EOFError:
-                process.join()
-                raise WorkerError(
-                    f"the process computing it ended unexpectedly (exit code {process.exitcode}; "
-                    "a negative code is the signal that ended it, -9 often means out of memory)"
-                )
+                kind, payload = inbox.get(timeout=poll_seconds)
+            except queue.Empty:
+                continue
             if kind == "event":
                 on_event(payload)
             elif kind == "result":
                 return payload
+            elif kind == "died":
+                raise WorkerError(payload)
             else:
                 line, trace = payload
-                log.error("a run's process failed:\n%s", trace)
+                log.error("a run in the training process failed:\n%s", trace)
                 raise WorkerError(line)
     finally:
-        receiver.close()
-        process.join(timeout=10)
-        if process.is_alive():
-            process.kill()
-            process.join()
-        with running.get_lock():
-            running.value -= 1
+        process.forget(number)

@@ -18,7 +18,6 @@ from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
 from lab.nets.cost import training_memory_bytes
 from lab.server.jobs import BackgroundJob
 from lab.server.ray_runs import RAY_ADDRESS
-from lab.server.workers import PROCESS_MB
 from lab.training import distributed
 from lab.training.tasks import ClassificationTask
 from lab.training.train import TrainConfig, resolve_device, train
@@ -355,7 +354,7 @@ class AblationJob(BackgroundJob):
 
     status: ready -> queued -> running -> finished | stopped | failed (message says why).
 
-    `in_process` computes it in a niced process of its own (lab.server.workers), as the app's training runs do,
+    `in_process` computes it in the server's niced training process (lab.server.workers), as the app's training runs do,
     and `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of a Ray cluster (lab.server.ray_runs), perhaps
     on another machine: there, without an `out_dir` given, the study writes no files (no temporary
     folder is left behind on a worker's machine); its results come back all the same."""
@@ -367,9 +366,12 @@ class AblationJob(BackgroundJob):
     ):
         if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
             info = expected_data_info(config)
-            cost_mb = training_memory_bytes(
-                model_config("baseline", config, info), config.batch_size, info["sequence_length"]
-            ) / 2**20 + (PROCESS_MB if in_process else 0.0)
+            cost_mb = (
+                training_memory_bytes(
+                    model_config("baseline", config, info), config.batch_size, info["sequence_length"]
+                )
+                / 2**20
+            )
         super().__init__(cost_mb, owner, budget, in_process=in_process, ray_address=ray_address)
         self.config, self.out_dir, self.results = config, out_dir, None
         self.command = cli_command(config)  # what the page offers: run this study yourself
