@@ -164,8 +164,10 @@ class _TrainingProcess:
             self._command("stop", number, None)
 
     def forget(self, number):
+        """Drop the run's queue, and stop it if it still runs (its caller gave up on it)."""
         with self._lock:
-            self._runs.pop(number, None)
+            if self._runs.pop(number, None) is not None:
+                self._command("stop", number, None)
 
     def _command(self, *command):
         with contextlib.suppress(OSError):  # a dead process: its runs hear of it from _sort_messages
@@ -208,7 +210,7 @@ def _start_run(function, kwargs):
         _processes[:] = [p for p in _processes if p.alive]
         idle = [p for p in _processes if not p.runs]
         if not idle and len(_processes) < max(1, TRAINING_PROCESSES):
-            threads = max(1, torch.get_num_threads() // max(1, TRAINING_PROCESSES))
+            threads = max(1, (torch.get_num_threads() - 1) // max(1, TRAINING_PROCESSES))  # a core for the pages
             _processes.append(_TrainingProcess(_context, threads))
         process = min(_processes, key=lambda p: p.runs)
         return process, *process.start(function, kwargs)
