@@ -190,6 +190,21 @@ def test_a_stop_reaches_its_own_run_only():
     assert second == 100  # the other ran to its end
 
 
+def _doubled_if_shared(emit, should_stop, tensor):
+    return tensor * 2 if tensor.is_shared() else None
+
+
+def test_tensors_reach_the_training_process_in_shared_memory_and_come_back_by_value():
+    """A run's corpus (35 MB of token ids for the bundled plays) is mapped by the training process, not
+    copied into it once per run; what comes back (trained weights) is the server's own memory, which
+    the training process's end cannot take away."""
+    tensor = torch.arange(1_000_000)
+    doubled = run_in_process(_doubled_if_shared, {"tensor": tensor}, lambda event: None, lambda: False)
+    assert doubled is not None, "the tensor was copied into the training process, not shared with it"
+    assert torch.equal(doubled, torch.arange(1_000_000) * 2) and not doubled.is_shared()
+    assert torch.equal(tensor, torch.arange(1_000_000))  # the server's tensor, moved to shared memory, intact
+
+
 def test_a_killed_training_process_fails_every_run_in_it_with_one_line_and_the_next_run_gets_a_fresh_one():
     killer, victim = _in_threads(
         (_wait_then_die, {"seconds": 1.0}, lambda: False),

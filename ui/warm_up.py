@@ -20,6 +20,7 @@ import ui
 from lab.instruments.sampling import STRATEGIES
 from lab.server.workers import run_in_process
 from lab.training.checkpoints import list_checkpoints
+from lab.training.train import train_two_tiny_steps
 from ui.cached_calls import (
     cached_generation,
     cached_gradient,
@@ -89,23 +90,12 @@ def warm_up():
 
 
 def _train_two_steps():
-    """Two steps of a tiny model where the runs train: that starts the training process, if they train in
-    one (a second or two), and PyTorch initialises autograd, the optimiser and its kernels lazily there
-    (about a second on a busy CPU)."""
+    """Two training steps where the runs train: that starts the training process, if they train in one
+    (its imports take a few seconds), and lets PyTorch set up training there."""
     if TRAIN_IN_PROCESS:
-        run_in_process(_two_training_steps, {}, on_event=lambda event: None, stopped=lambda: False)
+        run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=lambda: False)
     else:
-        _two_training_steps()
-
-
-def _two_training_steps(emit=None, should_stop=None):
-    from lab.nets.models import LMConfig, build_model
-    from lab.training.tasks import LMTask
-    from lab.training.train import TrainConfig, train
-
-    task = LMTask.from_text("to be or not to be " * 20, "char")
-    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8))
-    train(model, task, TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2), emit, should_stop)
+        train_two_tiny_steps()
 
 
 def bundled_keys():

@@ -8,8 +8,8 @@ lower scheduling priority (`os.nice`) it takes the cores only when the pages lea
 The server keeps RNNLAB_TRAINING_PROCESSES training processes (default 1; 0: the runs train in the
 server's own threads, lab.server.jobs), each started when a run first needs it. Each trains every run
 given to it on a thread of its own, their steps taking turns (lab.server.capacity.StepTurns) as they
-would in the server: a process costs its memory once (PyTorch and the interpreter, ~PROCESS_MB), not
-once per run. A run goes to the process with the fewest runs.
+would in the server: a process costs its memory once (PyTorch and the interpreter: ~570 MB with PyTorch's
+CUDA build, README), not once per run. A run goes to the process with the fewest runs.
 
     result = run_in_process(train_job, {"config": ...}, on_event=log, stopped=stop_event.is_set)
 
@@ -18,8 +18,9 @@ calling thread, in order; its return value is returned here; an exception it rai
 WorkerError with its one-line message, its traceback written to the server's log. A training process
 that dies (killed for memory) fails every run in it, each with the same line; the next run starts a
 fresh one.
-The processes are forked from a server process started once, which has imported lab.server.jobs (and so
-PyTorch) already: a new one starts in a fraction of a second instead of loading PyTorch again.
+A training process is a fresh Python (multiprocessing's "spawn"), not a fork of the server: it imports
+PyTorch itself (a few seconds, at the server's warm-up: ui.warm_up) and shares the libraries' files with
+the server, where a forkserver that had imported PyTorch held another ~285 MB (PSS) beside it.
 """
 
 import contextlib
@@ -33,6 +34,7 @@ import sys
 import threading
 import traceback
 import types
+from multiprocessing.reduction import ForkingPickler
 
 import torch
 
@@ -41,10 +43,7 @@ from lab.server.capacity import SERVER_TURNS, TurnTaker
 log = logging.getLogger(__name__)
 NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
 TRAINING_PROCESSES = int(os.environ.get("RNNLAB_TRAINING_PROCESSES", "1"))
-# what a training process holds with no run in it (resident memory, measured: BENCHMARKS.md); a teacher
-# sizing a server adds it once per process to the server's own memory and the training budget
-PROCESS_MB = 400
-_context, _processes, _lock = None, [], threading.Lock()
+_processes, _lock = [], threading.Lock()
 _run_numbers = itertools.count()
 
 
@@ -64,9 +63,9 @@ class WorkerError(RuntimeError):
 
 @contextlib.contextmanager
 def _bare_main_module():
-    """A bare module as __main__ while a child starts. A forkserver's child first imports its parent's
-    __main__ from that module's file, and Streamlit runs each page as the module __main__, its file the
-    page's script: the training process would run the page that started it again, Streamlit calls and all
+    """A bare module as __main__ while a child starts. A spawned child first imports its parent's __main__
+    from that module's file, and Streamlit runs each page as the module __main__, its file the page's
+    script: the training process would run the page that started it again, Streamlit calls and all
     (seconds of imports, and the server's log filled with warnings). Nothing a child runs lives there: it
     is pickled by reference to the modules that define it."""
     main = sys.modules["__main__"]
@@ -78,8 +77,8 @@ def _bare_main_module():
 
 
 def _send(connection, message):
-    # plain pickle: tensors travel by value. multiprocessing's own pickler would hand them over in
-    # shared memory through a helper thread of the sender
+    # plain pickle: tensors travel by value. What the training process sends back (trained weights) must
+    # not live in its shared memory: a training process that dies would take them with it
     connection.send_bytes(pickle.dumps(message))
 
 
@@ -152,7 +151,11 @@ class _TrainingProcess:
 
     def start(self, function, kwargs):
         """-> (the run's number, the queue of its messages)."""
-        payload = pickle.dumps((function, kwargs))  # here: an argument that cannot travel fails this run only
+        # multiprocessing's pickler hands tensors over in shared memory (PyTorch's reductions, and a thread
+        # here that passes the file descriptors): every run on the same corpus maps its one copy, where
+        # plain pickle gave each run its own (35 MB for the bundled plays). Here: an argument that cannot
+        # travel fails this run only
+        payload = bytes(ForkingPickler.dumps((function, kwargs)))
         number, inbox = next(_run_numbers), queue.SimpleQueue()
         with self._lock:
             self._runs[number] = inbox
@@ -202,16 +205,12 @@ class _TrainingProcess:
 def _start_run(function, kwargs):
     """Start a run in the live training process with the fewest runs, or in a new one while there are
     fewer than TRAINING_PROCESSES with a run in each. -> (the process, the run's number, its queue)."""
-    global _context
     with _lock:
-        if _context is None:
-            _context = multiprocessing.get_context("forkserver")
-            _context.set_forkserver_preload(["lab.server.jobs"])
         _processes[:] = [p for p in _processes if p.alive]
         idle = [p for p in _processes if not p.runs]
         if not idle and len(_processes) < max(1, TRAINING_PROCESSES):
             threads = max(1, (torch.get_num_threads() - 1) // max(1, TRAINING_PROCESSES))  # a core for the pages
-            _processes.append(_TrainingProcess(_context, threads))
+            _processes.append(_TrainingProcess(multiprocessing.get_context("spawn"), threads))
         process = min(_processes, key=lambda p: p.runs)
         return process, *process.start(function, kwargs)
 

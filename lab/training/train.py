@@ -444,3 +444,14 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         history=list(history),
     )
     return TrainResult(reason, step, elapsed, history, loss_value, training_state)
+
+
+def train_two_tiny_steps(emit=None, should_stop=None):
+    """Two steps of a tiny model: PyTorch initialises autograd, the optimiser and its kernels lazily (about
+    a second on a busy CPU), which a server does before its first student's Start (ui.warm_up)."""
+    from lab.nets.models import LMConfig, build_model
+    from lab.training.tasks import LMTask
+
+    task = LMTask.from_text("to be or not to be " * 20, "char")
+    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8))
+    train(model, task, TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2), emit, should_stop)
