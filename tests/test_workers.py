@@ -1,5 +1,5 @@
-"""Runs trained in processes of their own (lab.server.workers, TrainingJob(in_process=True)): the same
-run as in a thread, events in order, stop, a failure as one line, a killed child as a clear error."""
+"""Runs trained in the training process beside the server (lab.server.workers, TrainingJob(in_process=True)):
+the same run as in a thread, events in order, stop, a failure as one line, a killed child as a clear error."""
 
 import functools
 import logging

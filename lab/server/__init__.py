@@ -2,7 +2,7 @@
 
     capacity   the training budget, shared by cost: a queue, a share per session, step turns
     jobs       training in the background for the app: events a page polls, Stop, checkpoints saved
-    workers    a job's computation in a process of its own, niced, its events through a pipe
+    workers    the training process beside the server: every run a thread there, niced, events through a pipe
     ray_runs   every run as an actor of a Ray cluster (RNNLAB_RAY_ADDRESS)
     spaces     each browser's own folder under a key the server signs, its quota, swept when unseen
     uploads    an uploaded checkpoint, read as one job of the budget

@@ -46,7 +46,7 @@ def shipped_results():
 
 
 def start_live_run(task, distance, seconds):
-    """All four cells at once, each a TrainingJob of `seconds` in a process of its own."""
+    """All four cells at once, each a TrainingJob of `seconds` where the runs train."""
     for job in st.session_state.get("lessons_toy_jobs", {}).values():
         job.stop()
     config = ProbeConfig(tasks=(task,), distances=(distance,), seconds=seconds, eval_every=25, eval_sequences=256)
