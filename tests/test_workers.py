@@ -84,6 +84,10 @@ def _report_niceness(emit, should_stop):
     return os.nice(0)
 
 
+def _report_scheduling(emit, should_stop):
+    return os.sched_getscheduler(0)
+
+
 def _die(emit, should_stop):
     emit({"type": "step", "step": 1})
     os.kill(os.getpid(), signal.SIGKILL)
@@ -104,6 +108,13 @@ def test_a_killed_child_is_a_clear_error_not_a_hang():
 def test_the_child_runs_at_a_lower_priority_than_the_server():
     expected = min(os.nice(0) + NICENESS, 19)  # 19 is the lowest priority there is (a server already niced)
     assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_the_training_process_runs_only_on_cores_the_pages_leave_idle():
+    """SCHED_IDLE: any page's thread preempts it as soon as it wakes, where a niced process keeps a share."""
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the server is not lowered with it
+    assert run_in_process(_report_scheduling, {}, lambda event: None, lambda: False) == os.SCHED_IDLE
 
 
 def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task, tmp_path):

@@ -3,7 +3,8 @@
 Threads of one Python process share one interpreter: a server whose training runs are threads gives
 the thread drawing a student's page a share of it that shrinks with every run started (BENCHMARKS.md,
 the classroom runs). A run in another process takes nothing from the server's interpreter, and at a
-lower scheduling priority (`os.nice`) it takes the cores only when the pages leave them idle.
+lower scheduling priority (SCHED_IDLE, `_lower_priority`) it takes the cores only when the pages leave
+them idle.
 
 The server keeps RNNLAB_TRAINING_PROCESSES training processes (default 1; 0: the runs train in the
 server's own threads, lab.server.jobs), each started when a run first needs it. Each trains every run
@@ -88,7 +89,7 @@ def _send(connection, message):
 def _serve(commands, messages, threads):
     """The training process: ("start", number, pickled (function, kwargs)) trains a run on a thread of its
     own, ("stop", number) asks it to stop; every message back is (number, kind, payload)."""
-    os.nice(NICENESS)  # before any thread starts: on Linux each thread inherits its creator's priority
+    _lower_priority()  # before any thread starts: on Linux each thread inherits its creator's priority
     torch.set_num_threads(threads)
     sending, stops = threading.Lock(), {}
 
@@ -107,6 +108,19 @@ def _serve(commands, messages, threads):
             threading.Thread(target=_train_one, args=(send, number, stops, payload), daemon=True).start()
         elif (stop := stops.get(number)) is not None:  # a run that has ended already has nothing to stop
             stop.set()
+
+
+def _lower_priority():
+    """Nice NICENESS, and on Linux the SCHED_IDLE class: work that runs on a core nothing else wants, and
+    that a page's thread preempts as soon as it wakes. Niced alone, the runs still took a share of the
+    core a page wanted, and a page's many wake-ups each waited behind them (BENCHMARKS.md: with ten
+    runs, another student's page 2.5x its idle time niced, 1.8x in SCHED_IDLE, and the runs took more
+    steps). No such inversion in the server's own threads, which hold its interpreter's lock: they keep
+    their nice value alone (nice_this_thread)."""
+    os.nice(NICENESS)
+    if hasattr(os, "SCHED_IDLE"):
+        with contextlib.suppress(OSError):  # a host that forbids it: nice alone
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def _train_one(send, number, stops, payload):
