@@ -156,8 +156,12 @@ class _TrainingProcess:
             self.process.start()
         child_receiver.close()
         child_sender.close()  # the child holds the only writing end: its exit ends the pipe
-        self.alive, self._runs, self._lock = True, {}, threading.Lock()
+        self.ended, self._runs, self._lock = "", {}, threading.Lock()  # ended: why, once it has
         threading.Thread(target=self._sort_messages, args=(receiver,), daemon=True, name="lab-training-pipe").start()
+
+    @property
+    def alive(self):
+        return not self.ended
 
     @property
     def runs(self):
@@ -172,6 +176,8 @@ class _TrainingProcess:
         payload = bytes(ForkingPickler.dumps((function, kwargs)))
         number, inbox = next(_run_numbers), queue.SimpleQueue()
         with self._lock:
+            if self.ended:  # it died after it was chosen: its pipe would never answer
+                raise WorkerError(self.ended)
             self._runs[number] = inbox
             self._command("start", number, payload)
         return number, inbox
@@ -209,10 +215,10 @@ class _TrainingProcess:
             # with no run in it, the server is ending (or a host reclaimed an idle process): nothing is lost
             report = log.error if self._runs else log.info
             report("the training process ended with %d runs in it: %s", len(self._runs), line)
-            self.alive = False
+            self.ended = line
             for inbox in self._runs.values():
                 inbox.put(("died", line))
-        self._commands.close()
+            self._commands.close()
         receiver.close()
 
 
