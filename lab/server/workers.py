@@ -79,7 +79,8 @@ def _bare_main_module():
 
 def _send(connection, message):
     # plain pickle: tensors travel by value. What the training process sends back (trained weights) must
-    # not live in its shared memory: a training process that dies would take them with it
+    # not live in its shared memory: a training process that dies would take them with it. (A run's
+    # arguments go the other way in shared memory: _TrainingProcess.start pickles them itself)
     connection.send_bytes(pickle.dumps(message))
 
 
@@ -94,9 +95,8 @@ def _serve(commands, messages, threads):
     sending, stops = threading.Lock(), {}
 
     def send(number, kind, payload):
-        data = pickle.dumps((number, kind, payload))
-        with sending:
-            messages.send_bytes(data)
+        with sending:  # the runs' threads share one pipe
+            _send(messages, (number, kind, payload))
 
     while True:
         try:
@@ -129,12 +129,11 @@ def _train_one(send, number, stops, payload):
     try:
         function, kwargs = pickle.loads(payload)
         result = function(emit=lambda event: send(number, "event", event), should_stop=turns, **kwargs)
-        turns.release()
         send(number, "result", result)
     except BaseException as e:  # noqa: BLE001 - reported to the server: one line, and the traceback for its log
-        turns.release()
         send(number, "error", (f"{type(e).__name__}: {e}", traceback.format_exc()))
     finally:
+        turns.release()
         stops.pop(number)
 
 
