@@ -17,14 +17,15 @@ from pathlib import Path
 import streamlit as st
 
 from lab.server import jobs, ray_runs, workers
+from lab.server.capacity import setting
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.training.train import configure_cpu
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
 USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))  # one folder per session inside
-KEEP_SECONDS = 3600 * float(os.environ.get("RNNLAB_KEEP_HOURS", "48"))  # a session's files, after it was last seen
-USER_DIR_MAX_BYTES = 2**20 * float(os.environ.get("RNNLAB_USER_DIR_MAX_MB", "500"))  # all sessions' files together
-SPACE_MAX_BYTES = 2**20 * float(os.environ.get("RNNLAB_SPACE_MAX_MB", "100"))  # one session's files
+KEEP_SECONDS = 3600 * setting("RNNLAB_KEEP_HOURS", "48", float)  # a session's files, after it was last seen
+USER_DIR_MAX_BYTES = 2**20 * setting("RNNLAB_USER_DIR_MAX_MB", "500", float)  # all sessions' files together
+SPACE_MAX_BYTES = 2**20 * setting("RNNLAB_SPACE_MAX_MB", "100", float)  # one session's files
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
 
 
@@ -91,7 +92,7 @@ def _log_jobs_to_the_server_log():
 HEARTBEAT_SECONDS = 5.0  # how often every open page tells the server it is still there
 # a job whose session sent no heartbeat for this long is stopped: a closed tab, a lost laptop. Generous,
 # because browsers slow the timers of hidden tabs (Chrome: to once a minute after five minutes hidden)
-UNATTENDED_SECONDS = float(os.environ.get("RNNLAB_UNATTENDED_SECONDS", "150"))
+UNATTENDED_SECONDS = setting("RNNLAB_UNATTENDED_SECONDS", "150", float)
 # the runs train in the server's niced training process (lab.server.workers), not in its own threads,
 # unless RNNLAB_TRAINING_PROCESSES is 0: runs in threads share the pages' interpreter, and five of them
 # made pages take up to 3x their idle time where the same runs in a training process took up to 2x

@@ -128,14 +128,29 @@ class Budget:
         self._admit()
 
 
+def setting(name, default, kind=int, at_least=None):
+    """The server setting `name` from the environment (`default` when unset) as `kind`, int or float: a
+    LabError naming it for anything else, or for a number below `at_least`, so that a typo in a teacher's
+    settings stops the server with that line instead of a traceback about int()."""
+    text = os.environ.get(name, default)
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or (at_least is not None and not value >= at_least):
+        what = "a whole number" if kind is int else "a number"
+        raise LabError(f"{name}: {text!r} is not {what}{'' if at_least is None else f' of at least {at_least}'}")
+    return value
+
+
 def budget_from_environment():
     """The server's budget: RNNLAB_TRAINING_BUDGET_MB (default 1024, for Community Cloud's 1-2.7 GB),
     RNNLAB_SESSION_SHARE (default 0.5: one session may use half of it) and RNNLAB_SESSION_RUNS (default
     8: the runs one session may have training or waiting at once)."""
     return Budget(
-        float(os.environ.get("RNNLAB_TRAINING_BUDGET_MB", "1024")),
-        float(os.environ.get("RNNLAB_SESSION_SHARE", "0.5")),
-        int(os.environ.get("RNNLAB_SESSION_RUNS", "8")),
+        setting("RNNLAB_TRAINING_BUDGET_MB", "1024", float),
+        setting("RNNLAB_SESSION_SHARE", "0.5", float),
+        setting("RNNLAB_SESSION_RUNS", "8"),
     )
 
 
@@ -214,4 +229,4 @@ class TurnTaker:
 
 # RNNLAB_CONCURRENT_STEPS (default 1): how many jobs compute a step at once; PyTorch's own threads
 # still use every core for that step
-SERVER_TURNS = StepTurns(int(os.environ.get("RNNLAB_CONCURRENT_STEPS", "1")))
+SERVER_TURNS = StepTurns(setting("RNNLAB_CONCURRENT_STEPS", "1"))

@@ -44,7 +44,7 @@ import uuid
 from pathlib import Path
 
 from lab.errors import LabError
-from lab.server.capacity import CapacityError
+from lab.server.capacity import CapacityError, setting
 from lab.server.workers import NICENESS, WorkerError
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,6 @@ CPUS_PER_RUN = 1
 # what an actor costs beyond its run's training memory: a process, with PyTorch and the interpreter
 # (~400 MB resident, measured as a run's own process on this server); the run's Ray memory request holds it
 ACTOR_MB = 400
-WARM_ACTORS = os.environ.get("RNNLAB_RAY_WARM_ACTORS", "0")
-WARM_ACTOR_MB = os.environ.get("RNNLAB_RAY_WARM_ACTOR_MB", "1024")  # the default run asks for ~470 MB
 # how long a run that no idle warm actor fits waits for its own before it retires one of them
 RETIRE_AFTER_SECONDS = 2.0
 _RunActor, _lock = None, threading.Lock()
@@ -123,22 +121,13 @@ def check_fits(ray, cpus, memory_mb, what):
         )
 
 
-def _count(name, text, at_least):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < at_least:
-        raise LabError(f"{name}: {text!r} is not a whole number of at least {at_least}")
-    return value
-
-
 def start_warm_actors(address, count=None, memory_mb=None):
     """Start `count` warm actors (default RNNLAB_RAY_WARM_ACTORS) of `memory_mb` each (default
     RNNLAB_RAY_WARM_ACTOR_MB): Ray places them as it has room. Returns once all have started, their
     PyTorch imported (the server calls it in a thread of its own)."""
-    count = _count("RNNLAB_RAY_WARM_ACTORS", WARM_ACTORS, 0) if count is None else count
-    memory_mb = _count("RNNLAB_RAY_WARM_ACTOR_MB", WARM_ACTOR_MB, 1) if memory_mb is None else memory_mb
+    count = setting("RNNLAB_RAY_WARM_ACTORS", "0", at_least=0) if count is None else count
+    if memory_mb is None:  # 1024 by default: the default run asks for ~470 MB
+        memory_mb = setting("RNNLAB_RAY_WARM_ACTOR_MB", "1024", at_least=1)
     ray = connect(address)
     options = dict(num_cpus=CPUS_PER_RUN, memory=int(memory_mb * 2**20))
     actors = [_RunActor.options(name=f"warm {uuid.uuid4().hex[:8]}", **options).remote(warm=True) for _ in range(count)]

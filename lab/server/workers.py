@@ -39,11 +39,11 @@ from multiprocessing.reduction import ForkingPickler
 
 import torch
 
-from lab.server.capacity import SERVER_TURNS, TurnTaker
+from lab.server.capacity import SERVER_TURNS, TurnTaker, setting
 
 log = logging.getLogger(__name__)
 NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
-TRAINING_PROCESSES = int(os.environ.get("RNNLAB_TRAINING_PROCESSES", "1"))
+TRAINING_PROCESSES = setting("RNNLAB_TRAINING_PROCESSES", "1", at_least=0)
 _processes, _lock = [], threading.Lock()
 _run_numbers = itertools.count()
 
