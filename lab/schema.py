@@ -12,11 +12,12 @@ which raises LabError itself.
 
 import functools
 import reprlib
+import unicodedata
 from typing import Annotated, Literal
 
 import pydantic
 import pydantic.dataclasses
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from lab.errors import LabError
 
@@ -28,6 +29,48 @@ Seed = Annotated[int, Field(ge=0, lt=2**63)]  # torch.Generator's range
 Fraction = Annotated[float, Field(ge=0, lt=1)]  # dropout rates, label smoothing
 PositiveNumber = Annotated[float, Field(gt=0)]
 Device = Literal["auto", "cpu", "cuda"]  # lab.training.train.resolve_device's names
+MAX_SECONDS = 10**9  # 31 years: any budget or elapsed time beyond it is an edited file, and schedules divide by it
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+
+# ---------------------------------------------------------------------------
+# text that reaches a page or a terminal
+
+# what reorders the text around it on screen (Unicode's Bidi_Control characters): a name holding U+202E
+# shows its end first, so "evil.exe" can read "exe.live"
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+TOKEN_WHITESPACE = "\n\t"  # the control characters a tokenizer's pieces may hold: a text's line breaks and tabs
+
+
+def unprintable(text, allowed=""):
+    """The distinct characters of `text` that no page or terminal should be handed, sorted: control
+    characters (C0, DEL, C1: an escape sequence recolours or rewrites a terminal), lone surrogates (no
+    encoding can write them: printing one raises) and bidirectional controls; those in `allowed` excepted."""
+    return sorted(
+        c for c in set(text) if c not in allowed and (unicodedata.category(c) in ("Cc", "Cs") or c in BIDI_CONTROLS)
+    )
+
+
+def describe_unprintable(found):
+    """What `unprintable` found, in words: "contains U+001B, U+D800 (control characters or lone surrogates)"."""
+    shown = ", ".join(f"U+{ord(c):04X}" for c in found[:5]) + (" ..." if len(found) > 5 else "")
+    return f"contains {shown}, which cannot be shown (control characters, lone surrogates or direction overrides)"
+
+
+def printable_text(allowed=""):
+    """A validator for strings that reach text output: refused when they hold what `unprintable` finds."""
+
+    def check(text):
+        found = unprintable(text, allowed)
+        if found:
+            raise ValueError(describe_unprintable(found))
+        return text
+
+    return AfterValidator(check)
+
+
+# a line of text from a file or a user shown as it is: a name, a description, a reason, a label
+Text = Annotated[str, Field(max_length=1000), printable_text()]
+Name = Annotated[str, Field(max_length=200), printable_text()]  # a run's, a preset's, a corpus's, a file's name
 
 
 def error_message(error: ValidationError, prefix="", field="value") -> str:

@@ -16,7 +16,8 @@ import lab
 from lab.data import read_at_most
 from lab.nets.cost import FLOAT_BYTES, parameter_count
 from lab.nets.models import build_model, config_to_dict, conventions
-from lab.training.checkpoints.header import FORMAT, FORMAT_VERSION, CheckpointError, read_header
+from lab.training.checkpoints.entries import FORMAT, FORMAT_VERSION
+from lab.training.checkpoints.header import CheckpointError, read_header
 from lab.training.train import TrainingState, resolve_device
 
 MAX_CHECKPOINT_BYTES = 200 * 2**20  # the biggest upload we parse (Scribe-gamma is 58 MB)
@@ -35,7 +36,8 @@ class Checkpoint:
 
 def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, extra=None, training_state=None):
     """Serialise a model and everything needed to use it (and, given a training_state, to continue
-    training it) into safetensors bytes."""
+    training it) into safetensors bytes. The header is checked as loading checks it, so that what the
+    lab writes always loads: CheckpointError, naming the entry, for metrics or extra it would refuse."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     metadata = {
         "format": FORMAT,
@@ -62,6 +64,7 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
                 "rng": sorted(training_state.rng),
             }
         )
+    read_header(metadata, name or "checkpoint")
     return save_safetensors_bytes(tensors, metadata)
 
 
