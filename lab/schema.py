@@ -70,24 +70,32 @@ def printable_text(allowed=""):
 
 # a line of text from a file or a user shown as it is: a name, a description, a reason, a label
 Text = Annotated[str, Field(max_length=1000), printable_text()]
-Name = Annotated[str, Field(max_length=200), printable_text()]  # a run's, a preset's, a corpus's, a file's name
+Name = Annotated[str, Field(max_length=200), printable_text()]  # a run's, a preset's, a file's name
+PathText = Annotated[str, Field(max_length=4096), printable_text()]  # a corpus: a name, or a file's path
 
 
-def error_message(error: ValidationError, prefix="", field="value") -> str:
+def printable_part(text, max_length=200):
+    """`text` less what `unprintable` finds, cut to `max_length`: a label made of a name the lab did not
+    choose (an uploaded file's), so that the checkpoint it goes into passes its check."""
+    drop = set(unprintable(text))
+    return "".join(c for c in text if c not in drop)[:max_length]
+
+
+def error_message(error: ValidationError, prefix="", field=None) -> str:
     """The first of pydantic's errors as one line: "field: what is wrong, got value" (`field` names
     a value validated whole)."""
     first = error.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"])
+    where = ".".join(str(part) for part in first["loc"]) or field
     if first["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
         text = "unknown field"
     elif first["type"] == "missing":
         text = "is missing"
-    elif first["type"] == "value_error":  # a validator's rule across fields, worded by the validator
+    elif first["type"] == "value_error":  # a validator's rule (across fields: it names them), worded by it
         text = str(first["ctx"]["error"])
         return f"{prefix}{where}: {text}" if where else f"{prefix}{text}"
     else:
         text = f"{first['msg'][:1].lower()}{first['msg'][1:]}, got {reprlib.repr(first['input'])}"
-    return f"{prefix}{where or field}: {text}"
+    return f"{prefix}{where or 'value'}: {text}"
 
 
 def refusal(error: ValidationError, kind=LabError, prefix=""):

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, create_model, model_validator
 
 from lab.errors import LabError
-from lab.schema import MAX_SECONDS, STRICT, Name, Seconds, Seed, Text, printable_text
+from lab.schema import MAX_SECONDS, STRICT, Name, PathText, Seconds, Seed, Text, printable_text
 from lab.training.tasks import NgramTask
 from lab.training.train import MAX_STEPS
 
@@ -90,7 +90,7 @@ class Metrics(Figures):
     steps: Count = None
     elapsed: Seconds = None
     reason: Text = None  # why the run ended
-    corpus: Annotated[str, Field(max_length=4096), printable_text()] = None  # a name, or a file's path
+    corpus: PathText = None  # a name, or a file's path
     train_config: Annotated[dict[str, Any], AfterValidator(_train_config)] = None
     best_step: Count = None
     val_loss_in_order: Loss = None
@@ -121,7 +121,7 @@ class Extra(BaseModel):
 
     model_config = STRICT
     preset: Name = None
-    corpus: Annotated[str, Field(max_length=4096), printable_text()] = None
+    corpus: PathText = None
     bundled: bool = None
     uploaded: Name = None  # the file name it was uploaded as
     experiment: Name = None

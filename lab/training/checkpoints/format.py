@@ -17,7 +17,7 @@ from lab.data import read_at_most
 from lab.nets.cost import FLOAT_BYTES, parameter_count
 from lab.nets.models import build_model, config_to_dict, conventions
 from lab.training.checkpoints.entries import FORMAT, FORMAT_VERSION
-from lab.training.checkpoints.header import CheckpointError, read_header
+from lab.training.checkpoints.header import CheckpointError, check_metadata_strings, read_header
 from lab.training.train import TrainingState, resolve_device
 
 MAX_CHECKPOINT_BYTES = 200 * 2**20  # the biggest upload we parse (Scribe-gamma is 58 MB)
@@ -125,6 +125,7 @@ def _parse(data, source):
         header_len = int.from_bytes(data[:8], "little")
         metadata = json.loads(data[8 : 8 + header_len]).get("__metadata__") or {}
     except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError, RecursionError, AttributeError) as e:
+        check_metadata_strings(data, source)
         if data[:1] == b"\x80" or data[:2] == b"PK":  # pickle protocol 2+ / torch.save's zip
             raise CheckpointError(
                 f"{source}: not an RNN Lab checkpoint: it is a pickle or torch.save file, "

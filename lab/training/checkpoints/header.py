@@ -12,7 +12,7 @@ from lab.data import DataError, tokenizer_from_state
 from lab.errors import LabError
 from lab.nets.cost import check_model_size
 from lab.nets.models import config_from_dict
-from lab.schema import refusal
+from lab.schema import describe_unprintable, refusal, unprintable
 from lab.training.checkpoints.entries import (
     CONVENTIONS,
     FORMAT,
@@ -42,6 +42,23 @@ class Header:
     metrics: dict
     meta: dict  # name, version, timestamp, lab_version, extra
     training_state: dict = None  # the JSON half of a resumable checkpoint's TrainingState, checked
+
+
+def check_metadata_strings(head, source):
+    """A safetensors file's first bytes (its length and JSON header) -> CheckpointError naming the
+    metadata entry that is not a printable string, which safetensors itself refuses without naming it
+    (a number, or an escaped lone surrogate); None when there is none or the header cannot be read."""
+    try:
+        metadata = json.loads(head[8 : 8 + int.from_bytes(head[:8], "little")]).get("__metadata__") or {}
+    except (ValueError, RecursionError, AttributeError):
+        return
+    for key, value in metadata.items() if isinstance(metadata, dict) else ():
+        if not isinstance(value, str):
+            raise CheckpointError(f"{source}: checkpoint metadata {key!r} must be a string, not {_json_kind(value)}")
+        if unprintable(key + value):
+            raise CheckpointError(
+                f"{source}: checkpoint metadata {key!r} {describe_unprintable(unprintable(key + value))}"
+            )
 
 
 def _json_field(metadata, key, source, kind):
