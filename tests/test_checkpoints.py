@@ -407,7 +407,7 @@ BAD_FILES = {
     "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is not valid JSON"),
     "tokenizer-too-small": (
         _with_metadata(tokenizer=json.dumps({"kind": "char", "chars": "abc"})),
-        "tokenizer has 3 tokens",
+        "vocab_size: the model expects .* tokens but the tokenizer has 3",
     ),
     "unknown-tokenizer": (_with_metadata(tokenizer=json.dumps({"kind": "magic"})), "unknown tokenizer kind 'magic'"),
     "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is not valid JSON"),

@@ -6,17 +6,21 @@ strings for numbers, bools for ints, lone surrogates, control characters, unknow
 Property: a header is either refused with one LabError line naming the field, or everything the CLI
 and the pages do with a checkpoint works on it (load, list, summarise, sample, trace the gates, draw
 its history) and prints only printable text.
+
+    python -m pytest tests/test_header_schema.py                     # 100 mutated headers, about 30 s
+    HEADER_EXAMPLES=600 python -m pytest tests/test_header_schema.py -k mutated --hypothesis-show-statistics
 """
 
 import json
 import math
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 from helpers import assert_one_line_error, run
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lab.data import CharTokenizer, SentencePieceTokenizer, load_bundled_corpus
@@ -59,7 +63,8 @@ def sources():
     model, with its training state, whose characters hold a tab; a SentencePiece model)."""
     found = {name: path.read_bytes() for name, path in BUNDLED.items()}
     torch.manual_seed(0)
-    task = LMTask.from_text("to be or\tnot to be, that is the question\n" * 40, "char")
+    text = load_bundled_corpus()[:20_000]
+    task = LMTask.from_text(text + "\tand a tab", "char")  # the pages' default texts are in its vocabulary
     model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8, cell="lstm"))
     config = TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_interval=1, eval_windows=2)
     result = train(model, task, config)
@@ -67,7 +72,6 @@ def sources():
     metrics["train_config"] = {k: getattr(config, k) for k in config.__dataclass_fields__}
     extra = {"preset": "astra-alpha", "corpus": "upload:plays.txt", "uploaded": "plays.safetensors"}
     found["fresh"] = checkpoint_bytes(model, task.tokenizer, metrics, "fresh", 1, extra, result.training_state)
-    text = load_bundled_corpus()[:20_000]
     tokenizer = SentencePieceTokenizer.train(text, vocab_size=120)
     model = build_model(LMConfig(vocab_size=tokenizer.vocab_size, embed_dim=4, hidden_size=8))
     found["fresh-sentencepiece"] = checkpoint_bytes(model, tokenizer, {"history": []}, "sp", 2)
@@ -247,7 +251,7 @@ def everything_a_student_does(path, checkpoint, folder):
 
 
 @settings(
-    max_examples=int(os.environ.get("HEADER_EXAMPLES", 60)),
+    max_examples=int(os.environ.get("HEADER_EXAMPLES", 100)),  # about 30 s; 600 were tried by hand
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
@@ -268,6 +272,44 @@ def test_a_mutated_header_is_refused_in_one_line_or_works_everywhere(sources, tm
         assert_printable(message)
         code, out, err = run(["summary", path])
         assert_one_line_error(code, err, message.split(": ", 1)[1][:60])
+        event("refused")
         return
     everything_a_student_does(path, checkpoint, folder)
+    event("accepted")
     path.unlink()
+
+
+# ---------------------------------------------------------------------------
+# the pages: a refused file in one line, an accepted crafted one shown, sampled and traced
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def test_the_pages_refuse_a_crafted_file_in_one_line_and_show_an_accepted_one(sources, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import ui.sessions
+
+    monkeypatch.setattr(ui.sessions, "USER_DIR", tmp_path / "users")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("pages/5_Checkpoints.py").run()
+    metadata = header(sources["ablation"])
+    config = {**json.loads(metadata["config"]), "chrono_tmax": 10**30}
+    refused = rebuild(sources["ablation"], {**metadata, "config": json.dumps(config)})
+    at.file_uploader(key="ckpt_upload_0").set_value(("crafted.safetensors", refused, "")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    (error,) = [e.value for e in at.error]
+    assert "chrono\\_tmax" in error and "\n" not in error
+    metadata = header(sources["fresh"])  # accepted: odd but printable text, a tab among the characters
+    metrics = {**json.loads(metadata["metrics"]), "reason": "stopped ✓ — “by hand”"}
+    accepted = rebuild(sources["fresh"], {**metadata, "name": "crafted", "metrics": json.dumps(metrics)})
+    at.file_uploader(key="ckpt_upload_0").set_value(("crafted\x1b.safetensors", accepted, "")).run()
+    at.button(key="ckpt_save").click().run()
+    at.selectbox(key="ckpt_choice").set_value("crafted_latest").run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    for name, key in (("pages/2_Sample.py", "sample_checkpoint"), ("pages/3_Gates.py", "gates_checkpoint")):
+        at.session_state[key] = "crafted_latest"
+        at.session_state["sample_tokens"] = 20
+        at.switch_page(name).run()
+        assert not at.exception and not at.error, (name, [e.value for e in [*at.exception, *at.error]])
+        assert at.selectbox(key=key).value == "crafted_latest"

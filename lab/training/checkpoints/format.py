@@ -69,6 +69,7 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
 
 
 _MOMENTS = ("exp_avg", "exp_avg_sq", "step")  # AdamW's state for one parameter
+_TRAINING_PREFIXES = ("optim.", "rng.")  # a TrainingState's tensors are named so (_training_tensors)
 
 
 def _training_tensors(state):
@@ -162,14 +163,11 @@ def load_checkpoint(source, device="auto"):
     with torch.device("meta"):  # shapes only: the config passed lab.nets.cost's limits, this allocates nothing
         skeleton = build_model(header.config)
     expected = skeleton.state_dict()
-    training_state = None
-    if header.training_state is not None:  # its tensors are taken out first: what is left must be the weights
-        training_state = _training_state(
-            tensors, header.training_state, dict(skeleton.named_parameters()), header.metrics.get("history", []), label
-        )
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    wrong = sorted(k for k in set(expected) & set(tensors) if expected[k].shape != tensors[k].shape)
+    # the weights first (a config edited to another architecture is named as such), then the training state
+    weights = {k for k in tensors if header.training_state is None or not k.startswith(_TRAINING_PREFIXES)}
+    missing = sorted(set(expected) - weights)
+    unexpected = sorted(weights - set(expected))
+    wrong = sorted(k for k in set(expected) & weights if expected[k].shape != tensors[k].shape)
     if missing or unexpected or wrong:
         detail = "; ".join(
             f"{what}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
@@ -177,6 +175,11 @@ def load_checkpoint(source, device="auto"):
             if keys
         )
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
+    training_state = None
+    if header.training_state is not None:  # its tensors are taken out: what is left are the weights
+        training_state = _training_state(
+            tensors, header.training_state, dict(skeleton.named_parameters()), header.metrics.get("history", []), label
+        )
     wrong_type = sorted(k for k, t in tensors.items() if t.dtype not in FLOAT_DTYPES)
     if wrong_type:
         raise CheckpointError(
@@ -244,7 +247,7 @@ def _training_state(tensors, state, parameters, history, label):
         optimizer[name] = moments
     shapes = {"torch": (None, _RNG_STATE_BYTES), "data": (_RNG_STATE_BYTES,), "cuda": (None, None)}
     rng = {name: entry(f"rng.{name}", shapes[name], torch.uint8) for name in state["rng"]}
-    leftover = sorted(k for k in tensors if k.startswith(("optim.", "rng.")))
+    leftover = sorted(k for k in tensors if k.startswith(_TRAINING_PREFIXES))
     if leftover:
         raise CheckpointError(f"{label}: training state entry {leftover[0]!r} is not listed in its header")
     train_loss = math.nan if state["train_loss"] is None else state["train_loss"]

@@ -123,7 +123,8 @@ def read_header(metadata, source):
         raise CheckpointError(f"{source}: checkpoint config or tokenizer is invalid: {e}") from None
     if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
         raise CheckpointError(
-            f"{source}: tokenizer has {tokenizer.vocab_size} tokens but the model expects {config.vocab_size}"
+            f"{source}: checkpoint config vocab_size: the model expects {config.vocab_size} tokens but the "
+            f"tokenizer has {tokenizer.vocab_size}"
         )
     meta = {k: metadata[k] for k in ("name", "version", "timestamp", "lab_version")}
     meta["extra"] = extra
