@@ -12,11 +12,12 @@ which raises LabError itself.
 
 import functools
 import reprlib
+import unicodedata
 from typing import Annotated, Literal
 
 import pydantic
 import pydantic.dataclasses
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from lab.errors import LabError
 
@@ -28,23 +29,73 @@ Seed = Annotated[int, Field(ge=0, lt=2**63)]  # torch.Generator's range
 Fraction = Annotated[float, Field(ge=0, lt=1)]  # dropout rates, label smoothing
 PositiveNumber = Annotated[float, Field(gt=0)]
 Device = Literal["auto", "cpu", "cuda"]  # lab.training.train.resolve_device's names
+MAX_SECONDS = 10**9  # 31 years: any budget or elapsed time beyond it is an edited file, and schedules divide by it
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+
+# ---------------------------------------------------------------------------
+# text that reaches a page or a terminal
+
+# what reorders the text around it on screen (Unicode's Bidi_Control characters): a name holding U+202E
+# shows its end first, so "evil.exe" can read "exe.live"
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+TOKEN_WHITESPACE = "\n\t"  # the control characters a tokenizer's pieces may hold: a text's line breaks and tabs
 
 
-def error_message(error: ValidationError, prefix="", field="value") -> str:
+def unprintable(text, allowed=""):
+    """The distinct characters of `text` that no page or terminal should be handed, sorted: control
+    characters (C0, DEL, C1: an escape sequence recolours or rewrites a terminal), lone surrogates (no
+    encoding can write them: printing one raises) and bidirectional controls; those in `allowed` excepted."""
+    return sorted(
+        c for c in set(text) if c not in allowed and (unicodedata.category(c) in ("Cc", "Cs") or c in BIDI_CONTROLS)
+    )
+
+
+def describe_unprintable(found):
+    """What `unprintable` found, in words: "contains U+001B, U+D800 (control characters or lone surrogates)"."""
+    shown = ", ".join(f"U+{ord(c):04X}" for c in found[:5]) + (" ..." if len(found) > 5 else "")
+    return f"contains {shown}, which cannot be shown (control characters, lone surrogates or direction overrides)"
+
+
+def printable_text(allowed=""):
+    """A validator for strings that reach text output: refused when they hold what `unprintable` finds."""
+
+    def check(text):
+        found = unprintable(text, allowed)
+        if found:
+            raise ValueError(describe_unprintable(found))
+        return text
+
+    return AfterValidator(check)
+
+
+# a line of text from a file or a user shown as it is: a name, a description, a reason, a label
+Text = Annotated[str, Field(max_length=1000), printable_text()]
+Name = Annotated[str, Field(max_length=200), printable_text()]  # a run's, a preset's, a file's name
+PathText = Annotated[str, Field(max_length=4096), printable_text()]  # a corpus: a name, or a file's path
+
+
+def printable_part(text, max_length=200):
+    """`text` less what `unprintable` finds, cut to `max_length`: a label made of a name the lab did not
+    choose (an uploaded file's), so that the checkpoint it goes into passes its check."""
+    drop = set(unprintable(text))
+    return "".join(c for c in text if c not in drop)[:max_length]
+
+
+def error_message(error: ValidationError, prefix="", field=None) -> str:
     """The first of pydantic's errors as one line: "field: what is wrong, got value" (`field` names
     a value validated whole)."""
     first = error.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"])
+    where = ".".join(str(part) for part in first["loc"]) or field
     if first["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
         text = "unknown field"
     elif first["type"] == "missing":
         text = "is missing"
-    elif first["type"] == "value_error":  # a validator's rule across fields, worded by the validator
+    elif first["type"] == "value_error":  # a validator's rule (across fields: it names them), worded by it
         text = str(first["ctx"]["error"])
         return f"{prefix}{where}: {text}" if where else f"{prefix}{text}"
     else:
         text = f"{first['msg'][:1].lower()}{first['msg'][1:]}, got {reprlib.repr(first['input'])}"
-    return f"{prefix}{where or field}: {text}"
+    return f"{prefix}{where or 'value'}: {text}"
 
 
 def refusal(error: ValidationError, kind=LabError, prefix=""):

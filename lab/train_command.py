@@ -67,6 +67,7 @@ def _new_run(args):
     from lab.nets.backends import default_backend, default_scan_mode
     from lab.nets.cost import check_training_memory
     from lab.nets.models import build_model
+    from lab.schema import PathText, check
     from lab.training.checkpoints import check_folder, sanitize_name
     from lab.training.presets import get_preset
     from lab.training.tasks import TASKS
@@ -94,6 +95,7 @@ def _new_run(args):
         options["vocab_size"] = args.vocab_size
     # everything that can be refused is refused before the corpus is tokenized and the model trained
     name = sanitize_name(args.name or preset.name)
+    check(args.corpus or DEFAULT_CORPUS, PathText, "corpus")  # the checkpoint records it as it is
     check_folder(args.out)
     if preset.task == "ngram" and (args.stateful or args.block_size is not None):
         raise LabError(

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.nets.models import config_to_dict, model_summary
+from lab.schema import printable_part
 from lab.server.uploads import load_upload
 from lab.training.checkpoints import (
     CheckpointError,
@@ -272,7 +273,7 @@ if upload is not None:
         if st.button("Save to my checkpoints", key="ckpt_save", type="primary"):
             with user_errors("Saving"):
                 checkpoint = load_upload(upload.getvalue(), session_key())
-                extra = {**checkpoint.meta.get("extra", {}), "uploaded": upload.name}
+                extra = {**checkpoint.meta.get("extra", {}), "uploaded": printable_part(upload.name)}
                 path = save_checkpoint(
                     user_dir(),
                     sanitize_name(name),

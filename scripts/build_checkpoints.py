@@ -118,7 +118,9 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     if progress_path.is_file():
         saved = load_checkpoint(progress_path, device="cpu")
         model, metrics = saved.model, saved.metrics
-        plateau = Plateau(patience, **saved.metrics["plateau"])
+        saved_plateau = saved.metrics["plateau"]
+        best = math.inf if saved_plateau["best"] is None else saved_plateau["best"]
+        plateau = Plateau(patience, **{**saved_plateau, "best": best})
         # a build that stopped early continues when rerun with a larger --patience
         done = metrics.get("done", False) and (metrics["reason"] != "early stopping" or plateau.reached)
         if not done:
@@ -159,6 +161,8 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
         reason = "early stopping" if plateau.reached else result.reason
         metrics = run_metrics(result, train_config, reason=reason, done=done, plateau=dataclasses.asdict(plateau))
         del metrics["plateau"]["patience"]
+        if metrics["plateau"]["best"] == math.inf:  # no evaluation yet: a header's numbers are finite
+            metrics["plateau"]["best"] = None
         atomic_write_bytes(progress_path, checkpoint_bytes(model, task.tokenizer, metrics, name, 0, None, state))
     model.load_state_dict(best_weights)
     return model.eval(), metrics

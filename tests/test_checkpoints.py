@@ -156,14 +156,14 @@ def test_saving_three_times_makes_versions_and_latest(valid, char_tokenizer, tmp
     model, _ = valid
     (tmp_path / "run_vx.safetensors").write_bytes(b"not a version")  # ignored when numbering
     (tmp_path / "runner_v9.safetensors").write_bytes(b"another name")
-    paths = [save_checkpoint(tmp_path, "run", model, char_tokenizer, {"i": i}) for i in (1, 2, 3)]
+    paths = [save_checkpoint(tmp_path, "run", model, char_tokenizer, {"steps": i}) for i in (1, 2, 3)]
     assert paths == [tmp_path / f"run_v{i}.safetensors" for i in (1, 2, 3)]
     latest = tmp_path / "run_latest.safetensors"
     assert latest.read_bytes() == paths[2].read_bytes()
     assert paths[0].read_bytes() != paths[2].read_bytes()
     loaded = load_checkpoint(latest)
-    assert loaded.meta["version"] == "3" and loaded.metrics == {"i": 3}
-    assert load_checkpoint(paths[0]).metrics == {"i": 1}
+    assert loaded.meta["version"] == "3" and loaded.metrics == {"steps": 3}
+    assert load_checkpoint(paths[0]).metrics == {"steps": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["run_vx.safetensors", "runner_v9.safetensors", "run_latest.safetensors"] + [p.name for p in paths]
     )
@@ -183,7 +183,7 @@ torch.set_num_threads(1)
 folder = sys.argv[1]
 config = LMConfig(vocab_size=40, embed_dim=32, hidden_size=128)  # ~0.3 MB of weights
 torch.manual_seed(1)
-checkpoints.save_checkpoint(folder, "run", build_model(config), metrics={"generation": 1})
+checkpoints.save_checkpoint(folder, "run", build_model(config), metrics={"steps": 1})
 print("READY", flush=True)
 
 real_fdopen, opened = os.fdopen, []
@@ -221,7 +221,7 @@ def fdopen(fd, *args, **kwargs):
 
 os.fdopen = fdopen
 torch.manual_seed(2)
-checkpoints.save_checkpoint(folder, "run", build_model(config), metrics={"generation": 2})
+checkpoints.save_checkpoint(folder, "run", build_model(config), metrics={"steps": 2})
 print("SAVED", flush=True)
 '''
 
@@ -267,14 +267,14 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
     kill_after(child, halfway)
     before, partial = seen["before"], seen["partial"]
     assert latest.read_bytes() == before  # not replaced by a partial file
-    assert load_checkpoint(latest).metrics == {"generation": 1}
+    assert load_checkpoint(latest).metrics == {"steps": 1}
     assert not (folder / "run_v2.safetensors").exists()  # a version is published only once complete
     names = sorted(info.name for info in list_checkpoints(folder, bundled_dir=None))
     assert names == ["run_latest", "run_v1"]
     assert not partial[0].exists()  # the listing removed the dead save's temporary file
     # the next save carries on as usual
-    path = save_checkpoint(folder, "run", load_checkpoint(latest).model, metrics={"generation": 3})
-    assert path.name == "run_v2.safetensors" and load_checkpoint(latest).metrics == {"generation": 3}
+    path = save_checkpoint(folder, "run", load_checkpoint(latest).model, metrics={"steps": 3})
+    assert path.name == "run_v2.safetensors" and load_checkpoint(latest).metrics == {"steps": 3}
 
 
 def test_a_failed_write_removes_its_temporary_file_and_keeps_the_old_one(valid, tmp_path, monkeypatch):
@@ -407,7 +407,7 @@ BAD_FILES = {
     "config-not-json": (_with_metadata(config="{not json"), "metadata 'config' is not valid JSON"),
     "tokenizer-too-small": (
         _with_metadata(tokenizer=json.dumps({"kind": "char", "chars": "abc"})),
-        "tokenizer has 3 tokens",
+        "vocab_size: the model expects .* tokens but the tokenizer has 3",
     ),
     "unknown-tokenizer": (_with_metadata(tokenizer=json.dumps({"kind": "magic"})), "unknown tokenizer kind 'magic'"),
     "metrics-not-json": (_with_metadata(metrics="[1, 2"), "metadata 'metrics' is not valid JSON"),
@@ -696,7 +696,7 @@ folder, tag, count, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float
 model = build_model(LMConfig(vocab_size=20, embed_dim=4, hidden_size=8))
 time.sleep(max(0.0, start_at - time.time()))  # every process starts saving at the same moment
 for i in range(count):
-    checkpoints.save_checkpoint(folder, "run", model, metrics={"writer": tag, "i": i})
+    checkpoints.save_checkpoint(folder, "run", model, metrics={"reason": f"writer {tag}", "steps": i})
     print("SAVED", flush=True)
 """
 
@@ -708,7 +708,7 @@ def versions_in(folder):
         loaded = load_checkpoint(path)
         version = int(path.stem.split("_v")[1])
         assert loaded.meta["version"] == str(version)
-        found[version] = (loaded.metrics["writer"], loaded.metrics["i"])
+        found[version] = (loaded.metrics["reason"].removeprefix("writer "), loaded.metrics["steps"])
     return found
 
 
@@ -722,7 +722,7 @@ def test_concurrent_saves_from_threads_keep_every_version_distinct(valid, tmp_pa
         barrier.wait()
         try:
             for i in range(3):
-                save_checkpoint(tmp_path, "run", model, metrics={"writer": str(tag), "i": i})
+                save_checkpoint(tmp_path, "run", model, metrics={"reason": f"writer {tag}", "steps": i})
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -792,7 +792,7 @@ def test_saves_killed_at_random_points_leave_a_loadable_latest_and_no_orphan(tmp
 
 def test_a_latest_left_behind_by_a_failed_save_is_moved_to_the_newest_version(valid, tmp_path, monkeypatch):
     model, _ = valid
-    save_checkpoint(tmp_path, "run", model, metrics={"i": 1})
+    save_checkpoint(tmp_path, "run", model, metrics={"steps": 1})
     real_replace = os.replace
 
     def killed_before_latest(src, dst):
@@ -800,12 +800,12 @@ def test_a_latest_left_behind_by_a_failed_save_is_moved_to_the_newest_version(va
 
     monkeypatch.setattr(lab.training.checkpoints.store.os, "replace", killed_before_latest)
     with pytest.raises(OSError, match=f"Input/output error: '{tmp_path / 'run_latest.safetensors'}'"):
-        save_checkpoint(tmp_path, "run", model, metrics={"i": 2})
+        save_checkpoint(tmp_path, "run", model, metrics={"steps": 2})
     monkeypatch.setattr(lab.training.checkpoints.store.os, "replace", real_replace)
-    assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"i": 1}  # lags behind run_v2
+    assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"steps": 1}  # lags behind run_v2
     assert not list(tmp_path.glob(".*.tmp"))
     list_checkpoints(tmp_path, bundled_dir=None)
-    assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"i": 2}
+    assert load_checkpoint(tmp_path / "run_latest.safetensors").metrics == {"steps": 2}
 
 
 def test_a_full_disk_names_the_file_being_written(valid, tmp_path, monkeypatch):

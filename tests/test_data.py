@@ -206,12 +206,16 @@ def test_registry_and_bad_states():
         build_tokenizer("bytes", "abc")
     with pytest.raises(DataError, match="unknown tokenizer kind"):
         tokenizer_from_state({"kind": "wordpiece"})
-    with pytest.raises(DataError, match="malformed"):
+    with pytest.raises(DataError, match="tokenizer chars: is missing"):
         tokenizer_from_state({"kind": "char"})
-    with pytest.raises(DataError, match="malformed"):
+    with pytest.raises(DataError, match="tokenizer model_b64: not a sentencepiece model"):
         tokenizer_from_state(
             {"kind": "sentencepiece", "model_b64": "bm90IGEgbW9kZWw=", "model_type": "bpe", "vocab_size": 3}
         )
+    with pytest.raises(DataError, match="tokenizer comment: unknown field"):
+        tokenizer_from_state({"kind": "char", "chars": "ab", "comment": ""})
+    with pytest.raises(DataError, match=r"text: contains U\+000C"):  # a form feed: no tokenizer is made with one
+        build_tokenizer("char", "page one\x0cpage two")
 
 
 def test_chars_per_token():

@@ -761,7 +761,7 @@ def test_job_with_bad_data_fails_with_a_message(no_jobs_left):
 
 def test_job_after_non_finite_loss_saves_the_good_weights(char_task, tmp_path, no_jobs_left):
     earlier = tiny_lm(char_task.vocab_size, seed=5)
-    save_checkpoint(tmp_path, "run", earlier, char_task.tokenizer, {"note": "earlier"})
+    save_checkpoint(tmp_path, "run", earlier, char_task.tokenizer, {"reason": "earlier"})
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     model = tiny_lm(char_task.vocab_size, cls=PoisonedLM, good_steps=3)
     snapshots = []

@@ -8,6 +8,7 @@ import hashlib
 import streamlit as st
 
 from lab.data import read_text, split_text
+from lab.schema import printable_part
 from lab.training.presets import PRESETS
 from lab.training.tasks import TASKS, corpus_split
 from ui.common import preset_label
@@ -39,7 +40,7 @@ def load_task(values, upload):
             with user_errors("Reading your corpus"):
                 data = upload.getvalue()
                 text = read_text(data)
-                corpus_label = f"upload:{upload.name}"
+                corpus_label = f"upload:{printable_part(upload.name)}"
                 with st.spinner("Tokenizing…"):
                     task = lm_task(
                         f"upload:{hashlib.sha256(data).hexdigest()}",

@@ -1,6 +1,6 @@
 """Data for RNN Lab: corpora, tokenizers, batches and sequential-image datasets.
 
-Four modules, each importable alone, none importing anything of the lab's but lab.errors and each
+Four modules, each importable alone, none importing anything of the lab's but lab.errors, lab.schema and each
 other (text <- tokenizers, windows, images): text.py (reading and the corpora), tokenizers.py,
 windows.py (batches), images.py (pixel sequences). Every public name is importable from lab.data.
 

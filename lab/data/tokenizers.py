@@ -1,16 +1,26 @@
 """Tokenizers: one token per character, or SentencePiece subwords trained in memory; each saves
-its whole state as JSON (to_state), which a checkpoint carries and tokenizer_from_state rebuilds."""
+its whole state as JSON (to_state), which a checkpoint carries and tokenizer_from_state rebuilds.
+
+A state read back is checked whole (its `State` model: known fields only, each typed and bounded),
+and every piece a tokenizer can put into a text is printable: no control character but a line break
+and a tab, no lone surrogate (the CLI could not print it). Tokenizers built from a text refuse such a
+text the same way, so a saved tokenizer always loads."""
 
 import base64
 import binascii
 import io
 import re
+from typing import Annotated, Literal
 
 import sentencepiece as spm
 import torch
+from pydantic import BaseModel, Field, ValidationError
 
 from lab.data.text import DataError
 from lab.errors import LabError
+from lab.schema import STRICT, TOKEN_WHITESPACE, describe_unprintable, printable_text, refusal, unprintable
+
+MAX_VOCAB = 2**20  # tokens a tokenizer may have (every Unicode character is about 1.1 million)
 
 
 def _show_chars(chars: list[str], limit: int = 20) -> str:
@@ -18,14 +28,36 @@ def _show_chars(chars: list[str], limit: int = 20) -> str:
     return shown + (f" and {len(chars) - limit} more" if len(chars) > limit else "")
 
 
+def _check_printable(text: str, what: str) -> None:
+    """DataError naming `what` when `text` holds characters no tokenizer of the lab may produce."""
+    found = unprintable(text, TOKEN_WHITESPACE)
+    if found:
+        raise DataError(f"{what}: {describe_unprintable(found)}; remove them and try again")
+
+
+def _state(model, state: dict) -> dict:
+    """A tokenizer's saved state validated against its `State` model, or DataError naming the field."""
+    try:
+        model.model_validate(state)
+    except ValidationError as error:
+        raise refusal(error, DataError, "tokenizer ") from None
+    return state
+
+
 class CharTokenizer:
     """One token per character; the vocabulary is the sorted set of characters."""
 
     kind = "char"
 
+    class State(BaseModel):
+        model_config = STRICT
+        kind: Literal["char"]
+        chars: Annotated[str, Field(min_length=1, max_length=MAX_VOCAB), printable_text(TOKEN_WHITESPACE)]
+
     def __init__(self, chars: str):
         if not chars or len(set(chars)) != len(chars):
             raise DataError("a char tokenizer needs a non-empty string of distinct characters")
+        _check_printable(chars, "text")
         self.chars = chars
         self.stoi = {c: i for i, c in enumerate(chars)}
 
@@ -61,9 +93,7 @@ class CharTokenizer:
 
     @classmethod
     def from_state(cls, state: dict) -> "CharTokenizer":
-        if not isinstance(state.get("chars"), str):
-            raise DataError("malformed char tokenizer state: 'chars' must be a string")
-        return cls(state["chars"])
+        return cls(_state(cls.State, state)["chars"])
 
 
 class SentencePieceTokenizer:
@@ -85,18 +115,35 @@ class SentencePieceTokenizer:
     MODEL_TYPES = ("bpe", "unigram")
     MIN_VOCAB = 32  # below this, subwords are barely more than characters
     MAX_LINE_CHARS = 2048  # longer lines are cut: sentencepiece skips very long sentences
+    UNKNOWN = " ⁇ "  # what sentencepiece decodes <unk> to
+
+    class State(BaseModel):
+        model_config = STRICT
+        kind: Literal["sentencepiece"]
+        model_b64: Annotated[str, Field(min_length=1, max_length=2**26)]  # the model's bytes, base64
+        model_type: Literal["bpe", "unigram"]  # MODEL_TYPES
+        vocab_size: Annotated[int, Field(ge=1, le=MAX_VOCAB)]
 
     def __init__(self, model_proto: bytes, model_type: str):
         self.model_proto = model_proto
         self.model_type = model_type
         self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
-        pieces = (
-            self.sp.id_to_piece(i)
-            for i in range(self.sp.get_piece_size())
-            if not (self.sp.is_unknown(i) or self.sp.is_control(i))
-        )
+        if self.sp.get_piece_size() > MAX_VOCAB:
+            raise DataError(f"tokenizer vocab_size: {self.sp.get_piece_size()} pieces, more than {MAX_VOCAB:,}")
+        if any(self.sp.is_byte(i) for i in range(self.sp.get_piece_size())):
+            # the lab trains without byte fallback; a byte piece decodes to any byte, escape codes included
+            raise DataError("tokenizer model_b64: the model has byte pieces, which the lab's tokenizers never have")
+        # the text each id decodes to, whitespace as it is: decode joins these, so only checked text comes out
+        # (what sentencepiece's decode gives for the models the lab trains, whatever a crafted model's
+        # denormaliser would have made of them; tests/test_checkpoints.py compares the two)
+        pieces = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
+        _check_printable("".join(pieces), "tokenizer model_b64")  # the pages show pieces as they are
+        self.texts = [
+            self.UNKNOWN if self.sp.is_unknown(i) else "" if self.sp.is_control(i) else piece.replace("▁", " ")
+            for i, piece in enumerate(pieces)
+        ]
         # every character that appears in some piece can be represented
-        self.covered = set("".join(pieces).replace("▁", " "))
+        self.covered = set("".join(t for i, t in enumerate(self.texts) if not self.sp.is_unknown(i)))
 
     @classmethod
     def train(cls, text: str, vocab_size: int = 1000, model_type: str = "bpe") -> "SentencePieceTokenizer":
@@ -114,6 +161,7 @@ class SentencePieceTokenizer:
             )
         if not text.strip("\n"):
             raise DataError("cannot train a sentencepiece tokenizer on an empty text")
+        _check_printable(text, "text")
         # a generator, not a list: no second copy of a 20 MB corpus split into Python strings
         lines = (
             line[i : i + cls.MAX_LINE_CHARS]
@@ -162,7 +210,7 @@ class SentencePieceTokenizer:
         return self.sp.encode(text, out_type=int)
 
     def decode(self, ids) -> str:
-        return self.sp.decode([int(i) for i in ids])
+        return "".join(self.texts[int(i)] for i in ids)
 
     def id_to_piece(self, i: int) -> str:
         return self.sp.id_to_piece(int(i))
@@ -177,17 +225,15 @@ class SentencePieceTokenizer:
 
     @classmethod
     def from_state(cls, state: dict) -> "SentencePieceTokenizer":
-        if state.get("model_type") not in cls.MODEL_TYPES:
-            raise DataError(f"malformed sentencepiece tokenizer state: model_type {state.get('model_type')!r}")
+        _state(cls.State, state)
         try:
             proto = base64.b64decode(state["model_b64"], validate=True)
-            tok = cls(proto, state["model_type"])
-        except (KeyError, TypeError, binascii.Error, RuntimeError) as e:
-            raise DataError(f"malformed sentencepiece tokenizer state: {e!r}") from None
-        if tok.vocab_size != state.get("vocab_size"):
+            tok = cls(proto, state["model_type"])  # loading the bytes is their check
+        except (binascii.Error, RuntimeError, UnicodeDecodeError) as e:
+            raise DataError(f"tokenizer model_b64: not a sentencepiece model ({' '.join(str(e).split())})") from None
+        if tok.vocab_size != state["vocab_size"]:
             raise DataError(
-                f"malformed sentencepiece tokenizer state: model has {tok.vocab_size} pieces, "
-                f"state says {state.get('vocab_size')}"
+                f"tokenizer vocab_size: the model has {tok.vocab_size} pieces, the state says {state['vocab_size']}"
             )
         return tok
 

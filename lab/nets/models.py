@@ -38,7 +38,11 @@ NORMS = ("every", "last")
 
 
 ScanMode = Literal[tuple(SCAN_MODES)]
-ChronoTmax = Optional[Annotated[int, Field(ge=3)]]  # chrono initialisation's T_max
+# chrono initialisation's T_max: the longest dependency its keep gates are drawn to span. Up to a million
+# steps (the lab's sequences are at most 4096); past 2**63 PyTorch's arithmetic raises OverflowError
+ChronoTmax = Optional[Annotated[int, Field(ge=3, le=10**6)]]
+# an initial keep-gate bias: sigmoid(±30) is 1 or 0 in float32, so nothing beyond means more
+KeepBias = Annotated[float, Field(ge=-30, le=30)]
 
 
 @config
@@ -56,7 +60,7 @@ class LMConfig:
     embed_dropout: Fraction = 0.0  # on the token embeddings, while training (AWD-LSTM's input dropout)
     weight_dropout: Fraction = 0.0  # DropConnect on each layer's hidden-to-hidden weights, while training
     norm: Literal[NORMS] = "last"  # "last": one LayerNorm before the head (seed 002); "every": after every layer
-    keep_bias: float = 1.0  # initial keep-gate bias: retention sigmoid(1) = 0.73 (seed 003); LSTM forget bias
+    keep_bias: KeepBias = 1.0  # initial keep-gate bias: retention sigmoid(1) = 0.73 (seed 003); LSTM forget bias
     # (finite, as every float in a config: inf or NaN would shut every keep gate from step 1)
     chrono_tmax: ChronoTmax = None  # chrono initialisation of keep gates, b ~ log U[1, T_max-1]
     scan_mode: ScanMode = "parallel"  # scan cell only: "parallel" (associative) or "sequential" loop
@@ -81,7 +85,7 @@ class ClassifierConfig:
     num_layers: PositiveInt = 1
     num_classes: PositiveInt = 10
     dropout: Fraction = 0.0
-    keep_bias: float = 1.0  # seed 003 baseline: update-gate bias +1
+    keep_bias: KeepBias = 1.0  # seed 003 baseline: update-gate bias +1
     chrono_tmax: ChronoTmax = None
     scan_mode: ScanMode = "parallel"
 

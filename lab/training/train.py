@@ -42,18 +42,20 @@ from pydantic import Field
 from lab.errors import LabError
 from lab.nets.cells import detach_state
 from lab.nets.cost import check_training_memory
-from lab.schema import Device, Fraction, PositiveNumber, Seed, config
+from lab.schema import MAX_SECONDS, Device, Fraction, Seed, config
 from lab.training import distributed
 
 MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
 MAX_BATCH_SIZE = MAX_BLOCK_SIZE = 4096  # each also bounded by lab.nets.cost's training memory limit
 MAX_STEPS = 10**9
 MAX_EVAL_WINDOWS = 2048  # the validation windows are built at once: 2048 x 4096 ids is 64 MB
+MAX_GRAD_CLIP = 1e6  # clipping at a norm beyond it clips nothing a finite run produces
 AMP_MODES = ("auto", "off", "bf16", "fp16")
 
 
 Steps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
-Seconds = Annotated[float, Field(gt=0)]
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
+Epochs = Annotated[float, Field(gt=0, le=MAX_STEPS)]  # an epoch takes a step at least
 
 
 @config
@@ -67,8 +69,8 @@ class TrainConfig:
     block_size: Annotated[int, Field(ge=1, le=MAX_BLOCK_SIZE)] = 128  # T: time steps per window (BPTT length)
     max_steps: Optional[Steps] = 1000  # budgets: training stops at whichever comes first
     max_seconds: Optional[Seconds] = None
-    max_epochs: Optional[PositiveNumber] = None
-    grad_clip: PositiveNumber = 1.0  # clip the global gradient norm (seeds 002, 003)
+    max_epochs: Optional[Epochs] = None
+    grad_clip: Annotated[float, Field(gt=0, le=MAX_GRAD_CLIP)] = 1.0  # clip the global gradient norm (seeds 002, 003)
     label_smoothing: Fraction = 0.0  # seed 004 uses 0.1
     stateful: bool = False  # consecutive windows, hidden state carried across batches (truncated BPTT)
     eval_interval: Steps = 50  # steps between validation passes

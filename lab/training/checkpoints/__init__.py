@@ -30,12 +30,24 @@ and refreshes astra_latest. Several sessions may save under one name at once:
   (kill -9, power cut): the next save or listing removes it, and points a
   `_latest` that a dead save left behind its newest version at that version.
 
-Three modules: header.py (what a file's header holds, validated by pydantic), format.py (a
-checkpoint's bytes, written and loaded), store.py (folders: versioned saves, listing, deleting).
+Four modules: entries.py (every header entry declared, pydantic models), header.py (a header read
+through them), format.py (a checkpoint's bytes, written and loaded, the header checked on writing
+too, so that a file the lab writes always loads), store.py (folders: versioned saves, listing, deleting).
 They import the model, data, cost and training modules of the lab, never the server's pages.
 Every public name is importable from lab.training.checkpoints.
 """
 
+from lab.training.checkpoints.entries import (  # noqa: F401 - the package's public names
+    FORMAT,
+    FORMAT_VERSION,
+    MAX_ELAPSED_SECONDS,
+    AdamWSettings,
+    Event,
+    Extra,
+    Metadata,
+    Metrics,
+    TrainingStateHeader,
+)
 from lab.training.checkpoints.format import (  # noqa: F401 - the package's public names
     FLOAT_DTYPES,
     MAX_CHECKPOINT_BYTES,
@@ -47,15 +59,8 @@ from lab.training.checkpoints.format import (  # noqa: F401 - the package's publ
     why_not_resumable,
 )
 from lab.training.checkpoints.header import (  # noqa: F401 - the package's public names
-    FORMAT,
-    FORMAT_VERSION,
-    MAX_ELAPSED_SECONDS,
-    AdamWSettings,
     CheckpointError,
-    Event,
     Header,
-    Metrics,
-    TrainingStateHeader,
     read_header,
     version_number,
 )

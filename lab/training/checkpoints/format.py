@@ -16,7 +16,8 @@ import lab
 from lab.data import read_at_most
 from lab.nets.cost import FLOAT_BYTES, parameter_count
 from lab.nets.models import build_model, config_to_dict, conventions
-from lab.training.checkpoints.header import FORMAT, FORMAT_VERSION, CheckpointError, read_header
+from lab.training.checkpoints.entries import FORMAT, FORMAT_VERSION
+from lab.training.checkpoints.header import CheckpointError, check_metadata_strings, read_header
 from lab.training.train import TrainingState, resolve_device
 
 MAX_CHECKPOINT_BYTES = 200 * 2**20  # the biggest upload we parse (Scribe-gamma is 58 MB)
@@ -35,7 +36,8 @@ class Checkpoint:
 
 def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, extra=None, training_state=None):
     """Serialise a model and everything needed to use it (and, given a training_state, to continue
-    training it) into safetensors bytes."""
+    training it) into safetensors bytes. The header is checked as loading checks it, so that what the
+    lab writes always loads: CheckpointError, naming the entry, for metrics or extra it would refuse."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     metadata = {
         "format": FORMAT,
@@ -62,10 +64,12 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
                 "rng": sorted(training_state.rng),
             }
         )
+    read_header(metadata, name or "checkpoint")
     return save_safetensors_bytes(tensors, metadata)
 
 
 _MOMENTS = ("exp_avg", "exp_avg_sq", "step")  # AdamW's state for one parameter
+_TRAINING_PREFIXES = ("optim.", "rng.")  # a TrainingState's tensors are named so (_training_tensors)
 
 
 def _training_tensors(state):
@@ -122,6 +126,7 @@ def _parse(data, source):
         header_len = int.from_bytes(data[:8], "little")
         metadata = json.loads(data[8 : 8 + header_len]).get("__metadata__") or {}
     except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError, RecursionError, AttributeError) as e:
+        check_metadata_strings(data, source)
         if data[:1] == b"\x80" or data[:2] == b"PK":  # pickle protocol 2+ / torch.save's zip
             raise CheckpointError(
                 f"{source}: not an RNN Lab checkpoint: it is a pickle or torch.save file, "
@@ -158,14 +163,11 @@ def load_checkpoint(source, device="auto"):
     with torch.device("meta"):  # shapes only: the config passed lab.nets.cost's limits, this allocates nothing
         skeleton = build_model(header.config)
     expected = skeleton.state_dict()
-    training_state = None
-    if header.training_state is not None:  # its tensors are taken out first: what is left must be the weights
-        training_state = _training_state(
-            tensors, header.training_state, dict(skeleton.named_parameters()), header.metrics.get("history", []), label
-        )
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    wrong = sorted(k for k in set(expected) & set(tensors) if expected[k].shape != tensors[k].shape)
+    # the weights first (a config edited to another architecture is named as such), then the training state
+    weights = {k for k in tensors if header.training_state is None or not k.startswith(_TRAINING_PREFIXES)}
+    missing = sorted(set(expected) - weights)
+    unexpected = sorted(weights - set(expected))
+    wrong = sorted(k for k in set(expected) & weights if expected[k].shape != tensors[k].shape)
     if missing or unexpected or wrong:
         detail = "; ".join(
             f"{what}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
@@ -173,6 +175,11 @@ def load_checkpoint(source, device="auto"):
             if keys
         )
         raise CheckpointError(f"{label}: weights do not match the architecture in its config ({detail})")
+    training_state = None
+    if header.training_state is not None:  # its tensors are taken out: what is left are the weights
+        training_state = _training_state(
+            tensors, header.training_state, dict(skeleton.named_parameters()), header.metrics.get("history", []), label
+        )
     wrong_type = sorted(k for k, t in tensors.items() if t.dtype not in FLOAT_DTYPES)
     if wrong_type:
         raise CheckpointError(
@@ -240,7 +247,7 @@ def _training_state(tensors, state, parameters, history, label):
         optimizer[name] = moments
     shapes = {"torch": (None, _RNG_STATE_BYTES), "data": (_RNG_STATE_BYTES,), "cuda": (None, None)}
     rng = {name: entry(f"rng.{name}", shapes[name], torch.uint8) for name in state["rng"]}
-    leftover = sorted(k for k in tensors if k.startswith(("optim.", "rng.")))
+    leftover = sorted(k for k in tensors if k.startswith(_TRAINING_PREFIXES))
     if leftover:
         raise CheckpointError(f"{label}: training state entry {leftover[0]!r} is not listed in its header")
     train_loss = math.nan if state["train_loss"] is None else state["train_loss"]

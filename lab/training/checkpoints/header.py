@@ -4,20 +4,23 @@ refused with one line naming the entry."""
 
 import json
 import re
-import reprlib
 from dataclasses import dataclass
-from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
 from lab.data import DataError, tokenizer_from_state
 from lab.errors import LabError
 from lab.nets.cost import check_model_size
 from lab.nets.models import config_from_dict
-from lab.schema import STRICT, refusal
-
-FORMAT = "rnnlab-checkpoint"
-FORMAT_VERSION = "1"
+from lab.schema import describe_unprintable, refusal, unprintable
+from lab.training.checkpoints.entries import (
+    CONVENTIONS,
+    FORMAT,
+    Extra,
+    Metadata,
+    Metrics,
+    TrainingStateHeader,
+)
 
 
 class CheckpointError(LabError):
@@ -41,14 +44,28 @@ class Header:
     training_state: dict = None  # the JSON half of a resumable checkpoint's TrainingState, checked
 
 
-def _json_field(metadata, key, source, kind, default=None):
-    """A JSON-encoded header entry, decoded and of the expected kind (dict, list, or None allowed too)."""
-    if key not in metadata and default is not None:
-        return default
+def check_metadata_strings(head, source):
+    """A safetensors file's first bytes (its length and JSON header) -> CheckpointError naming the
+    metadata entry that is not a printable string, which safetensors itself refuses without naming it
+    (a number, or an escaped lone surrogate); None when there is none or the header cannot be read."""
+    try:
+        metadata = json.loads(head[8 : 8 + int.from_bytes(head[:8], "little")]).get("__metadata__") or {}
+    except (ValueError, RecursionError, AttributeError):
+        return
+    for key, value in metadata.items() if isinstance(metadata, dict) else ():
+        if not isinstance(value, str):
+            raise CheckpointError(f"{source}: checkpoint metadata {key!r} must be a string, not {_json_kind(value)}")
+        if unprintable(key + value):
+            raise CheckpointError(
+                f"{source}: checkpoint metadata {key!r} {describe_unprintable(unprintable(key + value))}"
+            )
+
+
+def _json_field(metadata, key, source, kind):
+    """A JSON-encoded header entry (Metadata checked it is there), decoded and of the expected kind
+    (dict, list, or None allowed too)."""
     try:
         value = json.loads(metadata[key])
-    except KeyError:
-        raise CheckpointError(f"{source}: checkpoint metadata {key!r} is missing") from None
     except (ValueError, RecursionError) as e:  # JSONDecodeError, an over-long integer, nesting too deep
         raise CheckpointError(f"{source}: checkpoint metadata {key!r} is not valid JSON ({e})") from None
     if not isinstance(value, kind):
@@ -67,93 +84,10 @@ def _json_kind(value):
     )
 
 
-# The JSON a checkpoint carries, declared: lab.schema's rules (strict types, finite where it matters)
-Count = Annotated[int, Field(ge=0)]
-Number = Annotated[float, Field(allow_inf_nan=True)]  # a diverged run's history records NaN losses
-MAX_ELAPSED_SECONDS = 10**9  # 31 years: a longer "elapsed" is an edited file, and the schedule divides by it
-Unit = Annotated[float, Field(ge=0, le=1)]
-
-
-class Event(BaseModel):
-    """One entry of a run's history: every chart of it is drawn over its steps."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-    step: Count
-    type: str = None
-    epoch: Number = None
-    elapsed: Number = None
-    train_loss: Number = None
-    lr: Number = None
-    grad_norm: Number = None
-
-    @model_validator(mode="after")
-    def _validation_figures_are_numbers(self):
-        for key, value in self.model_extra.items():
-            if key.startswith("val_") and (not isinstance(value, (int, float)) or isinstance(value, bool)):
-                raise ValueError(f"{key} must be a number, got {reprlib.repr(value)}")
-        return self
-
-
-class Metrics(BaseModel):
-    """The metrics entries the CLI and the pages compute with; others are kept as they are."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-    steps: Count = None
-    elapsed: Number = None
-    reason: str = None
-    corpus: str = None
-    train_config: dict = None
-    history: list[Event] = None
-
-
-class AdamWSettings(BaseModel):
-    """AdamW's settings as lab.training.train saves them. A resumed run restores them, so each is checked:
-    amsgrad, maximize, capturable or differentiable would make it train differently or not at all."""
-
-    model_config = STRICT
-    lr: Unit
-    initial_lr: Unit = None
-    betas: Annotated[
-        tuple[Annotated[float, Field(ge=0, lt=1)], Annotated[float, Field(ge=0, lt=1)]], Field(strict=False)
-    ]
-    eps: Annotated[float, Field(gt=0, le=1e-3)]
-    weight_decay: Unit
-    amsgrad: Literal[False] = False
-    maximize: Literal[False] = False
-    capturable: Literal[False] = False
-    differentiable: Literal[False] = False
-    foreach: Optional[bool] = None
-    fused: Optional[bool] = None
-    decoupled_weight_decay: Literal[True] = True
-
-
-RandomGenerator = Literal["torch", "data", "cuda"]  # dropout (CPU, CUDA) and the batch sampler
-
-
-class TrainingStateHeader(BaseModel):
-    """The JSON half of a resumable checkpoint's TrainingState (the tensors are checked on loading)."""
-
-    model_config = STRICT
-    step: Annotated[int, Field(ge=0, le=10**9)]
-    elapsed: Annotated[float, Field(ge=0, le=MAX_ELAPSED_SECONDS)]
-    train_loss: Optional[float]
-    hyperparameters: AdamWSettings
-    optimizer: list[str]  # parameter names, distinct
-    rng: list[RandomGenerator]
-
-    @model_validator(mode="after")
-    def _names_are_distinct_and_complete(self):
-        if len(set(self.optimizer)) != len(self.optimizer):
-            raise ValueError("optimizer names a parameter twice")
-        if not {"torch", "data"} <= set(self.rng):
-            raise ValueError(f"rng must name the generators 'torch' and 'data', got {self.rng}")
-        return self
-
-
 def _validated(schema, value, source, what):
-    """`value` checked against a pydantic schema, or CheckpointError naming the entry."""
+    """`value` checked against a pydantic model or TypeAdapter, or CheckpointError naming the entry."""
     try:
-        schema.model_validate(value)
+        (getattr(schema, "model_validate", None) or schema.validate_python)(value)
     except ValidationError as error:
         raise refusal(error, CheckpointError, f"{source}: checkpoint {what} ") from None
     return value
@@ -170,32 +104,28 @@ def _check_training_state(metadata, source):
 def read_header(metadata, source):
     """Validate a checkpoint's whole metadata (a dict of strings) and decode it into a Header.
 
-    Raises CheckpointError with one line naming the first field that is missing or of the
-    wrong shape or type, or a config beyond this server's cost limits (lab.nets.cost)."""
+    Raises CheckpointError with one line naming the first field that is missing, unknown, or of the
+    wrong shape, type or range, or a config beyond this server's cost limits (lab.nets.cost)."""
     if metadata.get("format") != FORMAT:
         raise CheckpointError(f"{source}: a safetensors file, but not an RNN Lab checkpoint (no {FORMAT!r} header)")
-    version = metadata.get("version") or "0"
-    if version_number(version) is None:
-        raise CheckpointError(f"{source}: checkpoint metadata 'version' must be a whole number, not {version[:20]!r}")
+    _validated(Metadata, metadata, source, "metadata")
     config_dict = _json_field(metadata, "config", source, dict)
-    tokenizer_state = _json_field(metadata, "tokenizer", source, (dict, type(None)), default={})
-    metrics = _json_field(metadata, "metrics", source, dict, default={})
-    extra = _json_field(metadata, "extra", source, dict, default={})
-    names = _json_field(metadata, "conventions", source, list, default=[])
-    if not all(isinstance(n, str) for n in names):
-        raise CheckpointError(f"{source}: checkpoint metadata 'conventions' must be a list of strings")
-    _validated(Metrics, metrics, source, "metrics")
+    tokenizer_state = _json_field(metadata, "tokenizer", source, (dict, type(None)))
+    metrics = _validated(Metrics, _json_field(metadata, "metrics", source, dict), source, "metrics")
+    extra = _validated(Extra, _json_field(metadata, "extra", source, dict), source, "extra")
+    _validated(CONVENTIONS, _json_field(metadata, "conventions", source, list), source, "conventions")
     training_state = _check_training_state(metadata, source)
     try:
         config = config_from_dict(config_dict)
         check_model_size(config)
-        tokenizer = tokenizer_from_state(tokenizer_state) if tokenizer_state else None
+        tokenizer = tokenizer_from_state(tokenizer_state) if tokenizer_state is not None else None
     except (ValueError, DataError) as e:  # CostError and DataError are ValueErrors
         raise CheckpointError(f"{source}: checkpoint config or tokenizer is invalid: {e}") from None
     if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
         raise CheckpointError(
-            f"{source}: tokenizer has {tokenizer.vocab_size} tokens but the model expects {config.vocab_size}"
+            f"{source}: checkpoint config vocab_size: the model expects {config.vocab_size} tokens but the "
+            f"tokenizer has {tokenizer.vocab_size}"
         )
-    meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
+    meta = {k: metadata[k] for k in ("name", "version", "timestamp", "lab_version")}
     meta["extra"] = extra
     return Header(config, config_dict, tokenizer, metrics, meta, training_state)

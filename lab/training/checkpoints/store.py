@@ -1,6 +1,7 @@
 """Checkpoints in folders: versioned saves (name_vN and name_latest) that several sessions may make at
 once, listing, and deleting. See lab.training.checkpoints for how a save stays whole."""
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -16,11 +17,12 @@ from safetensors import SafetensorError, safe_open
 
 from lab.errors import LabError
 from lab.training.checkpoints.format import checkpoint_bytes
-from lab.training.checkpoints.header import CheckpointError, read_header, version_number
+from lab.training.checkpoints.header import CheckpointError, check_metadata_strings, read_header, version_number
 
 SUFFIX = ".safetensors"
 BUNDLED_DIR = Path(__file__).resolve().parents[3] / "checkpoints"
 _VERSIONED = re.compile(r"^(?P<name>.+)_v(?P<version>\d+)$")
+_MAX_HEADER_BYTES = 100 * 2**20  # safetensors' own limit on a header
 TEMP_GLOB = ".*~*.tmp"  # "~" is never in a sanitized name, so these are only ever our temporary files
 
 
@@ -228,6 +230,9 @@ def read_info(path, bundled=False):
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
     except (SafetensorError, OSError, ValueError) as e:
+        with contextlib.suppress(OSError), open(path, "rb") as f:  # which entry, where safetensors does not say
+            length = f.read(8)
+            check_metadata_strings(length + f.read(min(int.from_bytes(length, "little"), _MAX_HEADER_BYTES)), path.name)
         raise CheckpointError(f"{path.name}: not an RNN Lab checkpoint ({e})") from None
     header = read_header(metadata, path.name)
     stem = path.name[: -len(SUFFIX)]
