@@ -365,6 +365,7 @@ def test_gates_empty_text_is_an_error():
 
 
 MEMORY_SECTION_CHARTS = {  # each section of the Memory page -> the charts it draws, and it alone
+    "reach": ["memory_reach_chart"],
     "units": ["memory_spread_chart", "memory_band_chart"],
     "analytic": ["memory_gk_chart"],
     "gradients": ["memory_grad_trained", "memory_grad_fresh"],
@@ -569,16 +570,25 @@ def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypat
     import ui.warm_up
 
     join_warm_up()
-    calls = count_calls(monkeypatch, ("trace_text", "gradient_through_time"))
-    for cached in (ui.cached_calls.cached_trace, ui.cached_calls.cached_retention, ui.cached_calls.cached_gradient):
+    calls = count_calls(monkeypatch, ("trace_text", "gradient_through_time", "change_reach"))
+    for cached in (
+        ui.cached_calls.cached_trace,
+        ui.cached_calls.cached_retention,
+        ui.cached_calls.cached_gradient,
+        ui.cached_calls.cached_reach,
+    ):
         cached.clear()
     ui.warm_up.memory_page_defaults()
     assert calls.count("trace_text") == 4 and calls.count("gradient_through_time") == 10, calls
+    assert calls.count("change_reach") == 5, calls  # one model of each cell
     calls.clear()
     at = page(MEMORY).run()
     no_exception(at)
+    assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["reach"])
+    at.radio(key="memory_section").set_value("units").run()  # the sections a student opens next
+    no_exception(at)
     assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["units"])
-    at.radio(key="memory_section").set_value("gradients").run()  # the section a student opens next
+    at.radio(key="memory_section").set_value("gradients").run()
     no_exception(at)
     assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["gradients"])
     assert calls == []
