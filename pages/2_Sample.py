@@ -15,7 +15,7 @@ from lab.instruments.sampling import (
     encode_prompt,
     repetition_report,
 )
-from ui.cached_calls import cached_generation, cached_influence, checkpoint_key
+from ui.cached_calls import cached_generation, cached_influence, checkpoint_key, reference_model
 from ui.cell_labels import cell_label, checkpoint_cell
 from ui.checkpoint_picker import checkpoint_picker
 from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
@@ -27,10 +27,10 @@ from ui.sample_views import (
     STRATEGY_TITLES,
     latest_val_loss,
     mean,
-    next_token_figure,
     repetition_markdown,
     strategy_config,
 )
+from ui.typing_box import bars_data, proposed_text, typing_box
 
 setup_page("Sample")
 st.title("💬 Sample")
@@ -68,10 +68,6 @@ SETTINGS = {
     "typed": (Field("text", "Typed text", high=MAX_PROMPT_CHARS), "sample_typed"),
 }
 restore_from_url(SETTINGS, DEFAULTS)
-
-
-def type_token(text):
-    st.session_state.sample_typed += text
 
 
 top = st.columns([1.2, 2, 1, 1])
@@ -276,36 +272,57 @@ def typing(checkpoint):
     """The next character as you type, the state carried: each key press reruns this part only."""
     st.divider()
     st.subheader("⌨️ What comes next? Type and watch")
-    typed = st.text_input(
-        "Your text (press Enter to read it)",
-        key="sample_typed",
-        max_chars=MAX_PROMPT_CHARS,
-        help="The model reads only what you added since the last time, from the state it carried.",
-    )
-    reader_key = ("sample_typing_reader", checkpoint_key(checkpoint))
+    proposal, n = proposed_text("sample_typing_box"), None
+    if proposal is not None:
+        if proposal[1] != st.session_state.get("_sample_typing_applied"):
+            st.session_state._sample_typing_applied = proposal[1]  # each key press once
+            st.session_state.sample_typed = proposal[0][:MAX_PROMPT_CHARS]
+        if st.session_state.sample_typed == proposal[0]:
+            n = proposal[1]
+    typed = st.session_state.sample_typed
+    reader_key = checkpoint_key(checkpoint)
     if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model
-        st.session_state.sample_typing_reader = (reader_key, TypingReader(checkpoint.model, checkpoint.tokenizer))
+        model = reference_model(*reader_key)  # shared by every session: a reader holds only its state
+        st.session_state.sample_typing_reader = (reader_key, TypingReader(model, checkpoint.tokenizer))
     reader = st.session_state.sample_typing_reader[1]
     probs = None
     with user_errors("Reading"):
         probs = reader.read(typed)
-    if probs is not None:
-        top5 = next_tokens(probs, checkpoint.tokenizer, k=5)
-        bars, typing_buttons = st.columns([3, 1])
-        bars.plotly_chart(next_token_figure(top5), key="sample_next_chart")
-        with typing_buttons:
-            st.caption("Type the next one:")
-            for n, row in enumerate(top5.itertuples()):
-                st.button(f"+ {piece_label(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
-        if reader.new_tokens == len(reader.ids):
-            st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
-        else:
-            st.caption(
-                f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
-                f"state ({len(reader.ids)} read since the start): one step per new character, however long "
-                "the text."
-            )
+    bars = [] if probs is None else bars_data(next_tokens(probs, checkpoint.tokenizer, k=5))
+    if probs is None:
+        note = "Nothing read: take out the characters named above to see what comes next."
+    elif reader.new_tokens == len(reader.ids):
+        note = f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end."
+    else:
+        note = (
+            f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried state "
+            f"({len(reader.ids)} read since the start): one step per new character, however long the text."
+        )
+    typing_box(
+        typed,
+        n=n,
+        bars=bars,
+        keep=keep_rows(reader) if probs is not None else [],
+        note=note,
+        max_chars=MAX_PROMPT_CHARS,
+        key="sample_typing_box",
+        label="Your text: the likeliest next tokens follow each key press",
+    )
+    st.caption(
+        "Green: the likeliest next tokens after your text (click one to type it). Blue: how much of its memory "
+        "each layer keeps at your last character, averaged over its units."
+    )
     mirror_to_url(SETTINGS, DEFAULTS)
+
+
+def keep_rows(reader):
+    """Each recurrent layer's keep gate at the last token read, as the typing box's blue bars."""
+    return [
+        {"label": f"layer {l + 1} keeps", "value": keep}
+        if keep is not None
+        else {"label": f"layer {l + 1}: no keep gate (a vanilla RNN overwrites its state at every step)", "value": None}
+        for l, keep in enumerate(reader.keep)
+    ]
 
 
 samples(checkpoint, prompt)

@@ -1,5 +1,6 @@
-"""Memory: how long each cell remembers, in four sections, one on the screen at a time (chosen at the
-top, kept in the link): measured retention of the keep gates as a spread over the units (the typical
+"""Memory: how long each cell remembers, in five sections, one on the screen at a time (chosen at the
+top, kept in the link): how far a changed token travels in each model's state (one measure for every cell,
+the vanilla RNN's included: the first view compares them all); measured retention of the keep gates as a spread over the units (the typical
 unit forgets within a step or two, a few units keep half for over 100 tokens) with the longest
 memories coloured on the text; the analytic g^k picture and bias half-lives; gradients through time;
 the delayed-recall probe. Only the section shown is computed and drawn. Each section is a fragment:
@@ -18,7 +19,7 @@ from lab.instruments.memory import (
     memory_spread,
 )
 from lab.nets.cells import CELLS
-from ui.cached_calls import cached_gradient, cached_retention, cached_trace, checkpoint_key
+from ui.cached_calls import cached_gradient, cached_reach, cached_retention, cached_trace, checkpoint_key
 from ui.cell_labels import cell_label
 from ui.checkpoint_picker import checkpoint_infos
 from ui.coloured_text import activation_html
@@ -32,9 +33,11 @@ from ui.memory_charts import (
     longest_memory_layer,
     memory_spread_figure,
     memory_spread_sentence,
+    reach_figure,
+    reach_sentence,
     retention_band_figure,
 )
-from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
+from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
 from ui.memory_probe import probe_section
 from ui.plain_text import plain, user_errors
 
@@ -46,10 +49,11 @@ st.caption(
     "Then a task that needs memory and nothing else."
 )
 SECTIONS = {  # URL value -> what the choice at the top says
-    "units": "1 · How long each unit remembers",
-    "analytic": "2 · A keep gate held constant",
-    "gradients": "3 · Gradients through time",
-    "probe": "4 · A task that needs memory",
+    "reach": "1 · How far a change travels",
+    "units": "2 · How long each unit remembers",
+    "analytic": "3 · A keep gate held constant",
+    "gradients": "4 · Gradients through time",
+    "probe": "5 · A task that needs memory",
 }
 
 G_VALUES = [0.5, 0.731, 0.9, 0.99, 0.999, 0.9999, 0.99999]
@@ -97,7 +101,7 @@ SETTINGS = {
     "probe_cell": (Field("choice", "Probe cell", choices=tuple(CELLS)), "memory_probe_cell"),
 }
 DEFAULTS = {
-    "section": "units",
+    "section": "reach",
     "text": TEXT,
     "lag": 128,
     "g": 0.99,
@@ -130,16 +134,48 @@ def model_label(name):
 
 # ---------------------------------------------------------------------------
 @st.fragment
+def change_reach_view():
+    """Every model's memory measured one way, the vanilla RNN's included: how far a changed token travels."""
+    st.header(SECTIONS["reach"])
+    st.markdown(
+        "Change one token of a text and let each model read both versions. How much of the difference is "
+        "still in its state $k$ tokens later? A state that forgets lets the change fade; a state that remembers "
+        "carries it. The same measure for every cell, gates or none."
+    )
+    chosen = st.session_state.setdefault("memory_reach_checkpoints", [n for n in REACH_MODELS if n in by_name])
+    chosen = [name for name in chosen if name in by_name]
+    curves = []
+    for name in chosen:
+        with user_errors(f"Following a change through {model_label(name)}"):
+            reach = cached_reach(*key_of(name), st.session_state.memory_text, REACH_LAG)
+            curves.append((model_label(name), by_name[name].cell, reach))
+    if curves:
+        st.plotly_chart(reach_figure(curves), key="memory_reach_chart")
+        st.markdown(f"**What the chart shows.** {reach_sentence(curves)}")
+        st.caption(
+            f"Each line: the median over {curves[0][2].changes} changes spread over the text, each to a token "
+            "drawn at random. The state is the last layer's, the one every prediction is read from; a line ends "
+            "where less than 0.01% of the change is left."
+        )
+    with st.expander("The text and the models"):
+        st.text_area("Text the models read", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS)
+        st.multiselect("Checkpoints", list(by_name), key="memory_reach_checkpoints")
+    mirror()
+
+
+# ---------------------------------------------------------------------------
+@st.fragment
 def unit_memory(text):
     """How long each unit remembers: the spread over units, the sentence it supports, the longest memories."""
-    st.header("1 · How long each unit remembers")
+    st.header(SECTIONS["units"])
     st.markdown(
         "Every gated cell multiplies its old memory by a keep factor $a_t$ per unit: "
         "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
         "$a_{t+1} \\cdots a_{t+k}$, averaged here over every start $t$ in the text. A unit's **half-life** "
         "is the first $k$ at which less than half survives. Keep factors: "
         + ", ".join(f"{cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
-        + ". The vanilla RNN has no keep gate: its memory shows only in the gradients (section 3)."
+        + ". The vanilla RNN has no keep gate: section 1 measures its memory with the others', and so do the "
+        "gradients (section 4)."
     )
     cols = st.columns([3, 1])
     chosen = cols[0].multiselect(
@@ -151,7 +187,7 @@ def unit_memory(text):
         if by_name[name].cell == "rnn":
             st.info(
                 f"**{name}** is a vanilla RNN: it has no keep gate, so there is no retention to measure. "
-                "Its memory shows in the gradients through time below."
+                "Section 1 follows a change through its state, and section 4 its gradients."
             )
             continue
         with user_errors(f"Retention of {name}"):
@@ -241,7 +277,7 @@ def constant_gate_anchors():
 
 @st.fragment
 def analytic():
-    st.header("2 · The analytic picture: g to the power k")
+    st.header("3 · The analytic picture: g to the power k")
     left, right = st.columns([2, 1])
     with left:
         g = st.select_slider("Keep gate held constant at g", G_VALUES, key="memory_g")
@@ -288,7 +324,7 @@ def bias_table():
 # ---------------------------------------------------------------------------
 @st.fragment
 def gradients(text):
-    st.header("3 · Gradients through time")
+    st.header(SECTIONS["gradients"])
     st.markdown(
         "$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
         "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of a vanilla RNN trained "
@@ -325,13 +361,15 @@ def gradients(text):
             "Distance 0 is the step whose output feeds the loss directly. A steep fall means a step far back "
             "barely moves the last prediction; a flat curve means it still does. A curve that leaves the "
             "bottom of the chart has underflowed to 0 in float32. A gated cell's gradient reaches far back "
-            "along its few long-memory units (section 1)."
+            "along its few long-memory units (section 2)."
         )
     mirror()
 
 
 # ---------------------------------------------------------------------------
-if section == "units":
+if section == "reach":
+    change_reach_view()
+elif section == "units":
     unit_memory(text)
 elif section == "analytic":
     constant_gate_anchors()

@@ -18,6 +18,8 @@ import streamlit as st
 from helpers import join_warm_up
 from streamlit.testing.v1 import AppTest
 
+from ui import typing_box
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -103,25 +105,50 @@ def test_sample_traces_a_generated_character_back_to_what_drove_it():
     assert [box for box in coloured_texts(at) if "outline: 2px solid" in box][0].count("influence ") == 7 + 4
 
 
-def test_sample_next_character_bars_follow_the_typing_with_the_state_carried():
+def typing_shown(at):
+    """What the Sample page's typing box was given to draw: its text, bars, keep gates and note."""
+    (component,) = [c for c in at.get("bidi_component") if c.proto.component_name.endswith(typing_box.NAME)]
+    return json.loads(component.proto.mixed.json or component.proto.json)
+
+
+def press_keys(at, text, n):
+    """What the typing box sends on a key press: the whole text, and a number new for each press."""
+    at.session_state["sample_typing_box"] = {"typed": {"text": text, "n": n}}
+    return at.run()
+
+
+def test_sample_next_character_bars_follow_every_key_press_with_the_state_carried():
     at = page(SAMPLE, sample_tokens=20).run()
     no_exception(at)
-    assert any(k.endswith("sample_next_chart") for k in chart_keys(at))
-    typed = at.text_input(key="sample_typed").value
-    assert f"Read all {len(typed)} tokens from the zero state" in " ".join(c.value for c in at.caption)
-    likeliest = at.button(key="sample_type_0")
-    likeliest.click().run()
+    shown = typing_shown(at)
+    typed = shown["text"]
+    assert typed == at.session_state["sample_typed"] and shown["n"] is None  # the page's own text
+    assert f"Read all {len(typed)} tokens from the zero state" in shown["note"]
+    bars = shown["bars"]
+    assert len(bars) == 5 and [b["p"] for b in bars] == sorted((b["p"] for b in bars), reverse=True)
+    press_keys(at, typed + bars[0]["text"], 1)  # one key: the likeliest next character
     no_exception(at)
-    assert len(at.text_input(key="sample_typed").value) == len(typed) + 1
-    assert "Read 1 new token from the carried state" in " ".join(c.value for c in at.caption)
-    at.text_input(key="sample_typed").set_value("ROMEO").run()  # an edit, not an extension: read again
-    assert "Read all 5 tokens from the zero state" in " ".join(c.value for c in at.caption)
-    bars = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("sample_next_chart"))
-    probabilities = [float(p.rstrip("%")) for p in json.loads(bars.proto.spec)["data"][0]["text"]]  # "45.2%"
-    assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
-    at.text_input(key="sample_typed").set_value("snow ☃").run()
+    shown = typing_shown(at)
+    assert shown["text"] == typed + bars[0]["text"] and shown["n"] == 1
+    assert "Read 1 new token from the carried state" in shown["note"]
+    assert shown["bars"] != bars
+    assert at.query_params["typed"] in (shown["text"], [shown["text"]])  # the link keeps it
+    keep = shown["keep"]  # the default model's two GRU layers, each keeping a share of its memory
+    assert len(keep) == 2 and all(0 < k["value"] < 1 for k in keep)
+    press_keys(at, "ROMEO", 2)  # an edit, not an extension: read again
+    assert "Read all 5 tokens from the zero state" in typing_shown(at)["note"]
+    press_keys(at, "ROMEO", 2)  # the same press again changes nothing
+    assert at.session_state["sample_typed"] == "ROMEO"
+    press_keys(at, "snow ☃", 3)
     no_exception(at)
-    assert "☃" in errors(at)
+    assert "☃" in errors(at) and typing_shown(at)["bars"] == []
+
+
+def test_sample_typing_box_shows_a_vanilla_rnn_has_no_keep_gate():
+    at = page(SAMPLE, sample_tokens=20, sample_checkpoint="char-rnn_latest").run()
+    no_exception(at)
+    (layer,) = typing_shown(at)["keep"]
+    assert layer["value"] is None and "no keep gate" in layer["label"]
 
 
 def test_sample_names_unknown_prompt_characters():
@@ -338,6 +365,7 @@ def test_gates_empty_text_is_an_error():
 
 
 MEMORY_SECTION_CHARTS = {  # each section of the Memory page -> the charts it draws, and it alone
+    "reach": ["memory_reach_chart"],
     "units": ["memory_spread_chart", "memory_band_chart"],
     "analytic": ["memory_gk_chart"],
     "gradients": ["memory_grad_trained", "memory_grad_fresh"],
@@ -542,16 +570,25 @@ def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypat
     import ui.warm_up
 
     join_warm_up()
-    calls = count_calls(monkeypatch, ("trace_text", "gradient_through_time"))
-    for cached in (ui.cached_calls.cached_trace, ui.cached_calls.cached_retention, ui.cached_calls.cached_gradient):
+    calls = count_calls(monkeypatch, ("trace_text", "gradient_through_time", "change_reach"))
+    for cached in (
+        ui.cached_calls.cached_trace,
+        ui.cached_calls.cached_retention,
+        ui.cached_calls.cached_gradient,
+        ui.cached_calls.cached_reach,
+    ):
         cached.clear()
     ui.warm_up.memory_page_defaults()
     assert calls.count("trace_text") == 4 and calls.count("gradient_through_time") == 10, calls
+    assert calls.count("change_reach") == 5, calls  # one model of each cell
     calls.clear()
     at = page(MEMORY).run()
     no_exception(at)
+    assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["reach"])
+    at.radio(key="memory_section").set_value("units").run()  # the sections a student opens next
+    no_exception(at)
     assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["units"])
-    at.radio(key="memory_section").set_value("gradients").run()  # the section a student opens next
+    at.radio(key="memory_section").set_value("gradients").run()
     no_exception(at)
     assert drawn_charts(at) == sorted(MEMORY_SECTION_CHARTS["gradients"])
     assert calls == []

@@ -294,6 +294,68 @@ def test_gates_dragging_over_a_word_shows_the_units_that_fire_on_it(server, brow
         context.close()
 
 
+TYPING_BOX = ".st-key-sample_typing_box"  # the Sample page's text box whose bars follow each key press
+TYPING_SHOWN_JS = f"""() => {{
+    const root = document.querySelector('{TYPING_BOX} .rnnlab-typing');
+    if (!root) return null;
+    return {{
+        text: root.querySelector('textarea').value,
+        bars: [...root.querySelectorAll('.rnnlab-typing-bar .label')].map(e => e.textContent).join('|'),
+        note: root.querySelector('.rnnlab-typing-note').textContent,
+        stale: root.querySelector('.rnnlab-typing-bars').classList.contains('stale'),
+    }};
+}}"""
+
+
+def test_sample_next_character_bars_follow_each_key_press_without_enter(server, browser):
+    """At 1366×768 a student types into the Sample page's box: each key press, with no Enter, brings
+    the bars for the text as it now is, read one step from the carried state, and only the typing part
+    of the page reruns; clicking a bar types its token."""
+    context = browser.new_context(viewport=LAPTOP)
+    try:
+        page = context.new_page()
+        ends = record_script_ends(page)
+        open_page(page, f"{server.url}/Sample")
+        box = page.locator(f"{TYPING_BOX} textarea")
+        box.scroll_into_view_if_needed()
+        page.wait_for_function(f"() => ({TYPING_SHOWN_JS})()?.bars.length > 0")
+        before = page.evaluate(TYPING_SHOWN_JS)
+        assert "from the zero state" in before["note"]
+        ends.clear()
+        box.click()
+        box.press("End")
+        box.press("e")  # a key, no Enter
+        page.wait_for_function(
+            f"text => {{ const s = ({TYPING_SHOWN_JS})(); return s.text === text && !s.stale"
+            " && s.note.startsWith('Read 1 new token'); }",
+            arg=before["text"] + "e",
+        )
+        after = page.evaluate(TYPING_SHOWN_JS)
+        assert after["bars"] != before["bars"]
+        for key in "re ":  # three quick presses: the last answer is for the whole text
+            box.press(key)
+        page.wait_for_function(
+            f"text => {{ const s = ({TYPING_SHOWN_JS})(); return s.text === text && !s.stale"
+            " && s.note.includes('new token'); }",
+            arg=before["text"] + "ere ",
+        )
+        page.wait_for_selector(SCRIPT_DONE)
+        assert ends and set(ends) <= {"fragment", "cut short"}, ends  # the typing part alone, never the page
+        first_bar = page.locator(f"{TYPING_BOX} .rnnlab-typing-bar").first
+        label = first_bar.locator(".label").inner_text()
+        first_bar.click()
+        page.wait_for_function(
+            f"n => {{ const s = ({TYPING_SHOWN_JS})(); return s.text.length === n && !s.stale; }}",
+            arg=len(before["text"] + "ere ") + 1,
+        )
+        assert page.evaluate(TYPING_SHOWN_JS)["text"].endswith(label.replace("␣", " ").replace("↵", "\n"))
+        page.wait_for_url("**typed=**")  # the link keeps the typed text
+        assert_no_exception(page, "Sample after typing")
+        screenshot(page, "sample-typing")
+    finally:
+        context.close()
+
+
 def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(browser, tmp_path):
     """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first,
     no automatic "app" entry) and the link's settings. The server prepared for it before it opened."""

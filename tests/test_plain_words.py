@@ -21,7 +21,7 @@ from streamlit.proto.Element_pb2 import Element as ElementProto
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Code, Dataframe, Expander, Html, Table, UnknownElement
 
-from ui import span_select
+from ui import span_select, typing_box
 from ui.common import PAGES
 from ui.lessons import LESSONS
 
@@ -60,7 +60,7 @@ EXEMPT = "For the curious"
 SKIPPED_FIELDS = {"id", "form_id", "page_script_hash", "arrow_data", "data", "spec", "columns"}
 # a custom component's name -> the fields of its data that carry a passage (the student's or the model's
 # text, read like an Html element's: not at all); the rest of its data, its labels, is read
-COMPONENT_PASSAGES = {span_select.NAME: {span_select.PASSAGE_FIELD}}
+COMPONENT_PASSAGES = {span_select.NAME: {span_select.PASSAGE_FIELD}, typing_box.NAME: set(typing_box.PASSAGE_FIELDS)}
 
 
 def proto_strings(message):

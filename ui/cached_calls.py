@@ -17,6 +17,7 @@ from lab.instruments.features import feature_values
 from lab.instruments.introspect import trace_text
 from lab.instruments.memory import MAX_RETENTION_LAG, gradient_through_time, retention
 from lab.instruments.prediction import input_influence
+from lab.instruments.reach import change_reach
 from lab.instruments.sampling import SamplingConfig, generate
 from lab.instruments.units import unit_correlations, unit_order
 from lab.nets.models import build_model, to_reference
@@ -99,6 +100,13 @@ def cached_retention(path, mtime, text):
     Retention (one per layer); `.up_to(k)` of one is the chart of a shorter lag, without measuring again."""
     trace = cached_trace(path, mtime, text)  # the Memory page colours the text by the same trace
     return [retention(trace, layer, max_lag=MAX_RETENTION_LAG) for layer in range(len(trace.layers))]
+
+
+@st.cache_data(max_entries=32, show_spinner="Changing a token and following the change…")
+def cached_reach(path, mtime, text, max_lag):
+    """lab.instruments.reach.change_reach of a checkpoint over a text."""
+    checkpoint = cached_checkpoint(path, mtime)
+    return change_reach(checkpoint.model, checkpoint.tokenizer, text, max_lag=max_lag)
 
 
 @st.cache_data(max_entries=32, show_spinner="Back-propagating through time…")

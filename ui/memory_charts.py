@@ -30,8 +30,7 @@ def memory_spread_figure(curves, spans=MEMORY_SPANS):
                 hovertemplate="after %{x} steps: %{y:.1%} of the units<extra>" + html.escape(name) + "</extra>",
             )
         )
-    for k in spans:  # a shape on a log axis is placed in log10 units
-        fig.add_vline(x=math.log10(k), line=dict(color="#999", dash="dot", width=1), annotation_text=f"{k} tokens")
+    guides(fig, spans, log_x=True)
     fig.update_layout(
         height=380,
         margin=dict(l=60, r=10, t=30, b=40),
@@ -40,6 +39,79 @@ def memory_spread_figure(curves, spans=MEMORY_SPANS):
         legend=dict(orientation="h", y=-0.2),
     )
     return fig
+
+
+def guides(fig, spans, log_x, unit="tokens"):
+    """A dotted line at each k of `spans`, labelled at its top. Plotly places a shape at its data value on
+    a log axis too, but an annotation there in log10 units: each is given what it reads."""
+    for k in spans:
+        fig.add_vline(x=k, line=dict(color="#999", dash="dot", width=1))
+        fig.add_annotation(
+            x=math.log10(k) if log_x else k,
+            y=1,
+            yref="paper",
+            yanchor="bottom",
+            text=f"{k} {unit}",
+            showarrow=False,
+            font=dict(color="#666", size=12),
+        )
+
+
+REACH_FLOOR = 1e-4  # the chart's bottom: a change kept below this share has, for the eye, gone
+
+
+def reach_figure(curves, spans=MEMORY_SPANS):
+    """How much of a one-token change still shows in the state k tokens later, one line per
+    model (lab.instruments.reach), a log scale for the share. curves: list of (name, cell, ChangeReach)."""
+    fig = go.Figure()
+    for name, cell, reach in curves:
+        fig.add_trace(
+            go.Scatter(
+                x=reach.lags,
+                y=np.where(reach.kept >= REACH_FLOOR, reach.kept, np.nan),  # below the floor: the line ends
+                mode="lines",
+                name=name,
+                line=dict(color=CELL_COLOURS.get(cell), width=3),
+                hovertemplate="after %{x} tokens: %{y:.2%} of the change<extra>" + html.escape(name) + "</extra>",
+            )
+        )
+    guides(fig, [k for k in spans if k <= max(len(r.lags) for _, _, r in curves)], log_x=False)
+    fig.update_layout(
+        height=360,
+        margin=dict(l=60, r=10, t=30, b=40),
+        xaxis=dict(title="k: tokens after the change", rangemode="tozero"),
+        yaxis=dict(
+            type="log", range=[math.log10(REACH_FLOOR), 0.05], title="share of the change still there", tickformat=".2%"
+        ),
+        legend=dict(orientation="h", y=-0.22),
+    )
+    return fig
+
+
+def reach_sentence(curves, share=0.01):
+    """What the reach chart shows, computed from it: which model lets a change fade soonest and which
+    carries it furthest, as the last k at which more than `share` of it is kept."""
+    if not curves:
+        return ""
+    travels = {name: reach.last_above(share) for name, _, reach in curves}
+    measured = {name: len(reach.lags) for name, _, reach in curves}
+    soonest, furthest = min(travels, key=travels.get), max(travels, key=travels.get)
+    words = f"more than {share:.0%} of it"
+
+    def how_far(name):
+        k = travels[name]
+        if k >= measured[name]:
+            return f"still keeps {words} after all {measured[name]} tokens measured"
+        if k == 0:
+            return f"keeps less than {share:.0%} of it one token later"
+        return f"keeps {words} for {k} token{'s' if k != 1 else ''}"
+
+    if travels[soonest] == travels[furthest]:
+        return f"Change one token: every model here {how_far(soonest)}. On this text they do not differ."
+    return (
+        f"Change one token: the **{soonest}** {how_far(soonest)}, the **{furthest}** {how_far(furthest)}. "
+        "A state that forgets lets a change fade; one that remembers carries it."
+    )
 
 
 def longest_memory_layer(layers):

@@ -1,5 +1,5 @@
 """What the Memory page shows before a student changes anything: its text and the bundled models of
-its two charts. The server computes these views in the background once a first page is drawn
+its charts. The server computes these views in the background once a first page is drawn
 (ui.warm_up), so they are here, where both can read them."""
 
 TEXT = (
@@ -10,4 +10,6 @@ TEXT = (
 )
 RETENTION_MODELS = ["char-gru-seed_latest", "char-gru-torch_latest", "char-lstm_latest", "char-scan_latest"]
 GRADIENT_MODELS = ["char-rnn_latest", *RETENTION_MODELS]
+REACH_MODELS = GRADIENT_MODELS  # one model of each cell, the vanilla RNN included
+REACH_LAG = 128  # the reach chart follows a change this many tokens, or to the end of a shorter text
 GRADIENT_STEPS = 100  # T: the gradient chart reads the text's first T + 1 characters

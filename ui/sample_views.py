@@ -1,13 +1,10 @@
 """What the Sample page shows beside its samples, and the reading lessons with it: the page's default
 settings and the sampling settings of each column, the strategies' titles, a checkpoint's last
-validation loss, the repetition report in words and the chart of the most
-likely next tokens (lab.instruments.sampling and prediction compute them)."""
+validation loss and the repetition report in words (lab.instruments.sampling computes them)."""
 
 import numpy as np
-import plotly.graph_objects as go
 
 from lab.instruments.sampling import SamplingConfig
-from ui.coloured_text import chart_piece
 
 STRATEGY_TITLES = {"greedy": "Greedy", "temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p (nucleus)"}
 # the Sample page's settings before a student changes any (its link leaves them out); ui.warm_up samples
@@ -72,26 +69,3 @@ def repetition_markdown(report):
     lines.append(f"- longest repeated passage: {report['longest_repeat_chars']} characters")
     lines.append(f"- {report['repeat_share']:.0%} of the words sit in a 4-word sequence that occurs twice or more")
     return "\n".join(lines)
-
-
-def next_token_figure(top):
-    """Horizontal bars of the most likely next tokens (lab.instruments.prediction.next_tokens), the likeliest on top."""
-    labels = [f"{chart_piece(p)} " for p in top["piece"]]
-    fig = go.Figure(
-        go.Bar(
-            x=top["probability"],
-            y=labels,
-            orientation="h",
-            marker_color="#2e7d32",
-            text=[f"{p:.1%}" for p in top["probability"]],
-            textposition="outside",
-            hovertemplate="'%{y}': %{x:.3f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=60 + 34 * len(top),
-        margin=dict(l=10, r=40, t=10, b=30),
-        xaxis=dict(range=[0, 1.1], title="probability of the next token", tickformat=".0%"),
-        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=15, family="monospace")),
-    )
-    return fig

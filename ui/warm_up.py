@@ -25,13 +25,14 @@ from ui.cached_calls import (
     cached_generation,
     cached_gradient,
     cached_passage_unit,
+    cached_reach,
     cached_retention,
     cached_unit_correlations,
     checkpoint_key,
 )
 from ui.gates_settings import DEFAULTS as GATES_DEFAULTS
 from ui.gates_units import PASSAGE
-from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
+from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
 from ui.sample_views import DEFAULTS as SAMPLE_DEFAULTS
 from ui.sample_views import strategy_config
 from ui.sessions import TRAIN_IN_PROCESS
@@ -106,6 +107,9 @@ def bundled_keys():
 def memory_page_defaults():
     """The cached calls the Memory page makes before a student changes anything, with its arguments."""
     keys = bundled_keys()
+    for name in REACH_MODELS:
+        if name in keys:
+            cached_reach(*keys[name], TEXT, REACH_LAG)
     for name in RETENTION_MODELS:
         if name in keys:
             cached_retention(*keys[name], TEXT)

@@ -23,8 +23,9 @@ import pandas as pd
 import torch
 
 from lab.errors import LabError
+from lab.instruments.memory import KEEP_GATES
 from lab.instruments.sampling import encode_prompt
-from lab.nets.models import evaluating
+from lab.nets.models import evaluating, recurrent_layers, to_reference
 
 MAX_INFLUENCE_TOKENS = 2000  # one forward and one backward pass over the tokens before the target
 
@@ -89,15 +90,20 @@ class TypingReader:
     """Reads a text as a student types it, the recurrent state carried: when the new text's tokens
     extend those read before, only the new ones are read, one step each (the stateful sampler's
     O(1) per token, lab.instruments.sampling); any other edit reads the text again from the zero state.
-    An empty text reads the sampler's start ("\\n").
+    An empty text reads the sampler's start ("\\n"). The model reads through its reference cells
+    (lab.nets.models.to_reference: pass a reference model to share one), so each step's gates are
+    recorded on the way.
 
-    probs: (V,) the model's next-token distribution after the text; new_tokens: how many tokens
-    the last `read` fed the model; ids: the tokens read so far.
+    probs: (V,) the model's next-token distribution after the text; keep: (L,) for each recurrent layer
+    the share of its memory its keep gate holds on to at the last token, averaged over the layer's units
+    (lab.instruments.memory.KEEP_GATES; None for a layer without one, the vanilla RNN's); new_tokens: how
+    many tokens the last `read` fed the model; ids: the tokens read so far.
     """
 
     def __init__(self, model, tokenizer):
-        self.model, self.tokenizer = model, tokenizer
-        self.ids, self.state, self.probs, self.new_tokens = [], None, None, 0
+        self.model, self.tokenizer = to_reference(model), tokenizer
+        self.cells = [layer.cell for layer in recurrent_layers(self.model)]
+        self.ids, self.state, self.probs, self.keep, self.new_tokens = [], None, None, [], 0
 
     def read(self, text):
         """Read `text` (ValueError naming characters the vocabulary lacks) -> probs (V,) float tensor."""
@@ -108,9 +114,14 @@ class TypingReader:
         self.new_tokens = len(new)
         if new:
             idx = torch.tensor([new], device=next(self.model.parameters()).device)  # (1, new)
+            gates = [{} for _ in self.cells]  # (L,) gate name -> (1, new, H)
             with evaluating(self.model), torch.inference_mode():
-                logits, _, self.state = self.model(idx, state=self.state)  # (1, new, V)
+                logits, _, self.state = self.model(idx, state=self.state, trace=gates)  # (1, new, V)
             self.probs = torch.softmax(logits[0, -1].float().cpu(), -1)  # (V,)
+            self.keep = [
+                float(KEEP_GATES[cell](layer)[0, -1].float().mean()) if cell in KEEP_GATES else None
+                for cell, layer in zip(self.cells, gates)
+            ]
             self.ids = ids
         return self.probs
 
