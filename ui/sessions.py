@@ -66,9 +66,8 @@ def start_server_process():
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
     threading.Thread(target=_reap_unattended_jobs, args=(job_registry(),), name="rnnlab-reaper", daemon=True).start()
-    if (
-        server_settings().ray_address
-    ):  # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
+    # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
+    if server_settings().ray_address:
         threading.Thread(target=_start_warm_actors, name="rnnlab-warm-actors", daemon=True).start()
     return threads
 
