@@ -192,6 +192,17 @@ def _parse(_environment):  # the RNNLAB_ variables, as the cache's key: the mode
         raise LabError(_one_line(error)) from None
 
 
+def unknown_variables():
+    """The RNNLAB_ variables of this process's environment that are no setting (a typo, an hour for hours),
+    which nothing reads: for the server's log to name, so that a teacher sees that theirs was not applied."""
+    return sorted(name for name in os.environ if name.upper().startswith(PREFIX) and name.upper() not in _declared())
+
+
+@functools.cache
+def _declared():
+    return {variable(name) for name in ServerSettings.model_fields}
+
+
 def settings_table():
     """The README's table of settings, from the model."""
     rows = ["| variable | default | allowed | what |", "|---|---|---|---|"]

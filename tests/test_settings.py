@@ -22,6 +22,7 @@ from lab.settings import (
     bounds,
     server_settings,
     settings_table,
+    unknown_variables,
     variable,
 )
 
@@ -91,6 +92,13 @@ def test_two_bad_values_are_both_named_in_the_one_line(monkeypatch):
     monkeypatch.setenv("RNNLAB_SESSION_SHARE", "nan")
     with pytest.raises(LabError, match=r"^RNNLAB_KEEP_HOURS: '-5' .*; RNNLAB_SESSION_SHARE: 'nan' is not a number"):
         server_settings()
+
+
+def test_a_misspelt_variable_is_named_as_no_setting_and_a_declared_one_is_not(monkeypatch):
+    unset_all(monkeypatch)
+    monkeypatch.setenv("RNNLAB_KEEP_HOURS", "24")
+    monkeypatch.setenv("RNNLAB_" + "KEEP_HOUR", "-5")  # a typo: nothing reads it, the log says so
+    assert unknown_variables() == ["RNNLAB_" + "KEEP_HOUR"] and server_settings().keep_hours == 24
 
 
 def test_the_unattended_time_is_bounded_above_the_heartbeat_of_an_open_page():

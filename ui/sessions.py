@@ -17,7 +17,7 @@ import streamlit as st
 from lab.errors import LabError
 from lab.server import jobs, ray_runs
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
-from lab.settings import server_settings
+from lab.settings import server_settings, unknown_variables
 from lab.training.train import configure_cpu
 
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
@@ -59,8 +59,14 @@ def keep_seconds():
 
 @st.cache_resource
 def start_server_process():
-    """Once per server process: cap torch's threads, start the reaper of unattended jobs."""
+    """Once per server process: cap torch's threads, name in the log the RNNLAB_ variables that are no
+    setting (lab.settings), start the reaper of unattended jobs."""
     threads = configure_cpu()
+    for name in unknown_variables():
+        print(
+            f"{name} is not a setting of this server, and is ignored (python -m lab.settings lists them)",
+            file=sys.stderr,
+        )
     sys.setswitchinterval(PAGE_WAIT_SECONDS)
     _log_jobs_to_the_server_log()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
