@@ -7,12 +7,25 @@ done, what the Memory, Sample and Gates pages first show computed (ui.warm_up.pr
 plain start (2.2 s after this one), most of it importing PyTorch (BENCHMARKS.md, "One screen, two
 seconds"). Streamlit runs this file's `app` (st.App) on its own web server and calls `prepare`
 before it accepts a connection.
+
+A server setting out of its bounds (lab.settings) stops it first, with one line that names the variable
+and what it may be, and exit status 2.
 """
 
 import contextlib
+import sys
 
 import anyio
 import streamlit as st
+
+from lab.errors import LabError
+from lab.settings import server_settings
+
+try:
+    server_settings()
+except LabError as error:
+    print(error, file=sys.stderr, flush=True)
+    sys.exit(2)
 
 
 @contextlib.asynccontextmanager

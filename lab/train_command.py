@@ -4,14 +4,12 @@ temporary folder rather than lose hours of training. lab/__main__.py parses the 
 
 import contextlib
 import dataclasses
-import os
 import signal
 import sys
-import tempfile
 import threading
-from pathlib import Path
 
 from lab.errors import LabError
+from lab.settings import server_settings
 
 DEFAULT_RUNS_DIR = "runs"
 SEED_EPOCHS = "seed"  # --epochs given without a number
@@ -308,8 +306,8 @@ def epochs_option(value):
 
 
 def rescue_dir():
-    """Where a trained model goes when its folder cannot take it: $RNNLAB_RESCUE_DIR or <tmp>/rnnlab-rescue."""
-    return Path(os.environ.get("RNNLAB_RESCUE_DIR") or Path(tempfile.gettempdir()) / "rnnlab-rescue")
+    """Where a trained model goes when its folder cannot take it: RNNLAB_RESCUE_DIR (lab.settings)."""
+    return server_settings().rescue_dir
 
 
 def _save_or_rescue(folder, name, model, tokenizer, metrics, extra, training_state=None):

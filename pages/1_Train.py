@@ -13,7 +13,7 @@ from lab.instruments.race import long_race
 from lab.nets.cells import CELLS, ScanLayer
 from lab.nets.cost import check_training_memory, training_memory_bytes
 from lab.nets.models import config_to_dict
-from lab.server.capacity import SERVER_BUDGET
+from lab.server.capacity import server_budget
 from lab.server.jobs import TrainingJob
 from lab.training.checkpoints import list_checkpoints
 from lab.training.presets import PRESETS
@@ -227,7 +227,7 @@ def waiting_for_first_point(logs):
 
 def live_view(auto, x_axis, refresh):
     logs = runs.session_logs()
-    used, capacity, n_running, n_queued = SERVER_BUDGET.snapshot()
+    used, capacity, n_running, n_queued = server_budget().snapshot()
     active = [log for log in logs if log.job.running]
     for log in active:  # how busy the server is while these train: what their step counts mean
         log.other_runs = max(log.other_runs, n_running - len(active))
@@ -267,7 +267,7 @@ def live_view(auto, x_axis, refresh):
 
 
 refresh = chart.live_refresh_seconds(
-    SERVER_BUDGET.snapshot()[2], waiting_for_first_point(st.session_state.get("train_logs", {}).values())
+    server_budget().snapshot()[2], waiting_for_first_point(st.session_state.get("train_logs", {}).values())
 )
 with live:
     st.fragment(run_every=refresh if running else None)(live_view)(bool(running), values["x"], refresh)

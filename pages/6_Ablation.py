@@ -4,9 +4,6 @@ study (lab.experiments.ablation), what its training did to the gates, what a bia
 constant, published anchors, and a short live run of both arms (the same runner as the command
 line)."""
 
-import os
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
@@ -18,14 +15,15 @@ from lab.experiments.ablation import (
     load_results,
     time_constant_table,
 )
+from lab.settings import server_settings
 from ui.ablation_views import loss_figure, show_gate_statistics, show_results
 from ui.common import section_choice, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, preformatted, user_errors
-from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
+from ui.sessions import register_job, session_key, train_in_process
 
 setup_page("Ablation")
-RESULTS_DIR = Path(os.environ.get("RNNLAB_ABLATION_DIR", SHIPPED_DIR))
+RESULTS_DIR = server_settings().ablation_dir or SHIPPED_DIR  # after setup_page, which refuses bad settings
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
 # the live run's epoch events -> the column names a student reads (as in the results' own table)
 LIVE_COLUMNS = {
@@ -204,7 +202,7 @@ def run_it_yourself():
                 gate_batch=8,
             )
             job = AblationJob(
-                config, owner=session_key(), in_process=TRAIN_IN_PROCESS
+                config, owner=session_key(), in_process=train_in_process()
             ).start()  # a CapacityError is shown by user_errors
             register_job(job)
             st.session_state["ablation_job"] = job

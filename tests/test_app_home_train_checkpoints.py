@@ -49,10 +49,10 @@ TINY = {"emb": 8, "hidden": 16, "batch": 8, "block": 16, "eval_every": 5, "secon
 
 @pytest.fixture(autouse=True)
 def user_dir(tmp_path, monkeypatch):
-    """Each test saves and deletes in its own user directory (pages read ui.sessions.USER_DIR when they run),
+    """Each test saves and deletes in its own user directory (pages read RNNLAB_USER_DIR when they run),
     and ends with no jobs left running."""
     folder = tmp_path / "user_checkpoints"
-    monkeypatch.setattr(ui.sessions, "USER_DIR", folder)
+    monkeypatch.setenv("RNNLAB_USER_DIR", str(folder))
     registry = ui.sessions.job_registry()
     yield folder
     with registry["lock"]:
@@ -499,7 +499,7 @@ def test_a_run_that_does_not_fit_beside_the_others_waits_in_the_queue(monkeypatc
     import lab.server.capacity
 
     budget = lab.server.capacity.Budget(capacity=1024, owner_share=1.0)
-    monkeypatch.setattr(lab.server.jobs, "SERVER_BUDGET", budget)
+    monkeypatch.setattr(lab.server.jobs, "server_budget", lambda: budget)
     holder = budget.request(1023.99, owner="another student")  # the server is full
     at = open_page(TRAIN)
     for name, value in TINY.items():
@@ -583,22 +583,22 @@ def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
 def test_the_space_cookie_is_written_again_on_every_visit_so_its_expiry_slides(monkeypatch):
     """A browser that sent its cookie still gets it again with a fresh max-age: files are kept 48 h after
     the student was last seen, not after the first visit."""
-    key = new_space_key(ui.sessions.USER_DIR)
+    key = new_space_key(ui.sessions.users_root())
     monkeypatch.setattr(ui.sessions, "space_cookie", lambda: key)
     for _ in range(2):  # two visits: two sessions, each renewing the cookie
         at = open_page()
         assert_clean(at)
         scripts = [str(h.proto.body) for h in at.get("html") if "document.cookie" in str(h.proto.body)]
         assert len(scripts) == 1 and f"rnnlab_space={key}" in scripts[0]
-        assert f"max-age={int(ui.sessions.KEEP_SECONDS)}" in scripts[0]
+        assert f"max-age={48 * 3600}" in scripts[0]  # RNNLAB_KEEP_HOURS's default
 
 
 def test_the_cookie_script_shares_one_space_per_browser_and_never_embeds_a_raw_cookie():
-    key = new_space_key(ui.sessions.USER_DIR)
+    key = new_space_key(ui.sessions.users_root())
     script = ui.sessions.space_cookie_script(key, "x';alert(1)//")
     assert "alert" not in script  # a cookie from the browser never reaches the script as code
     assert script.count("window.location.reload()") == 1 and "sessionStorage" in script  # reloads at most once
-    assert f"rnnlab_space={key}; path=/; max-age={int(ui.sessions.KEEP_SECONDS)}" in script
+    assert f"rnnlab_space={key}; path=/; max-age={48 * 3600}" in script
 
 
 def test_checkpoints_opens_on_the_best_character_model_and_compares_per_character_only():

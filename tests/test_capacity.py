@@ -2,12 +2,10 @@
 caps each owner's share, and refuses a job that could never fit with a message."""
 
 import math
-import re
 import threading
 
 import pytest
 
-from lab.errors import LabError
 from lab.server.capacity import Budget, CapacityError
 
 
@@ -147,24 +145,3 @@ def test_a_run_in_the_training_process_is_charged_its_training_memory_as_in_a_th
     in_thread = TrainingJob("t", model, task, config)
     in_process = TrainingJob("p", model, task, config, in_process=True)
     assert in_process.cost_mb == in_thread.cost_mb > 0
-
-
-@pytest.mark.parametrize("text", ["abc", "", "2.5", "-1"])
-def test_a_bad_whole_number_setting_is_one_line_naming_it(monkeypatch, text):
-    from lab.server.capacity import setting
-
-    monkeypatch.setenv("RNNLAB_TRAINING_PROCESSES", text)
-    with pytest.raises(LabError, match=rf"^RNNLAB_TRAINING_PROCESSES: {re.escape(repr(text))} is not a whole number"):
-        setting("RNNLAB_TRAINING_PROCESSES", "1", at_least=0)
-
-
-def test_a_setting_reads_the_environment_or_its_default(monkeypatch):
-    from lab.server.capacity import setting
-
-    monkeypatch.delenv("RNNLAB_SESSION_SHARE", raising=False)
-    assert setting("RNNLAB_SESSION_SHARE", "0.5", float) == 0.5
-    monkeypatch.setenv("RNNLAB_SESSION_SHARE", "0.25")
-    assert setting("RNNLAB_SESSION_SHARE", "0.5", float) == 0.25
-    monkeypatch.setenv("RNNLAB_SESSION_SHARE", "half")
-    with pytest.raises(LabError, match=r"^RNNLAB_SESSION_SHARE: 'half' is not a number$"):
-        setting("RNNLAB_SESSION_SHARE", "0.5", float)

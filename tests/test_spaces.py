@@ -8,6 +8,7 @@ import time
 import pytest
 
 from lab.server.spaces import (
+    MIN_KEEP_SECONDS,
     SpaceFullError,
     check_room,
     folder_bytes,
@@ -115,3 +116,20 @@ def test_sweep_removes_a_killed_saves_temporary_file_once_it_is_an_hour_old(tmp_
     set_seen(folder, now - 5)
     assert sweep(tmp_path, keep_seconds=DAY, now=now) == [folder / ".run~old.tmp"]
     assert (folder / ".run~new.tmp").is_file() and abs(folder.stat().st_mtime - (now - 5)) < 1
+
+
+@pytest.mark.parametrize("keep_seconds", [0, -5 * 3600, float("nan"), float("-inf"), 1e-9])
+def test_no_keep_time_makes_a_sweep_delete_a_space_seen_within_the_floor_or_one_in_use(tmp_path, keep_seconds):
+    """The settings refuse a keep time under an hour (tests/test_settings.py); a sweep called with any other
+    keeps a space seen a moment ago or within the hour, and a space of a live session however old its folder."""
+    now = time.time()
+    just_seen, within_floor, in_use, unused = (space_dir(tmp_path, new_space_key(tmp_path)) for _ in range(4))
+    for folder in (just_seen, within_floor, in_use, unused):
+        write(folder / "run_v1.safetensors", 10, now - 3 * DAY)
+    set_seen(just_seen, now - 1)
+    set_seen(within_floor, now - MIN_KEEP_SECONDS + 60)
+    set_seen(in_use, now - 3 * DAY)  # a live session's folder, not touched for days
+    set_seen(unused, now - MIN_KEEP_SECONDS - 60)
+    assert sweep(tmp_path, keep_seconds, now=now, in_use={in_use.name}) == [unused]
+    for folder in (just_seen, within_floor, in_use):
+        assert (folder / "run_v1.safetensors").is_file()

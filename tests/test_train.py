@@ -123,7 +123,7 @@ def no_jobs_left():
     for job in jobs:
         job.stop()
         job.wait(30)
-    assert lab.server.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
+    assert lab.server.capacity.server_budget().snapshot()[2:] == (0, 0)
 
 
 # ---------------------------------------------------------------------------
@@ -661,7 +661,7 @@ def test_job_status_transitions_and_final_checkpoint(char_task, tmp_path, no_job
     assert job.wait(30) == "finished" and job.message == "finished" and not job.running
     # the status turns final only once the checkpoint is on disk and the slot is free for another job
     assert saved_while == ["running"] and freed_while == ["running"]
-    assert lab.server.capacity.SERVER_BUDGET.snapshot()[2:] == (0, 0)
+    assert lab.server.capacity.server_budget().snapshot()[2:] == (0, 0)
     assert job.checkpoint_path == tmp_path / "astra_v1.safetensors"
     assert (tmp_path / "astra_latest.safetensors").is_file()
     checkpoint = load_checkpoint(job.checkpoint_path)

@@ -13,7 +13,7 @@ import re
 
 import streamlit as st
 
-from ui.sessions import keep_session_alive, start_server_process
+from ui.sessions import keep_session_alive, refuse_bad_settings, start_server_process
 
 ARM_COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}  # the gate-bias study's arms
 
@@ -124,9 +124,11 @@ GLOSSARY = {
 
 
 def setup_page(name):
-    """Page config, the sidebar naming every page and the glossary, and this session's heartbeat."""
+    """Page config, the sidebar naming every page and the glossary, and this session's heartbeat; on bad
+    server settings, only the line that says which (ui.sessions.refuse_bad_settings)."""
     icon = PAGES[name][1]
     st.set_page_config(page_title=f"{name} · RNN Lab", page_icon=icon, layout="wide")
+    refuse_bad_settings()
     start_server_process()
     with st.sidebar:
         for page in PAGES:

@@ -7,25 +7,19 @@ import contextlib
 import functools
 import logging
 import math
-import os
 import re
 import sys
 import threading
 import time
-from pathlib import Path
 
 import streamlit as st
 
-from lab.server import jobs, ray_runs, workers
-from lab.server.capacity import setting
+from lab.errors import LabError
+from lab.server import jobs, ray_runs
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
+from lab.settings import server_settings, unknown_variables
 from lab.training.train import configure_cpu
 
-ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
-USER_DIR = Path(os.environ.get("RNNLAB_USER_DIR", ROOT / "user_checkpoints"))  # one folder per session inside
-KEEP_SECONDS = 3600 * setting("RNNLAB_KEEP_HOURS", "48", float)  # a session's files, after it was last seen
-USER_DIR_MAX_BYTES = 2**20 * setting("RNNLAB_USER_DIR_MAX_MB", "500", float)  # all sessions' files together
-SPACE_MAX_BYTES = 2**20 * setting("RNNLAB_SPACE_MAX_MB", "100", float)  # one session's files
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
 
 
@@ -36,23 +30,57 @@ SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reloa
 PAGE_WAIT_SECONDS = 0.0005
 
 
+def refuse_bad_settings():
+    """On every page, before anything else: a server setting out of its bounds (lab.settings) is all the
+    page shows, in one line, and the server's log says it once; nothing of the app runs on such settings.
+    (`streamlit run serve.py` stops with the same line before it opens.)"""
+    try:
+        server_settings()
+    except LabError as error:
+        _log_once(str(error))
+        st.error(f"This server's settings need fixing by whoever runs it: {error}")
+        st.stop()
+
+
+@functools.cache  # once per process and message: every page of every session would say it again
+def _log_once(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def users_root():
+    """The folder of every session's space: RNNLAB_USER_DIR."""
+    return server_settings().user_dir
+
+
+def keep_seconds():
+    """How long a session's files are kept after it was last seen: RNNLAB_KEEP_HOURS."""
+    return 3600 * server_settings().keep_hours
+
+
 @st.cache_resource
 def start_server_process():
-    """Once per server process: cap torch's threads, start the reaper of unattended jobs."""
+    """Once per server process: cap torch's threads, name in the log the RNNLAB_ variables that are no
+    setting (lab.settings), start the reaper of unattended jobs."""
     threads = configure_cpu()
+    for name in unknown_variables():
+        print(
+            f"{name} is not a setting of this server, and is ignored (python -m lab.settings lists them)",
+            file=sys.stderr,
+        )
     sys.setswitchinterval(PAGE_WAIT_SECONDS)
     _log_jobs_to_the_server_log()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
     threading.Thread(target=_reap_unattended_jobs, args=(job_registry(),), name="rnnlab-reaper", daemon=True).start()
-    if ray_runs.RAY_ADDRESS:  # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
+    # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
+    if server_settings().ray_address:
         threading.Thread(target=_start_warm_actors, name="rnnlab-warm-actors", daemon=True).start()
     return threads
 
 
 def _start_warm_actors():
     try:
-        ray_runs.start_warm_actors(ray_runs.RAY_ADDRESS)
+        ray_runs.start_warm_actors(server_settings().ray_address)
     except Exception:  # a bad setting or an unreachable cluster: runs get actors of their own, as without
         ray_runs.log.exception("starting the warm Ray actors failed")
 
@@ -90,14 +118,14 @@ def _log_jobs_to_the_server_log():
 # per-session training jobs, kept alive by the page's heartbeat
 
 HEARTBEAT_SECONDS = 5.0  # how often every open page tells the server it is still there
-# a job whose session sent no heartbeat for this long is stopped: a closed tab, a lost laptop. Generous,
-# because browsers slow the timers of hidden tabs (Chrome: to once a minute after five minutes hidden)
-UNATTENDED_SECONDS = setting("RNNLAB_UNATTENDED_SECONDS", "150", float)
-# the runs train in the server's niced training process (lab.server.workers), not in its own threads,
-# unless RNNLAB_TRAINING_PROCESSES is 0: runs in threads share the pages' interpreter, and five of them
-# made pages take up to 3x their idle time where the same runs in a training process took up to 2x
-# (BENCHMARKS.md, one screen, two seconds)
-TRAIN_IN_PROCESS = workers.TRAINING_PROCESSES > 0
+
+
+def train_in_process():
+    """Whether the runs train in the server's niced training process (lab.server.workers), not in its own
+    threads: unless RNNLAB_TRAINING_PROCESSES is 0. Runs in threads share the pages' interpreter, and five
+    of them made pages take up to 3x their idle time where the same runs in a training process took up
+    to 2x (BENCHMARKS.md, one screen, two seconds)."""
+    return server_settings().training_processes > 0
 
 
 @st.cache_resource
@@ -114,7 +142,8 @@ def session_key():
     if "_rnnlab_session_key" not in st.session_state:
         cookie = space_cookie()
         # a key the server did not issue (a hand-made cookie) is refused: the browser gets a new one
-        st.session_state._rnnlab_session_key = cookie if is_space_key(USER_DIR, cookie) else new_space_key(USER_DIR)
+        root = users_root()
+        st.session_state._rnnlab_session_key = cookie if is_space_key(root, cookie) else new_space_key(root)
     return st.session_state._rnnlab_session_key
 
 
@@ -139,7 +168,7 @@ def space_cookie_script(key, sent):
     first), this tab reloads to share that space; else it writes `key`, with a fresh max-age, and
     checks a second later that no other tab overwrote it (then it reloads to share theirs). A tab
     reloads so at most once (sessionStorage), so an odd cookie can never make it loop."""
-    cookie = f"{SPACE_COOKIE}={key}; path=/; max-age={int(KEEP_SECONDS)}; SameSite=Lax"
+    cookie = f"{SPACE_COOKIE}={key}; path=/; max-age={int(keep_seconds())}; SameSite=Lax"
     sent = sent if re.fullmatch(r"[A-Za-z0-9_-]{0,64}", sent or "") else ""  # the browser's: never raw into a script
     return (
         f"<script>(() => {{const read = () => (document.cookie.split('; ').find("
@@ -156,14 +185,19 @@ def space_cookie_script(key, sent):
 
 def user_dir():
     """This session's folder of checkpoints (made by the first save)."""
-    return space_dir(USER_DIR, session_key(), create=False)
+    return space_dir(users_root(), session_key(), create=False)
 
 
 def room_check():
     """What a save into this session's folder calls first: SpaceFullError (a ValueError, one line) when
     the file would pass the session's quota or all sessions' bound (lab.server.spaces.check_room)."""
+    settings = server_settings()
     return functools.partial(
-        check_room, USER_DIR, user_dir(), space_bytes=SPACE_MAX_BYTES, total_bytes=USER_DIR_MAX_BYTES
+        check_room,
+        settings.user_dir,
+        user_dir(),
+        space_bytes=2**20 * settings.space_max_mb,
+        total_bytes=2**20 * settings.user_dir_max_mb,
     )
 
 
@@ -177,7 +211,7 @@ def touch_session():
     registry = job_registry()
     with registry["lock"]:
         _session_entry(registry)["seen"] = time.monotonic()
-    mark_seen(USER_DIR, session_key())
+    mark_seen(users_root(), session_key())
 
 
 @st.fragment(run_every=HEARTBEAT_SECONDS)
@@ -212,13 +246,15 @@ def forget_jobs(predicate):
 
 
 def stop_unattended_jobs(registry, now=None, unattended=None):
-    """Stop the jobs of sessions with no heartbeat for `unattended` seconds and forget those sessions.
+    """Stop the jobs of sessions with no heartbeat for `unattended` seconds (RNNLAB_UNATTENDED_SECONDS: a
+    closed tab, a lost laptop; generous, because browsers slow the timers of hidden tabs, Chrome to once a
+    minute after five minutes hidden) and forget those sessions.
 
     Every open page sends a heartbeat (`_heartbeat`, a fragment rerun every HEARTBEAT_SECONDS), so
     a session falls silent when its last tab closes; tests/test_browser.py checks this in a real
     browser. Returns the stopped jobs."""
     now = time.monotonic() if now is None else now
-    unattended = UNATTENDED_SECONDS if unattended is None else unattended
+    unattended = server_settings().unattended_seconds if unattended is None else unattended
     with registry["lock"]:
         silent = [key for key, entry in registry["sessions"].items() if now - entry["seen"] > unattended]
         stopped = [job for key in silent for job in registry["sessions"].pop(key)["jobs"]]
@@ -235,8 +271,10 @@ def _reap_unattended_jobs(registry, interval=2.0, sweep_every=60.0):
         stop_unattended_jobs(registry)
         if time.monotonic() - last_sweep >= sweep_every:
             last_sweep = time.monotonic()
+            with registry["lock"]:  # the spaces of the sessions this server still hears from are in use
+                in_use = set(registry["sessions"])
             with contextlib.suppress(OSError):  # a file vanishing mid-sweep is retried next time
-                sweep(USER_DIR, KEEP_SECONDS)
+                sweep(users_root(), keep_seconds(), in_use=in_use)
 
 
 def keep_session_alive():

@@ -23,7 +23,7 @@ from lab.training.train import resolve_device
 from ui import train_settings
 from ui.common import parameter_count
 from ui.plain_text import plain, preformatted, user_errors
-from ui.sessions import TRAIN_IN_PROCESS, register_job, room_check, session_jobs, session_key, user_dir
+from ui.sessions import register_job, room_check, session_jobs, session_key, train_in_process, user_dir
 from ui.train_chart import legend_names
 from ui.train_settings import CORPUS_CHOICES, FIELDS, default_run_name, is_scan_markov, train_config
 
@@ -134,7 +134,7 @@ def start_run(run_values, run_model_config, task, corpus_label):
         extra={"preset": run_values["preset"], "corpus": corpus_label},
         sampler=make_sampler(task.tokenizer),
         owner=session_key(),
-        in_process=TRAIN_IN_PROCESS,
+        in_process=train_in_process(),
         resumable=why_not_resumable(run_model_config, run_config) is None,  # so it can be continued
         room=room_check(),
     )

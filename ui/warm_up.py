@@ -35,7 +35,7 @@ from ui.gates_units import PASSAGE
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
 from ui.sample_views import DEFAULTS as SAMPLE_DEFAULTS
 from ui.sample_views import strategy_config
-from ui.sessions import TRAIN_IN_PROCESS
+from ui.sessions import train_in_process
 
 log = logging.getLogger(__name__)
 THREAD_NAME = "rnnlab-warm-up"
@@ -93,7 +93,7 @@ def warm_up():
 def _train_two_steps():
     """Two training steps where the runs train: that starts the training process, if they train in one
     (its imports take a few seconds), and lets PyTorch set up training there."""
-    if TRAIN_IN_PROCESS:
+    if train_in_process():
         run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=lambda: False)
     else:
         train_two_tiny_steps()

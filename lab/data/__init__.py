@@ -24,7 +24,7 @@ Public names, one line each:
     split_text                 a text's contiguous split: the first 1 - val_fraction, the rest
     TINY_SHAKESPEARE_URL       where karpathy's Tiny Shakespeare lives
     TINY_SHAKESPEARE_SHA256    SHA-256 of its 1,115,394 bytes
-    default_cache_dir          $RNNLAB_CACHE or ~/.cache/rnnlab
+    default_cache_dir          RNNLAB_CACHE (lab.settings): where downloads are kept
     download_tiny_shakespeare  optional download, hash-checked and cached on disk
     CharTokenizer              one token per character
     SentencePieceTokenizer     BPE or unigram subwords, trained in memory

@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 from lab.errors import LabError
+from lab.settings import server_settings
 
 
 class DataError(LabError):
@@ -138,7 +139,8 @@ def load_bundled_corpus() -> str:
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("RNNLAB_CACHE") or Path.home() / ".cache" / "rnnlab")
+    """Where downloaded data sets are kept: RNNLAB_CACHE (lab.settings)."""
+    return server_settings().cache
 
 
 def download_tiny_shakespeare(

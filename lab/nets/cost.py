@@ -12,54 +12,37 @@ instead of after a minute of construction (or an allocator's RuntimeError).
     check_model_size(config)                         CostError over RNNLAB_MAX_PARAMS or RNNLAB_MAX_LAYERS
     check_training_memory(config, batch, steps)      CostError over RNNLAB_MAX_TRAIN_MEMORY_MB
 
-The limits are read from the environment on every call, so a server (or a
-test) can change them without re-importing. Defaults suit Streamlit Community
+The limits are the server's settings (lab.settings), read on every call, so a
+test can change them without re-importing. Defaults suit Streamlit Community
 Cloud's 1-2.7 GB: 50M parameters is 200 MB of float32 weights (the largest
 shipped preset, Leviathan-LSTM, has 24M), and 1 GB for one training run leaves
 room for the app itself and a second job.
 """
 
-import os
-
 from lab.errors import LabError
 from lab.nets.cells import CELLS
+from lab.settings import server_settings
 
 FLOAT_BYTES = 4  # every lab model trains in float32
-DEFAULT_MAX_PARAMS = 50_000_000
-DEFAULT_MAX_LAYERS = 16  # building a module per layer costs time even when the layers are tiny
-DEFAULT_MAX_TRAIN_MEMORY_MB = 1024
 
 
 class CostError(LabError):
     """A model or a run too large for this server; the message says what to make smaller."""
 
 
-def _limit(variable, default):
-    raw = os.environ.get(variable)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise CostError(f"{variable}={raw!r} is not a whole number; unset it or give a positive integer") from None
-    if value < 1:
-        raise CostError(f"{variable}={raw!r} must be a positive integer")
-    return value
-
-
 def max_params():
-    """RNNLAB_MAX_PARAMS, default 50,000,000."""
-    return _limit("RNNLAB_MAX_PARAMS", DEFAULT_MAX_PARAMS)
+    """The most parameters a model may have: RNNLAB_MAX_PARAMS."""
+    return server_settings().max_params
 
 
 def max_layers():
-    """RNNLAB_MAX_LAYERS, default 16 (the app offers up to 8)."""
-    return _limit("RNNLAB_MAX_LAYERS", DEFAULT_MAX_LAYERS)
+    """The most recurrent layers a model may have: RNNLAB_MAX_LAYERS."""
+    return server_settings().max_layers
 
 
 def max_train_memory_bytes():
-    """RNNLAB_MAX_TRAIN_MEMORY_MB (in MiB), default 1024."""
-    return _limit("RNNLAB_MAX_TRAIN_MEMORY_MB", DEFAULT_MAX_TRAIN_MEMORY_MB) * 2**20
+    """The most training memory one run may need, in bytes: RNNLAB_MAX_TRAIN_MEMORY_MB MiB."""
+    return server_settings().max_train_memory_mb * 2**20
 
 
 # ---------------------------------------------------------------------------

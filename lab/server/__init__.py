@@ -7,5 +7,6 @@
     spaces     each browser's own folder under a key the server signs, its quota, swept when unseen
     uploads    an uploaded checkpoint, read as one job of the budget
 
-May import lab.errors, lab.schema, lab.data, lab.nets and lab.training; never the instruments or the pages.
+May import lab.errors, lab.schema, lab.settings, lab.data, lab.nets and lab.training; never the instruments
+or the pages.
 """

@@ -15,10 +15,11 @@ rest; a job that could never fit is refused at once with a message saying why.
 """
 
 import collections
-import os
+import functools
 import threading
 
 from lab.errors import LabError
+from lab.settings import server_settings
 
 
 class CapacityError(LabError):
@@ -128,33 +129,26 @@ class Budget:
         self._admit()
 
 
-def setting(name, default, kind=int, at_least=None):
-    """The server setting `name` from the environment (`default` when unset) as `kind`, int or float: a
-    LabError naming it for anything else, or for a number below `at_least`, so that a typo in a teacher's
-    settings stops the server with that line instead of a traceback about int()."""
-    text = os.environ.get(name, default)
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or (at_least is not None and not value >= at_least):
-        what = "a whole number" if kind is int else "a number"
-        raise LabError(f"{name}: {text!r} is not {what}{'' if at_least is None else f' of at least {at_least}'}")
-    return value
+def _once(make):
+    """`make()` at the first call, whichever thread makes it; the same object at every call after."""
+    lock, made = threading.Lock(), []
+
+    @functools.wraps(make)
+    def once():
+        with lock:
+            if not made:
+                made.append(make())
+            return made[0]
+
+    return once
 
 
-def budget_from_environment():
-    """The server's budget: RNNLAB_TRAINING_BUDGET_MB (default 1024, for Community Cloud's 1-2.7 GB),
-    RNNLAB_SESSION_SHARE (default 0.5: one session may use half of it) and RNNLAB_SESSION_RUNS (default
-    8: the runs one session may have training or waiting at once)."""
-    return Budget(
-        setting("RNNLAB_TRAINING_BUDGET_MB", "1024", float),
-        setting("RNNLAB_SESSION_SHARE", "0.5", float),
-        setting("RNNLAB_SESSION_RUNS", "8"),
-    )
-
-
-SERVER_BUDGET = budget_from_environment()  # every job of this process draws on it
+@_once
+def server_budget():
+    """The budget every job of this process draws on, made on first use from the server's settings:
+    RNNLAB_TRAINING_BUDGET_MB, RNNLAB_SESSION_SHARE and RNNLAB_SESSION_RUNS (lab.settings)."""
+    settings = server_settings()
+    return Budget(settings.training_budget_mb, settings.session_share, settings.session_runs)
 
 
 class StepTurns:
@@ -227,6 +221,8 @@ class TurnTaker:
             self.holds_turn = False
 
 
-# RNNLAB_CONCURRENT_STEPS (default 1): how many jobs compute a step at once; PyTorch's own threads
-# still use every core for that step
-SERVER_TURNS = StepTurns(setting("RNNLAB_CONCURRENT_STEPS", "1"))
+@_once
+def server_turns():
+    """The step turns of this process's jobs: RNNLAB_CONCURRENT_STEPS compute a step at once (PyTorch's own
+    threads still use every core for that step), made on first use."""
+    return StepTurns(server_settings().concurrent_steps)

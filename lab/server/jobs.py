@@ -16,9 +16,10 @@ import time
 
 from lab.errors import LabError
 from lab.schema import PositiveNumber, check
-from lab.server.capacity import SERVER_BUDGET, SERVER_TURNS, TurnTaker
-from lab.server.ray_runs import ACTOR_MB, RAY_ADDRESS, RayRun
+from lab.server.capacity import TurnTaker, server_budget, server_turns
+from lab.server.ray_runs import ACTOR_MB, RayRun
 from lab.server.workers import WorkerError, nice_this_thread, run_in_process
+from lab.settings import server_settings
 from lab.training.train import resume_training_state, run_metrics, train
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
@@ -37,18 +38,18 @@ class BackgroundJob:
     cost fits, and a job that computes in the server's own threads passes its `turn_taker` as its
     `should_stop`, so that its steps take turns with every other job's (lab.server.capacity.StepTurns).
     And the one place that decides where a job computes (`_compute`): in the server's niced training
-    process (`in_process`, lab.server.workers), or with `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of
-    a Ray cluster, which then does the queueing in the budget's place (lab.server.ray_runs).
+    process (`in_process`, lab.server.workers), or with `ray_address` (None: RNNLAB_RAY_ADDRESS, lab.settings)
+    in an actor of a Ray cluster, which then does the queueing in the budget's place (lab.server.ray_runs).
     """
 
     what = "This job"
 
-    def __init__(self, cost_mb=0.0, owner=None, budget=None, turns=None, in_process=False, ray_address=RAY_ADDRESS):
+    def __init__(self, cost_mb=0.0, owner=None, budget=None, turns=None, in_process=False, ray_address=None):
         self.status, self.message = "ready", ""
-        self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or SERVER_BUDGET
-        self.in_process, self.ray_address = in_process, ray_address
+        self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or server_budget()
+        self.in_process, self.ray_address = in_process, ray_address or server_settings().ray_address
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
-        self.turns = turns or SERVER_TURNS
+        self.turns = turns or server_turns()
         self.turn_taker = TurnTaker(self.turns, self._stop.is_set)  # train()'s should_stop in this server
         self._ticket = self._thread = None
         self.started_at = None  # time.time() at start(), for the server log's waits and durations
@@ -183,7 +184,7 @@ class TrainingJob(BackgroundJob):
         resumable=False,
         in_process=False,
         room=None,
-        ray_address=RAY_ADDRESS,
+        ray_address=None,
     ):
         from lab.nets.cost import training_memory_bytes
 

@@ -44,11 +44,11 @@ import uuid
 from pathlib import Path
 
 from lab.errors import LabError
-from lab.server.capacity import CapacityError, setting
+from lab.server.capacity import CapacityError
 from lab.server.workers import NICENESS, WorkerError
+from lab.settings import server_settings
 
 log = logging.getLogger(__name__)
-RAY_ADDRESS = os.environ.get("RNNLAB_RAY_ADDRESS") or None  # None: jobs train on this server (lab.server.capacity)
 # the app's models are small: a second thread per run costs more in synchronisation than it saves, and
 # Ray sets an actor's OMP_NUM_THREADS to its CPUs, so one CPU per run is also one thread per run
 CPUS_PER_RUN = 1
@@ -125,9 +125,9 @@ def start_warm_actors(address, count=None, memory_mb=None):
     """Start `count` warm actors (default RNNLAB_RAY_WARM_ACTORS) of `memory_mb` each (default
     RNNLAB_RAY_WARM_ACTOR_MB): Ray places them as it has room. Returns once all have started, their
     PyTorch imported (the server calls it in a thread of its own)."""
-    count = setting("RNNLAB_RAY_WARM_ACTORS", "0", at_least=0) if count is None else count
+    count = server_settings().ray_warm_actors if count is None else count
     if memory_mb is None:  # 1024 by default: the default run asks for ~470 MB
-        memory_mb = setting("RNNLAB_RAY_WARM_ACTOR_MB", "1024", at_least=1)
+        memory_mb = server_settings().ray_warm_actor_mb
     ray = connect(address)
     options = dict(num_cpus=CPUS_PER_RUN, memory=int(memory_mb * 2**20))
     actors = [_RunActor.options(name=f"warm {uuid.uuid4().hex[:8]}", **options).remote(warm=True) for _ in range(count)]

@@ -4,7 +4,8 @@ Each browser session saves its runs and uploads in a folder of its own, named by
 issued: 128 random bits and a MAC of them under a secret kept in the user directory, so no
 session can guess another's key, and a key the server never issued (a hand-made cookie) is
 refused. A folder's modification time is when its session was last seen: `sweep` deletes folders
-not seen for `keep_seconds`, and the temporary files of saves that were killed. Each space has its
+not seen for `keep_seconds` (never less than an hour) that no live session holds, and the temporary
+files of saves that were killed. Each space has its
 own quota, counted by what is on disk (a file under two names, name_vN and name_latest, once):
 `check_room` refuses a save that would pass it, or the whole directory's bound, so no student's
 save ever deletes another student's file.
@@ -27,9 +28,11 @@ import time
 from pathlib import Path
 
 from lab.errors import LabError
+from lab.settings import MIN_KEEP_HOURS
 
 SPACE_KEY = re.compile(r"[A-Za-z0-9_-]{38}")  # secrets.token_urlsafe(16) and 16 characters of its MAC
 SECRET_NAME = ".space-secret"
+MIN_KEEP_SECONDS = 3600 * MIN_KEEP_HOURS  # no sweep deletes a space seen more recently than this
 STALE_TEMP_SECONDS = 3600  # a save's temporary file this old belongs to a save that was killed
 _secrets = {}
 
@@ -131,15 +134,20 @@ def check_room(root, folder, n_bytes, space_bytes, total_bytes):
         )
 
 
-def sweep(root, keep_seconds, now=None):
+def sweep(root, keep_seconds, now=None, in_use=()):
     """Delete the spaces not seen for keep_seconds, and temporary files older than an hour (saves that
     were killed). Returns the paths removed. Files outside space folders are never touched, and
-    nothing in a space that was seen is deleted but its dead temporary files."""
+    nothing in a space that was seen is deleted but its dead temporary files.
+
+    Whatever `keep_seconds` says (a setting is bounded, lab.settings, but a caller may pass anything), a
+    space seen within MIN_KEEP_HOURS is kept, and so is every space whose key is `in_use` (the sessions
+    the server still hears from), however long ago its folder was touched."""
     now = time.time() if now is None else now
+    keep_seconds = keep_seconds if keep_seconds >= MIN_KEEP_SECONDS else MIN_KEEP_SECONDS  # NaN too
     removed = []
     for folder in _spaces(root):
         seen = folder.stat().st_mtime
-        if now - seen > keep_seconds:
+        if now - seen > keep_seconds and folder.name not in in_use:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
             continue

@@ -8,7 +8,7 @@ uploading at once queue like thirty runs instead of taking the server's memory.
 
 import time
 
-from lab.server.capacity import SERVER_BUDGET, CapacityError
+from lab.server.capacity import CapacityError, server_budget
 from lab.training.checkpoints import load_checkpoint
 
 UPLOAD_COST_PER_MB = 7
@@ -18,7 +18,7 @@ UPLOAD_WAIT_SECONDS = 30.0
 def load_upload(data, owner, budget=None, wait_seconds=UPLOAD_WAIT_SECONDS):
     """load_checkpoint(data) on the CPU as one admitted job of the server's budget (lab.server.capacity), so
     that uploads are counted like runs: it waits up to `wait_seconds` for room, then CapacityError."""
-    budget = budget or SERVER_BUDGET
+    budget = budget or server_budget()
     ticket = budget.request(UPLOAD_COST_PER_MB * len(data) / 2**20, owner, "reading an uploaded checkpoint")
     deadline = time.monotonic() + wait_seconds
     try:

@@ -39,11 +39,11 @@ from multiprocessing.reduction import ForkingPickler
 
 import torch
 
-from lab.server.capacity import SERVER_TURNS, TurnTaker, setting
+from lab.server.capacity import TurnTaker, server_turns
+from lab.settings import server_settings
 
 log = logging.getLogger(__name__)
 NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
-TRAINING_PROCESSES = setting("RNNLAB_TRAINING_PROCESSES", "1", at_least=0)
 _processes, _lock = [], threading.Lock()
 _run_numbers = itertools.count()
 
@@ -125,7 +125,7 @@ def _lower_priority():
 
 def _train_one(send, number, stops, payload):
     stop = stops[number]
-    turns = TurnTaker(SERVER_TURNS, stop.is_set)  # this process's turns, shared by the runs in it
+    turns = TurnTaker(server_turns(), stop.is_set)  # this process's turns, shared by the runs in it
     try:
         function, kwargs = pickle.loads(payload)
         result = function(emit=lambda event: send(number, "event", event), should_stop=turns, **kwargs)
@@ -223,12 +223,13 @@ class _TrainingProcess:
 
 def _start_run(function, kwargs):
     """Start a run in the live training process with the fewest runs, or in a new one while there are
-    fewer than TRAINING_PROCESSES with a run in each. -> (the process, the run's number, its queue)."""
+    fewer than RNNLAB_TRAINING_PROCESSES with a run in each. -> (the process, the run's number, its queue)."""
     with _lock:
         _processes[:] = [p for p in _processes if p.alive]
         idle = [p for p in _processes if not p.runs]
-        if not idle and len(_processes) < max(1, TRAINING_PROCESSES):
-            threads = max(1, (torch.get_num_threads() - 1) // max(1, TRAINING_PROCESSES))  # a core for the pages
+        wanted = max(1, server_settings().training_processes)
+        if not idle and len(_processes) < wanted:
+            threads = max(1, (torch.get_num_threads() - 1) // wanted)  # a core for the pages
             _processes.append(_TrainingProcess(multiprocessing.get_context("spawn"), threads))
         process = min(_processes, key=lambda p: p.runs)
         return process, *process.start(function, kwargs)

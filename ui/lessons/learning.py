@@ -26,7 +26,7 @@ from lab.training.train import TrainConfig
 from ui.coloured_text import visible_piece
 from ui.lessons.common import check_yourself, notice, open_full_page
 from ui.plain_text import plain, preformatted, user_errors
-from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
+from ui.sessions import register_job, session_key, train_in_process
 
 SONNET = (
     "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate:\n"
@@ -65,7 +65,7 @@ def start_learning(text):
         sampler=StepSampler(sample, sample_steps(LEARN_STEPS)),
         sample_every_s=0,  # asked after every step: StepSampler writes at its steps only
         owner=session_key(),
-        in_process=TRAIN_IN_PROCESS,
+        in_process=train_in_process(),
     )
     job.start()
     register_job(job)

@@ -14,7 +14,7 @@ from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
 from ui.memory_charts import probe_figure
 from ui.plain_text import plain, preformatted, user_errors
-from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
+from ui.sessions import register_job, session_key, train_in_process
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
 DISTANCES = list(ProbeConfig.distances)
@@ -54,7 +54,7 @@ def start_live_run(task, distance, seconds):
     for cell in TOY_CELLS:
         model, probe_task, train_config = probe_run(config, task, cell, distance)
         jobs[cell] = TrainingJob(
-            f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(), in_process=TRAIN_IN_PROCESS
+            f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(), in_process=train_in_process()
         )
     for job in jobs.values():
         job.start()

@@ -17,7 +17,6 @@ import torch
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
 from lab.nets.cost import training_memory_bytes
 from lab.server.jobs import BackgroundJob
-from lab.server.ray_runs import RAY_ADDRESS
 from lab.training import distributed
 from lab.training.tasks import ClassificationTask
 from lab.training.train import TrainConfig, resolve_device, train
@@ -355,15 +354,13 @@ class AblationJob(BackgroundJob):
     status: ready -> queued -> running -> finished | stopped | failed (message says why).
 
     `in_process` computes it in the server's niced training process (lab.server.workers), as the app's training runs do,
-    and `ray_address` (by default RNNLAB_RAY_ADDRESS) in an actor of a Ray cluster (lab.server.ray_runs), perhaps
+    and `ray_address` (None: RNNLAB_RAY_ADDRESS) in an actor of a Ray cluster (lab.server.ray_runs), perhaps
     on another machine: there, without an `out_dir` given, the study writes no files (no temporary
     folder is left behind on a worker's machine); its results come back all the same."""
 
     what = "The live ablation"
 
-    def __init__(
-        self, config, out_dir=None, cost_mb=None, owner=None, budget=None, in_process=False, ray_address=RAY_ADDRESS
-    ):
+    def __init__(self, config, out_dir=None, cost_mb=None, owner=None, budget=None, in_process=False, ray_address=None):
         if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
             info = expected_data_info(config)
             cost_mb = (
@@ -376,7 +373,7 @@ class AblationJob(BackgroundJob):
         self.config, self.out_dir, self.results = config, out_dir, None
         self.command = cli_command(config)  # what the page offers: run this study yourself
         self._folder = None
-        if out_dir is None and ray_address is None:
+        if out_dir is None and self.ray_address is None:
             self._folder = tempfile.TemporaryDirectory(prefix="rnnlab-ablation-")  # deleted with the job
             self.out_dir = self._folder.name
 

@@ -17,7 +17,6 @@ from lab.nets.cost import parameter_count, training_memory_bytes
 from lab.nets.models import LMConfig, build_model, count_parameters
 from lab.schema import Device, PositiveInt, PositiveNumber, Seed, config
 from lab.server.jobs import BackgroundJob
-from lab.server.ray_runs import RAY_ADDRESS
 from lab.training.train import TrainConfig, resolve_device, train
 
 from .tasks import MAX_DISTANCE, TOY_CELLS, TOY_TASKS, ProbeTask
@@ -216,7 +215,7 @@ class ProbeJob(BackgroundJob):
 
     what = "The memory probe"
 
-    def __init__(self, config, owner=None, budget=None, turns=None, ray_address=RAY_ADDRESS):
+    def __init__(self, config, owner=None, budget=None, turns=None, ray_address=None):
         runs = [
             probe_run(config, task, cell, distance)
             for task in config.tasks

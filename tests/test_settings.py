@@ -1,0 +1,213 @@
+"""lab.settings: every RNNLAB_ variable declared once, with its bounds; a value out of them is refused in one
+line that names the variable and what it may be, by the model, by `streamlit run serve.py` before it opens,
+and by every page under `streamlit run app.py` before it draws anything."""
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.errors import LabError
+from lab.settings import (
+    RAY_ADDRESS,
+    ServerSettings,
+    allowed,
+    bounds,
+    server_settings,
+    settings_table,
+    unknown_variables,
+    variable,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+FIELDS = list(ServerSettings.model_fields)
+VARIABLES = {variable(name): name for name in FIELDS}
+# the classes of bad value a teacher's typo or a hostile tester gives, each for a setting it is bad for
+BAD = [
+    ("RNNLAB_KEEP_HOURS", "-5"),
+    ("RNNLAB_KEEP_HOURS", "0"),
+    ("RNNLAB_KEEP_HOURS", "0.5"),  # under the floor: a sweep would delete spaces seen half an hour ago
+    ("RNNLAB_KEEP_HOURS", "nan"),
+    ("RNNLAB_KEEP_HOURS", "1e308"),  # hours to seconds would be infinite
+    ("RNNLAB_SESSION_SHARE", "nan"),
+    ("RNNLAB_SESSION_SHARE", "0"),
+    ("RNNLAB_SESSION_SHARE", "1.5"),
+    ("RNNLAB_TRAINING_BUDGET_MB", "-1"),
+    ("RNNLAB_TRAINING_BUDGET_MB", "inf"),
+    ("RNNLAB_TRAINING_PROCESSES", "abc"),
+    ("RNNLAB_TRAINING_PROCESSES", "2.5"),
+    ("RNNLAB_TRAINING_PROCESSES", "-1"),
+    ("RNNLAB_TRAINING_PROCESSES", "9" * 5000),
+    ("RNNLAB_SESSION_RUNS", ""),
+    ("RNNLAB_UNATTENDED_SECONDS", "1"),  # under a heartbeat: an open page's runs would stop
+    ("RNNLAB_MAX_PARAMS", "1e400"),
+    ("RNNLAB_USER_DIR", ""),
+    ("RNNLAB_CACHE", __file__),  # a file, not a folder
+    ("RNNLAB_RAY_ADDRESS", "not an address"),
+]
+
+
+def unset_all(monkeypatch):
+    for name in list(os.environ):
+        if name.upper().startswith("RNNLAB_"):
+            monkeypatch.delenv(name)
+
+
+def test_an_empty_environment_gives_every_declared_default(monkeypatch):
+    unset_all(monkeypatch)
+    read = server_settings()
+    assert {name: getattr(read, name) for name in FIELDS} == {
+        name: field.default for name, field in ServerSettings.model_fields.items()
+    }
+    assert (read.keep_hours, read.training_processes, read.session_share, read.ray_address) == (48, 1, 0.5, None)
+
+
+def test_a_value_within_its_bounds_is_read_and_a_changed_environment_is_read_again(monkeypatch):
+    monkeypatch.setenv("RNNLAB_KEEP_HOURS", "2.5")
+    monkeypatch.setenv("RNNLAB_TRAINING_PROCESSES", "0")
+    assert (server_settings().keep_hours, server_settings().training_processes) == (2.5, 0)
+    monkeypatch.setenv("RNNLAB_KEEP_HOURS", "8760")
+    assert server_settings().keep_hours == 8760
+
+
+@pytest.mark.parametrize(("name", "value"), BAD)
+def test_a_bad_value_is_refused_in_one_line_naming_the_variable_and_what_it_may_be(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(LabError) as refused:
+        server_settings()
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(f"{name}: ") and line.endswith(f" is not {allowed(VARIABLES[name])}")
+    assert len(line) < 200  # a huge value is cut short in the line
+
+
+def test_two_bad_values_are_both_named_in_the_one_line(monkeypatch):
+    monkeypatch.setenv("RNNLAB_KEEP_HOURS", "-5")
+    monkeypatch.setenv("RNNLAB_SESSION_SHARE", "nan")
+    with pytest.raises(LabError, match=r"^RNNLAB_KEEP_HOURS: '-5' .*; RNNLAB_SESSION_SHARE: 'nan' is not a number"):
+        server_settings()
+
+
+def test_a_misspelt_variable_is_named_as_no_setting_and_a_declared_one_is_not(monkeypatch):
+    unset_all(monkeypatch)
+    monkeypatch.setenv("RNNLAB_KEEP_HOURS", "24")
+    monkeypatch.setenv("RNNLAB_" + "KEEP_HOUR", "-5")  # a typo: nothing reads it, the log says so
+    assert unknown_variables() == ["RNNLAB_" + "KEEP_HOUR"] and server_settings().keep_hours == 24
+
+
+def test_the_unattended_time_is_bounded_above_the_heartbeat_of_an_open_page():
+    from ui.sessions import HEARTBEAT_SECONDS
+
+    assert bounds("unattended_seconds")[0] > HEARTBEAT_SECONDS
+
+
+def within_bounds(name, value):
+    """Whether a read value is one its field allows."""
+    annotation = ServerSettings.model_fields[name].annotation
+    if annotation in (int, float):
+        low, above, high = bounds(name)
+        return (
+            isinstance(value, annotation) and math.isfinite(value) and (value > low if above else value >= low)
+        ) and (value <= high)
+    if name == "ray_address":
+        return value is None or RAY_ADDRESS.fullmatch(value) is not None
+    return isinstance(value, Path) and str(value) not in ("", ".") and not value.is_file()
+
+
+# any text the environment can hold (no NUL; lone surrogates only as os.environ decodes odd bytes), and
+# text that looks like a number, which is where the bounds are tested
+TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=30)
+NUMBERS = st.one_of(
+    st.integers(-(10**12), 10**12).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(str),
+    st.sampled_from(["", " ", "nan", "-inf", "1e400", "1_000", " 8 ", "0x10", "1e3", "+5", "٣"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(FIELDS), value=st.one_of(TEXT, NUMBERS))
+def test_any_value_of_any_setting_is_read_within_its_bounds_or_refused_in_one_line_naming_it(name, value):
+    environment = {k: v for k, v in os.environ.items() if not k.upper().startswith("RNNLAB_")}
+    with mock.patch.dict(os.environ, {**environment, variable(name): value}, clear=True):
+        try:
+            read = getattr(server_settings(), name)
+        except LabError as refused:
+            line = str(refused)
+            assert "\n" not in line and line.startswith(f"{variable(name)}: ") and allowed(name) in line
+        else:
+            assert within_bounds(name, read), (name, value, read)
+
+
+def test_the_readme_table_of_settings_is_the_models():
+    """Every variable the model declares is in the README's table, with its default, its bounds and what it
+    does, as the model says (`python -m lab.settings` prints the table), and no other."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert settings_table() in readme
+    rows = re.findall(r"^\| `(RNNLAB_\w+)` \|", readme, flags=re.MULTILINE)
+    assert rows == list(VARIABLES)
+
+
+def test_every_rnnlab_variable_the_code_names_is_declared_and_only_lab_settings_reads_one():
+    """One environment parser: no other module reads an RNNLAB_ variable from os.environ, and every one the
+    app, the lab or the README mentions is a field of the model."""
+    sources = [*ROOT.glob("lab/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("pages/*.py")]
+    sources += [ROOT / "serve.py", ROOT / "app.py"]
+    readers = [
+        str(p.relative_to(ROOT))
+        for p in sources
+        if p.name != "settings.py" and re.search(r"(environ|getenv)\W[^\n]*RNNLAB_", p.read_text(encoding="utf-8"))
+    ]
+    assert readers == []
+    named = set()
+    for path in [*sources, ROOT / "README.md"]:
+        named |= set(re.findall(r"RNNLAB_[A-Z_]+[A-Z]", path.read_text(encoding="utf-8")))
+    assert named - set(VARIABLES) == set()
+
+
+def serve(env, timeout=120):
+    """`streamlit run serve.py` with `env` added; it must end on its own (a bad setting stops it)."""
+    return subprocess.run(
+        [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.port", "0", "--server.headless", "true"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize(("name", "value"), [("RNNLAB_KEEP_HOURS", "-5"), ("RNNLAB_TRAINING_PROCESSES", "abc")])
+def test_serve_py_stops_before_it_opens_with_one_line_and_no_traceback(name, value):
+    ended = serve({name: value})
+    output = ended.stdout + ended.stderr
+    assert ended.returncode == 2 and "Traceback" not in output
+    assert ended.stderr.strip().splitlines()[-1] == f"{name}: {value!r} is not {allowed(VARIABLES[name])}"
+    assert sum(name in line for line in output.splitlines()) == 1
+
+
+PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("pages/*.py"))]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_under_app_py_every_page_shows_only_the_one_line_of_a_bad_setting(monkeypatch, capfd, page):
+    """`streamlit run app.py` has no start of its own: every page, before it draws anything, shows the line
+    and stops, and the server's log says it once however many pages are opened."""
+    from streamlit.testing.v1 import AppTest
+
+    import ui.sessions
+
+    ui.sessions._log_once.cache_clear()  # as in a fresh server process
+    monkeypatch.setenv("RNNLAB_SESSION_SHARE", "nan")
+    line = "RNNLAB_SESSION_SHARE: 'nan' is not a number above 0 and at most 1"
+    for _ in range(2):
+        at = AppTest.from_file(str(ROOT / page), default_timeout=60).run()
+        assert not at.exception
+        assert [e.value for e in at.error] == [f"This server's settings need fixing by whoever runs it: {line}"]
+        assert not (at.title or at.header or at.markdown or at.button or at.sidebar.children)
+    assert capfd.readouterr().err.count(line) == 1
