@@ -17,6 +17,7 @@ from lab.instruments.memory import (
     constant_gate_retention,
     memory_spread,
 )
+from lab.lessons.memory import half_life_words, memory_spread_sentence
 from lab.nets.cells import CELLS
 from ui.cached_calls import cached_gradient, cached_retention, cached_trace, checkpoint_key
 from ui.cell_labels import cell_label
@@ -27,11 +28,9 @@ from ui.links import Field, mirror_to_url, restore_from_url
 from ui.memory_charts import (
     analytic_figure,
     gradient_figure,
-    half_life_words,
     log_range,
     longest_memory_layer,
     memory_spread_figure,
-    memory_spread_sentence,
     retention_band_figure,
 )
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, RETENTION_MODELS, TEXT
