@@ -179,7 +179,7 @@ def choosing_the_next_token():
         return
     greedy, samples = runs[0], runs[1:]
     rows = [sample_row(greedy, greedy.continuation, "greedy")] + [
-        sample_row(g, greedy.continuation, f"{plain(configs[0].label)}, seed {s}") for s, g in enumerate(samples)
+        sample_row(g, greedy.continuation, f"{configs[0].label}, seed {s}") for s, g in enumerate(samples)
     ]
     st.table(pd.DataFrame(rows).style.format(CHOOSE_FORMATS), hide_index=True)
     st.caption(
