@@ -352,6 +352,7 @@ def test_the_subword_sentence_says_fewer_and_better_only_where_the_numbers_do(ch
     if abs(gap) >= reading.LEVEL:
         assert f"{'s' if gap < 0 else 'c'} predicts it better by {abs(gap):.2f}" in said
     assert ("so each is harder" in said) == (s_tok > c_tok and chars / n_s > 1)
+    assert (f"on fewer than {reading.FEW_CHARS} characters" in said) == (chars < reading.FEW_CHARS)
 
 
 # ---------------------------------------------------------------------------

@@ -149,6 +149,7 @@ def expected_pick_probability(logits, config):
 # characters or subwords
 
 LEVEL = 0.02  # nats/char: closer than this, two models predict a text about equally well
+FEW_CHARS = 100  # below this many characters a gap in loss describes the text more than the models
 
 
 def subword_sentences(n_chars, char_name, sub_name, char, sub):
@@ -176,6 +177,11 @@ def subword_sentences(n_chars, char_name, sub_name, char, sub):
         if abs(gap) < LEVEL
         else f"{sub_name if gap < 0 else char_name} predicts it better by {abs(gap):.2f} nats/char"
     )
+    if n_chars < FEW_CHARS:
+        verdict += (
+            f", though on fewer than {FEW_CHARS} characters a gap tells you about these few characters more than "
+            "about the two models"
+        )
     return (
         f"The character model reads these {n_chars} characters in **{n_c} steps**; {sub_name} in "
         f"**{n_s}**, {per_step:.1f} characters per step. {memory}\n\n"
