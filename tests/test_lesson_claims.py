@@ -275,7 +275,7 @@ def test_the_next_token_sentence_counts_what_the_samples_shown_did(greedy_p, sam
     assert f"{sum(loop for _, loop, _ in samples)} of {n} end in a loop" in said
     assert ("exactly greedy's 200 characters" in said) == all(f == 200 for _, _, f in samples)
     assert f"**{np.mean([p for p, _, _ in samples]):.3f}**" in said
-    assert ("across the seeds" in said) == (n > 1) and ("over one sample:" in said) == (n == 1)
+    assert ("across the random seeds" in said) == (n > 1) and ("over one sample:" in said) == (n == 1)
 
 
 logit_vectors = st.lists(st.floats(-8, 8), min_size=2, max_size=30).map(lambda v: torch.tensor(v))

@@ -62,7 +62,7 @@ def metrics(at):
 
 
 def models_named(at):
-    return " ".join(c.value for c in at.caption if c.value.startswith("The figures below come from")).replace("\\", "")
+    return " ".join(c.value for c in at.caption if c.value.startswith("The figures above come from")).replace("\\", "")
 
 
 def test_next_token_at_every_rules_extremes_says_what_its_table_shows():

@@ -123,14 +123,14 @@ def next_token_sentences(greedy, samples, rule, length):
     seeds = "one sample" if n == 1 else f"{n} samples (random seeds 0 to {n - 1})"
     second = (
         f"**{rule}**, over {seeds}: mean p(chosen) **{np.mean(means):.3f}**"
-        + (f", from {min(means):.3f} to {max(means):.3f} across the seeds" if n > 1 else "")
+        + (f", from {min(means):.3f} to {max(means):.3f} across the random seeds" if n > 1 else "")
         + f"; {versus}. {loops} of {n} end in a loop. {path}"
     )
     third = (
         "At any single step, more freedom (a higher T, a larger k or p) can only lower the probability the "
         "rule expects its pick to have. Over a whole sample, though, each pick changes the text the next "
         "one reads, so one sample's mean p(chosen) can move either way from one setting to the next: "
-        "compare settings by the spread over the seeds, not by one sample. The model is the same in every "
+        "compare settings by the spread over the random seeds, not by one sample. The model is the same in every "
         "run; only the rule that turns its probabilities into a choice changes."
     )
     return f"{first} {second}\n\n{third}"

@@ -102,9 +102,9 @@ def uses(*named, untrained=False):
         else ""
     )
     st.caption(
-        f"The figures below come from fresh, untrained copies of {models}: the same models before training."
+        f"The figures above come from fresh, untrained copies of {models}: the same models before training."
         if untrained
-        else f"The figures below come from {models}{trained}."
+        else f"The figures above come from {models}{trained}."
     )
 
 

@@ -73,7 +73,6 @@ def keep_or_overwrite():
     checkpoint = bundled(name)
     if checkpoint is None:
         return
-    uses((name, checkpoint))
     layers = None
     with user_errors("Measuring retention"):
         layers = [r.up_to(KEEP_LAGS) for r in cached_retention(*checkpoint_key(checkpoint), PASSAGE)]
@@ -108,6 +107,7 @@ def keep_or_overwrite():
         else ""
     )
     spread = memory_spread([(label, layer, measured)])
+    uses((name, checkpoint))
     notice(
         f"{implied.sentence()}\n\n{learned_bias_sentence(plain(label), biases)}{seed_note}\n\n"
         f"Measured on the passage, where the inputs and the state move the gate too: "
@@ -159,7 +159,6 @@ def why_the_rnn_forgets():
             cells[label] = checkpoint_cell(checkpoint)
     if not curves:
         return
-    uses(*named, untrained=not trained)
     st.plotly_chart(
         gradient_figure(
             curves,
@@ -172,6 +171,7 @@ def why_the_rnn_forgets():
     for column, (label, fit) in zip(metrics, fits.items()):
         back = fit.distances - 1
         column.metric(f"{label}: per step g", f"{fit.g:.3f}", help=f"g^{back} = {power(fit.g**back)}; R² {fit.r2:.2f}")
+    uses(*named, untrained=not trained)
     notice(forgetting_sentences(fits, cells, read))
     check_yourself(
         "A gradient is multiplied by 0.7 per step back. How much of it is left 50 steps back, and "

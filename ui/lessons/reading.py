@@ -49,7 +49,6 @@ def state_is_memory():
     checkpoint = bundled(name)
     if checkpoint is None:
         return
-    uses((name, checkpoint))
     key = checkpoint_key(checkpoint)
     curve = None
     with user_errors("Reading the passage"):
@@ -111,6 +110,7 @@ def state_is_memory():
                     "**Stateful**: the state carried" if stateful else "**Stateless**: reset before every token"
                 )
                 st.html(prob_html(PROMPT, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
+        uses((name, checkpoint))
         notice(
             state_memory_sentences(
                 plain(name.removesuffix("_latest")),
@@ -159,7 +159,6 @@ def choosing_the_next_token():
     checkpoint = bundled(name)
     if checkpoint is None:
         return
-    uses((name, checkpoint))
     cols = st.columns(2)
     strategy = cols[0].radio(
         "Strategy", list(KNOBS), format_func=STRATEGY_TITLES.get, horizontal=True, key="lessons_choose_strategy"
@@ -193,6 +192,7 @@ def choosing_the_next_token():
         with column:
             st.markdown(f"**{plain(title)}**")
             st.html(prob_html(PROMPT, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
+    uses((name, checkpoint))
     notice(next_token_sentences(rows[0], rows[1:], plain(configs[0].label), len(greedy.continuation)))
     check_yourself(
         "At temperature T = 0.05, what text does the temperature sampler write, and why?", low_temperature_answer()
@@ -222,7 +222,6 @@ def characters_or_subwords():
     char_model, subword_model = bundled(CHAR_MODELS[0]), bundled(SUBWORD_MODEL)
     if char_model is None or subword_model is None:
         return
-    uses((CHAR_MODELS[0], char_model), (SUBWORD_MODEL, subword_model))
     read = {}
     with user_errors("Tokenising"):
         for label, checkpoint in (("characters", char_model), ("subwords", subword_model)):
@@ -241,6 +240,7 @@ def characters_or_subwords():
     metrics[1].metric("subword steps", n_s)
     metrics[2].metric(f"{char_name}, nats/char", f"{char_row['nats_per_char']:.3f}")
     metrics[3].metric(f"{sub_name}, nats/char", f"{sub_row['nats_per_char']:.3f}")
+    uses((CHAR_MODELS[0], char_model), (SUBWORD_MODEL, subword_model))
     notice(
         subword_sentences(
             len(text),

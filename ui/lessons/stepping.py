@@ -163,7 +163,6 @@ def one_step():
     checkpoints = [bundled(name) for name in STEP_MODELS[choice]]
     if None in checkpoints:
         return
-    uses(*zip(STEP_MODELS[choice], checkpoints))
     stepped = []
     with user_errors("Reading your text"):
         stepped = [cached_steps(*checkpoint_key(checkpoint), text) for checkpoint in checkpoints]
@@ -209,6 +208,7 @@ def one_step():
         if choice == "gru"
         else ""
     )
+    uses(*zip(STEP_MODELS[choice], checkpoints))
     notice(
         "Every number above is the cell's own, recorded while it read your text (not recomputed). Check the "
         f"last equation by hand for unit {unit}:\n{worked}\n\n{gist}{conventions}\n\nPress **Next ▶** and "
