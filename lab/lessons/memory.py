@@ -171,7 +171,7 @@ def forgetting_sentences(fits, cells, read):
     fastest = [label for label, g in shown.items() if g == low]
     slowest = [label for label, g in shown.items() if g == high]
     rough = [label for label, fit in fits.items() if fit.r2 < CLOSE_FIT]
-    steps_fitted = f"all {span} steps" if span >= read else f"the {span} steps nearest the loss"
+    steps_fitted = f"all {span} steps before the loss" if span >= read else f"the {span} steps nearest the loss"
     fit = (
         "each curve is close to a straight line on the log scale (R² ≥ 0.9): a constant factor g per step"
         if not rough
@@ -180,7 +180,7 @@ def forgetting_sentences(fits, cells, read):
     )
     distance = span - 1
     first = (
-        f"Over {steps_fitted} before the loss, {fit}; k steps back a curve is about g^k of its value at the loss, "
+        f"Over {steps_fitted}, {fit}; k steps back a curve is about g^k of its value at the loss, "
         "the picture of a product of one factor per step."
     )
     if low == high:
