@@ -94,7 +94,9 @@ def test_next_token_at_every_rules_extremes_says_what_its_table_shows():
             elif (shown == g).all():
                 assert f"the same as greedy's in all {n}" in text
             else:
-                assert f"lower than greedy's in {(shown < g).sum()} of {n}" in text
+                counts = [(k, w) for k, w in (((shown < g).sum(), "lower"), ((shown > g).sum(), "higher")) if k]
+                k, what = counts[0] if counts else ((shown == g).sum(), "the same")
+                assert f"{what} {'as' if what == 'the same' else 'than'} greedy's in {k} of {n}" in text
             assert f"{(samples['ends in a loop'] == 'yes').sum()} of {n} end in a loop" in text
             follows = samples["characters the same as greedy's"].tolist()
             assert ("exactly greedy's 200 characters" in text) == (min(follows) == 200)

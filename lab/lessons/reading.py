@@ -109,8 +109,12 @@ def next_token_sentences(greedy, samples, rule, length):
     elif lower == higher == 0:
         versus = f"the same as greedy's in all {n}"
     else:
-        versus = f"lower than greedy's in {lower} of {n}, higher in {higher}"
-        versus += f", the same in {n - lower - higher}" if lower + higher < n else ""
+        parts = [(k, what) for k, what in ((lower, "lower"), (higher, "higher"), (n - lower - higher, "the same")) if k]
+        (k, what), rest = parts[0], parts[1:]
+        versus = listing(
+            [f"{what} {'as' if what == 'the same' else 'than'} greedy's in {k} of {n}"]
+            + [f"{w} in {j}" for j, w in rest]
+        )
     follows = [row["characters the same as greedy's"] for row in samples]
     path = (
         f"Every one writes exactly greedy's {length} characters."
