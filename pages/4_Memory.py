@@ -1,10 +1,10 @@
 """Memory: how long each cell remembers, in five sections, one on the screen at a time (chosen at the
-top, kept in the link): how far a changed token travels in each model's state (one measure for every cell,
-the vanilla RNN's included: the first view compares them all); measured retention of the keep gates as a spread over the units (the typical
-unit forgets within a step or two, a few units keep half for over 100 tokens) with the longest
-memories coloured on the text; the analytic g^k picture and bias half-lives; gradients through time;
-the delayed-recall probe. Only the section shown is computed and drawn. Each section is a fragment:
-its slider reruns it alone."""
+top, kept in the link): how far a changed token travels in each model's state (one measure for every
+cell, the vanilla RNN's included: the first view compares them all); measured retention of the keep
+gates as a spread over the units (the typical unit forgets within a step or two, a few units keep half
+for over 100 tokens) with the longest memories coloured on the text; the analytic g^k picture and bias
+half-lives; gradients through time; the delayed-recall probe. Only the section shown is computed and
+drawn. Each section is a fragment: its slider reruns it alone."""
 
 import pandas as pd
 import streamlit as st
@@ -18,6 +18,7 @@ from lab.instruments.memory import (
     constant_gate_retention,
     memory_spread,
 )
+from lab.lessons.memory import half_life_words, memory_spread_sentence, reach_sentence
 from lab.nets.cells import CELLS
 from ui.cached_calls import cached_gradient, cached_reach, cached_retention, cached_trace, checkpoint_key
 from ui.cell_labels import cell_label
@@ -28,13 +29,10 @@ from ui.links import Field, mirror_to_url, restore_from_url
 from ui.memory_charts import (
     analytic_figure,
     gradient_figure,
-    half_life_words,
     log_range,
     longest_memory_layer,
     memory_spread_figure,
-    memory_spread_sentence,
     reach_figure,
-    reach_sentence,
     retention_band_figure,
 )
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT

@@ -216,8 +216,14 @@ def test_presets_are_offered_under_plain_labels():
 
 
 def rendered_literals():
-    """(file, line, text) of every string literal that is not a docstring in app.py, pages/ and ui/."""
-    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").rglob("*.py"))]
+    """(file, line, text) of every string literal that is not a docstring in app.py, pages/ and ui/, and in
+    lab/lessons/, which writes the lessons' sentences."""
+    files = [
+        ROOT / "app.py",
+        *sorted((ROOT / "pages").glob("*.py")),
+        *sorted((ROOT / "ui").rglob("*.py")),
+        *sorted((ROOT / "lab" / "lessons").glob("*.py")),
+    ]
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = set()

@@ -9,9 +9,10 @@ import torch
 from lab.data import CharTokenizer
 from lab.errors import LabError
 from lab.instruments.reach import change_reach
+from lab.lessons.memory import reach_sentence
 from lab.nets.models import LMConfig, build_model, recurrent_layers
 from lab.training.checkpoints import load_checkpoint
-from ui.memory_charts import reach_figure, reach_sentence
+from ui.memory_charts import reach_figure
 from ui.memory_defaults import REACH_LAG, REACH_MODELS, TEXT
 
 SHORT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"

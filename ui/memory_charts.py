@@ -1,7 +1,7 @@
-"""The Memory page's charts (Plotly) and the sentences that read them, shared with the memory lessons:
-how many units keep more than half after k steps, one layer's retention as a band over its units,
-g**k for a constant keep gate, the gradient through time, the memory probe's accuracy against distance.
-The numbers come from lab.instruments.memory and lab.experiments.probe."""
+"""The Memory page's charts (Plotly), shared with the memory lessons: how many units keep more than half
+after k steps, one layer's retention as a band over its units, g**k for a constant keep gate, the
+gradient through time, the memory probe's accuracy against distance. The numbers come from
+lab.instruments.memory and lab.experiments.probe; the sentences that read them from lab.lessons.memory."""
 
 import html
 import math
@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lab.instruments.memory import MEMORY_SPANS, constant_gate_retention
+from lab.lessons.memory import CHART_FLOOR
 from ui.cell_labels import CELL_COLOURS
 
 
@@ -88,78 +89,12 @@ def reach_figure(curves, spans=MEMORY_SPANS):
     return fig
 
 
-def reach_sentence(curves, share=0.01):
-    """What the reach chart shows, computed from it: which model lets a change fade soonest and which
-    carries it furthest, as the last k at which more than `share` of it is kept."""
-    if not curves:
-        return ""
-    travels = {name: reach.last_above(share) for name, _, reach in curves}
-    measured = {name: len(reach.lags) for name, _, reach in curves}
-    soonest, furthest = min(travels, key=travels.get), max(travels, key=travels.get)
-    words = f"more than {share:.0%} of it"
-
-    def how_far(name):
-        k = travels[name]
-        if k >= measured[name]:
-            return f"still keeps {words} after all {measured[name]} tokens measured"
-        if k == 0:
-            return f"keeps less than {share:.0%} of it one token later"
-        return f"keeps {words} for {k} token{'s' if k != 1 else ''}"
-
-    if travels[soonest] == travels[furthest]:
-        return f"Change one token: every model here {how_far(soonest)}. On this text they do not differ."
-    return (
-        f"Change one token: the **{soonest}** {how_far(soonest)}, the **{furthest}** {how_far(furthest)}. "
-        "A state that forgets lets a change fade; one that remembers carries it."
-    )
-
-
 def longest_memory_layer(layers):
     """(layer, Retention) of the layer with the most long memories among a model's Retentions: the
     largest share of units keeping more than half after the first span, then the longest unit."""
     return max(
         enumerate(layers), key=lambda lr: (lr[1].share_longer_than(MEMORY_SPANS[0]) or 0, lr[1].unit_half_lives.max())
     )
-
-
-def half_life_words(half_life, lags):
-    """A half-life in words: "3 tokens", or "more than 128 tokens" for one longer than every lag measured."""
-    if math.isinf(half_life):
-        return f"more than {lags} tokens"
-    return f"{half_life:.0f} token{'s' if half_life != 1 else ''}"
-
-
-def memory_spread_sentence(spread):
-    """What lab.instruments.memory.memory_spread's table says, in a student's words: computed from the table, so
-    that it says what the chart drawn from the same retention shows."""
-    spans = [int(c.removeprefix("longer_than_")) for c in spread.columns if c.startswith("longer_than_")]
-    typical = spread.loc[spread["median_half_life"].idxmax()]
-    where = "in every layer shown, the median unit" if len(spread) > 1 else "the median unit"
-    sentences = [
-        f"The typical unit forgets fast: {where} has lost half of what it held within "
-        f"{half_life_words(typical['median_half_life'], typical['lags'])}."
-    ]
-    by_memory = [f"longer_than_{k}" for k in reversed(spans)] + ["longest_half_life"]
-    best = spread.sort_values(by_memory, ascending=False, na_position="last").iloc[0]
-    first = best[f"longer_than_{spans[0]}"]
-    if not first > 0:  # none, or NaN: the text is shorter than the first span
-        sentences.append(f"On this text no unit keeps more than half of what it held for {spans[0]} tokens.")
-        return " ".join(sentences)
-    later = []
-    for k in spans[1:]:
-        share = best[f"longer_than_{k}"]
-        if share != share:  # NaN: fewer than k lags measured
-            later.append(f"(the text is too short to measure {k} tokens)")
-        else:
-            later.append(f"{round(share * best['units'])} ({share:.1%}) after {k}" if share > 0 else f"none after {k}")
-    sentences.append(
-        f"Long memories live in a few units: in {best['name']}, layer {best['layer']}, "
-        f"{round(first * best['units'])} of its {best['units']} units ({first:.1%}) still keep more than half "
-        f"of what they held after {spans[0]} tokens"
-        + "".join(f", {c}" for c in later)
-        + f". Its longest-memory unit keeps half for {half_life_words(best['longest_half_life'], best['lags'])}."
-    )
-    return " ".join(sentences)
 
 
 def retention_band_figure(r, name, reference=None):
@@ -169,7 +104,7 @@ def retention_band_figure(r, name, reference=None):
     low, median, high = np.quantile(r.per_unit, [0.1, 0.5, 0.9], axis=1)  # (K,) each
     longest = r.per_unit[:, r.longest_units(1)[0]]
     colour = CELL_COLOURS.get(r.cell, "#555")
-    floor = 1e-6  # float64 products underflow far below what a chart can show
+    floor = CHART_FLOOR
     fig = go.Figure(
         [
             go.Scatter(x=r.lags, y=np.maximum(high, floor), mode="lines", line=dict(width=0), showlegend=False),

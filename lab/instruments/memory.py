@@ -336,14 +336,33 @@ def gradient_through_time(model, tokens, tokenizer=None, max_tokens=MAX_GRADIENT
     return torch.stack([g.norm() for g in grads]).cpu().numpy()
 
 
-def gradient_decay_per_step(norms, max_distance=None):
+@dataclass(frozen=True)
+class DecayFit:
+    """A gradient's decay per step back, fitted as g**k: g, how well a straight line fits log(norm)
+    against the distance (r2, 1 for an exact geometric decay), and the distances the fit read."""
+
+    g: float
+    r2: float
+    distances: int  # distances 0..distances-1 from the loss were fitted (exact zeros left out)
+
+
+def gradient_decay_fit(norms, max_distance=None):
     """The factor g by which ||dL_T / dh_t|| shrinks per step back, so that distance k keeps ~g**k:
     exp of the least-squares slope of log(norm) over the distance 0..max_distance from the loss
     (norms as gradient_through_time returns them, farthest step first; exact zeros, float32's
-    underflow, are left out). A vanilla RNN's g sits well below 1; a gated cell's near 1."""
+    underflow, are left out), with the fit's R² (how close the curve is to one constant factor per
+    step). A vanilla RNN's g sits well below 1; a gated cell's near 1. -> DecayFit"""
     by_distance = np.asarray(norms, dtype=np.float64)[::-1][: None if max_distance is None else max_distance + 1]
     distance = np.flatnonzero(by_distance > 0)
     if distance.size < 2:
         raise LabError("norms: need at least 2 non-zero gradient norms to fit a decay")
-    slope = np.polyfit(distance, np.log(by_distance[distance]), 1)[0]
-    return float(np.exp(slope))
+    logs = np.log(by_distance[distance])
+    slope, intercept = np.polyfit(distance, logs, 1)
+    spread = np.sum((logs - logs.mean()) ** 2)
+    r2 = 1.0 if spread == 0 else float(1 - np.sum((logs - (slope * distance + intercept)) ** 2) / spread)
+    return DecayFit(float(np.exp(slope)), r2, len(by_distance))
+
+
+def gradient_decay_per_step(norms, max_distance=None):
+    """gradient_decay_fit's g alone."""
+    return gradient_decay_fit(norms, max_distance).g

@@ -99,6 +99,28 @@ def sample_top_p(logits, config, generator):
     return int(indices[_draw(nucleus, generator)])
 
 
+def pick_distribution(logits, config):
+    """The distribution (V,) float64 over token ids that `config`'s strategy draws from, given the
+    model's logits (V,): one-hot on the argmax for greedy; softmax(logits / T) for temperature; that,
+    renormalised over the k likeliest for top-k and over the nucleus for top-p (the same rules as
+    the samplers above, written as one vector so that a lesson can reason about what a rule expects)."""
+    logits = logits.double()
+    if config.strategy == "greedy":
+        return torch.nn.functional.one_hot(logits.argmax(), logits.numel()).double()
+    probs = _tempered_softmax(logits, config.temperature)  # (V,)
+    order = probs.argsort(descending=True, stable=True)
+    if config.strategy == "top_k":
+        keep = order[: min(config.top_k, logits.numel())]
+    elif config.strategy == "top_p":
+        sorted_probs = probs[order]
+        keep = order[(sorted_probs.cumsum(0) - sorted_probs) < config.top_p]
+    else:
+        keep = order
+    kept = torch.zeros_like(probs)
+    kept[keep] = probs[keep]
+    return kept / kept.sum()
+
+
 STRATEGIES = {"greedy": greedy, "temperature": sample_temperature, "top_k": sample_top_k, "top_p": sample_top_p}
 # the strategy a model family's seed samples with: seed 004 generates with temperature + nucleus;
 # every other family with seed 002's favourite, top-k

@@ -1,6 +1,6 @@
 """What every lesson shares: the bundled models and texts, what the lessons build on, and
-the parts of a lesson's screen (what it builds on, what to notice, check yourself, the link
-to the full page).
+the parts of a lesson's screen (what it builds on, the models it uses, what to notice, check
+yourself, the link to the full page).
 
 A lesson whose bundled model is missing says so and stops (`bundled`); the other lessons still
 work. Files shipped beside the models are found through `shipped`, so that a test can point
@@ -9,8 +9,12 @@ MODELS_DIR elsewhere.
 
 import streamlit as st
 
+from lab.data import CharTokenizer
 from lab.instruments.memory import state_reset_curve
+from lab.lessons.words import listing
+from lab.nets.models import count_parameters
 from lab.training.checkpoints import BUNDLED_DIR, CheckpointError
+from ui.cell_labels import cell_label
 from ui.checkpoint_picker import cached_checkpoint
 from ui.common import page_link
 from ui.plain_text import plain
@@ -35,7 +39,6 @@ SUBWORD_MODEL = "scribe-alpha_latest"
 BACKGROUND = {
     "scribe": "**the Scribe models**: subword GRU language models, the family of the bundled scribe-alpha",
     "equations": "**the cell equations**: the RNN, GRU and LSTM equations this lab implements, on the Home page",
-    "leviathan": "**Leviathan-LSTM**: a 24M-parameter 3-layer character LSTM trained on Shakespeare on a GPU",
     "gate_bias": "**the gate-bias study** of the Ablation page: a GRU reading small images one pixel per step, "
     "trained with and without its gate biases",
     "scan": "**a Mamba-style selective scan**: a recurrence whose gates read only the input, the scan cell of this lab",
@@ -52,8 +55,8 @@ def bundled(name):
     if not path.is_file():
         st.warning(
             f"This lesson needs the bundled model **{plain(name)}**, which is missing from this "
-            "installation. Regenerate the bundled models with `python scripts/build_checkpoints.py` "
-            "(or choose another model above, if there is a choice).",
+            "installation: ask whoever runs this lab to rebuild the bundled models (or choose another model "
+            "above, if there is a choice).",
             icon="📦",
         )
         return None
@@ -71,6 +74,38 @@ def shipped(relative):
 
 def background(*keys):
     st.caption("Builds on " + "; ".join(BACKGROUND[k] for k in keys) + ".")
+
+
+def model_words(name, checkpoint):
+    """A bundled model in a few words, from its own file: what it is, what it reads, its size."""
+    config = checkpoint.config
+    cell = cell_label(config.cell)
+    article = "an" if cell.startswith(("LSTM", "a", "e", "i", "o", "u")) else "a"
+    layers = f"{config.num_layers} layer{'s' if config.num_layers > 1 else ''} of {config.hidden_size} units"
+    reads = (
+        "characters"
+        if isinstance(checkpoint.tokenizer, CharTokenizer)
+        else f"subwords (a vocabulary of {checkpoint.tokenizer.vocab_size:,} word pieces)"
+    )
+    size = f"{count_parameters(checkpoint.model) / 1e6:.1f}M parameters"
+    return f"**{plain(name.removesuffix('_latest'))}** ({article} {cell} with {layers} reading {reads}, {size})"
+
+
+def uses(*named, untrained=False):
+    """The models a lesson's figures come from, named and described: (name, checkpoint) pairs; untrained:
+    the figures come from fresh copies of them, their weights at initialisation."""
+    models = listing(model_words(n, c) for n, c in named)
+    texts = {c.metrics.get("corpus") for _, c in named}
+    trained = (
+        f", {({1: '', 2: 'both '}).get(len(named), 'all ')}trained on the Shakespeare plays that come with this lab"
+        if texts == {"bundled"}
+        else ""
+    )
+    st.caption(
+        f"The figures above come from fresh, untrained copies of {models}: the same models before training."
+        if untrained
+        else f"The figures above come from {models}{trained}."
+    )
 
 
 def notice(markdown):

@@ -6,14 +6,18 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.data import DataError
-from lab.experiments.ablation import LEARNED, SIGNIFICANT, compare_with_baseline, epoch_rows, load_results
-from lab.instruments.memory import (
-    bias_time_constants,
-    constant_gate_retention,
-    gradient_decay_per_step,
-    keep_gate_biases,
-    memory_spread,
+from lab.experiments.ablation import compare_with_baseline, epoch_rows, load_results
+from lab.instruments.memory import constant_gate_retention, gradient_decay_fit, keep_gate_biases, memory_spread
+from lab.lessons.memory import (
+    ablated_check,
+    band_sentence,
+    forgetting_sentences,
+    keep_bias,
+    learned_bias_sentence,
+    memory_spread_sentence,
+    study_reading,
 )
+from lab.lessons.words import power, share_kept, steps
 from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
 from ui.cell_labels import checkpoint_cell, with_cell_labels
 from ui.common import ARM_COLORS, study_conclusion
@@ -27,14 +31,9 @@ from ui.lessons.common import (
     notice,
     open_full_page,
     shipped,
+    uses,
 )
-from ui.memory_charts import (
-    gradient_figure,
-    log_range,
-    longest_memory_layer,
-    memory_spread_sentence,
-    retention_band_figure,
-)
+from ui.memory_charts import gradient_figure, log_range, longest_memory_layer, retention_band_figure
 from ui.plain_text import plain, user_errors
 
 # ---------------------------------------------------------------------------
@@ -54,7 +53,6 @@ LEARNED_COLUMNS = {
 
 
 def keep_or_overwrite():
-    background("leviathan", "gate_bias")
     cols = st.columns(2)
     bias = cols[0].slider(
         "Keep-gate bias b",
@@ -67,11 +65,11 @@ def keep_or_overwrite():
     )
     with cols[1]:
         name = model_choice("lessons_keep_model", KEEP_MODELS, KEEP_MODELS[0], "Trained model to compare")
-    implied = bias_time_constants([bias]).iloc[0]
+    implied = keep_bias(bias)
     metrics = st.columns(3)
-    metrics[0].metric("kept per step σ(b)", f"{implied['retention']:.4f}")
-    metrics[1].metric("time constant 1 / (1 − σ(b))", f"{implied['tau']:.1f} steps")
-    metrics[2].metric("half-life", f"{implied['half_life']:.1f} steps")
+    metrics[0].metric("kept per step σ(b)", share_kept(implied.retention))
+    metrics[1].metric("time constant 1 / (1 − σ(b))", f"{steps(implied.tau)} steps")
+    metrics[2].metric("half-life", f"{steps(implied.half_life)} steps")
     checkpoint = bundled(name)
     if checkpoint is None:
         return
@@ -83,8 +81,8 @@ def keep_or_overwrite():
     layer, measured = longest_memory_layer(layers)
     label = name.removesuffix("_latest")
     reference = (
-        f"a gate held at σ({bias:g}) = {implied['retention']:.3f}",
-        constant_gate_retention(implied["retention"], measured.lags),
+        f"a gate held at σ({bias:g}) = {share_kept(implied.retention)}",
+        constant_gate_retention(implied.retention, measured.lags),
     )
     st.plotly_chart(
         retention_band_figure(measured, f"{label} · layer {layer}, measured on the passage", reference),
@@ -92,13 +90,13 @@ def keep_or_overwrite():
     )
     learned = keep_gate_biases(checkpoint.model)
     with st.expander("Show the numbers: the keep biases training learned, layer by layer"):
+        shown = learned.assign(
+            retention=learned["retention"].map(share_kept), half_life=learned["half_life"].map(steps)
+        )  # the same precision as the sentences
         st.table(
-            with_cell_labels(learned)
+            with_cell_labels(shown)
             .rename(columns=LEARNED_COLUMNS)
-            .style.format(  # lab's names -> what a student reads
-                {LEARNED_COLUMNS[c]: "{:.3f}" for c in ("bias_median", "bias_q10", "bias_q90", "retention")}
-                | {LEARNED_COLUMNS["half_life"]: "{:.1f}"}
-            ),
+            .style.format({LEARNED_COLUMNS[c]: "{:.2f}" for c in ("bias_median", "bias_q10", "bias_q90")}),
             hide_index=True,
         )
     biases = learned[learned["layer"] == layer].iloc[0]
@@ -109,23 +107,17 @@ def keep_or_overwrite():
         else ""
     )
     spread = memory_spread([(label, layer, measured)])
+    uses((name, checkpoint))
     notice(
-        f"A keep factor of σ({bias:g}) = **{implied['retention']:.3f}** multiplies the old memory every step, "
-        f"so k steps keep σ(b)^k: a time constant of {implied['tau']:.1f} steps and half gone after "
-        f"**{implied['half_life']:.1f}**. Since τ = 1 + e^b, above b ≈ 1 each step up in b multiplies the "
-        "time constant by about e: memory time grows exponentially with the bias.\n\n"
-        f"{plain(label)} learned a median keep bias of **{biases['bias_median']:.2f}** in its layer {layer} "
-        f"(10–90% of units: {biases['bias_q10']:.2f} to {biases['bias_q90']:.2f}), which alone would keep "
-        f"{biases['retention']:.2f} per step, a half-life of {biases['half_life']:.1f} steps.{seed_note}\n\n"
+        f"{implied.sentence()}\n\n{learned_bias_sentence(plain(label), biases)}{seed_note}\n\n"
         f"Measured on the passage, where the inputs and the state move the gate too: "
-        f"{plain(memory_spread_sentence(spread))} The chart shows the same: the median unit's line falls "
-        "fast, while the dashed line of the unit that keeps most stays high. A model's memory lives in a "
-        "few such units, not in the typical one, and the next lesson's gradients reach far back along them."
+        f"{plain(memory_spread_sentence(spread))} {band_sentence(measured)} The next lesson follows the "
+        "gradient back along such paths."
     )
     check_yourself(
         "The Ablation page's study starts its PyTorch-convention GRU with b_z = +1. In the other "
-        "convention, where z overwrites (the `gru_seed` cell), which sign of b_z makes a unit remember "
-        "longer?",
+        "convention, where z overwrites (the convention of char-gru-seed and scribe-alpha), which sign of "
+        "b_z makes a unit remember longer?",
         "Negative. There z says how much to overwrite (h = (1 − z)·h + z·h̃), so the "
         "factor that keeps is 1 − σ(b_z) = σ(−b_z). In PyTorch's convention z keeps, and +1 means "
         "remember more. Same letter, opposite meaning: that is why the lab keeps two GRU cells.",
@@ -143,28 +135,28 @@ def keep_or_overwrite():
 # why the vanilla RNN forgets
 
 FORGET_MODELS = ["char-rnn_latest", "char-gru-torch_latest", "char-lstm_latest"]
-FORGET_FIT = 30  # steps back over which the decay per step is fitted
+FORGET_FIT = 30  # the steps nearest the loss over which the decay per step is fitted (all of them when fewer)
 
 
 def why_the_rnn_forgets():
-    background("equations", "leviathan")
+    background("equations")
     cols = st.columns(2)
-    steps = cols[0].slider("Steps T read before the loss", 20, 200, 100, 10, key="lessons_forget_steps")
+    read = cols[0].slider("Steps T read before the loss", 20, 200, 100, 10, key="lessons_forget_steps")
     trained = cols[1].toggle(
         "Trained models (off: the same models at initialisation)", True, key="lessons_forget_trained"
     )
-    curves, factors = [], {}
+    curves, fits, cells, named = [], {}, {}, []
     for name in FORGET_MODELS:
         checkpoint = bundled(name)
         if checkpoint is None:
             continue
+        named.append((name, checkpoint))
         with user_errors(f"Gradients of {name}"):
-            norms = cached_gradient(
-                *checkpoint_key(checkpoint), PASSAGE[: steps + 1], fresh_seed=None if trained else 0
-            )
+            norms = cached_gradient(*checkpoint_key(checkpoint), PASSAGE[: read + 1], fresh_seed=None if trained else 0)
             label = name.removesuffix("_latest")
             curves.append((label, checkpoint_cell(checkpoint), norms))
-            factors[label] = gradient_decay_per_step(norms, FORGET_FIT)
+            fits[label] = gradient_decay_fit(norms, FORGET_FIT - 1)
+            cells[label] = checkpoint_cell(checkpoint)
     if not curves:
         return
     st.plotly_chart(
@@ -175,23 +167,12 @@ def why_the_rnn_forgets():
         ),
         key="lessons_forget_chart",
     )
-    metrics = st.columns(len(factors))
-    for column, (label, g) in zip(metrics, factors.items()):
-        column.metric(f"{label}: per step g", f"{g:.3f}", help=f"g^50 = {g**50:.1e}")
-    slowest, fastest = max(factors, key=factors.get), min(factors, key=factors.get)
-    notice(
-        f"Over the last {FORGET_FIT} steps each curve falls by a roughly constant factor g per step, so "
-        f"k steps back it is about g^k of its value at the loss: the picture of a product of one factor per "
-        f"step. **{fastest}** loses fastest, g = {factors[fastest]:.2f}: 50 steps back its gradient is "
-        f"g^50 = **{factors[fastest] ** 50:.1e}** of what it was, so training barely learns to use anything "
-        f"that far back. **{slowest}** keeps the most, g = {factors[slowest]:.2f}, g^50 = "
-        f"{factors[slowest] ** 50:.1e}.\n\nThe vanilla RNN squashes its whole state through tanh and one "
-        "matrix every step, and that factor is usually below 1. A gated cell has a path where the factor is "
-        "its keep gate, which training can push towards 1: the previous lesson found a few units whose memory "
-        "lasts tens of steps or more, and the gradient reaches far back along them, even though the typical "
-        "unit forgets within a step or two. Flip the toggle: at initialisation the curves differ too, so part "
-        "of the gap is the cell, part is what training did."
-    )
+    metrics = st.columns(len(fits))
+    for column, (label, fit) in zip(metrics, fits.items()):
+        back = fit.distances - 1
+        column.metric(f"{label}: per step g", f"{fit.g:.3f}", help=f"g^{back} = {power(fit.g**back)}; R² {fit.r2:.2f}")
+    uses(*named, untrained=not trained)
+    notice(forgetting_sentences(fits, cells, read))
     check_yourself(
         "A gradient is multiplied by 0.7 per step back. How much of it is left 50 steps back, and "
         "what keep factor would leave 60% after 50 steps?",
@@ -199,7 +180,7 @@ def why_the_rnn_forgets():
         "the factor must be 0.6^(1/50) ≈ 0.990: a keep gate near 1, which is what gating offers and "
         "the vanilla RNN lacks.",
     )
-    open_full_page("Memory", "Open the Memory page with T = " + str(steps), section="gradients", steps=steps)
+    open_full_page("Memory", "Open the Memory page with T = " + str(read), section="gradients", steps=read)
 
 
 # ---------------------------------------------------------------------------
@@ -229,8 +210,8 @@ def gate_biases_over_1024_steps():
     path = shipped("ablation/results.json")
     if not path.is_file():
         st.warning(
-            "This lesson reads the shipped gate-bias study (`checkpoints/ablation/results.json`), which is "
-            "missing from this installation. Run it again with `python -m lab ablation`.",
+            "This lesson reads the gate-bias study that comes with this lab, which is missing from this "
+            "installation: ask whoever runs this lab to run the study again.",
             icon="📦",
         )
         return
@@ -288,54 +269,8 @@ def gate_biases_over_1024_steps():
     columns = st.columns(len(means))
     for column, arm in zip(columns, means.index):
         column.metric(f"{arm}: final {label}", fmt.format(means[arm]), help=f"± {fmt.format(stds[arm])} across seeds")
-    accuracy = {arm: summary[arm]["val_accuracy_mean"] for arm in arms if summary[arm]["val_accuracy_mean"] is not None}
-    keeps = ", ".join(
-        f"{summary[arm]['z_mean_final']:.2f} in the {arm} arm"
-        for arm in arms
-        if summary[arm]["z_mean_final"] is not None
-    )
-    if max(accuracy.values(), default=0.0) < LEARNED:
-        reading = (
-            "**What it cannot show.** Whether that matters for the task: the arms reach only "
-            + " and ".join(f"{v:.0%}" for v in accuracy.values())
-            + f" test accuracy against a chance level of {1 / d['num_classes']:.0%}. {config['epochs']} "
-            "epochs leave them near the start of learning, where none is likely to use a memory "
-            f"{d['sequence_length']} steps long yet; a longer run would answer the question."
-        )
-    else:
-        reading = (
-            f"**What it means.** Every arm learned to name digits far above chance "
-            f"({1 / d['num_classes']:.0%}). How much a gate keeps per step is the arms' largest difference; "
-            "whether it changed how well the model names the digits is what the test above decides, "
-            "arm by arm, against the luck of the random seeds."
-        )
-    notice(
-        f"**What the study says:** {study_conclusion(study)}\n\n"
-        f"**What it shows.** The biases change the gates: on average the update gate keeps {keeps} per step. " + reading
-    )
-    ablated = {c["arm"]: c for c in compare_with_baseline(study)}.get("ablated")
-    if ablated is None:  # fewer than two seeds an arm: no test, the spread cannot be measured
-        check_yourself(
-            "The ablated arm scores a little differently from the baseline. Can you conclude that the "
-            "gate biases matter?",
-            "No. With a single random seed a gap can be the luck of one initialisation: the study needs "
-            "several seeds per arm before a difference means anything.",
-        )
-    else:
-        side = "above" if ablated["difference"] > 0 else "below"
-        check_yourself(
-            f"The ablated arm ends {abs(100 * ablated['difference']):.1f} points {side} the baseline. "
-            "Can you conclude that freezing the gate biases at 0 changes how well a GRU learns this task?",
-            (
-                f"No. Welch's t-test over the {ablated['n'][0]} and {ablated['n'][1]} random seeds gives "
-                f"p = {ablated['p']:.2f}: a gap that size turns up between seeds alone, so the study cannot "
-                "tell the arms apart on accuracy, even though their gates differ."
-                if ablated["p"] >= SIGNIFICANT
-                else f"For this task and length, yes: Welch's t-test over the {ablated['n'][0]} and "
-                f"{ablated['n'][1]} random seeds gives p = {ablated['p']:.3f}, a gap that seeds alone "
-                "rarely make. Other tasks, lengths and sizes may differ."
-            ),
-        )
+    notice(f"**What the study says:** {study_conclusion(study)}\n\n{study_reading(summary, d, config['epochs'])}")
+    check_yourself(*ablated_check({c["arm"]: c for c in compare_with_baseline(study)}.get("ablated")))
     open_full_page(
         "Ablation", "Open the Ablation page, with three random seeds per arm for its live run", section="live", seeds=3
     )

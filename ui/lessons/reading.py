@@ -6,7 +6,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.instruments.sampling import SamplingConfig, repetition_report
+from lab.instruments.sampling import SamplingConfig
+from lab.lessons.reading import (
+    SEEDS,
+    low_temperature_answer,
+    next_token_sentences,
+    reset_labels,
+    sample_row,
+    state_memory_sentences,
+    subword_sentences,
+)
 from ui.cached_calls import cached_generation, checkpoint_key
 from ui.cell_labels import CELL_COLOURS, checkpoint_cell
 from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
@@ -22,12 +31,16 @@ from ui.lessons.common import (
     model_choice,
     notice,
     open_full_page,
+    uses,
 )
 from ui.plain_text import plain, preformatted, user_errors
 from ui.sample_views import STRATEGY_TITLES, mean
 
 # ---------------------------------------------------------------------------
 # the state is the memory
+
+
+STATE_TOKENS = 120  # each sample's length
 
 
 def state_is_memory():
@@ -44,17 +57,16 @@ def state_is_memory():
         return
     losses = curve["nats_per_char"].to_numpy()
     reset, carried = losses[0], losses[-1]
-    halfway = curve.loc[curve["nats_per_char"] <= (reset + carried) / 2, "reset_every"].iloc[0]
+    ticks, hovers = reset_labels(curve["reset_every"].tolist(), curve["full"].tolist())
     left, right = st.columns([2, 1])
     with left:
-        labels = [f"{k}" if not full else f"never ({k} tokens)" for k, full in zip(curve["reset_every"], curve["full"])]
         fig = go.Figure(
             go.Scatter(
                 x=curve["reset_every"],
                 y=losses,
                 mode="lines+markers",
-                text=labels,
-                hovertemplate="reset every %{text} tokens: %{y:.3f} nats/char<extra></extra>",
+                text=hovers,
+                hovertemplate="%{text}: %{y:.3f} nats/char<extra></extra>",
                 line=dict(color=CELL_COLOURS.get(checkpoint_cell(checkpoint))),
             )
         )
@@ -66,12 +78,12 @@ def state_is_memory():
                 type="log",
                 title="state reset to zero every k tokens (log scale)",
                 tickvals=list(curve["reset_every"][:-1]),
-                ticktext=labels[:-1],
+                ticktext=ticks[:-1],
             ),
         )
         # the full read's point is labelled on the chart: its tick would collide with the last power of 2
         fig.add_annotation(
-            x=np.log10(curve["reset_every"].iloc[-1]), y=carried, text=labels[-1], showarrow=True, ay=-30
+            x=np.log10(curve["reset_every"].iloc[-1]), y=carried, text=hovers[-1], showarrow=True, ay=-30
         )
         st.plotly_chart(fig, key="lessons_state_chart")
     with right:
@@ -82,7 +94,7 @@ def state_is_memory():
             delta=f"{carried - reset:+.3f}",
             delta_color="inverse",
         )
-    config = SamplingConfig(strategy="top_k", top_k=20, temperature=0.8, max_new_tokens=120)
+    config = SamplingConfig(strategy="top_k", top_k=20, temperature=0.8, max_new_tokens=STATE_TOKENS)
     samples = {}
     with user_errors("Sampling"):
         for stateful in (True, False):
@@ -98,16 +110,16 @@ def state_is_memory():
                     "**Stateful**: the state carried" if stateful else "**Stateless**: reset before every token"
                 )
                 st.html(prob_html(PROMPT, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
+        uses((name, checkpoint))
         notice(
-            f"Reset before every token, {plain(name.removesuffix('_latest'))} predicts from the previous "
-            f"token alone and pays **{reset:.2f} nats/char**: that is $P(s_t \\mid s_{{t-1}})$, the collapse "
-            f"that a stateless model suffers. Carried through the whole passage "
-            f"({curve['reset_every'].iloc[-1]} tokens) it pays **{carried:.2f}**, "
-            f"{(reset - carried) / reset:.0%} less. Half of that gain is there once the state lives "
-            f"**{halfway} tokens**: the last few tokens carry most of what helps, the rest of the curve is the "
-            "longer memory.\n\nThe samples say the same in text: the stateful one gives its own tokens a mean "
-            f"probability of {mean(samples[True].probs):.2f}, the stateless one "
-            f"{mean(samples[False].probs):.2f} (same random seed, same top-k)."
+            state_memory_sentences(
+                plain(name.removesuffix("_latest")),
+                curve["reset_every"].tolist(),
+                losses.tolist(),
+                mean(samples[True].probs),
+                mean(samples[False].probs),
+                STATE_TOKENS,
+            )
         )
     check_yourself(
         "Suppose a model's curve were flat: the same nats/char with the state reset every token as "
@@ -129,17 +141,22 @@ def state_is_memory():
 # ---------------------------------------------------------------------------
 # choosing the next token
 
-KNOBS = {  # strategy -> (config field, label, widget key, min, max, step, default)
+KNOBS = {  # strategy -> (config field, label, widget key, min, max (None: the model's vocabulary), step, default)
     "temperature": ("temperature", "Temperature T", "lessons_choose_T", 0.05, 2.0, 0.05, 1.0),
-    "top_k": ("top_k", "Top-k: candidates kept k", "lessons_choose_k", 1, 65, 1, 5),
+    "top_k": ("top_k", "Top-k: candidates kept k", "lessons_choose_k", 1, None, 1, 5),
     "top_p": ("top_p", "Top-p: probability mass p", "lessons_choose_p", 0.05, 1.0, 0.05, 0.5),
 }
 CHOOSE_TOKENS = 200
+CHOOSE_FORMATS = {
+    "mean p(chosen)": "{:.3f}",
+    "model's own entropy (nats)": "{:.2f}",
+    "words in a repeated 4-word run": "{:.0%}",
+}
 
 
 def choosing_the_next_token():
-    background("leviathan")
-    checkpoint = bundled(CHAR_MODELS[0])
+    name = CHAR_MODELS[0]
+    checkpoint = bundled(name)
     if checkpoint is None:
         return
     cols = st.columns(2)
@@ -147,71 +164,43 @@ def choosing_the_next_token():
         "Strategy", list(KNOBS), format_func=STRATEGY_TITLES.get, horizontal=True, key="lessons_choose_strategy"
     )
     field, label, widget, low, high, step, default = KNOBS[strategy]
-    value = cols[1].slider(label, low, high, default, step, key=widget)
-    common = {"max_new_tokens": CHOOSE_TOKENS, "seed": 0}
-    configs = {
-        "greedy": SamplingConfig(strategy="greedy", **common),
-        "chosen": SamplingConfig(strategy=strategy, **{field: value}, **common),
-    }
+    value = cols[1].slider(label, low, high or checkpoint.tokenizer.vocab_size, default, step, key=widget)
+    greedy_config = SamplingConfig(strategy="greedy", max_new_tokens=CHOOSE_TOKENS)
+    configs = [
+        SamplingConfig(strategy=strategy, max_new_tokens=CHOOSE_TOKENS, seed=seed, **{field: value})
+        for seed in range(SEEDS)
+    ]
     key = checkpoint_key(checkpoint)
-    runs = {}
+    runs = []
     with user_errors("Sampling"):
-        for which, config in configs.items():
-            generation = cached_generation(*key, PROMPT, config)
-            runs[which] = (generation, repetition_report(generation.continuation))
-    if len(runs) < 2:
+        runs = [cached_generation(*key, PROMPT, config) for config in [greedy_config, *configs]]
+    if not runs:
         return
-    table = pd.DataFrame(
-        [
-            {
-                "strategy": generation.strategy,
-                "mean p(chosen)": mean(generation.probs),
-                "mean entropy (nats)": mean(generation.entropies),
-                "words in a repeated 4-word run": report["repeat_share"],
-                "longest repeated passage (chars)": report["longest_repeat_chars"],
-                "ends in a loop": "yes" if report["ends_in_cycle"] else "no",
-            }
-            for generation, report in runs.values()
-        ]
-    )
-    st.table(
-        table.style.format(
-            {"mean p(chosen)": "{:.3f}", "mean entropy (nats)": "{:.2f}", "words in a repeated 4-word run": "{:.0%}"}
-        ),
-        hide_index=True,
+    greedy, samples = runs[0], runs[1:]
+    rows = [sample_row(greedy, greedy.continuation, "greedy")] + [
+        sample_row(g, greedy.continuation, f"{configs[0].label}, seed {s}") for s, g in enumerate(samples)
+    ]
+    st.table(pd.DataFrame(rows).style.format(CHOOSE_FORMATS), hide_index=True)
+    st.caption(
+        "The entropy column is the model's own uncertainty, before the rule: the same model gives the same "
+        "distribution whatever the rule, and only the rule's pick differs (so it moves only because the text "
+        "does). The last column counts the characters a sample shares with greedy's text before they first differ."
     )
     st.html(prob_legend_html())
     columns = st.columns(2)
-    for column, (generation, _) in zip(columns, runs.values()):
+    for column, (title, generation) in zip(columns, (("greedy", greedy), (f"{configs[0].label}, seed 0", samples[0]))):
         with column:
-            st.markdown(f"**{plain(generation.strategy)}**")
+            st.markdown(f"**{plain(title)}**")
             st.html(prob_html(PROMPT, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
-    (greedy, g_report), (chosen, c_report) = runs.values()
-    loop = (
-        f"and it ends by repeating a {g_report['cycle_period']}-character loop {g_report['cycle_repeats']:.1f} times"
-        if g_report["ends_in_cycle"]
-        else "though it does not end in a loop"
-    )
-    notice(
-        f"Greedy always takes the likeliest token: mean p(chosen) **{mean(greedy.probs):.2f}**, "
-        f"{g_report['repeat_share']:.0%} of its words sit in a 4-word run it has already written, {loop}. "
-        f"**{plain(chosen.strategy)}** gives its tokens a mean probability of **{mean(chosen.probs):.2f}**, "
-        f"with {c_report['repeat_share']:.0%} of its words in a repeated run and a longest repeated passage of "
-        f"{c_report['longest_repeat_chars']} characters (greedy: {g_report['longest_repeat_chars']}).\n\n"
-        "Move the slider: the more freedom the sampler gets (higher T, larger k or p), the lower the mean "
-        "p(chosen) goes, the fewer loops, and past some point the more misspelt words. The model is the "
-        "same in every run; only the rule that turns its probabilities into a choice changes."
-    )
+    uses((name, checkpoint))
+    notice(next_token_sentences(rows[0], rows[1:], plain(configs[0].label), len(greedy.continuation)))
     check_yourself(
-        "At temperature T = 0.05, what text does the temperature sampler write, and why?",
-        "Almost exactly greedy's text. Dividing the logits by a tiny T multiplies the gaps between them, "
-        "so after the softmax the likeliest token holds nearly all the probability and is drawn almost "
-        "every time. (Top-k with k = 1 and top-p with a tiny p are exactly greedy.)",
+        "At temperature T = 0.05, what text does the temperature sampler write, and why?", low_temperature_answer()
     )
     open_full_page(
         "Sample",
         "Open the Sample page with these settings (all four strategies side by side)",
-        model=CHAR_MODELS[0],
+        model=name,
         prompt=PROMPT,
         tokens=CHOOSE_TOKENS,
         seed=0,
@@ -245,26 +234,21 @@ def characters_or_subwords():
         st.markdown(f"**{label}**: {len(ids)} steps")
         preformatted(" | ".join(visible_piece(p) for p in pieces))
     (n_c, _, char_row), (n_s, _, sub_row) = [(len(ids), p, row) for ids, p, row in read.values()]
+    char_name, sub_name = CHAR_MODELS[0].removesuffix("_latest"), SUBWORD_MODEL.removesuffix("_latest")
     metrics = st.columns(4)
     metrics[0].metric("character steps", n_c)
     metrics[1].metric("subword steps", n_s)
-    metrics[2].metric("char GRU, nats/char", f"{char_row['nats_per_char']:.3f}")
-    metrics[3].metric("scribe-alpha, nats/char", f"{sub_row['nats_per_char']:.3f}")
-    gap = sub_row["nats_per_char"] - char_row["nats_per_char"]
-    verdict = (
-        "the two predict it about equally well (within 0.02 nats/char)"
-        if abs(gap) < 0.02
-        else f"{'scribe-alpha' if gap < 0 else 'the character GRU'} predicts it better by {abs(gap):.2f} nats/char"
-    )
+    metrics[2].metric(f"{char_name}, nats/char", f"{char_row['nats_per_char']:.3f}")
+    metrics[3].metric(f"{sub_name}, nats/char", f"{sub_row['nats_per_char']:.3f}")
+    uses((CHAR_MODELS[0], char_model), (SUBWORD_MODEL, subword_model))
     notice(
-        f"The character model reads these {len(text)} characters in **{n_c} steps**; scribe-alpha in "
-        f"**{n_s}**, {len(text) / n_s:.1f} characters per step. Its state has to carry a sentence across "
-        f"{n_s} updates instead of {n_c}: fewer steps for its memory to bridge, which is the case for subwords.\n\n"
-        f"Per token, scribe-alpha's loss is {sub_row['nats_per_token']:.2f} nats against the character "
-        f"model's {char_row['nats_per_token']:.2f}: each of its tokens holds more text, so each is harder. "
-        f"Per character, the fair comparison, the character GRU pays **{char_row['nats_per_char']:.2f}** and "
-        f"scribe-alpha **{sub_row['nats_per_char']:.2f}** on this text: {verdict}. Type "
-        "another sentence: words scribe-alpha knows whole cost it few steps; rare words break into pieces."
+        subword_sentences(
+            len(text),
+            char_name,
+            sub_name,
+            (n_c, char_row["nats_per_token"], char_row["nats_per_char"]),
+            (n_s, sub_row["nats_per_token"], sub_row["nats_per_char"]),
+        )
     )
     check_yourself(
         "Why compare the two models in nats per character and not in nats per token?",

@@ -9,12 +9,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.instruments.stepping import MAX_STEP_TOKENS, step_through
+from lab.lessons.stepping import step_gist
 from lab.nets.cells import CELLS
 from ui.cached_calls import checkpoint_key
 from ui.cell_labels import CELL_COLOURS, cell_label
 from ui.checkpoint_picker import cached_checkpoint
 from ui.coloured_text import span_html
-from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page
+from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page, uses
 from ui.links import Field
 from ui.plain_text import piece_label, plain, user_errors
 
@@ -153,7 +154,7 @@ def same_decision(seed, torch_, units):
 
 
 def one_step():
-    background("equations", "scribe")
+    background("equations")
     for name, (_, key) in SETTINGS.items():  # a return visit in the session starts from the lesson's defaults
         st.session_state.setdefault(key, DEFAULTS[name])
     cols = st.columns([2, 1])
@@ -196,19 +197,9 @@ def one_step():
         + WORKED[step.cell].format(**{k: number(v[unit]) for k, v in step.values.items()})
         for step, name in zip(steps, names)
     )
-    kept = [(name, float(np.mean(step.keep))) for step, name in zip(steps, names) if step.keep is not None]
-    if kept:
-        gist = (
-            "Averaged over all its units, at this step "
-            + " and ".join(f"{plain(name)} keeps **{share:.0%}** of its old state" for name, share in kept)
-            + ", and writes the rest from the candidate."
-        )
-    else:
-        moved = float(np.mean(np.abs(steps[0].values["h"] - steps[0].values["h_prev"])))
-        gist = (
-            f"The vanilla RNN has no gate: every unit is recomputed from scratch each step, moving by "
-            f"**{moved:.2f}** on average (|h_t − h_{{t−1}}|), whether or not the token matters."
-        )
+    kept = [(name, step.cell, float(np.mean(step.keep))) for step, name in zip(steps, names) if step.keep is not None]
+    moved = None if kept else float(np.mean(np.abs(steps[0].values["h"] - steps[0].values["h_prev"])))
+    gist = step_gist([(plain(name), cell, share) for name, cell, share in kept], moved)
     conventions = (
         "\n\nThe two GRUs are separately trained models, so their units hold different things, but "
         "read the table above: the convention of char-gru-seed writes the share it overwrites as "
@@ -217,11 +208,12 @@ def one_step():
         if choice == "gru"
         else ""
     )
+    uses(*zip(STEP_MODELS[choice], checkpoints))
     notice(
         "Every number above is the cell's own, recorded while it read your text (not recomputed). Check the "
         f"last equation by hand for unit {unit}:\n{worked}\n\n{gist}{conventions}\n\nPress **Next ▶** and "
-        "watch which gates move with the token: a space or a capital letter often shuts or opens whole "
-        "groups of units at once."
+        "watch which gates move with the token: does a space or a capital letter shut or open whole groups "
+        "of units at once?"
     )
     if st.toggle("Show code", key="lessons_step_code", help="The lab source of the cells on this screen."):
         for cell in dict.fromkeys(step.cell for step in steps):

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lab.experiments.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
+from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
+from lab.lessons.toys import toy_sentences
 from lab.nets.models import count_parameters
 from lab.server.jobs import TrainingJob
 from ui.cell_labels import cell_label, with_cell_labels
@@ -18,7 +19,6 @@ from ui.sessions import register_job, session_key, train_in_process
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
 DISTANCES = list(ProbeConfig.distances)
-HOLDS = 0.9  # an accuracy at which a cell "holds" a memory over that distance
 SETTINGS = {
     "task": (Field("choice", "Task", choices=tuple(TOY_TASKS)), "lessons_toy_task"),
     "distance": (Field("choice", "Distance", choices=tuple(str(k) for k in DISTANCES)), "lessons_toy_k"),
@@ -36,9 +36,8 @@ def shipped_results():
     path = shipped(RESULTS)
     if not path.is_file():
         st.warning(
-            f"The shipped toy-task results (`checkpoints/{RESULTS}`) are missing from this installation: "
-            "run `python scripts/build_probe_results.py` (about 15 minutes) to make them. The live run "
-            "below still works.",
+            "The toy-task results that come with this lab are missing from this installation: ask whoever "
+            "runs this lab to make them again (about 15 minutes). The live run below still works.",
             icon="📦",
         )
         return None
@@ -111,42 +110,6 @@ def live_view(results, task, distance):
             st.error(f"The {plain(job.name)} run failed: {plain(job.message)}")
 
 
-def reach(rows):
-    """Per cell: the longest distance it holds (>= HOLDS) and the first where it is at chance."""
-    out = {}
-    for cell, runs in rows.groupby("cell", sort=False):
-        runs = runs.sort_values("distance")
-        trained = runs[~runs["skipped"]]
-        held = trained.loc[trained["accuracy"] >= HOLDS, "distance"]
-        lost = trained.loc[trained["accuracy"] < trained["chance"] + AT_CHANCE, "distance"]
-        out[cell] = (int(held.max()) if len(held) else None, int(lost.min()) if len(lost) else None)
-    return out
-
-
-def what_the_curves_show(rows, task, distance):
-    here = rows[rows["distance"] == distance].set_index("cell")
-    parts = []
-    for cell, (held, lost) in reach(rows).items():
-        label = cell_label(cell)
-        holds = f"holds up to k = {held}" if held else "holds at no distance measured"
-        falls = f", at chance from k = {lost}" if lost else ", above chance at every distance measured"
-        parts.append(f"- **{label}** {holds}{falls}.")
-    beating = [
-        cell_label(c) for c, r in here.iterrows() if not r["skipped"] and r["accuracy"] >= r["chance"] + AT_CHANCE
-    ]
-    listed = " and ".join([", ".join(beating[:-1]), beating[-1]] if len(beating) > 1 else beating)
-    at_k = (
-        (
-            f"At k = {distance}, "
-            + (f"{listed} beat chance" if beating else "no cell beats chance")
-            + f" ({here['chance'].iloc[0]:.0%}, always giving the commonest answer)."
-        )
-        if len(here)
-        else ""
-    )
-    return "\n".join(parts) + "\n\n" + at_k
-
-
 def toy_tasks():
     st.caption(
         "Where this comes from: the memory probe of this lab, after TensorFlow Playground's "
@@ -193,10 +156,9 @@ def toy_tasks():
             f"The shipped curves (each cell ~{first['param_budget']:,} parameters, up to "
             f"{first['steps_budget']:,} steps of {first['batch_size']} fresh sequences, stopped early once "
             f"{first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
-            f"further):\n\n{what_the_curves_show(rows, task, distance)}\n\nThe live run trains the same four "
-            f"models from scratch for {seconds} s on this server's shared CPU, so it takes fewer steps than the "
-            "shipped runs did (hover a point for its steps): at short distances a few hundred steps are "
-            "enough, at long ones watch which cell gets off chance first."
+            f"further):\n\n{toy_sentences(rows, distance, cell_label)}\n\nThe live run trains the same four "
+            f"models from scratch for {seconds} s on this server's shared CPU: compare its steps with the "
+            "shipped runs' (hover a point for its steps), and watch which cell gets off chance first."
         )
     check_yourself(
         "The selective scan's gates A_t and B_t read only the current token, never the state. Which "
@@ -210,7 +172,7 @@ def toy_tasks():
         "then over a few steps and not over many. Parity is not a sum it can read either: the answer "
         "flips with every 1, and a count of 1s (0, 1, 2, 3, ...) is not something its linear readout "
         "can turn into even, odd, even, odd. A GRU or an LSTM has gates that read the state, so it can "
-        "shut once the first symbol is stored: that is why they recall over longer distances.",
+        "shut once the first symbol is stored: that is how they can recall over longer distances.",
     )
     open_full_page(
         "Memory",

@@ -1,0 +1,79 @@
+"""What the stepping lessons say: one step of a cell (how much of its old state it keeps, and what it
+does with the rest, which differs by cell), and the selective scan's recurrence computed two ways and
+raced (which way wins is read from the timings, never assumed)."""
+
+from lab.lessons.words import listing
+
+# ---------------------------------------------------------------------------
+# one step of a cell
+
+# what a cell does besides keeping a share of its memory (lab.nets.cells' equations): only the GRU
+# takes exactly the rest from its candidate; the LSTM and the scan add a term of their own
+BESIDES_KEEPING = {
+    "gru_seed": "of its old state and takes the rest from its candidate",
+    "gru_torch": "of its old state and takes the rest from its candidate",
+    "lstm": "of its cell state c and adds i_t ⊙ g_t on top, a separate gate's share of its candidate",
+    "scan": "of its old state and adds B_t ⊙ e_t on top, a separate gate's share of its input",
+}
+
+
+def step_gist(kept, moved=None):
+    """The gist of one step. kept: [(name, cell, mean keep factor over the units)] for the gated cells
+    shown; moved: for the vanilla RNN, the mean |h_t − h_{t−1}| over its units."""
+    if not kept:
+        return (
+            f"The vanilla RNN has no gate: every unit is recomputed from scratch each step, moving by "
+            f"**{moved:.2f}** on average (|h_t − h_{{t−1}}|), whether or not the token matters."
+        )
+    return (
+        "Averaged over all its units, at this step "
+        + "; ".join(f"{name} keeps **{share:.0%}** {BESIDES_KEEPING[cell]}" for name, cell, share in kept)
+        + "."
+    )
+
+
+# ---------------------------------------------------------------------------
+# the two scans raced
+
+SAME_BELOW = 1e-5  # the largest difference at which the loop and the parallel scan count as the same answer
+
+
+def race_sentences(lengths, differences, speedups, hidden, device):
+    """The race's notice: whether both ways agree, and which one wins where. lengths, differences,
+    speedups: lab.instruments.scans.race_scans' columns T, max_abs_diff and speedup; device: where it
+    ran, in words ("this server's CPU")."""
+    worst = max(differences)
+    agree = (
+        f"Both ways give the same $h_t$: the largest difference over every T is **{worst:.1e}**, float32 "
+        f"rounding, below the lesson's bar of {SAME_BELOW:.0e}."
+        if worst < SAME_BELOW
+        else f"The two ways differ by up to **{worst:.1e}**, more than the lesson's bar of {SAME_BELOW:.0e}: "
+        "more than float32 rounding explains."
+    )
+    wins = [T for T, s in zip(lengths, speedups) if s > 1]
+    longest, last = lengths[-1], speedups[-1]
+    if not wins:
+        verdict = (
+            f"the loop wins at every length measured: at T = {longest} the parallel scan takes {1 / last:.1f}× as long"
+        )
+    elif len(wins) == len(lengths):
+        verdict = f"the parallel scan wins at every length, {last:.1f}× faster at T = {longest}"
+    else:
+        verdict = (
+            f"the parallel scan wins at T = {listing(str(T) for T in wins)} and the loop at the other lengths "
+            f"(at T = {longest}: {last:.2f}× the loop's speed)"
+        )
+    return (
+        f"{agree} With H = {hidden} units, on {device}, **{verdict}**.\n\n"
+        "The race runs both ways on random numbers of these sizes, not on a trained model: keep factors $A_t$ "
+        "drawn between 0 and 1 and written terms $b_t = B_t \\odot e_t$ drawn from a normal distribution. The "
+        "time depends only on the sizes, so random numbers time it as well as a model would.\n\n"
+        "Why it can go either way: the loop pays a fixed cost for each of its T steps, one after the other, "
+        "while the parallel scan does log₂T rounds over the whole sequence, about log₂T times more arithmetic. "
+        "Few units favour the scan (the loop's fixed cost per step weighs most); many units favour the loop "
+        "(the scan's extra arithmetic weighs most); which wins at a given width is what the table measures. "
+        "On a GPU each round spreads over thousands of cores while the loop's T steps still wait for each "
+        "other: that is the case Mamba-style models are built for. It works only because $A_t$ and $B_t$ "
+        "depend on the input, never on $h$: a GRU's gates read $h_{t-1}$, so it cannot be scanned. These "
+        "timings were measured on a shared machine; press *Measure again* to see how much they move."
+    )

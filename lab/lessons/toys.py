@@ -1,0 +1,121 @@
+"""What the lessons that train small models say: the toy tasks (how far each cell carries a memory,
+read from the accuracy at every distance, with the thresholds said) and a fresh model learning one
+paragraph (what its samples show so far, and whether it memorised or learned)."""
+
+from lab.experiments.probe import AT_CHANCE
+from lab.instruments.learning import milestones_sentence
+from lab.lessons.words import listing
+
+# ---------------------------------------------------------------------------
+# toy tasks
+
+HOLDS = 0.9  # an accuracy at which a cell "holds" a memory over that distance
+
+
+def reach_words(runs, holds=HOLDS, at_chance=AT_CHANCE):
+    """How far one cell carries a memory, in words, from its runs (rows with distance, accuracy,
+    chance, skipped, sorted by distance or not): "holds ... up to k = 20, at chance from k = 50"."""
+    runs = runs.sort_values("distance")
+    trained = runs[~runs["skipped"]]
+    distances = [int(k) for k in runs["distance"]]
+    held = [int(k) for k in trained.loc[trained["accuracy"] >= holds, "distance"]]
+    lost = [int(k) for k in trained.loc[trained["accuracy"] < trained["chance"] + at_chance, "distance"]]
+    skipped = [int(k) for k in runs.loc[runs["skipped"], "distance"]]
+    prefix = 0
+    while prefix < len(distances) and distances[prefix] in held:
+        prefix += 1
+    threshold = f"(at least {holds:.0%} right)"
+    if prefix:
+        through = distances[prefix - 1]
+        again = [k for k in held if k > through]
+        holding = f"holds {threshold} up to k = {through}" + (
+            f", and again at k = {listing(map(str, again))}" if again else ""
+        )
+    elif held:
+        holding = f"holds {threshold} only at k = {listing(map(str, held))}"
+    else:
+        holding = f"holds {threshold} at no distance measured"
+    if lost:
+        after = [k for k in distances if k >= lost[0]]
+        chance = (
+            f", at chance from k = {lost[0]} on"
+            if all(k in lost or k in skipped for k in after)
+            else f", at chance at k = {listing(map(str, lost))}"
+        )
+    else:
+        chance = ", above chance at every distance it was trained at"
+    if skipped:
+        chance += f" (not trained at k = {listing(map(str, skipped))}: at chance twice before)"
+    return holding + chance
+
+
+def toy_sentences(rows, distance, label, at_chance=AT_CHANCE):
+    """The shipped curves of one task in words: one line per cell (label: cell -> its name), then which
+    cells beat chance at the chosen distance. rows: the task's rows of the shipped table."""
+    lines = [f"- **{label(cell)}** {reach_words(runs)}." for cell, runs in rows.groupby("cell", sort=False)]
+    here = rows[rows["distance"] == distance]
+    if here.empty:
+        return "\n".join(lines)
+    beating = [
+        label(r["cell"]) for _, r in here.iterrows() if not r["skipped"] and r["accuracy"] >= r["chance"] + at_chance
+    ]
+    sequences = int(here["eval_sequences"].iloc[0]) if "eval_sequences" in here else None
+    measured = f", each accuracy measured on {sequences:,} test sequences" if sequences else ""
+    at_k = (
+        f"At k = {distance}, "
+        + (f"{listing(beating)} beat chance" if beating else "no cell beats chance")
+        + f" by at least {100 * at_chance:.0f} points (chance: {here['chance'].iloc[0]:.0%}, always giving the "
+        + f"commonest answer{measured})."
+    )
+    return "\n".join(lines) + "\n\n" + at_k
+
+
+# ---------------------------------------------------------------------------
+# watching a model learn one paragraph
+
+
+def learning_sentences(step, reproduced, span, prompt_chars, found, checked):
+    """The notice of the learning lesson, from the samples shown so far. found: the milestones reached
+    (lab.instruments.learning.milestones); checked: the last evaluation at or before `step` (an event
+    with train_loss and val_loss), or None."""
+    so_far = milestones_sentence(found) or "nothing recognisable yet: watch for the first space."
+    held_out = (
+        f" By step {checked['step']:,}, on the last tenth of the paragraph, which it never trains on, its loss "
+        f"is **{checked['val_loss']:.2f} nats/char** against {checked['train_loss']:.2f} on what it trains on."
+        if checked
+        else ""
+    )
+    return (
+        f"Each sample starts from the paragraph's first {prompt_chars} characters and lets the model continue "
+        f"greedily. So far: {so_far} At step {step:,} it gives back **{reproduced}** of the {span} characters "
+        "each sample writes before its first mistake." + held_out
+    )
+
+
+def memorised_answer(last_eval, parameters):
+    """The answer to "has it learned to write English?", from the run's last evaluation (None: none yet)
+    and its model's parameters (None: no run yet)."""
+    size = f" and {parameters:,} parameters" if parameters else ""
+    why = (
+        "A model that had learned the language would predict text it has not seen nearly as well as the "
+        f"text it trained on. With one short text{size}, copying is the easiest way to a low training loss."
+    )
+    if last_eval is None:
+        return (
+            "Not from writing it back alone: a model that gives back the one text it trained on may have "
+            "memorised it. The test is the loss on the last tenth of the paragraph, which it never trains on. "
+            + why
+            + " Start a run to see both losses."
+        )
+    val, train = last_eval["val_loss"], last_eval["train_loss"]
+    if val > train:
+        return (
+            f"No: it has memorised one text. On the last tenth of the paragraph, which it never trains on, its "
+            f"loss at step {last_eval['step']:,} is {val:.2f} nats/char, {val - train:.2f} above the {train:.2f} it "
+            f"pays on what it trains on. {why}"
+        )
+    return (
+        f"Not from this run: at step {last_eval['step']:,} its loss on the held-out tenth ({val:.2f} nats/char) "
+        f"is no higher than on what it trains on ({train:.2f}), so it has not simply copied its text; but one "
+        f"paragraph cannot show that it has learned a language. {why}"
+    )

@@ -1,0 +1,54 @@
+"""Numbers and lists in a student's words, with the precision that keeps a figure true: a keep factor
+of σ(8) = 0.99966 is not "1.000", and a half-life is written the same way wherever it appears."""
+
+import math
+
+from lab.errors import LabError
+
+
+def share_kept(x):
+    """A keep factor in [0, 1] with enough decimals that both it and what it loses (1 − x) show two
+    significant digits, at least three decimals: 0.731, 0.99966, 0.119."""
+    if not 0 <= x <= 1 or math.isnan(x):
+        raise LabError(f"share: must be in [0, 1], got {x!r}")
+    decimals = 3
+    for part in (x, 1 - x):
+        if 0 < part < 1:
+            decimals = max(decimals, 1 - math.floor(math.log10(part)))
+    decimals = min(decimals, 12)  # beyond float64's reach for 1 − x
+    return f"{x:.{decimals}f}"
+
+
+def steps(x):
+    """A number of steps (a time constant, a half-life): one decimal below 10, whole steps with thousands
+    separators above ("0.3", "2.2", "47", "2,067"), "for ever" when infinite."""
+    if math.isinf(x):
+        return "for ever"
+    return f"{x:.1f}" if x < 9.95 else f"{x:,.0f}"
+
+
+def listing(names):
+    """["a"] -> "a", ["a", "b"] -> "a and b", ["a", "b", "c"] -> "a, b and c"."""
+    names = list(names)
+    if not names:
+        return ""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def count(n, thing, things=None):
+    """1 -> "1 sample", 3 -> "3 samples" (things: the plural when it is not thing + "s")."""
+    return f"{n:,} {thing if n == 1 else things or thing + 's'}"
+
+
+def power(x):
+    """A small or large factor in scientific notation the way a student writes it: 1.8 × 10⁻⁸; plain
+    decimals between 0.001 and 1000."""
+    if x == 0 or math.isinf(x) or math.isnan(x):
+        return f"{x:g}"
+    if 1e-3 <= abs(x) < 1e3:
+        return f"{x:.3g}"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPTS)}"
+
+
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")

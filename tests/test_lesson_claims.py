@@ -1,0 +1,469 @@
+"""Every sentence of the lessons that compares, ranks or counts, checked against the numbers it reads,
+over the whole range of each lesson's controls (Hypothesis draws the figures; lab.lessons writes the
+sentences). Fast: no model runs here; tests/test_lessons_walk.py checks the pages show these sentences
+beside the figures they were computed from."""
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.experiments.ablation import LEARNED, SIGNIFICANT
+from lab.experiments.probe import AT_CHANCE
+from lab.instruments.memory import DecayFit, Retention, gradient_decay_fit, memory_spread
+from lab.instruments.sampling import STRATEGIES, SamplingConfig, pick_distribution
+from lab.lessons import memory, reading, stepping, toys
+from lab.lessons.words import count, listing, power, share_kept, steps
+
+SETTINGS = settings(max_examples=150, deadline=None)
+unit = st.floats(0, 1, allow_nan=False)
+sigmoid = torch.sigmoid
+
+
+# ---------------------------------------------------------------------------
+# words
+
+
+@SETTINGS
+@given(unit)
+def test_a_share_shows_both_itself_and_what_it_loses_to_two_significant_digits(x):
+    shown = float(share_kept(x))
+    decimals = len(share_kept(x).split(".")[1])
+    assert decimals >= 3 and abs(shown - x) <= 0.5 * 10**-decimals + 1e-15
+    for part, shown_part in ((x, shown), (1 - x, 1 - shown)):
+        if part > 1e-11:  # two significant digits of the part: within 5% of it
+            assert abs(shown_part - part) <= 0.05 * part
+
+
+def test_words_for_the_figures_the_issue_found():
+    assert share_kept(float(sigmoid(torch.tensor(8.0, dtype=torch.float64)))) == "0.99966"  # not 1.000
+    assert share_kept(float(sigmoid(torch.tensor(1.0, dtype=torch.float64)))) == "0.731"
+    assert steps(2066.6) == "2,067" and steps(2.2) == "2.2" and steps(47.3) == "47" and steps(math.inf) == "for ever"
+    assert listing(["a"]) == "a" and listing(["a", "b", "c"]) == "a, b and c"
+    assert count(1, "token") == "1 token" and count(356, "token") == "356 tokens"
+    assert power(0.7**50) == "1.8 × 10⁻⁸" and power(0.29) == "0.29"
+
+
+# ---------------------------------------------------------------------------
+# lesson 4: keep or overwrite, at every bias of the slider and beyond
+
+biases = st.one_of(st.sampled_from([round(-2 + 0.1 * i, 1) for i in range(101)]), st.floats(-30, 60))
+
+
+@SETTINGS
+@given(biases)
+def test_a_bias_sentence_shows_the_numbers_it_implies_and_says_about_e_only_where_it_holds(b):
+    claim = memory.keep_bias(b)
+    said = claim.sentence()
+    g = 1 / (1 + math.exp(-b))
+    assert claim.retention == pytest.approx(g, rel=1e-12)
+    assert f"σ({b:g}) = **{share_kept(claim.retention)}**" in said
+    if g < 1 - 1e-12:  # below float64's reach a share is 1 however it is written
+        assert float(share_kept(claim.retention)) < 1  # never "1.000" for a gate that still forgets
+    decay = max(-b, 0) + math.log1p(math.exp(-abs(b)))  # −ln σ(b), exact where σ(b) rounds towards 1
+    assert claim.half_life * decay == pytest.approx(math.log(2), rel=1e-9)  # σ(b)^half-life = 1/2
+    assert f"half of it is gone after **{steps(claim.half_life)} steps**" in said
+    assert f"= {steps(claim.tau)} steps" in said
+    ratio = (1 + math.exp(b + 1)) / (1 + math.exp(b)) if b < 700 else math.e
+    assert claim.ratio == pytest.approx(ratio, rel=1e-9) and f"multiplies τ by **{ratio:.2f}**" in said
+    assert ("close to e" in said) == (ratio >= 0.95 * math.e)
+    assert ("less than e" in said) == (ratio < 0.95 * math.e)
+
+
+def test_the_bias_from_which_a_step_multiplies_tau_by_about_e_is_where_the_ratio_reaches_it():
+    b = memory.e_from_bias()
+    assert memory.tau_ratio(b) == pytest.approx(0.95 * math.e)
+    assert not memory.keep_bias(2.4).about_e and memory.keep_bias(2.5).about_e and memory.keep_bias(8).about_e
+    assert "b ≈ 2.5" in memory.keep_bias(1).sentence()
+
+
+def spread_of(median_half_life, share_10, share_100, units=100, lags=128):
+    return pd.DataFrame(
+        [
+            {
+                "name": "m",
+                "layer": 0,
+                "cell": "lstm",
+                "units": units,
+                "lags": lags,
+                "median_half_life": median_half_life,
+                "longest_half_life": math.inf,
+                "longer_than_10": share_10,
+                "longer_than_100": share_100,
+            }
+        ]
+    )
+
+
+@SETTINGS
+@given(st.one_of(st.integers(1, 128).map(float), st.just(math.inf)), unit, unit)
+def test_the_memory_spread_says_fast_and_few_only_where_the_numbers_do(half_life, share_10, share_100):
+    said = memory.memory_spread_sentence(spread_of(half_life, share_10, min(share_10, share_100)))
+    assert ("forgets fast" in said) == (half_life <= memory.FAST)
+    assert ("a few units" in said) == (0 < share_10 <= memory.FEW)
+    assert ("many units" in said) == (share_10 > memory.FEW)
+    if share_10 > 0:
+        assert f"{round(share_10 * 100)} of its 100 units ({share_10:.1%})" in said
+
+
+@SETTINGS
+@given(st.floats(0.05, 0.89), st.floats(0.9, 1.0), st.integers(2, 200))
+def test_the_band_sentence_reads_the_median_and_the_top_unit_where_the_chart_ends(low, high, lags):
+    ks = np.arange(1, lags + 1)
+    per_unit = np.stack([low**ks, high**ks, low**ks], 1)  # (K, 3): the middle unit keeps most
+    r = Retention(ks, per_unit, np.median(per_unit, 1), "lstm", "f")
+    said = memory.band_sentence(r)
+    assert f"after {lags} steps the median unit keeps {power(low**lags)}" in said
+    assert f"the unit that keeps most {power(high**lags)}" in said
+    assert ("below the chart's floor" in said) == (low**lags < memory.CHART_FLOOR or high**lags < memory.CHART_FLOOR)
+
+
+# ---------------------------------------------------------------------------
+# lesson 5: why the vanilla RNN forgets, at every T of its slider
+
+LABELS = {"char-rnn": "rnn", "char-gru-torch": "gru_torch", "char-lstm": "lstm"}
+
+
+@SETTINGS
+@given(
+    st.sampled_from(range(20, 201, 10)),
+    st.lists(st.floats(0.5, 1.05), min_size=3, max_size=3),
+    st.lists(st.floats(0, 0.6), min_size=3, max_size=3),
+    st.integers(0, 2**31),
+)
+def test_the_forgetting_sentence_names_the_cells_the_fits_rank_over_the_steps_that_exist(read, gs, noise, seed):
+    rng = np.random.default_rng(seed)
+    fits = {}
+    for (label, _), g, sd in zip(LABELS.items(), gs, noise):
+        norms = (g ** np.arange(read))[::-1] * np.exp(rng.normal(0, sd, read))  # farthest first
+        fits[label] = gradient_decay_fit(norms, 29)
+    said = memory.forgetting_sentences(fits, LABELS, read)
+    span = min(read, 30)
+    assert all(f.distances == span for f in fits.values())
+    assert (f"Over all {read} steps" in said) == (read <= 30) and (f"the {span} steps nearest" in said) == (read > 30)
+    assert all(int(n) <= read for n in re.findall(r"(\d+) steps? back", said))  # never a step that is not there
+    shown = {label: round(f.g, 3) for label, f in fits.items()}
+    low, high = min(shown.values()), max(shown.values())
+    if low < high:
+        fastest = [label for label, g in shown.items() if g == low]
+        assert f"**{listing(fastest)}** lose" in said and f"fastest, g = {low:.3f}" in said
+        assert f"the most, g = {high:.3f}" in said
+    assert ("Here the vanilla RNN forgets fastest" in said) == (shown["char-rnn"] == low < high)
+    assert ("Here the vanilla RNN is not the one" in said) == (not shown["char-rnn"] == low < high)
+    for g in {low, high}:
+        left = g ** (span - 1)
+        if g < 1:
+            assert ("under a thousandth" in said and power(left) in said) or left >= memory.TOO_LITTLE
+    rough = [label for label, f in fits.items() if f.r2 < memory.CLOSE_FIT]
+    assert ("close to a straight line" in said) == (not rough)
+
+
+def test_a_decay_fit_is_exact_on_a_geometric_curve_and_says_how_far_it_read():
+    fit = gradient_decay_fit(0.8 ** np.arange(20)[::-1], 29)
+    assert fit == DecayFit(pytest.approx(0.8), pytest.approx(1.0), 20)
+    assert gradient_decay_fit(0.8 ** np.arange(100)[::-1], 29).distances == 30
+
+
+# ---------------------------------------------------------------------------
+# lesson 8: the gate-bias study
+
+
+def study(accuracies, keeps=(0.6, 0.5, 0.9)):
+    summary = {
+        arm: {"val_accuracy_mean": a, "z_mean_final": z}
+        for arm, a, z in zip(("baseline", "ablated", "chrono"), accuracies, keeps)
+    }
+    return summary, {"num_classes": 10, "n_test": 360}
+
+
+@SETTINGS
+@given(st.lists(unit, min_size=3, max_size=3))
+def test_the_study_reading_says_which_arms_learned_from_their_accuracy(accuracies):
+    summary, dataset = study(accuracies)
+    said = memory.study_reading(summary, dataset, 40)
+    learned = [a >= LEARNED for a in accuracies]
+    assert ("Every arm reached" in said) == all(learned)
+    assert ("What it cannot show" in said) == (not any(learned))
+    assert ("Only " in said) == (any(learned) and not all(learned))
+    assert "one image is 0.28 points" in said
+    assert "keeps 0.60 in the baseline arm, 0.50 in the ablated arm and 0.90 in the chrono arm per step" in said
+
+
+@SETTINGS
+@given(st.floats(-0.3, 0.3), st.floats(0, 1), st.integers(2, 6), st.integers(2, 6))
+def test_the_ablated_arms_check_says_above_below_or_level_and_reads_p_against_its_threshold(diff, p, n1, n2):
+    question, answer = memory.ablated_check({"difference": diff, "p": p, "n": (n1, n2)})
+    points = round(100 * abs(diff), 1)
+    assert ("level with" in question) == (points == 0)
+    if points:
+        assert f"{points:.1f} points {'above' if diff > 0 else 'below'}" in question
+    assert answer.startswith("No.") == (p >= SIGNIFICANT) and f"the {n1} and {n2} random seeds" in answer
+    assert f"p = {SIGNIFICANT}" in answer  # the threshold, said
+    assert "single random seed" in memory.ablated_check(None)[1]
+
+
+# ---------------------------------------------------------------------------
+# lesson 2: the state is the memory
+
+
+@SETTINGS
+@given(
+    st.lists(st.floats(0.5, 4.0), min_size=3, max_size=10),
+    st.floats(0.01, 0.99),
+    st.floats(0.01, 0.99),
+)
+def test_the_state_sentence_reads_the_curve_and_the_samples_it_shows(losses, stateful, stateless):
+    reset_every = [2**i for i in range(len(losses) - 1)] + [400]
+    said = reading.state_memory_sentences("m", reset_every, losses, stateful, stateless, 120)
+    reset, carried = losses[0], losses[-1]
+    assert f"**{reset:.2f} nats/char**" in said and f"**{carried:.2f}**" in said
+    gains = round(carried, 2) < round(reset, 2)
+    assert ("less." in said) == gains and ("gains nothing" in said) == (not gains)
+    if gains:
+        k = next(k for k, loss in zip(reset_every, losses) if loss <= (reset + carried) / 2)
+        share = (reset - losses[reset_every.index(k)]) / (reset - carried)
+        assert f"once the state lives **{count(k, 'token')}**" in said
+        assert (f"**{share:.0%}** of that gain" in said) == (share < 1)
+        assert "most" not in said  # a share is said as a number, never as "most"
+    assert ("as the curve leads you to expect" in said) == (round(stateful, 2) > round(stateless, 2))
+    assert "One pair of samples (120 tokens each" in said
+
+
+def test_the_reset_curve_is_labelled_in_words_that_read():
+    ticks, hovers = reading.reset_labels([1, 2, 4, 356], [False, False, False, True])
+    assert ticks == ["1", "2", "4", "never"]
+    assert hovers == [
+        "state reset every 1 token",
+        "state reset every 2 tokens",
+        "state reset every 4 tokens",
+        "state never reset: 356 tokens read in one pass",
+    ]
+
+
+# ---------------------------------------------------------------------------
+# lesson 3: choosing the next token
+
+
+def row(p, loop=False, follows=0, label="x"):
+    return {
+        "sample": label,
+        "mean p(chosen)": p,
+        "words in a repeated 4-word run": 0.1,
+        "ends in a loop": "yes" if loop else "no",
+        "characters the same as greedy's": follows,
+    }
+
+
+@SETTINGS
+@given(
+    unit,
+    st.lists(st.tuples(unit, st.booleans(), st.integers(0, 200)), min_size=1, max_size=8),
+)
+def test_the_next_token_sentence_counts_what_the_samples_shown_did(greedy_p, samples):
+    rows = [row(p, loop, follows) for p, loop, follows in samples]
+    said = reading.next_token_sentences(row(greedy_p, True, 200), rows, "rule", 200)
+    g, shown = round(greedy_p, 3), [round(p, 3) for p, _, _ in samples]
+    n = len(samples)
+    assert (f"lower than greedy's in all {n}" in said) == all(p < g for p in shown)
+    assert (f"higher than greedy's in all {n}" in said) == all(p > g for p in shown)
+    mixed = [
+        (sum(p < g for p in shown), "lower"),
+        (sum(p > g for p in shown), "higher"),
+        (sum(p == g for p in shown), "the same"),
+    ]
+    if sum(1 for k, _ in mixed if k) > 1:  # each count said once, the first against greedy's
+        (k, what), *rest = [(k, what) for k, what in mixed if k]
+        assert f"{what} {'as' if what == 'the same' else 'than'} greedy's in {k} of {n}" in said
+        assert all(f"{what} in {k}" in said for k, what in rest)
+    assert f"{sum(loop for _, loop, _ in samples)} of {n} end in a loop" in said
+    assert ("exactly greedy's 200 characters" in said) == all(f == 200 for _, _, f in samples)
+    assert f"**{np.mean([p for p, _, _ in samples]):.3f}**" in said
+    assert ("across the random seeds" in said) == (n > 1) and ("over one sample:" in said) == (n == 1)
+
+
+logit_vectors = st.lists(st.floats(-8, 8), min_size=2, max_size=30).map(lambda v: torch.tensor(v))
+
+
+@SETTINGS
+@given(logit_vectors, st.floats(0.05, 2.0), st.floats(0.05, 2.0))
+def test_a_higher_temperature_never_raises_the_probability_a_pick_is_expected_to_have(logits, t1, t2):
+    low, high = sorted((t1, t2))
+    cold = reading.expected_pick_probability(logits, SamplingConfig(strategy="temperature", temperature=low))
+    warm = reading.expected_pick_probability(logits, SamplingConfig(strategy="temperature", temperature=high))
+    assert cold >= warm - 1e-9
+
+
+@SETTINGS
+@given(logit_vectors, st.integers(1, 30), st.integers(1, 30), st.floats(0.05, 1.0), st.floats(0.05, 1.0))
+def test_a_larger_k_or_p_never_raises_it_either(logits, k1, k2, p1, p2):
+    expect = reading.expected_pick_probability
+    (ka, kb), (pa, pb) = sorted((k1, k2)), sorted((p1, p2))
+    assert (
+        expect(logits, SamplingConfig(strategy="top_k", top_k=ka))
+        >= expect(logits, SamplingConfig(strategy="top_k", top_k=kb)) - 1e-9
+    )
+    assert (
+        expect(logits, SamplingConfig(strategy="top_p", top_p=pa))
+        >= expect(logits, SamplingConfig(strategy="top_p", top_p=pb)) - 1e-9
+    )
+    greedy = expect(logits, SamplingConfig(strategy="greedy"))
+    assert greedy >= expect(logits, SamplingConfig(strategy="top_k", top_k=ka)) - 1e-9
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        SamplingConfig(strategy="temperature", temperature=0.7),
+        SamplingConfig(strategy="top_k", top_k=3, temperature=1.3),
+        SamplingConfig(strategy="top_p", top_p=0.6),
+        SamplingConfig(strategy="greedy"),
+    ],
+)
+def test_the_pick_distribution_is_what_the_sampler_draws_from(config):
+    logits = torch.tensor([2.0, 1.5, 0.3, -0.2, -1.0, 0.9])
+    expected = pick_distribution(logits, config).numpy()
+    generator = torch.Generator().manual_seed(0)
+    draws = np.bincount([STRATEGIES[config.strategy](logits, config, generator) for _ in range(6000)], minlength=6)
+    assert np.all(draws[expected == 0] == 0)  # never outside the rule's support
+    np.testing.assert_allclose(draws / 6000, expected, atol=0.025)
+
+
+def test_the_low_temperature_answer_computes_the_runner_ups_chances_it_quotes():
+    answer = reading.low_temperature_answer()
+    assert f"{1 / (1 + math.exp(0.5 / 0.05)):.3%}" in answer and f"{1 / (1 + math.exp(1)):.0%}" in answer
+    assert "multiplies every gap between them by 20" in answer and "Almost exactly" not in answer
+
+
+# ---------------------------------------------------------------------------
+# lesson 6: characters or subwords
+
+
+@SETTINGS
+@given(
+    st.integers(2, 1000),
+    st.integers(1, 1000),
+    st.floats(0.1, 8),
+    st.floats(0.1, 8),
+    st.floats(0.1, 4),
+    st.floats(0.1, 4),
+)
+def test_the_subword_sentence_says_fewer_and_better_only_where_the_numbers_do(chars, n_s, c_tok, s_tok, c_ch, s_ch):
+    said = reading.subword_sentences(chars, "c", "s", (chars, c_tok, c_ch), (n_s, s_tok, s_ch))
+    assert ("fewer steps for its memory" in said) == (n_s < chars)
+    gap = s_ch - c_ch
+    assert ("about equally well" in said) == (abs(gap) < reading.LEVEL)
+    if abs(gap) >= reading.LEVEL:
+        assert f"{'s' if gap < 0 else 'c'} predicts it better by {abs(gap):.2f}" in said
+    assert ("so each is harder" in said) == (s_tok > c_tok and chars / n_s > 1)
+    assert (f"on fewer than {reading.FEW_CHARS} characters" in said) == (chars < reading.FEW_CHARS)
+
+
+# ---------------------------------------------------------------------------
+# lessons 1 and 7: one step, the scans raced
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(["gru_seed", "gru_torch", "lstm", "scan"]), unit), min_size=1, max_size=2))
+def test_the_step_gist_says_what_each_cell_does_with_the_rest(kept):
+    said = stepping.step_gist([(f"m{i}", cell, share) for i, (cell, share) in enumerate(kept)])
+    for i, (cell, share) in enumerate(kept):
+        part = said.split(f"m{i} keeps ")[1]
+        assert part.startswith(f"**{share:.0%}**")
+        assert ("takes the rest from its candidate" in part.split(";")[0]) == cell.startswith("gru")
+    assert "moving by **0.25**" in stepping.step_gist([], 0.25)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.floats(0, 1e-4), st.floats(0.05, 20)), min_size=1, max_size=6), st.integers(1, 4096))
+def test_the_race_sentence_names_the_winner_at_each_length_from_the_timings(race, hidden):
+    lengths = [16 * 2**i for i in range(len(race))]
+    differences, speedups = [d for d, _ in race], [s for _, s in race]
+    said = stepping.race_sentences(lengths, differences, speedups, hidden, "this CPU")
+    assert ("Both ways give the same" in said) == (max(differences) < stepping.SAME_BELOW)
+    wins = [T for T, s in zip(lengths, speedups) if s > 1]
+    assert ("the loop wins at every length" in said) == (not wins)
+    assert ("the parallel scan wins at every length" in said) == (len(wins) == len(lengths))
+    if 0 < len(wins) < len(lengths):
+        assert f"the parallel scan wins at T = {listing(map(str, wins))} and the loop" in said
+    assert "random numbers" in said and "b_t = B_t \\odot e_t" in said  # what was raced, one meaning of B_t
+
+
+# ---------------------------------------------------------------------------
+# lessons 9 and 10: a paragraph learned, the toy tasks
+
+DISTANCES = [5, 10, 20, 50, 100, 200]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.floats(0, 1), st.none()), min_size=6, max_size=6), st.floats(0.05, 0.5))
+def test_a_cells_reach_is_said_as_the_accuracies_show_it(accuracies, chance):
+    runs = pd.DataFrame(
+        {
+            "distance": DISTANCES,
+            "accuracy": [np.nan if a is None else a for a in accuracies],
+            "chance": chance,
+            "skipped": [a is None for a in accuracies],
+        }
+    )
+    said = toys.reach_words(runs)
+    held = [a is not None and a >= toys.HOLDS for a in accuracies]
+    lost = [a is not None and a < chance + AT_CHANCE for a in accuracies]
+    through = re.search(r"up to k = (\d+)", said)
+    if through:
+        k = int(through.group(1))
+        assert all(held[: DISTANCES.index(k) + 1]) and (k == 200 or not held[DISTANCES.index(k) + 1])
+    else:
+        assert not held[0]
+    assert ("at no distance measured" in said) == (not any(held))
+    start = re.search(r"at chance from k = (\d+) on", said)
+    if start:
+        i = DISTANCES.index(int(start.group(1)))
+        assert lost[i] and all(lost[j] or accuracies[j] is None for j in range(i, 6)) and not any(lost[:i])
+    assert ("above chance at every distance" in said) == (not any(lost))
+    assert ("not trained at" in said) == any(a is None for a in accuracies)
+
+
+def test_the_toy_sentence_names_the_cells_that_beat_chance_with_the_threshold_and_the_test_size():
+    rows = pd.DataFrame(
+        {
+            "cell": ["a", "b"],
+            "distance": [20, 20],
+            "accuracy": [0.2 + AT_CHANCE, 0.2 + AT_CHANCE - 0.001],
+            "chance": [0.2, 0.2],
+            "skipped": [False, False],
+            "eval_sequences": [512, 512],
+        }
+    )
+    said = toys.toy_sentences(rows, 20, str.upper)
+    assert f"At k = 20, A beat chance by at least {100 * AT_CHANCE:.0f} points" in said
+    assert "measured on 512 test sequences" in said
+
+
+@SETTINGS
+@given(st.floats(0.01, 5), st.floats(0.01, 5), st.integers(1, 300), st.integers(1000, 10**6))
+def test_the_memorised_answer_reads_the_runs_own_losses(val, train, step, parameters):
+    answer = toys.memorised_answer({"val_loss": val, "train_loss": train, "step": step}, parameters)
+    assert answer.startswith("No: it has memorised") == (val > train)
+    assert f"{val:.2f} nats/char" in answer and f"{parameters:,} parameters" in answer
+    assert "Start a run" in toys.memorised_answer(None, None)
+
+
+def test_the_learning_notice_reads_the_samples_and_the_last_check_shown():
+    found = {"space": 2, "word": 11, "line": None, "paragraph": None}
+    said = toys.learning_sentences(45, 17, 200, 8, found, {"step": 40, "val_loss": 2.5, "train_loss": 1.25})
+    assert "the first space at step 2 and the first word of your paragraph at step 11." in said
+    assert "gives back **17** of the 200 characters" in said and "**2.50 nats/char** against 1.25" in said
+    assert "watch for the first space" in toys.learning_sentences(1, 0, 200, 8, dict.fromkeys(found), None)
+
+
+def test_memory_spread_sentence_reads_a_measured_table():
+    ks = np.arange(1, 129)
+    per_unit = np.stack([0.5**ks, 0.999**ks, 0.3**ks], 1)
+    r = Retention(ks, per_unit, np.median(per_unit, 1), "lstm", "f")
+    said = memory.memory_spread_sentence(memory_spread([("m", 0, r)]))
+    assert "forgets fast" in said and "1 of its 3 units (33.3%)" in said and "many units" in said
