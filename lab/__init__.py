@@ -6,6 +6,7 @@ Never imports Streamlit: the app (app.py, pages/) and the command line
 Its parts, each importing only those above it (tests/test_architecture.py checks the direction):
 
     errors, schema   LabError, the one error for bad input; configs declared with pydantic
+    words            counts in words ("1 epoch", "2 epochs")
     data             corpora, tokenizers, batches, sequential images
     nets             the cells as their equations, the faster backends, the model families
     training         the training loop, tasks, presets, checkpoints

@@ -381,7 +381,7 @@ def test_checkpoints_lists_the_bundled_ones_and_summarises_one():
     [
         ("evil.safetensors", pickle.dumps({"weights": [1, 2, 3]}), "pickle"),
         ("model.pt", b"PK\x03\x04 torch.save zip", "pickle"),
-        ("garbage.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!", "not an RNN Lab checkpoint"),
+        ("garbage.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!", "its header is damaged"),
     ],
 )
 def test_bad_checkpoint_uploads_are_refused_and_nothing_is_written(user_dir, name, content, message):

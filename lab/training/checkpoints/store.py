@@ -16,7 +16,7 @@ from safetensors import SafetensorError, safe_open
 
 from lab.errors import LabError
 from lab.training.checkpoints.format import checkpoint_bytes
-from lab.training.checkpoints.header import CheckpointError, read_header, version_number
+from lab.training.checkpoints.header import CheckpointError, read_header, unreadable, version_number
 
 SUFFIX = ".safetensors"
 BUNDLED_DIR = Path(__file__).resolve().parents[3] / "checkpoints"
@@ -228,7 +228,7 @@ def read_info(path, bundled=False):
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
     except (SafetensorError, OSError, ValueError) as e:
-        raise CheckpointError(f"{path.name}: not an RNN Lab checkpoint ({e})") from None
+        raise unreadable(path.name, e) from None
     header = read_header(metadata, path.name)
     stem = path.name[: -len(SUFFIX)]
     return CheckpointInfo(
