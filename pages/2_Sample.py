@@ -15,6 +15,7 @@ from lab.instruments.sampling import (
     encode_prompt,
     repetition_report,
 )
+from lab.words import count
 from ui.cached_calls import cached_generation, cached_influence, checkpoint_key
 from ui.cell_labels import cell_label, checkpoint_cell
 from ui.checkpoint_picker import checkpoint_picker
@@ -298,10 +299,13 @@ def typing(checkpoint):
             for n, row in enumerate(top5.itertuples()):
                 st.button(f"+ {piece_label(row.piece)}", key=f"sample_type_{n}", on_click=type_token, args=(row.text,))
         if reader.new_tokens == len(reader.ids):
-            st.caption(f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end.")
+            st.caption(
+                f"Read all {count(len(reader.ids), 'token')} from the zero state: a new text, or an edit before "
+                "its end."
+            )
         else:
             st.caption(
-                f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried "
+                f"Read {count(reader.new_tokens, 'new token')} from the carried "
                 f"state ({len(reader.ids)} read since the start): one step per new character, however long "
                 "the text."
             )

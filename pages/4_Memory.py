@@ -72,7 +72,7 @@ SPREAD_COLUMNS = {
     "units": "units",
     "median_half_life": "the median unit keeps half for",
     "longest_half_life": "the longest-memory unit keeps half for",
-    **{f"longer_than_{k}": f"share keeping more than half after {k} tokens" for k in MEMORY_SPANS},
+    **{f"longer_than_{k}": f"share keeping more than half after {count(k, 'token')}" for k in MEMORY_SPANS},
 }  # lab.instruments.memory.memory_spread's columns, as shown
 
 infos = checkpoint_infos(("lm", "scan_markov"))

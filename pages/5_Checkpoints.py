@@ -172,7 +172,7 @@ else:
                 f"version {plain(meta.get('version', '?'))}",
             ]
             if tokenizer is not None:
-                lines.append(f"**Tokenizer:** {plain(tokenizer.kind)}, {tokenizer.vocab_size:,} tokens")
+                lines.append(f"**Tokenizer:** {plain(tokenizer.kind)}, {count(tokenizer.vocab_size, 'token')}")
             train_config = metrics.get("train_config")
             if train_config:
                 lines.append(

@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lab.instruments.memory import MEMORY_SPANS, constant_gate_retention
+from lab.words import count
 from ui.cell_labels import CELL_COLOURS
 
 
@@ -31,7 +32,7 @@ def memory_spread_figure(curves, spans=MEMORY_SPANS):
             )
         )
     for k in spans:  # a shape on a log axis is placed in log10 units
-        fig.add_vline(x=math.log10(k), line=dict(color="#999", dash="dot", width=1), annotation_text=f"{k} tokens")
+        fig.add_vline(x=math.log10(k), line=dict(color="#999", dash="dot", width=1), annotation_text=count(k, "token"))
     fig.update_layout(
         height=380,
         margin=dict(l=60, r=10, t=30, b=40),
@@ -53,8 +54,8 @@ def longest_memory_layer(layers):
 def half_life_words(half_life, lags):
     """A half-life in words: "3 tokens", or "more than 128 tokens" for one longer than every lag measured."""
     if math.isinf(half_life):
-        return f"more than {lags} tokens"
-    return f"{half_life:.0f} token{'s' if half_life != 1 else ''}"
+        return f"more than {count(lags, 'token')}"
+    return count(round(half_life), "token")
 
 
 def memory_spread_sentence(spread):
@@ -71,19 +72,19 @@ def memory_spread_sentence(spread):
     best = spread.sort_values(by_memory, ascending=False, na_position="last").iloc[0]
     first = best[f"longer_than_{spans[0]}"]
     if not first > 0:  # none, or NaN: the text is shorter than the first span
-        sentences.append(f"On this text no unit keeps more than half of what it held for {spans[0]} tokens.")
+        sentences.append(f"On this text no unit keeps more than half of what it held for {count(spans[0], 'token')}.")
         return " ".join(sentences)
     later = []
     for k in spans[1:]:
         share = best[f"longer_than_{k}"]
         if share != share:  # NaN: fewer than k lags measured
-            later.append(f"(the text is too short to measure {k} tokens)")
+            later.append(f"(the text is too short to measure {count(k, 'token')})")
         else:
             later.append(f"{round(share * best['units'])} ({share:.1%}) after {k}" if share > 0 else f"none after {k}")
     sentences.append(
         f"Long memories live in a few units: in {best['name']}, layer {best['layer']}, "
-        f"{round(first * best['units'])} of its {best['units']} units ({first:.1%}) still keep more than half "
-        f"of what they held after {spans[0]} tokens"
+        f"{round(first * best['units'])} of its {count(best['units'], 'unit')} ({first:.1%}) still keep more "
+        f"than half of what they held after {count(spans[0], 'token')}"
         + "".join(f", {c}" for c in later)
         + f". Its longest-memory unit keeps half for {half_life_words(best['longest_half_life'], best['lags'])}."
     )

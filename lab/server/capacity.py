@@ -19,6 +19,7 @@ import os
 import threading
 
 from lab.errors import LabError
+from lab.words import count
 
 
 class CapacityError(LabError):
@@ -80,7 +81,7 @@ class Budget:
             held = sum(t.owner == owner for t in self._queue + self._running)
             if owner is not None and held >= self.owner_jobs:
                 raise CapacityError(
-                    f"runs: this session already has {held} runs training or waiting, the most one "
+                    f"runs: this session already has {count(held, 'run')} training or waiting, the most one "
                     f"session may have at once on this server; stop one, or wait for one to end"
                 )
             self._queue.append(ticket)

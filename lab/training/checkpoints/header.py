@@ -15,6 +15,7 @@ from lab.errors import LabError
 from lab.nets.cost import check_model_size
 from lab.nets.models import config_from_dict
 from lab.schema import STRICT, refusal
+from lab.words import count
 
 FORMAT = "rnnlab-checkpoint"
 FORMAT_VERSION = "1"
@@ -213,7 +214,7 @@ def read_header(metadata, source):
         raise CheckpointError(f"{source}: checkpoint config or tokenizer is invalid: {e}") from None
     if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
         raise CheckpointError(
-            f"{source}: tokenizer has {tokenizer.vocab_size} tokens but the model expects {config.vocab_size}"
+            f"{source}: tokenizer has {count(tokenizer.vocab_size, 'token')} but the model expects {config.vocab_size}"
         )
     meta = {k: metadata.get(k, "") for k in ("name", "version", "timestamp", "lab_version")}
     meta["extra"] = extra
