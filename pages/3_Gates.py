@@ -48,13 +48,15 @@ with top[2].expander("✏️ Your own text"):
         "Text to read", key="gates_text", height=150, max_chars=TEXT_MAX_CHARS, help="Up to 2,000 tokens."
     )
 if checkpoint is None:
+    mirror()  # the choices so far are kept for the next visit, as on every run that gets further
     st.stop()
 
 trace = None
 key = checkpoint_key(checkpoint)
 with user_errors("Tracing"):
     trace = cached_trace(*key, text)
-if trace is None:
+if trace is None:  # a text the model cannot read: the student changes the text or the model
+    mirror()
     st.stop()
 forget_positions_in_another_text(trace.token_texts, linked)
 n_layers = len(trace.layers)
