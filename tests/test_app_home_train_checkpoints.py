@@ -197,7 +197,7 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
         assert_clean(at)
         assert log.job.status == "stopped"
         assert log.job.checkpoint_path is not None and log.job.checkpoint_path.parent.parent == user_dir
-        assert "the Sample and Gates pages list it as yours: apptest-tiny_latest" in texts(at.success)
+        assert "the Sample and Gates pages list it as “yours: apptest-tiny_latest”." in texts(at.success)
         for page, key in (("pages/2_Sample.py", "sample_checkpoint"), ("pages/3_Gates.py", "gates_checkpoint")):
             assert "yours: apptest-tiny_latest" in at.switch_page(page).run().selectbox(key=key).options, page
         at.switch_page(TRAIN).run()

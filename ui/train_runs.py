@@ -288,7 +288,7 @@ def draw_progress_and_samples(logs):
             latest = f"{job.checkpoint_path.name.rsplit('_v', 1)[0]}_latest"
             st.success(
                 f"{log.label} {job.status}{plain(why)} and was saved: the Sample and Gates pages list it as "
-                f"**{plain(yours(latest))}**."
+                f"“{plain(yours(latest))}”."
             )
 
 
