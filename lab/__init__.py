@@ -7,6 +7,7 @@ Its parts, each importing only those above it (tests/test_architecture.py checks
 
     errors, schema   LabError, the one error for bad input; configs declared with pydantic
     settings         the server's and the command line's settings, from RNNLAB_ variables, each with its bounds
+    words            counts in words ("1 epoch", "2 epochs")
     data             corpora, tokenizers, batches, sequential images
     nets             the cells as their equations, the faster backends, the model families
     training         the training loop, tasks, presets, checkpoints

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from lab.errors import LabError
 from lab.train_command import DEFAULT_PRESET, DEFAULT_RUNS_DIR, SEED_EPOCHS, epochs_option, train_from_args
+from lab.words import count
 
 
 def _sample(args):
@@ -54,7 +55,7 @@ def _summary(args):
     meta = checkpoint.meta
     print(f"Version          : v{meta['version']}   saved {meta['timestamp']}   lab {meta['lab_version']}")
     if checkpoint.tokenizer is not None:
-        print(f"Tokenizer        : {checkpoint.tokenizer.kind}, {checkpoint.tokenizer.vocab_size} tokens")
+        print(f"Tokenizer        : {checkpoint.tokenizer.kind}, {count(checkpoint.tokenizer.vocab_size, 'token')}")
     history = checkpoint.metrics.get("history") or []
     if history:
         last = history[-1]
@@ -257,11 +258,15 @@ def _ablation(args):
                 return
             d = event["dataset"]
             say(
-                f"{d['name']}: {d['n_train']} train / {d['n_test']} test sequences of {d['sequence_length']} "
-                f"steps; {event['runs']} runs x {event['steps_per_run']} steps"
+                f"{d['name']}: {d['n_train']} train / {count(d['n_test'], 'test sequence')} of "
+                f"{count(d['sequence_length'], 'step')}; {count(event['runs'], 'run')} x "
+                f"{count(event['steps_per_run'], 'step')}"
             )
             if event["resumed"]:
-                say(f"continuing the study in {args.out}: {event['resumed']} of {event['runs']} runs already done")
+                say(
+                    f"continuing the study in {args.out}: {event['resumed']} of {count(event['runs'], 'run')} "
+                    "already done"
+                )
             if event["ranks"] > 1:
                 say(
                     f"spread over {event['ranks']} ranks, one run each at a time, each trained as one process "

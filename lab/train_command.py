@@ -10,6 +10,7 @@ import threading
 
 from lab.errors import LabError
 from lab.settings import server_settings
+from lab.words import count
 
 DEFAULT_RUNS_DIR = "runs"
 SEED_EPOCHS = "seed"  # --epochs given without a number
@@ -187,7 +188,8 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
     if resume is not None:
         say(
             f"resuming at step {resume.step} ({resume.elapsed:.0f}s trained) of a budget of "
-            f"{train_config.max_steps or '-'} steps / {train_config.max_seconds or '-'} s"
+            f"{count(train_config.max_steps, 'step') if train_config.max_steps else '- steps'} / "
+            f"{train_config.max_seconds or '-'} s"
         )
 
     bar = tqdm(
@@ -247,7 +249,7 @@ def _run_training(args, name, preset, corpus, model, task, train_config, resume)
         / (result.elapsed - (resume.elapsed if resume is not None else 0.0))
     )
     print(
-        f"{result.reason}: {result.steps} steps in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
+        f"{result.reason}: {count(result.steps, 'step')} in {result.elapsed:.1f}s, {tokens_per_s:,.0f} tok/s, "
         f"val loss {last.get('val_loss', float('nan')):.4f} "
         f"({last.get('val_nats_per_char', float('nan')):.4f} nats/char)"
     )

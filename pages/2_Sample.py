@@ -15,6 +15,7 @@ from lab.instruments.sampling import (
     encode_prompt,
     repetition_report,
 )
+from lab.words import count
 from ui.cached_calls import cached_generation, cached_influence, checkpoint_key, reference_model
 from ui.cell_labels import cell_label, checkpoint_cell
 from ui.checkpoint_picker import checkpoint_picker
@@ -292,10 +293,10 @@ def typing(checkpoint):
     if probs is None:
         note = "Nothing read: take out the characters named above to see what comes next."
     elif reader.new_tokens == len(reader.ids):
-        note = f"Read all {len(reader.ids)} tokens from the zero state: a new text, or an edit before its end."
+        note = f"Read all {count(len(reader.ids), 'token')} from the zero state: a new text, or an edit before its end."
     else:
         note = (
-            f"Read {reader.new_tokens} new token{'s' if reader.new_tokens != 1 else ''} from the carried state "
+            f"Read {count(reader.new_tokens, 'new token')} from the carried state "
             f"({len(reader.ids)} read since the start): one step per new character, however long the text."
         )
     typing_box(

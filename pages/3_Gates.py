@@ -15,7 +15,16 @@ from ui.checkpoint_picker import checkpoint_picker
 from ui.common import section_choice, setup_page, show_anchors
 from ui.gates_heatmap import layer_details
 from ui.gates_prediction import drivers
-from ui.gates_settings import DEFAULTS, SECTIONS, SETTINGS, TEXT_MAX_CHARS, TEXTS, mirror, use_preset
+from ui.gates_settings import (
+    DEFAULTS,
+    SECTIONS,
+    SETTINGS,
+    TEXT_MAX_CHARS,
+    TEXTS,
+    forget_positions_in_another_text,
+    mirror,
+    use_preset,
+)
 from ui.gates_span import span_finder
 from ui.gates_units import gallery, one_unit
 from ui.links import restore_from_url
@@ -27,7 +36,7 @@ st.caption(
     "The model reads your text once, from the zero state. Below: the units that learned something you "
     "can name, the units behind any stretch of text you select, and what every gate does at every step."
 )
-restore_from_url(SETTINGS, DEFAULTS)
+linked = restore_from_url(SETTINGS, DEFAULTS)
 
 top = st.columns([1.2, 1.4, 1])
 with top[0]:
@@ -39,14 +48,17 @@ with top[2].expander("✏️ Your own text"):
         "Text to read", key="gates_text", height=150, max_chars=TEXT_MAX_CHARS, help="Up to 2,000 tokens."
     )
 if checkpoint is None:
+    mirror()  # the choices so far are kept for the next visit, as on every run that gets further
     st.stop()
 
 trace = None
 key = checkpoint_key(checkpoint)
 with user_errors("Tracing"):
     trace = cached_trace(*key, text)
-if trace is None:
+if trace is None:  # a text the model cannot read: the student changes the text or the model
+    mirror()
     st.stop()
+forget_positions_in_another_text(trace.token_texts, linked)
 n_layers = len(trace.layers)
 for layer_key in ("gates_layer", "gates_heatmap_layer"):  # a model with fewer layers than the last one, or a link's
     if st.session_state.get(layer_key, 0) >= n_layers:

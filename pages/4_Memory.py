@@ -20,9 +20,10 @@ from lab.instruments.memory import (
 )
 from lab.lessons.memory import half_life_words, memory_spread_sentence, reach_sentence
 from lab.nets.cells import CELLS
+from lab.words import count
 from ui.cached_calls import cached_gradient, cached_reach, cached_retention, cached_trace, checkpoint_key
 from ui.cell_labels import cell_label
-from ui.checkpoint_picker import checkpoint_infos
+from ui.checkpoint_picker import NO_CHECKPOINTS, by_listed_name, checkpoint_infos
 from ui.coloured_text import activation_html
 from ui.common import section_choice, setup_page, show_table
 from ui.links import Field, mirror_to_url, restore_from_url
@@ -73,13 +74,13 @@ SPREAD_COLUMNS = {
     "units": "units",
     "median_half_life": "the median unit keeps half for",
     "longest_half_life": "the longest-memory unit keeps half for",
-    **{f"longer_than_{k}": f"share keeping more than half after {k} tokens" for k in MEMORY_SPANS},
+    **{f"longer_than_{k}": f"share keeping more than half after {count(k, 'token')}" for k in MEMORY_SPANS},
 }  # lab.instruments.memory.memory_spread's columns, as shown
 
 infos = checkpoint_infos(("lm", "scan_markov"))
-by_name = {info.name: info for info in infos}
+by_name = by_listed_name(infos)  # a student's file as "yours: NAME", beside a bundled one of that name
 if not infos:
-    st.warning("No checkpoints: regenerate the bundled ones with `python scripts/build_checkpoints.py`.")
+    st.warning(NO_CHECKPOINTS)
 
 
 def key_of(name):
@@ -127,6 +128,7 @@ def mirror():
 
 
 def model_label(name):
+    """A checkpoint's listed name as the charts name it: without "_latest"."""
     return name.removesuffix("_latest")
 
 
@@ -184,21 +186,21 @@ def unit_memory(text):
     for name in chosen:
         if by_name[name].cell == "rnn":
             st.info(
-                f"**{name}** is a vanilla RNN: it has no keep gate, so there is no retention to measure. "
-                "Section 1 follows a change through its state, and section 4 its gradients."
+                f"**{plain(model_label(name))}** is a vanilla RNN: it has no keep gate, so there is no retention "
+                "to measure. Section 1 follows a change through its state, and section 4 its gradients."
             )
             continue
         with user_errors(f"Retention of {name}"):
             for layer, r in enumerate(cached_retention(*key_of(name), text)):
-                measured.append((model_label(name), layer, r.up_to(max_lag)))
+                measured.append((name, layer, r.up_to(max_lag)))
     if not measured:
         if chosen:
             st.warning("None of the chosen checkpoints has a keep gate.")
         mirror()
         return
-    curves = [(f"{name} · layer {layer} ({r.keep_gate})", r.cell, r) for name, layer, r in measured]
+    curves = [(f"{model_label(name)} · layer {layer} ({r.keep_gate})", r.cell, r) for name, layer, r in measured]
     st.plotly_chart(memory_spread_figure(curves), key="memory_spread_chart")
-    spread = memory_spread([(name, layer, r) for name, layer, r in measured])
+    spread = memory_spread([(model_label(name), layer, r) for name, layer, r in measured])
     notice = memory_spread_sentence(spread)
     st.markdown(f"**What the chart shows.** {notice}")
     with st.expander("The numbers, layer by layer"):
@@ -217,17 +219,17 @@ def longest_memories(measured, text):
     names = list(dict.fromkeys(name for name, _, _ in measured))
     if st.session_state.get("memory_units_model") not in names:
         st.session_state.memory_units_model = names[0]
-    name = st.selectbox("Model", names, key="memory_units_model")
+    name = st.selectbox("Model", names, key="memory_units_model", format_func=model_label)
     layer, r = longest_memory_layer([r for n, _, r in measured if n == name])  # every layer, in order
     left, right = st.columns([2, 3])
     with left:
         st.plotly_chart(
-            retention_band_figure(r, f"{name} · layer {layer}: every unit's retention"),
+            retention_band_figure(r, f"{model_label(name)} · layer {layer}: every unit's retention"),
             key="memory_band_chart",
         )
     trace = None
     with user_errors(f"Reading the text with {name}"):
-        trace = cached_trace(*key_of(f"{name}_latest"), text)
+        trace = cached_trace(*key_of(name), text)
     if trace is None:
         return
     state = "c" if r.cell == "lstm" else "h"  # what the unit holds: the LSTM's cell state, else the state h
@@ -327,7 +329,7 @@ def gradients(text):
         "$\\lVert \\partial L_T / \\partial h_t \\rVert$: how much the loss of the last prediction still "
         "depends on the hidden state $T - t$ steps earlier: the vanishing gradient of a vanilla RNN trained "
         "with backpropagation through time (BPTT). "
-        "Left the bundled, trained checkpoints; right fresh models of the same configuration (random seed 0)."
+        "Left the trained checkpoints; right fresh models of the same configuration (random seed 0)."
     )
     cols = st.columns([3, 1])
     grad_chosen = cols[0].multiselect(
@@ -347,14 +349,14 @@ def gradients(text):
         y_range = log_range(*[c[2] for c in trained + fresh])
         cols = st.columns(2)
         cols[0].plotly_chart(
-            gradient_figure(trained, "trained (bundled checkpoints)", y_range), key="memory_grad_trained"
+            gradient_figure(trained, "trained (the checkpoints as saved)", y_range), key="memory_grad_trained"
         )
         cols[1].plotly_chart(
             gradient_figure(fresh, "at initialisation (same config, random seed 0)", y_range),
             key="memory_grad_fresh",
         )
         if len(text) < steps + 1:
-            st.caption(f"The text has only {len(text)} characters, so T is shorter than the slider asks.")
+            st.caption(f"The text has only {count(len(text), 'character')}, so T is shorter than the slider asks.")
         st.caption(
             "Distance 0 is the step whose output feeds the loss directly. A steep fall means a step far back "
             "barely moves the last prediction; a flat curve means it still does. A curve that leaves the "

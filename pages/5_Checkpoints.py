@@ -2,7 +2,6 @@
 upload (validated, never executed) and delete (yours only)."""
 
 import collections
-import contextlib
 import math
 import re
 from pathlib import Path
@@ -11,18 +10,21 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.nets.models import config_to_dict, model_summary
+from lab.nets.models import config_to_dict, model_summary, recurrent_layers
 from lab.schema import printable_part
 from lab.server.uploads import load_upload
 from lab.training.checkpoints import (
+    SUFFIX,
     CheckpointError,
     delete_checkpoint,
+    read_info,
     sanitize_name,
     save_checkpoint,
     scan_checkpoints,
 )
-from ui.cell_labels import cell_label
-from ui.checkpoint_picker import cached_checkpoint, choose_checkpoint
+from lab.words import count
+from ui.cell_labels import cell_label, equations_latex
+from ui.checkpoint_picker import NO_CHECKPOINTS, cached_checkpoint, choose_checkpoint, listed_name, reads_text
 from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, preformatted, user_errors
@@ -68,23 +70,43 @@ def params_of(info):
         return None
 
 
-def delete(path):
+def where_listed(info, listed):
+    """Where a checkpoint of the student's is listed, or was: "the Sample and Gates pages list it as
+    “yours: X”" (`listed`: "list", "no longer list") for a text model; this page only for any other."""
+    if reads_text(info):
+        return f"the Sample and Gates pages {listed} it as “{plain(listed_name(info))}”"
+    shows = "shows" if listed == "list" else "no longer shows"
+    return f"this page's list {shows} it (the Sample and Gates pages read text models only)"
+
+
+def delete(info):
     """Button callback (it runs before the page, so it may reset the widgets that showed the file)."""
     try:
-        removed = delete_checkpoint(path, user_dir())
-        st.session_state.ckpt_flash = ("success", f"Deleted {', '.join(p.name for p in removed)}.")
+        removed = delete_checkpoint(info.path, user_dir())
+        st.session_state.ckpt_flash = (
+            "success",
+            f"Deleted {', '.join(p.name for p in removed)}: {where_listed(info, 'no longer list')}.",
+        )
     except (CheckpointError, OSError) as e:
-        st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {plain(e)}")
+        st.session_state.ckpt_flash = ("error", f"Deleting {info.path.name} did not work: {plain(e)}")
     st.session_state.ckpt_confirm_delete = False
     st.session_state.pop("ckpt_choice", None)
 
 
 def delete_unreadable(paths):
-    """Button callback: remove this session's files that are not valid checkpoints."""
+    """Button callback: remove this session's files that are not valid checkpoints; says how many went."""
+    failed = []
     for path in paths:
-        with contextlib.suppress(CheckpointError, OSError):
+        try:
             delete_checkpoint(path, user_dir())
-    st.session_state.ckpt_flash = ("success", f"Deleted {len(paths)} unreadable file(s).")
+        except (CheckpointError, OSError) as e:
+            failed.append(f"{path.name} ({e})")
+    deleted = count(len(paths) - len(failed), "unreadable file")
+    st.session_state.ckpt_flash = (
+        ("success", f"Deleted {deleted}.")
+        if not failed
+        else ("error", f"Deleted {deleted}; could not delete {plain('; '.join(failed))}.")
+    )
 
 
 infos, problems = scan_checkpoints(user_dir())
@@ -92,7 +114,9 @@ if problems:  # a hand-edited or damaged file is named and can be removed; it ne
     readable = {info.path for info in infos}
     unreadable = sorted(p for p in user_dir().glob("*.safetensors") if p not in readable)
     with st.container(border=True):
-        st.warning(f"{len(problems)} file(s) could not be read and are not listed:")
+        st.warning(
+            f"{count(len(problems), 'file')} could not be read and {'is' if len(problems) == 1 else 'are'} not listed:"
+        )
         preformatted("\n".join(problems))
         if unreadable:
             st.button(
@@ -105,10 +129,7 @@ if problems:  # a hand-edited or damaged file is named and can be removed; it ne
 versions = collections.Counter(VERSIONED_RUN.fullmatch(i.name)[1] for i in infos if VERSIONED_RUN.fullmatch(i.name))
 infos = [i for i in infos if i.bundled or not VERSIONED_RUN.fullmatch(i.name)]
 if not infos:
-    st.warning(
-        "No checkpoints yet: train one on the Train page, or regenerate the bundled ones with "
-        "`python scripts/build_checkpoints.py`."
-    )
+    st.warning(NO_CHECKPOINTS)
 else:
     rows = [
         {
@@ -134,13 +155,7 @@ else:
         },
     )
 
-    info = choose_checkpoint(
-        "ckpt_choice",
-        "Inspect a checkpoint",
-        infos,
-        lambda i: f"{i.name}  ({'bundled' if i.bundled else 'yours'})",
-        default_name=DEFAULTS["model"],
-    )
+    info = choose_checkpoint("ckpt_choice", "Inspect a checkpoint", infos, default_name=DEFAULTS["model"])
     mirror_to_url(SETTINGS, DEFAULTS)
     checkpoint = None
     with user_errors(f"Loading {info.name}"):
@@ -158,7 +173,7 @@ else:
                 f"version {plain(meta.get('version', '?'))}",
             ]
             if tokenizer is not None:
-                lines.append(f"**Tokenizer:** {plain(tokenizer.kind)}, {tokenizer.vocab_size:,} tokens")
+                lines.append(f"**Tokenizer:** {plain(tokenizer.kind)}, {count(tokenizer.vocab_size, 'token')}")
             train_config = metrics.get("train_config")
             if train_config:
                 lines.append(
@@ -179,7 +194,9 @@ else:
                 )
             if metrics.get("reason"):
                 lines.append(
-                    f"**Ended:** {plain(metrics['reason'])} after {plain(metrics.get('steps', '?'))} steps, "
+                    f"**Ended:** {plain(metrics['reason'])} after "
+                    + (count(metrics["steps"], "step") if metrics.get("steps") is not None else "? steps")
+                    + f", "
                     f"{metrics.get('elapsed', 0):.0f} s"
                 )
             st.markdown("  \n".join(lines))
@@ -191,12 +208,13 @@ else:
                     mime="application/octet-stream",
                     key="ckpt_download",
                 )
-                page_link("Sample", label="Sample from it")
-                page_link("Gates", label="See its gates")
+                if reads_text(info):  # the link opens the page on this very file
+                    page_link("Sample", label="Sample from it", query_params={"model": listed_name(info)})
+                    page_link("Gates", label="See its gates", query_params={"model": listed_name(info)})
             if not info.bundled:
                 every = " and every version of it" if info.name.endswith("_latest") else ""
                 confirm = st.checkbox(f"Yes, delete {plain(info.path.name)}{every}", key="ckpt_confirm_delete")
-                st.button("🗑 Delete", key="ckpt_delete", disabled=not confirm, on_click=delete, args=(info.path,))
+                st.button("🗑 Delete", key="ckpt_delete", disabled=not confirm, on_click=delete, args=(info,))
             else:
                 st.caption("Bundled checkpoints cannot be deleted from the app.")
         with history_col:
@@ -243,10 +261,12 @@ st.caption(
 def upload_summary(checkpoint):
     """What the page shows of a checked upload: kept between reruns instead of the model."""
     params = parameter_count(config_to_dict(checkpoint.config))
-    conventions = ", ".join(plain_convention(c) for c in model_summary(checkpoint.model).conventions)
+    cells = list(dict.fromkeys(layer.cell for layer in recurrent_layers(checkpoint.model)))
+    family = FAMILY_NAMES.get(checkpoint.config.family, checkpoint.config.family)
     return {
         "name": checkpoint.meta.get("name"),
-        "description": f"{checkpoint.config.family}, {params:,} parameters, {conventions}",
+        "description": f"a {family} of {params:,} parameters, {' and '.join(map(cell_label, cells))} cells",
+        "cells": cells,
     }
 
 
@@ -268,6 +288,8 @@ if upload is not None:
     summary = checked[1]
     if summary is not None:
         st.success(f"{plain(upload.name)} is a valid RNN Lab checkpoint: {summary['description']}.")
+        for cell in summary["cells"]:  # its equations as a formula, not as Markdown that would eat the "*"
+            st.latex(equations_latex(cell))
         stem = upload.name.rsplit(".", 1)[0].removesuffix("_latest")
         name = st.text_input("Save as", value=summary["name"] or stem, key="ckpt_save_name", max_chars=64)
         if st.button("Save to my checkpoints", key="ckpt_save", type="primary"):
@@ -283,10 +305,10 @@ if upload is not None:
                     extra,
                     room=room_check(),
                 )
-                latest = f"{path.name.rsplit('_v', 1)[0]}_latest"
+                saved = read_info(path.with_name(f"{path.name.rsplit('_v', 1)[0]}_latest{SUFFIX}"))
                 st.session_state.ckpt_flash = (
                     "success",
-                    f"Saved as {path.name} (and {latest}): the Sample and Gates pages list it now.",
+                    f"Saved as {path.name} (and {saved.path.name}): {where_listed(saved, 'list')}.",
                 )
                 st.session_state.ckpt_uploads += 1
                 st.rerun()

@@ -16,10 +16,11 @@ from lab.experiments.ablation import (
     time_constant_table,
 )
 from lab.settings import server_settings
-from ui.ablation_views import loss_figure, show_gate_statistics, show_results
+from lab.words import count
+from ui.ablation_views import show_gate_statistics, show_loss, show_results
 from ui.common import section_choice, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, user_errors
 from ui.sessions import register_job, session_key, train_in_process
 
 setup_page("Ablation")
@@ -99,22 +100,24 @@ def show_shipped(show, missing):
         return False
     try:
         show(results, "shipped")
-    except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
-        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
+    except (KeyError, TypeError, IndexError, ValueError):  # a hand-edited or older results file
+        st.error(
+            "The study's results file on this server is damaged or from an older version of the lab, so it "
+            "cannot be shown; whoever runs the server can run the study again."
+        )
     return True
 
 
 def shipped_study():
     st.header("1 · The shipped study")
     missing = (
-        f"No shipped results in {RESULTS_DIR}. Make them with "
-        "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
-        "chrono --out checkpoints/ablation`."
+        "This copy of the lab has no results of the study: whoever runs the server can make them with the "
+        "lab's ablation command (about three hours on a CPU). The live run in the last section still works."
     )
     if show_shipped(show_results, missing):
         st.caption(
-            "CIFAR-10 cannot be downloaded on every machine; online, the gate-bias study itself is "
-            "`python -m lab ablation --dataset cifar10 --download --epochs 40 --seeds 0 1 2` (a GPU helps)."
+            "The study reads handwritten digits because they ship with the lab; on a machine that can download "
+            "CIFAR-10 (and better, has a GPU), the same command runs the gate-bias study on its images."
         )
 
 
@@ -171,15 +174,15 @@ def run_it_yourself():
         "with a training subset and shorter sequences: **a demo of the method, not the study**. Closing the tab "
         "stops it. By default the images are the digits' own 8 × 8 pixels, so each sequence is **64 steps, not "
         f"1024**, and the learning rate is {LIVE_LR:g} instead of the gate-bias study's 5e-4: on a CPU both arms "
-        "learn visibly in about a minute (near 70% test accuracy after 6 epochs), which 1024-step sequences would "
-        "need hours for."
+        "learn visibly in about a minute (with these defaults, near 70% test accuracy after 6 epochs), which "
+        "1024-step sequences would need hours for."
     )
     job = st.session_state.get("ablation_job")
     running = job is not None and job.running
     with st.form("ablation_live_form"):
         c = st.columns(6)
         size = c[0].selectbox(
-            "Image side", [8, 16, 32], key="ablation_size", format_func=lambda s: f"{s} ({s * s} steps)"
+            "Image side", [8, 16, 32], key="ablation_size", format_func=lambda s: f"{s} ({count(s * s, 'step')})"
         )
         n_train = c[1].number_input("Training sequences", 16, 1437, step=16, key="ablation_train")
         n_test = c[2].number_input("Test sequences", 10, 360, step=10, key="ablation_test")
@@ -232,13 +235,11 @@ def live_view():
     st.write(
         f"Status: **{job.status}**{queued}"
         + (f" ({plain(job.message)})" if job.message else "")
-        + (f" · {len(steps)} steps" + (" so far" if job.running else "") if len(steps) else "")
+        + (f" · {count(len(steps), 'step')}" + (" so far" if job.running else "") if len(steps) else "")
     )
     if job.running:
-        st.caption("Run this yourself (the finished study's results show it too):")
-        preformatted(job.command)
         if len(steps):
-            st.plotly_chart(loss_figure(steps, "Live training loss"), key="ablation_live_loss")
+            show_loss(steps, "Live training loss", "ablation_live_loss")
         if done:
             st.dataframe(
                 pd.DataFrame(done)[

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import TINY_STUDY_CLI, cifar_fixture, preformatted_texts, without_timing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lab.__main__ import build_parser, main
 from lab.data import DataError
@@ -35,8 +37,10 @@ from lab.experiments.ablation import (
     epoch_rows,
     freeze_gate_biases,
     gate_bias_pairs,
+    guessing_limit,
     load_results,
     load_study_data,
+    resolution,
     run_ablation,
     run_arm,
     summary_markdown,
@@ -396,7 +400,7 @@ def test_page_renders_the_shipped_results():
     table = at.table[0].value
     assert list(table["arm"]) == list(load_results(SHIPPED_DIR)["summary"]) and "test accuracy" in table.columns
     assert not at.dataframe  # a few rows: a static table, not a data grid
-    assert any("python -m lab ablation" in block for block in preformatted_texts(at))
+    assert not any("python" in block for block in preformatted_texts(at))  # no page shows a shell command
     said = [re.sub(r"\\(.)", r"\1", m.value) for m in at.markdown if m.value.startswith("**What this study says:**")]
     verdict = conclusion(load_results(SHIPPED_DIR))  # "the seeds", in the student's words "the random seeds"
     assert said == [f"**What this study says:** {verdict.replace('the seeds', 'the random seeds')}"]
@@ -418,14 +422,14 @@ def test_the_study_and_its_gates_are_two_sections_each_with_its_own_charts():
     assert any("Frozen-bias check" in s.value for s in at.success)  # the ablated arm's biases stayed at 0
 
 
-def _study(accuracies, complete=True):
+def _study(accuracies, complete=True, n_test=360):
     """A results dict with the fields conclusion() reads: {arm: [test accuracy per seed]}."""
     import statistics
 
     return {
         "complete": complete,
         "config": {"epochs": 6},
-        "dataset": {"num_classes": 10},
+        "dataset": {"num_classes": 10, "n_test": n_test},
         "summary": {
             arm: {
                 "val_accuracy_mean": statistics.fmean(v) if v else None,
@@ -441,19 +445,24 @@ def test_the_conclusion_follows_the_numbers():
     study = load_results(SHIPPED_DIR)  # the shipped study: seed 003's 40 epochs, three arms, three seeds each
     shipped = conclusion(study)
     assert study["complete"] and shipped.startswith(f"after {study['config']['epochs']} epochs (")
-    for c in compare_with_baseline(study):
-        verdict = "differs from" if c["p"] < 0.05 else "does not differ from"
-        assert f"{c['arm']} {verdict} the baseline" in shipped and f"p = {c['p']:.2f}" in shipped
-    near_chance = conclusion(_study({"baseline": [0.22, 0.24], "ablated": [0.23, 0.25]}))
-    assert "still near chance" in near_chance and "cannot yet say" in near_chance
-    assert "guessing gives 10%" in near_chance
-    same = conclusion(_study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}))
+    base = study["summary"]["baseline"]["val_accuracy_mean"]
+    for c in compare_with_baseline(study):  # each arm: under what the test images resolve, or Welch's verdict
+        least = resolution(study["dataset"]["n_test"], base + c["difference"], base)
+        verdict = "" if abs(c["difference"]) < least else "differs from" if c["p"] < 0.05 else "does not differ from"
+        assert f"{c['arm']} {verdict}".strip() in shipped and f"p = {c['p']:.2f}" in shipped
+    many = 10**6  # so many test images that only the seeds limit the comparison
+    at_chance = conclusion(_study({"baseline": [0.11, 0.12], "ablated": [0.10, 0.12]}, n_test=120))
+    assert "no arm is above chance yet" in at_chance and "cannot yet say" in at_chance
+    assert "guessing gives 10%, and with 120 test images guessing can reach 15.4%" in at_chance
+    same = conclusion(_study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}, n_test=many))
     assert same == (
-        "after 6 epochs (baseline 82.0%, ablated 81.0%), ablated does not differ from the baseline "
+        "after 6 epochs (baseline 82.0%, ablated 81.0%): ablated does not differ from the baseline "
         "beyond the luck of the seeds (-1.0 points, Welch's t-test p = 0.57)."
     )  # t = -0.61, 4 df
     apart = conclusion(
-        _study({"baseline": [0.60, 0.62, 0.61], "ablated": [0.60, 0.61, 0.62], "chrono": [0.90, 0.91, 0.92]})
+        _study(
+            {"baseline": [0.60, 0.62, 0.61], "ablated": [0.60, 0.61, 0.64], "chrono": [0.90, 0.91, 0.92]}, n_test=many
+        )
     )
     assert "ablated does not differ from the baseline" in apart
     assert "chrono differs from the baseline by more than the luck of the seeds explains (+30.0 points" in apart
@@ -462,16 +471,48 @@ def test_the_conclusion_follows_the_numbers():
     # one seed on a side: no test, the spread of the other decides nothing
     spread = conclusion(_study({"baseline": [0.90], "ablated": [0.60, 0.62, 0.61]}))
     assert "single seed" in spread
-    one_seed = conclusion(_study({"baseline": [0.75], "ablated": [0.72]}, complete=False))
+    one_seed = conclusion(_study({"baseline": [0.75], "ablated": [0.72]}, complete=False, n_test=many))
     assert one_seed.startswith("So far (the study is incomplete): baseline ended 3.0 points above ablated")
     assert "single seed" in one_seed
     assert "No run has finished" in conclusion(_study({"baseline": [], "ablated": []}))
 
 
+def test_ten_test_images_cannot_tell_30_from_20_percent_and_the_sentence_says_so():
+    """The live run's smallest setting: 30% is no longer called "near chance" beside "guessing gives
+    10%"; what limits it is the 10 test images, and the sentence says by how much (the binomial
+    standard error of the difference, Agresti-Caffo: 36.2 points at 30% and 20%)."""
+    said = conclusion(_study({"baseline": [0.3], "ablated": [0.2]}, n_test=10))
+    assert "near chance" not in said
+    assert said == (
+        "after 6 epochs (baseline 30.0%, ablated 20.0%), with 10 test images a difference under 36.2 points "
+        "cannot tell the arms apart: baseline ended 10.0 points above ablated."
+    )
+    assert resolution(10, 0.3, 0.2) == pytest.approx(1.96 * math.sqrt((4 / 12 * 8 / 12 + 3 / 12 * 9 / 12) / 12))
+    one_epoch = dict(_study({"baseline": [0.3], "ablated": [0.2]}, n_test=10), config={"epochs": 1})
+    assert conclusion(one_epoch).startswith("after 1 epoch (")  # not "1 epochs"
+
+
+@given(
+    n_test=st.integers(10, 5000),
+    first=st.floats(0, 1),
+    second=st.floats(0, 1),
+    chance=st.sampled_from([0.1, 0.5]),
+)
+def test_the_resolution_shrinks_with_more_test_images_and_never_vanishes(n_test, first, second, chance):
+    """A property of every setting: more test images resolve smaller differences, a perfect or a zero
+    score still leaves some doubt, and guessing's limit sits above chance."""
+    assert 0 < resolution(4 * n_test, first, second) < resolution(n_test, first, second) < 1
+    assert chance < guessing_limit(n_test, chance) < 1
+
+
 def test_page_without_results_and_live_run(monkeypatch, tmp_path):
+    """The live run at its smallest: one epoch of one step per arm (16 sequences, batch 16), 10 test
+    images. Counts read right ("1 epoch of 1 AdamW step"), a loss or accuracy "curve" of single points
+    is a sentence instead of an empty chart, and the verdict names the 10 test images as its limit."""
     monkeypatch.setenv("RNNLAB_ABLATION_DIR", str(tmp_path))  # no results there
-    at = page_test(ablation_size=8, ablation_train=16, ablation_test=10, ablation_epochs=1, ablation_batch=8).run()
-    assert not at.exception and any("No shipped results" in i.value for i in at.info)
+    at = page_test(ablation_size=8, ablation_train=16, ablation_test=10, ablation_epochs=1, ablation_batch=16).run()
+    assert not at.exception and any("no results of the study" in i.value for i in at.info)
+    assert not any("python" in i.value or str(tmp_path) in i.value for i in at.info)  # no command, no folder
     assert not at.button  # the live run's section is not on the screen
     at.radio(key="ablation_section").set_value("live").run()
     assert (
@@ -492,6 +533,16 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     live = [t.value for t in at.table if "test accuracy" in t.value.columns]
     assert len(live) == 1 and set(live[0]["arm"]) == {"baseline", "ablated"}
     assert any("Frozen-bias check" in s.value for s in at.success)
+    shown = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert "1 epoch of 1 AdamW step " in shown and "random seed 0." in shown
+    assert not re.search(r"\b1 (epochs|steps|AdamW steps|random seeds)\b", shown), shown
+    assert not any("python" in block for block in preformatted_texts(at))  # the command is not on the page
+    charts = [c.proto.id for c in at.get("plotly_chart")]
+    assert not [c for c in charts if c.endswith("ablation_live_loss") or c.endswith("ablation_live_acc")], charts
+    assert "a curve needs two steps" in shown and "a curve over epochs needs two" in shown
+    verdict = conclusion(saved)
+    assert "with 10 test images" in verdict and "near chance" not in verdict
+    assert verdict.replace("the seeds", "the random seeds") in re.sub(r"\\(.)", r"\1", shown)
 
 
 def test_a_live_ablation_and_training_runs_share_the_servers_budget(monkeypatch):

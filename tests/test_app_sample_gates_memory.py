@@ -479,7 +479,7 @@ def decoded(values):
             GATES,
             {
                 "model": "char-gru-seed_latest",
-                "text": "Ham:\nTo be, or not to be",
+                "text": SHORT_TEXT,  # long enough for a correlation to single out a unit: no warning
                 "unit": "7",
                 "gate": "z",
                 "span": "5-9",
@@ -489,7 +489,7 @@ def decoded(values):
             },
             {
                 "gates_checkpoint": "char-gru-seed_latest",
-                "gates_text": "Ham:\nTo be, or not to be",
+                "gates_text": SHORT_TEXT,
                 "gates_unit": 7,
                 "gates_unit_gate": "z",
                 "gates_span": (5, 9),

@@ -13,6 +13,7 @@ import pickle
 import random
 import shlex
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -342,7 +343,7 @@ def test_a_malicious_pickle_is_refused_and_never_runs(make, tmp_path):
 def test_an_old_protocol_pickle_is_refused_and_never_runs(tmp_path):
     marker = tmp_path / "marker"
     data = pickle.dumps(Payload(marker), protocol=0)
-    with pytest.raises(CheckpointError, match="not an RNN Lab checkpoint"):
+    with pytest.raises(CheckpointError, match="not a checkpoint RNN Lab can read"):
         load_checkpoint(data)
     assert not marker.exists()
 
@@ -385,9 +386,9 @@ def _missing_weight(data):
 
 
 BAD_FILES = {
-    "random-bytes": (_random, "corrupt or truncated file"),
-    "truncated": (_truncated, "corrupt or truncated file"),
-    "empty": (_empty, "corrupt or truncated file"),
+    "random-bytes": (_random, "not a checkpoint RNN Lab can read: its header is damaged or too large$"),
+    "truncated": (_truncated, "not a checkpoint RNN Lab can read: it is cut short or its weights are damaged$"),
+    "empty": (_empty, "not a checkpoint RNN Lab can read: its header is damaged or too large$"),
     "foreign-safetensors": (_foreign, "a safetensors file, but not an RNN Lab checkpoint"),
     "foreign-with-metadata": (_foreign_with_metadata, "a safetensors file, but not an RNN Lab checkpoint"),
     "other-hidden-size": (
@@ -453,6 +454,36 @@ def test_a_bad_file_is_refused_with_a_clear_message(make, message, valid, tmp_pa
         with pytest.raises(CheckpointError, match=message) as error:
             load_checkpoint(source)  # a huge config is refused from shapes alone, without allocating the model
         assert str(error.value).startswith(label) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "broken, what",
+    [
+        (struct.pack("<Q", 2**40) + b"{}", "its header is damaged or too large"),  # safetensors: "header too large"
+        (b"\x01\x00", "its header is damaged or too large"),  # "header too small"
+        (struct.pack("<Q", 100) + b"{}", "its header is damaged or too large"),  # "invalid header length"
+        (b"\x04\x00\x00\x00\x00\x00\x00\x00\xff\xfe{}", "its header is damaged or too large"),  # "invalid UTF-8"
+        (b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!", "its header is damaged or too large"),  # "invalid JSON"
+        ("truncated", "it is cut short or its weights are damaged"),  # "incomplete metadata, file not fully covered"
+        ("bad offset", "it is cut short or its weights are damaged"),  # "invalid shape, data type, or offset"
+    ],
+)
+def test_a_damaged_file_is_refused_in_plain_words_without_the_librarys(broken, what, valid, tmp_path):
+    """What safetensors says of a broken file ("Error while deserializing: header too large") is its own
+    internal wording: the student reads what is broken, in one line, from an upload and a folder alike."""
+    _, data = valid
+    broken = {"truncated": data[:-4], "bad offset": data.replace(b'"data_offsets":[0,', b'"data_offsets":[1,', 1)}.get(
+        broken, broken
+    )
+    path = tmp_path / "broken.safetensors"
+    path.write_bytes(broken)
+    for source, label in ((broken, "uploaded file"), (path, "broken.safetensors")):
+        with pytest.raises(CheckpointError) as error:
+            load_checkpoint(source)
+        assert str(error.value) == f"{label}: not a checkpoint RNN Lab can read: {what}"
+    with pytest.raises(CheckpointError) as error:
+        read_info(path)  # the listing's header-only read says the same
+    assert str(error.value) == f"broken.safetensors: not a checkpoint RNN Lab can read: {what}"
 
 
 def test_the_valid_bytes_load(valid):

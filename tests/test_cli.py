@@ -434,7 +434,9 @@ def test_bad_checkpoints_exit_2_with_one_line(command, tmp_path):
     corrupt = tmp_path / "corrupt.safetensors"
     corrupt.write_bytes(b"\x13\x37" * 1000)
     code, _, err = run([command, corrupt])
-    assert_one_line_error(code, err, "corrupt.safetensors: not an RNN Lab checkpoint (corrupt or truncated file")
+    assert_one_line_error(
+        code, err, "corrupt.safetensors: not a checkpoint RNN Lab can read: its header is damaged or too large"
+    )
     code, _, err = run([command, tmp_path / "missing.safetensors"])
     assert_one_line_error(code, err, "no such checkpoint file")
     marker = tmp_path / "marker"

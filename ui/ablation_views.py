@@ -7,8 +7,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.experiments.ablation import epoch_rows, step_rows
+from lab.words import count
 from ui.common import ARM_COLORS, study_conclusion
-from ui.plain_text import plain, preformatted
+from ui.plain_text import plain
 
 
 def band(fig, x, low, high, color, name):
@@ -49,6 +50,19 @@ def loss_figure(steps, title, height=320):
     return fig
 
 
+def show_loss(steps, title, key, height=320, where=st):
+    """The training loss chart, when some run has a line to draw (two steps or more); else a sentence
+    with the losses so far: a chart of single points draws nothing."""
+    if steps.groupby(["arm", "seed"]).size().max() >= 2:
+        where.plotly_chart(loss_figure(steps, title, height), key=key)
+        return
+    firsts = ", ".join(
+        f"{arm}, random seed {seed}: {g['train_loss'].iloc[-1]:.3f}"
+        for (arm, seed), g in steps.groupby(["arm", "seed"])
+    )
+    where.caption(f"Training loss after the first step ({firsts}): a curve needs two steps.")
+
+
 def accuracy_table(results):
     rows = []
     for arm, s in results["summary"].items():
@@ -77,15 +91,15 @@ def show_results(results, key):
     """What one study (shipped or live) found: its conclusion, accuracy table and training curves."""
     d, cfg = results["dataset"], results["config"]
     st.markdown(f"**What this study says:** {plain(study_conclusion(results))}")
+    seeds = cfg["seeds"]
     st.markdown(
-        f"**{d['title']}**: {d['n_train']} training / {d['n_test']} test sequences of "
-        f"**{d['sequence_length']} steps**; {results['model']['parameters']:,} parameters "
-        f"({results['model']['backend']}); {cfg['epochs']} epochs of {results['training']['steps_per_epoch']} "
-        f"AdamW steps (batch {cfg['batch_size']}, lr {cfg['lr']:g} → {cfg['min_lr']:g}), random seeds "
-        f"{', '.join(map(str, cfg['seeds']))}." + ("" if results["complete"] else " **Incomplete study.**")
+        f"**{d['title']}**: {count(d['n_train'], 'training sequence')} / {count(d['n_test'], 'test sequence')} of "
+        f"**{count(d['sequence_length'], 'step')}**; {count(results['model']['parameters'], 'parameter')} "
+        f"({results['model']['backend']}); {count(cfg['epochs'], 'epoch')} of "
+        f"{count(results['training']['steps_per_epoch'], 'AdamW step')} (batch {cfg['batch_size']}, lr "
+        f"{cfg['lr']:g} → {cfg['min_lr']:g}), {'random seed' if len(seeds) == 1 else 'random seeds'} "
+        f"{', '.join(map(str, seeds))}." + ("" if results["complete"] else " **Incomplete study.**")
     )
-    if results.get("command"):
-        preformatted(results["command"])
     # static, as ui.common.show_table's tables (a few rows, no grid to load); the arms are described above
     numbers = ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")
     st.table(accuracy_table(results).style.format({c: "{:.3f}" for c in numbers}, na_rep="–"), hide_index=True)
@@ -95,8 +109,10 @@ def show_results(results, key):
         return
     trained = epochs[epochs["step"] > 0]
     left, right = st.columns(2)
-    loss = loss_figure(steps, "Training loss per step (one line per random seed)", height=340)
-    left.plotly_chart(loss, key=f"ablation_{key}_loss")
+    show_loss(steps, "Training loss per step (one line per random seed)", f"ablation_{key}_loss", 340, left)
+    if trained["epoch"].nunique() < 2:  # one point per arm is no curve: the table above holds it
+        right.caption("Test accuracy after one epoch: the table above holds it; a curve over epochs needs two.")
+        return
     acc = go.Figure()
     for arm, g in trained.groupby("arm", sort=False):
         m = g.groupby("epoch")["val_accuracy"].agg(["mean", "std", "count"]).reset_index().fillna(0)

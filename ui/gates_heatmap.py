@@ -10,6 +10,7 @@ from lab.instruments.features import FEATURES
 from lab.instruments.introspect import GATE_KINDS, SIGMOID_GATES, gate_summary
 from lab.instruments.units import UNIT_ORDERS, top_units
 from lab.nets.cells import CELLS
+from lab.words import count
 from ui.cached_calls import cached_unit_order
 from ui.cell_labels import CELL_NOTES, cell_label, equations_latex
 from ui.common import plain_convention, show_table
@@ -62,9 +63,9 @@ def layer_details(trace, key, text):
         if units is not None:
             st.plotly_chart(gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]), key="gates_heatmap")
             st.caption(
-                f"{len(trace.token_ids)} tokens · {n_units} of the {H} units of this layer · hover a cell for "
-                "the token, the unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: open); tanh "
-                "candidates and states red for positive, blue for negative."
+                f"{count(len(trace.token_ids), 'token')} · {n_units} of the {count(H, 'unit')} of this layer · "
+                "hover a cell for the token, the unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: "
+                "open); tanh candidates and states red for positive, blue for negative."
             )
         feature_units(trace, layer, gate, feature)
     if saturation:

@@ -6,10 +6,18 @@ import streamlit as st
 
 from lab.instruments.features import FEATURES
 from lab.instruments.introspect import MAX_TRACE_TOKENS
-from lab.instruments.units import UNIT_ORDERS
+from lab.instruments.units import (
+    SIGNIFICANCE,
+    STRONG_CORRELATION,
+    UNIT_ORDERS,
+    chance_correlation,
+    tokens_needed,
+)
+from lab.words import count
 from ui.cell_labels import cell_label
 from ui.links import Field, mirror_to_url
 from ui.plain_text import piece_label
+from ui.span_select import drop_selection
 
 TEXTS = {  # passages of the bundled corpus (lab/corpus/): Hamlet trains, Macbeth is held out
     "Hamlet meets the Ghost (a [stage direction])": (
@@ -77,6 +85,26 @@ DEFAULTS = {
 }
 
 
+# the settings that point into the text by position (a span, a predicted token): each means the characters
+# it was chosen on, so they last only as long as the text, read into the same tokens
+POSITIONS = {"span": "gates_span", "predict": "gates_predict"}
+SPAN_PASSAGE = "gates_span_text"  # the passage the span is selected in (ui.span_select)
+
+
+def forget_positions_in_another_text(token_texts, linked):
+    """When the text (or the model's tokens of it) changed since the last run, the span and the
+    predicted token go back to their defaults for the new text, and the passage's last selection is not
+    applied to it: their positions meant the old text's characters. A position a link set together with
+    its text (`linked`: the URL names restore_from_url took this run) is kept."""
+    tokens = hash(tuple(token_texts))
+    if st.session_state.get("_gates_positions_read_on", tokens) != tokens:
+        for name, key in POSITIONS.items():
+            if name not in linked:
+                st.session_state[key] = None
+        drop_selection(SPAN_PASSAGE)
+    st.session_state._gates_positions_read_on = tokens
+
+
 def use_preset():
     st.session_state.gates_text = TEXTS[st.session_state.gates_preset]
 
@@ -138,4 +166,35 @@ def token_slider(label, trace, options, key, **kwargs):
     """A select_slider over token positions of `trace`, each shown as its position and its piece."""
     return st.select_slider(
         label, options=options, key=key, format_func=lambda t: f"{t}: {piece_label(trace.pieces[t])}", **kwargs
+    )
+
+
+def token_word(trace):
+    """What the text's tokens are, in a student's words: characters for a character model."""
+    return "character" if all(len(t) == 1 for t in trace.token_texts) else "token"
+
+
+def chance_bar(trace, n_compared):
+    """(|r| a correlation must pass to single out a unit over this text, the sentence that says so, and
+    whether the text is too short for any unit that follows a feature with |r| = STRONG_CORRELATION)."""
+    n, word = len(trace.token_ids), token_word(trace)
+    bar, needed = chance_correlation(n, n_compared), tokens_needed(n_compared)
+    if n < needed:
+        return (
+            bar,
+            (
+                f"With {count(n, word)}, a correlation cannot single out a unit: among the {n_compared:,} "
+                f"correlations compared, chance alone reaches |r| = {bar:.2f}. Type at least {count(needed, word)}: "
+                f"then a unit that follows a feature with |r| = {STRONG_CORRELATION} stands out from chance."
+            ),
+            True,
+        )
+    return (
+        bar,
+        (
+            f"Over these {count(n, word)}, chance alone puts the strongest of the {n_compared:,} correlations "
+            f"compared at up to |r| = {bar:.2f} (once in {round(1 / SIGNIFICANCE)} texts): a unit is a finding "
+            "only above it."
+        ),
+        False,
     )

@@ -5,7 +5,16 @@ import streamlit as st
 
 from lab.instruments.units import span_units
 from ui.common import show_table
-from ui.gates_settings import UNIT_COLUMNS, first_token_with, mirror, show_unit_button, token_slider, too_short
+from ui.gates_settings import (
+    SPAN_PASSAGE,
+    UNIT_COLUMNS,
+    chance_bar,
+    first_token_with,
+    mirror,
+    show_unit_button,
+    token_slider,
+    too_short,
+)
 from ui.plain_text import plain, user_errors
 from ui.span_select import span_select, span_text
 
@@ -35,7 +44,7 @@ def span_finder(trace):
         "keys). The highlighted stretch is your span; the units that fire on it are listed below."
     )
     # the component proposes a new span, if the student has just selected one; the slider below may set it too
-    chosen = span_select(trace.token_texts, tuple(span), key="gates_span_text", label="The text: select a part of it")
+    chosen = span_select(trace.token_texts, tuple(span), key=SPAN_PASSAGE, label="The text: select a part of it")
     if chosen != tuple(st.session_state.get("gates_span") or ()):
         st.session_state.gates_span = chosen
     with st.expander("Adjust the span one character at a time"):
@@ -56,6 +65,14 @@ def span_finder(trace):
             "Ranked by the correlation of each unit with your span (1 on it, 0 elsewhere): how far its "
             "value on the span stands out from the rest of the text."
         )
+        n_units = sum(trace.gate(l, g).shape[1] for l in range(len(trace.layers)) for g in trace.gate_names[l])
+        bar, sentence, too_few = chance_bar(trace, n_units)
+        (st.warning if too_few else st.caption)(sentence)
+        if not too_few and not (found["abs_correlation"] > bar).any():
+            st.caption(
+                f"No unit stands out on this span: the strongest, |r| = {found['abs_correlation'].max():.2f}, "
+                "is within chance."
+            )
         show_table(
             found,
             UNIT_COLUMNS,

@@ -8,7 +8,7 @@ from lab.instruments.units import unit_gallery
 from ui.cached_calls import cached_passage_unit, cached_unit_correlations
 from ui.coloured_text import activation_html, activation_legend_html
 from ui.gate_charts import unit_trace_figure
-from ui.gates_settings import choose_layer, mirror, show_unit, show_unit_button
+from ui.gates_settings import chance_bar, choose_layer, mirror, show_unit, show_unit_button
 from ui.plain_text import user_errors
 
 # a longer passage from a held-out play (never trained on): Macbeth's witches at their cauldron;
@@ -19,7 +19,8 @@ PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH:\nThrice the brin
 @st.fragment
 def gallery(trace, key, text):
     """Karpathy's pictures, chosen for the student: one card per feature, with the unit that tracks it.
-    No heading: the section's choice above names it, and the cards' first lines keep to the first screen."""
+    No heading: the section's choice above names it, and the cards' first lines keep to the first screen.
+    A card whose correlation chance alone reaches on a text this short says so instead of calling it a find."""
     cards = st.columns([3, 1])
     cards[0].caption(
         "For each feature of your text, the unit (of any gate or state, any layer) that follows it "
@@ -32,15 +33,19 @@ def gallery(trace, key, text):
         table = cached_unit_correlations(*key, text)
     if table is None:
         return
+    bar, sentence, too_short = chance_bar(trace, len(table))
+    (st.warning if too_short else st.caption)(sentence)
     chosen = unit_gallery(table, n_cards)
     for row_start in range(0, len(chosen), 3):  # rows of three cards, so that the cards of a row line up
         for column, card in zip(st.columns(3), chosen.iloc[row_start : row_start + 3].itertuples()):
             feature_spec = FEATURES[card.feature]
+            found = card.abs_correlation > bar
             with column.container(border=True):
                 st.markdown(f"**{feature_spec.description}**")
                 st.caption(
                     f"r = {card.correlation:+.2f} · `{card.gate}` unit {card.unit} of layer {card.layer} · "
                     f"{FEATURE_KINDS[feature_spec.kind]}"
+                    + ("" if found else f" · within chance: a finding needs |r| above {bar:.2f}")
                 )
                 st.html(
                     activation_html(

@@ -132,7 +132,8 @@ def restore_from_url(settings, defaults):
     one set before (by a test, or a link to another page), else use its default (`defaults`: URL
     name -> value). Later runs keep what the student chose, also after a visit to another page,
     unless a link opened the page with settings other than those it last wrote into the URL (a
-    lesson's link to the full page, in the same session): then the link's settings are set again."""
+    lesson's link to the full page, in the same session): then the link's settings are set again.
+    -> the URL names of the settings this run took from the link (empty when it took none)."""
     page_id = _page_id(settings)
     first_visit_flag = f"_links_restored_{page_id}"
     query = st.query_params.to_dict()
@@ -144,7 +145,7 @@ def restore_from_url(settings, defaults):
             value = kept.get(key, defaults[name])
             if key not in st.session_state and value is not None:
                 st.session_state[key] = value
-        return
+        return set()
     st.session_state[first_visit_flag] = True
     values, warnings = parse_query(query, {name: field for name, (field, _) in settings.items()})
     for name, (_, key) in settings.items():
@@ -153,6 +154,7 @@ def restore_from_url(settings, defaults):
             st.session_state[key] = value
     for warning in warnings:
         st.warning(plain(warning))
+    return set(values)
 
 
 def mirror_to_url(settings, defaults, shown=None):

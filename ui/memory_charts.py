@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from lab.instruments.memory import MEMORY_SPANS, constant_gate_retention
 from lab.lessons.memory import CHART_FLOOR
+from lab.words import count
 from ui.cell_labels import CELL_COLOURS
 
 
@@ -42,7 +43,7 @@ def memory_spread_figure(curves, spans=MEMORY_SPANS):
     return fig
 
 
-def guides(fig, spans, log_x, unit="tokens"):
+def guides(fig, spans, log_x):
     """A dotted line at each k of `spans`, labelled at its top. Plotly places a shape at its data value on
     a log axis too, but an annotation there in log10 units: each is given what it reads."""
     for k in spans:
@@ -52,7 +53,7 @@ def guides(fig, spans, log_x, unit="tokens"):
             y=1,
             yref="paper",
             yanchor="bottom",
-            text=f"{k} {unit}",
+            text=count(k, "token"),
             showarrow=False,
             font=dict(color="#666", size=12),
         )

@@ -10,6 +10,7 @@ import streamlit as st
 from lab.experiments.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
 from lab.nets.cells import CELLS
 from lab.training.checkpoints import BUNDLED_DIR
+from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.memory_charts import probe_figure
 from ui.plain_text import plain, user_errors
@@ -50,7 +51,10 @@ def probe_results(mirror):
     live = st.session_state.get("memory_probe_live")
     live = live[live.task == task] if live is not None else None
     if shipped is None:
-        st.info("No shipped probe results yet: run `python scripts/build_probe_results.py` (about 15 minutes).")
+        st.info(
+            "This copy of the lab has no shipped probe results (whoever runs the server can make them in about "
+            "15 minutes); the live probe below still runs."
+        )
     else:
         shipped = shipped[shipped.task == task]
         first = shipped.iloc[0]
@@ -130,7 +134,7 @@ def show_progress(job):
     config = job.config
     steps = [e for e in job.events() if e["type"] == "step"]
     if job.status == "queued":
-        st.progress(0.0, text=f"Waiting for the server: {job.queue_position} runs ahead of this probe.")
+        st.progress(0.0, text=f"Waiting for the server: {count(job.queue_position, 'run')} ahead of this probe.")
     elif steps:
         last = steps[-1]
         done = config.distances.index(last["distance"]) * config.steps + last["step"]

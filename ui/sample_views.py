@@ -5,6 +5,7 @@ validation loss and the repetition report in words (lab.instruments.sampling com
 import numpy as np
 
 from lab.instruments.sampling import SamplingConfig
+from lab.words import count
 
 STRATEGY_TITLES = {"greedy": "Greedy", "temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p (nucleus)"}
 # the Sample page's settings before a student changes any (its link leaves them out); ui.warm_up samples
@@ -59,13 +60,13 @@ def repetition_markdown(report):
     lines = []
     if report["ends_in_cycle"]:
         lines.append(
-            f"- **ends in a loop**: a period of {report['cycle_period']} characters, repeated "
+            f"- **ends in a loop**: a period of {count(report['cycle_period'], 'character')}, repeated "
             f"{report['cycle_repeats']:.1f}× at the end: {quoted(report['cycle'])}"
         )
     else:
         lines.append("- does not end in a loop")
     if report["top_line_count"] > 1:
         lines.append(f"- most repeated line ({report['top_line_count']}×): {quoted(report['top_line'])}")
-    lines.append(f"- longest repeated passage: {report['longest_repeat_chars']} characters")
+    lines.append(f"- longest repeated passage: {count(report['longest_repeat_chars'], 'character')}")
     lines.append(f"- {report['repeat_share']:.0%} of the words sit in a 4-word sequence that occurs twice or more")
     return "\n".join(lines)

@@ -78,6 +78,12 @@ def _proposed(key):
         return None
 
 
+def drop_selection(key):
+    """Count the passage's last selection as used without applying it: it was made in a text that has
+    changed since, where its character offsets mean other characters."""
+    st.session_state[f"_{key}_applied"] = _proposed(key)
+
+
 def span_select(token_texts, span, *, key, label):
     """Draw the passage `token_texts` (a list of token texts) with its tokens span[0]..span[1]
     highlighted, and -> (first, last): the span the student has just selected in it, else `span`.

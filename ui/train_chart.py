@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from lab.instruments.race import CELL_NAMES, long_race_verdict, race_verdict, short_count, verdict_sentence
+from lab.words import count
 
 BUSY_SERVER_RUNS = 6  # from this many runs on the server, the watching students' charts redraw less often
 
@@ -66,7 +67,7 @@ def legend_entry(name, log):
     """A run's legend line: its name, size and the steps it has taken (on a busy server, fewer)."""
     steps = log.last_step["step"] if log.last_step else 0
     size = f" · {short_count(log.params)} parameters" if log.params else ""
-    return f"{name}{size} · {steps:,} steps"
+    return f"{name}{size} · {count(steps, 'step')}"
 
 
 def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
@@ -143,7 +144,9 @@ def live_verdict(logs, x_axis):
         return None
     curves = {name: (log.evals[x_axis], log.evals["nats_per_char"]) for name, log in zip(verdict_names(logs), logs)}
     verdict = race_verdict(curves)
-    when = None if verdict is None else f"{verdict.at:.0f} s" if x_axis == "elapsed" else f"{verdict.at:,.0f} steps"
+    when = (
+        None if verdict is None else f"{verdict.at:.0f} s" if x_axis == "elapsed" else count(round(verdict.at), "step")
+    )
     return verdict_sentence(verdict, when)
 
 
@@ -157,7 +160,7 @@ def steps_sentence(logs):
     others = max(log.other_runs for log in logs)
     if others:
         sentence += (
-            f" Your runs shared this server's processors with up to {others} runs of other people, "
+            f" Your runs shared this server's processors with up to {count(others, 'run')} of other people, "
             "so each took fewer steps than it would have alone."
         )
     elif len(logs) > 1:
@@ -172,13 +175,13 @@ def long_race_caption(curves):
     minutes = max(curve.minutes[-1] for curve in curves)
     sizes = [curve.parameters for curve in curves]
     caption = (
-        f"**The long race**: the bundled models, each trained about {minutes:.0f} minutes on one GPU, "
+        f"**The long race**: the bundled models, each trained about {count(round(minutes), 'minute')} on one GPU, "
         f"scored on four plays they never train on. They are not the same size ({short_count(min(sizes))} to "
         f"{short_count(max(sizes))} parameters), so this ranks these models more than their cells."
     )
     verdict = long_race_verdict(curves)
     if verdict is not None:
-        caption += " " + verdict_sentence(verdict, f"{verdict.at:.0f} minutes")
+        caption += " " + verdict_sentence(verdict, count(round(verdict.at), "minute"))
     return caption
 
 
@@ -196,7 +199,7 @@ def long_race_figure(curves):
                 customdata=curve.step,
                 hovertemplate=f"{curve.title}: %{{y:.3f}} nats/char at step %{{customdata:,}}<extra></extra>",
                 mode="lines+markers",
-                name=f"{curve.name} · {short_count(curve.parameters)} parameters · {curve.steps:,} steps",
+                name=f"{curve.name} · {short_count(curve.parameters)} parameters · {count(curve.steps, 'step')}",
                 line=dict(color=LONG_RACE_COLORS.get(curve.name, "#2ca02c"), width=2),
                 marker=dict(size=4),
             )

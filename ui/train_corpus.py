@@ -11,6 +11,7 @@ from lab.data import read_text, split_text
 from lab.schema import printable_part
 from lab.training.presets import PRESETS
 from lab.training.tasks import TASKS, corpus_split
+from lab.words import count
 from ui.common import preset_label
 from ui.plain_text import plain, user_errors
 
@@ -88,7 +89,7 @@ def describe_task(values, task, ngram):
         )
     if task is not None:
         st.caption(
-            f"{len(task.train_ids) + len(task.val_ids):,} tokens ({values['tokenizer']}, vocabulary "
+            f"{count(len(task.train_ids) + len(task.val_ids), 'token')} ({values['tokenizer']}, vocabulary "
             f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
             f"{len(task.train_ids):,} to train on, {len(task.val_ids):,} to validate"
             f"{' (four whole plays it never trains on)' if values['corpus'] == 'bundled' else ' (the last 10%)'}."

@@ -21,6 +21,7 @@ from lab.server.jobs import TrainingJob
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from ui import train_settings
+from ui.checkpoint_picker import yours
 from ui.common import parameter_count
 from ui.plain_text import plain, preformatted, user_errors
 from ui.sessions import register_job, room_check, session_jobs, session_key, train_in_process, user_dir
@@ -284,10 +285,10 @@ def draw_progress_and_samples(logs):
         elif job.checkpoint_path is not None:
             why = f" ({job.message})" if job.message != job.status else ""
             # its name only: the folder's path holds the session's secret key
+            latest = f"{job.checkpoint_path.name.rsplit('_v', 1)[0]}_latest"
             st.success(
-                f"{log.label} {job.status}{plain(why)} and was saved: it is listed as "
-                rf"**{plain(job.checkpoint_path.name.rsplit('_v', 1)[0])}\_latest (yours)** "
-                "on the Sample and Gates pages."
+                f"{log.label} {job.status}{plain(why)} and was saved: the Sample and Gates pages list it as "
+                f"“{plain(yours(latest))}”."
             )
 
 

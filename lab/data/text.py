@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lab.errors import LabError
 from lab.settings import server_settings
+from lab.words import count
 
 
 class DataError(LabError):
@@ -108,7 +109,7 @@ def check_long_enough(n_tokens: int, window: int, what: str = "corpus") -> None:
     """A window of T inputs needs T + 1 tokens, because targets are shifted by one."""
     if n_tokens < window + 1:
         raise DataError(
-            f"{what} has {n_tokens} tokens, shorter than one training window of {window + 1} tokens "
+            f"{what} has {count(n_tokens, 'token')}, shorter than one training window of {count(window + 1, 'token')} "
             f"(block size {window} + 1 target); use a longer text or a smaller block size"
         )
 

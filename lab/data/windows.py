@@ -7,6 +7,7 @@ import torch
 
 from lab.data.text import check_long_enough
 from lab.errors import LabError
+from lab.words import count
 
 
 def split_text(text: str, val_fraction: float = 0.1) -> tuple[str, str]:
@@ -52,7 +53,9 @@ class ConsecutiveWindows:
     def __init__(self, data: torch.Tensor, batch_size: int, block_size: int):
         stream_len = len(data) // batch_size
         check_long_enough(
-            stream_len, block_size, what=f"each of the {batch_size} batch streams (corpus of {len(data)} tokens)"
+            stream_len,
+            block_size,
+            what=f"each of the {batch_size} batch streams (corpus of {count(len(data), 'token')})",
         )
         self.block_size = block_size
         self.streams = data[: batch_size * stream_len].reshape(batch_size, stream_len)  # (B, N // B)

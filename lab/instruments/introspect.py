@@ -23,6 +23,7 @@ import torch
 
 from lab.errors import LabError
 from lab.nets.models import evaluating, recurrent_layers, to_reference
+from lab.words import count
 
 MAX_TRACE_TOKENS = 2000  # a (T, H) array per gate; 2000 x 1024 x 6 gates is ~50 MB of float32
 
@@ -46,10 +47,11 @@ def encode_text(tokenizer, text, what="text", max_tokens=None):
     missing = tokenizer.unknown(text)
     if missing:
         shown = ", ".join(repr(c) for c in missing)
-        raise LabError(f"{what}: {len(missing)} characters are not in the model's vocabulary: {shown}")
+        are = "is" if len(missing) == 1 else "are"
+        raise LabError(f"{what}: {count(len(missing), 'character')} {are} not in the model's vocabulary: {shown}")
     ids = tokenizer.encode(text)
     if max_tokens is not None and len(ids) > max_tokens:
-        raise LabError(f"{what}: is {len(ids)} tokens long, more than the limit of {max_tokens}")
+        raise LabError(f"{what}: is {count(len(ids), 'token')} long, more than the limit of {max_tokens:,}")
     return ids
 
 

@@ -26,6 +26,7 @@ from lab.errors import LabError
 from lab.instruments.memory import KEEP_GATES
 from lab.instruments.sampling import encode_prompt
 from lab.nets.models import evaluating, recurrent_layers, to_reference
+from lab.words import count
 
 MAX_INFLUENCE_TOKENS = 2000  # one forward and one backward pass over the tokens before the target
 
@@ -60,7 +61,7 @@ def input_influence(model, token_ids, target):
     if not 1 <= target < T:
         raise LabError(f"target: must be a token after the first, in 1..{T - 1}, got {target}")
     if target > MAX_INFLUENCE_TOKENS:
-        raise LabError(f"target: at most {MAX_INFLUENCE_TOKENS} tokens before it, got {target}")
+        raise LabError(f"target: at most {count(MAX_INFLUENCE_TOKENS, 'token')} before it, got {target}")
     model = copy.deepcopy(model)
     embedded = []
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from lab.nets.cost import parameter_count
 from lab.nets.models import config_from_dict
+from lab.words import count
 
 # what a student reads for each cell family
 CELL_NAMES = {
@@ -84,7 +85,8 @@ def verdict_sentence(verdict, when, unit="nats/char"):
     (leader, best), level, trailing = verdict.standings[0], verdict.level, verdict.trailing
     if not trailing:
         return (
-            f"After {when}, all {len(level)} runs are level, within {verdict.level_within} {unit}: too close to call."
+            f"After {when}, all {count(len(level), 'run')} are level, within {verdict.level_within} {unit}: "
+            "too close to call."
         )
     gap = trailing[0][1] - best
     if len(level) == 1:
@@ -108,8 +110,8 @@ def plain_name(config):
     if not hasattr(config, "hidden_size"):  # the fixed-architecture scan models: only the width changes
         return f"{cell} · {config.embed_dim} wide"
     if config.num_layers == 1:
-        return f"{cell} · {config.hidden_size} units"
-    return f"{cell} · {config.num_layers} layers of {config.hidden_size} units"
+        return f"{cell} · {count(config.hidden_size, 'unit')}"
+    return f"{cell} · {count(config.num_layers, 'layer')} of {count(config.hidden_size, 'unit')}"
 
 
 def short_count(n):

@@ -43,6 +43,7 @@ from lab.errors import LabError
 from lab.instruments.introspect import encode_text
 from lab.nets.models import evaluating
 from lab.schema import PositiveInt, Seed, config
+from lab.words import count
 
 MAX_NEW_TOKENS = 5000
 MAX_TEMPERATURE = 1e6
@@ -185,7 +186,7 @@ def encode_prompt(tokenizer, prompt):
     Characters the vocabulary lacks, or more than MAX_PROMPT_CHARS, raise ValueError naming them.
     """
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise LabError(f"prompt: has {len(prompt):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}")
+        raise LabError(f"prompt: has {count(len(prompt), 'character')}, more than the limit of {MAX_PROMPT_CHARS:,}")
     if prompt:
         return encode_text(tokenizer, prompt, "prompt")
     return tokenizer.encode(START_TEXT) if not tokenizer.unknown(START_TEXT) else [0]

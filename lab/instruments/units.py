@@ -16,7 +16,16 @@ is left out. Karpathy, Johnson & Fei-Fei (2015) colour text by such units; LSTMV
 (Strobelt et al. 2018) lets a user select a span and ranks the units that fire on
 it. `span_units` ranks by the correlation with the span itself (1 on the span, 0
 elsewhere), so a span you select is read exactly like a feature of the text.
+
+Over a short text any correlation is large: over two tokens every unit that moves has r = ±1. A
+correlation singles out a unit only above `chance_correlation(T, m)`, the |r| that the strongest of
+the m correlations compared reaches by chance alone once in 20 (each tested at 0.05 / m, Bonferroni;
+the exact null distribution of Pearson's r). `tokens_needed(m)` is the shortest text on which a unit
+that follows a feature with |r| = STRONG_CORRELATION stands out so.
 """
+
+import functools
+import math
 
 import numpy as np
 import pandas as pd
@@ -34,6 +43,59 @@ UNIT_ORDERS = {
 }
 # a column whose standard deviation is below this is constant: its correlation is 0, not rounding noise
 _MIN_STD = 1e-10
+SIGNIFICANCE = 0.05  # how often chance alone may put the strongest of the correlations compared above the bar
+STRONG_CORRELATION = 0.5  # the |r| a text must be long enough to tell from chance (tokens_needed)
+
+
+def _chance_of_at_least(r, df):
+    """P(|r| >= r) for Pearson's r of two independent normal variables over df + 2 samples: the
+    two-sided tail of Student's t with df degrees of freedom at t = r sqrt(df / (1 - r^2)), by its
+    finite series (Abramowitz & Stegun 26.7.3 and 26.7.4, with sin(theta) = r, cos(theta)^2 = 1 - r^2).
+    Exact for every df, and cheap: no statistics library is imported for it."""
+    if r >= 1.0:
+        return 0.0
+    cos2, term, total = 1.0 - r * r, 1.0, 1.0
+    if df % 2 == 0:  # A = r (1 + 1/2 cos^2 + 1.3/(2.4) cos^4 + ... up to cos^(df-2))
+        for k in range(1, df // 2):
+            term *= cos2 * (2 * k - 1) / (2 * k)
+            total += term
+        inside = r * total
+    else:  # A = 2/pi (theta + r cos (1 + 2/3 cos^2 + 2.4/(3.5) cos^4 + ... up to cos^(df-3)))
+        for k in range(1, (df - 1) // 2):
+            term *= cos2 * (2 * k) / (2 * k + 1)
+            total += term
+        inside = 2 / math.pi * (math.asin(r) + (r * math.sqrt(cos2) * total if df > 1 else 0.0))
+    return max(0.0, 1.0 - inside)
+
+
+@functools.lru_cache(maxsize=256)
+def chance_correlation(n_tokens, n_compared, significance=SIGNIFICANCE):
+    """The |r| over `n_tokens` tokens that the strongest of `n_compared` correlations reaches by chance
+    alone with probability `significance` (each at significance / n_compared): a correlation singles out
+    a unit only above it. 1.0 under three tokens, where every r that exists is ±1. A text's tokens
+    are not independent draws, so this is the least a finding needs, not a guarantee."""
+    if n_tokens < 3:
+        return 1.0
+    df, target = n_tokens - 2, significance / max(1, n_compared)
+    low, high = 0.0, 1.0  # the tail falls as r grows: bisect for the r where it equals the target
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if _chance_of_at_least(middle, df) > target else (low, middle)
+    return high
+
+
+@functools.lru_cache(maxsize=64)
+def tokens_needed(n_compared, strength=STRONG_CORRELATION, significance=SIGNIFICANCE):
+    """The fewest tokens over which a correlation of |r| = `strength` stands out from the strongest of
+    `n_compared` correlations of chance (chance_correlation(n, n_compared) <= strength)."""
+    target = significance / max(1, n_compared)
+    low, high = 3, 4
+    while _chance_of_at_least(strength, high - 2) > target:  # the tail falls as the text grows
+        low, high = high, 2 * high
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if _chance_of_at_least(strength, middle - 2) > target else (low, middle)
+    return low
 
 
 class CorrelationSums:
@@ -112,9 +174,7 @@ def unit_correlations(trace, features=None):
     feature, layer, gate, unit, correlation, abs_correlation. ValueError when no feature varies."""
     features = _varying(trace.token_texts, features)
     if not features:
-        raise LabError(
-            "text: no feature of the text varies on it (lab.instruments.features.FEATURES); use a longer text"
-        )
+        raise LabError("text: no feature of the text varies on it; use a longer text")
     y = feature_matrix(trace.token_texts, features)  # (T, F)
     sums = {
         (l, g): CorrelationSums().add(values, y) for l, gates in enumerate(trace.layers) for g, values in gates.items()
@@ -128,7 +188,7 @@ def unit_correlations_over(model, tokenizer, text, features=None, chunk_tokens=M
     token_texts = [tokenizer.decode([i]) for i in encode_text(tokenizer, text, "text")]
     features = _varying(token_texts, features)
     if not features:
-        raise LabError("text: no feature of the text varies on it (lab.instruments.features.FEATURES)")
+        raise LabError("text: no feature of the text varies on it; use a longer text")
     y = feature_matrix(token_texts, features)  # (T, F) over the whole text: context features need it all
     sums, start = {}, 0
     for chunk in trace_chunks(model, tokenizer, text, chunk_tokens):

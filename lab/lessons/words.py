@@ -35,11 +35,6 @@ def listing(names):
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def count(n, thing, things=None):
-    """1 -> "1 sample", 3 -> "3 samples" (things: the plural when it is not thing + "s")."""
-    return f"{n:,} {thing if n == 1 else things or thing + 's'}"
-
-
 def power(x):
     """A small or large factor in scientific notation the way a student writes it: 1.8 × 10⁻⁸; plain
     decimals between 0.001 and 1000."""

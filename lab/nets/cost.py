@@ -22,6 +22,7 @@ room for the app itself and a second job.
 from lab.errors import LabError
 from lab.nets.cells import CELLS
 from lab.settings import server_settings
+from lab.words import count
 
 FLOAT_BYTES = 4  # every lab model trains in float32
 
@@ -155,15 +156,16 @@ def check_model_size(config):
     layers = getattr(config, "num_layers", 1)
     if layers > max_layers():
         raise CostError(
-            f"num_layers: {layers:,} layers is more than this server's limit of {max_layers()} (RNNLAB_MAX_LAYERS)"
+            f"num_layers: {count(layers, 'layer')} is more than this server's limit of {max_layers()} "
+            "(RNNLAB_MAX_LAYERS)"
         )
-    count, limit = parameter_count(config), max_params()
-    if count > limit:
+    n_params, limit = parameter_count(config), max_params()
+    if n_params > limit:
         raise CostError(
-            f"model: {count:,} parameters ({_mb(FLOAT_BYTES * count)} of weights) is more than this "
+            f"model: {n_params:,} parameters ({_mb(FLOAT_BYTES * n_params)} of weights) is more than this "
             f"server's limit of {limit:,} (RNNLAB_MAX_PARAMS); use fewer or smaller layers"
         )
-    return count
+    return n_params
 
 
 def check_training_memory(config, batch_size, block_size):
@@ -173,7 +175,7 @@ def check_training_memory(config, batch_size, block_size):
     if need > limit:
         raise CostError(
             f"training: needs about {_mb(need)} (weights, gradients, AdamW state and the activations "
-            f"of {batch_size} x {block_size} steps), more than this server's limit of {_mb(limit)} "
+            f"of {batch_size} x {count(block_size, 'step')}), more than this server's limit of {_mb(limit)} "
             "(RNNLAB_MAX_TRAIN_MEMORY_MB); use a smaller model, batch size or block size"
         )
     return need

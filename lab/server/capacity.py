@@ -20,6 +20,7 @@ import threading
 
 from lab.errors import LabError
 from lab.settings import server_settings
+from lab.words import count
 
 
 class CapacityError(LabError):
@@ -81,7 +82,7 @@ class Budget:
             held = sum(t.owner == owner for t in self._queue + self._running)
             if owner is not None and held >= self.owner_jobs:
                 raise CapacityError(
-                    f"runs: this session already has {held} runs training or waiting, the most one "
+                    f"runs: this session already has {count(held, 'run')} training or waiting, the most one "
                     f"session may have at once on this server; stop one, or wait for one to end"
                 )
             self._queue.append(ticket)

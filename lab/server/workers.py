@@ -41,6 +41,7 @@ import torch
 
 from lab.server.capacity import TurnTaker, server_turns
 from lab.settings import server_settings
+from lab.words import count
 
 log = logging.getLogger(__name__)
 NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
@@ -213,7 +214,7 @@ class _TrainingProcess:
         with self._lock:
             # with no run in it, the server is ending (or a host reclaimed an idle process): nothing is lost
             report = log.error if self._runs else log.info
-            report("the training process ended with %d runs in it: %s", len(self._runs), line)
+            report("the training process ended with %s in it: %s", count(len(self._runs), "run"), line)
             self.ended = line
             for inbox in self._runs.values():
                 inbox.put(("died", line))

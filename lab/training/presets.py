@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from lab.errors import LabError
 from lab.nets.models import ClassifierConfig, LMConfig, ScanMarkovConfig
 from lab.training.train import TrainConfig
+from lab.words import count
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def _scribe(name, layers, hidden, embed, dropout, lr, epochs, params):
     return Preset(
         name=name,
         seed="000",
-        description=f"Scribe subword GRU, {layers} layers, H={hidden}, E={embed} (SentencePiece vocab 1000)",
+        description=f"Scribe subword GRU, {count(layers, 'layer')}, H={hidden}, E={embed} (SentencePiece vocab 1000)",
         model=LMConfig(
             cell="gru_seed",
             vocab_size=1000,

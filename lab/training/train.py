@@ -44,6 +44,7 @@ from lab.nets.cells import detach_state
 from lab.nets.cost import check_training_memory
 from lab.schema import MAX_SECONDS, Device, Fraction, Seed, config
 from lab.training import distributed
+from lab.words import count
 
 MAX_LR = 1.0  # AdamW moves a weight by about lr per step: beyond 1 a run only diverges
 MAX_BATCH_SIZE = MAX_BLOCK_SIZE = 4096  # each also bounded by lab.nets.cost's training memory limit
@@ -255,7 +256,7 @@ def resume_training_state(checkpoint, config):
     # epochs need the task's size: an epoch budget already spent ends the resumed run at once instead
     if _progress(config, state.step, state.elapsed, 0.0) >= 1.0:
         raise LabError(
-            f"resume: the run already spent its budget ({state.step} steps, {state.elapsed:.0f}s); "
+            f"resume: the run already spent its budget ({count(state.step, 'step')}, {state.elapsed:.0f}s); "
             "give a larger budget to continue it"
         )
     return state

@@ -56,6 +56,8 @@ from .conclusions import (
     chrono_mean,
     compare_with_baseline,
     conclusion,
+    guessing_limit,
+    resolution,
     summary_markdown,
     time_constant_table,
 )

@@ -1,11 +1,13 @@
-"""What a study's results say: its answer in one plain sentence (did the arms learn, is each gap to the
-baseline more than the luck of the seeds: Welch's t-test), the accuracy table in Markdown
-(BENCHMARKS.md, the CLI's closing print), and what a keep-gate bias alone means in steps."""
+"""What a study's results say: its answer in one plain sentence (is any arm above guessing, can its test
+images tell the arms apart, is each gap to the baseline more than the luck of the seeds: Welch's t-test),
+the accuracy table in Markdown (BENCHMARKS.md, the CLI's closing print), and what a keep-gate bias alone
+means in steps."""
 
 import math
 import statistics
 
 from lab.nets.cells import sigmoid_time_constant
+from lab.words import count
 
 
 def chrono_mean(t_max):
@@ -35,20 +37,43 @@ def time_constant_table(biases=None, seq_len=1024):
                 "sigmoid(b)": retention,
                 "tau (steps)": tau,
                 "half-life (steps)": half_life,
-                f"left after {seq_len} steps": retention**seq_len,
+                f"left after {count(seq_len, 'step')}": retention**seq_len,
             }
         )
     return rows
 
 
-LEARNED = 0.5  # test accuracy below which an arm has not learned the task: a gap between arms then says nothing
+LEARNED = 0.5  # test accuracy from which the gate-bias lesson calls an arm's learning well under way
 SIGNIFICANT = 0.05  # Welch's p below which a gap is called more than the luck of the seeds
+Z = 1.96  # standard errors either side of a measured accuracy that test images alone make, 19 times in 20
+
+
+def _adjusted(accuracy, n_test):
+    """An accuracy over n_test images with one right and one wrong answer added (Agresti and Caffo):
+    0% and 100% keep a spread, so a perfect score over 10 images is not taken as certain."""
+    return (accuracy * n_test + 1) / (n_test + 2)
+
+
+def resolution(n_test, first, second):
+    """The difference of test accuracy (a fraction) that n_test test images can tell apart between two
+    arms scoring `first` and `second`: Z binomial standard errors of the difference,
+    sqrt(p1 (1 - p1) / n + p2 (1 - p2) / n) (Agresti-Caffo). Cautious: both arms answer the same
+    images, and their answers image by image (not recorded) would allow a finer test."""
+    p1, p2 = _adjusted(first, n_test), _adjusted(second, n_test)
+    return Z * math.sqrt((p1 * (1 - p1) + p2 * (1 - p2)) / (n_test + 2))
+
+
+def guessing_limit(n_test, chance):
+    """The test accuracy that guessing reaches over n_test images, one time in 40: an arm below it
+    cannot be told from guessing (chance + Z binomial standard errors)."""
+    return chance + Z * math.sqrt(chance * (1 - chance) / n_test)
 
 
 def conclusion(results):
-    """The study's answer in one plain sentence, from its own summary: whether the arms learned the
-    task at all (at least LEARNED test accuracy), and whether each arm's gap to the baseline is more
-    than the seeds' luck (Welch's t-test, with two seeds or more per arm; else the seed-to-seed spread)."""
+    """The study's answer in one plain sentence, from its own summary: whether any arm is above what
+    guessing reaches on its test images, whether those test images can tell the arms apart at all
+    (`resolution`), and then whether each arm's gap to the baseline is more than the seeds' luck
+    (Welch's t-test, with two seeds or more per arm; else the seed-to-seed spread)."""
     arms = sorted(
         (
             (s["val_accuracy_mean"], s["val_accuracy_std"], arm)
@@ -60,28 +85,49 @@ def conclusion(results):
     so_far = "" if results["complete"] else "So far (the study is incomplete): "
     if not arms:
         return "No run has finished yet, so there is nothing to conclude."
-    epochs = results["config"]["epochs"]
+    after = f"after {count(results['config']['epochs'], 'epoch')}"
+    n_test = results["dataset"]["n_test"]
+    images = count(n_test, "test image")
     listed = ", ".join(f"{arm} {100 * mean:.1f}%" for mean, _, arm in arms)
-    chance = 100 / results["dataset"]["num_classes"]
+    chance = 1 / results["dataset"]["num_classes"]
     (best, best_std, winner), (worst, worst_std, loser) = arms[0], arms[-1]
-    if best < LEARNED:
+    if best <= guessing_limit(n_test, chance):
         return (
-            f"{so_far}after {epochs} epochs every arm is still near chance ({listed}; guessing gives "
-            f"{chance:.0f}%), so this study cannot yet say whether the gate biases matter."
+            f"{so_far}{after} no arm is above chance yet ({listed}; guessing gives {100 * chance:.0f}%, and with "
+            f"{images} guessing can reach {100 * guessing_limit(n_test, chance):.1f}%), so this study cannot "
+            "yet say whether the gate biases matter."
         )
     if len(arms) == 1:
         return f"{so_far}only the {winner} arm has results ({listed}), so there is nothing to compare yet."
     comparisons = compare_with_baseline(results)
     if comparisons:  # two seeds or more on each side: a test of each arm against the baseline
-        found = []
+        base = results["summary"]["baseline"]["val_accuracy_mean"]
+        unresolved, found = {}, []
         for c in comparisons:
             gap = f"{100 * c['difference']:+.1f} points, Welch's t-test p = {c['p']:.2f}"
-            found.append(
-                f"{c['arm']} differs from the baseline by more than the luck of the seeds explains ({gap})"
-                if c["p"] < SIGNIFICANT
-                else f"{c['arm']} does not differ from the baseline beyond the luck of the seeds ({gap})"
+            least = resolution(n_test, base + c["difference"], base)
+            if abs(c["difference"]) < least:  # the test images cannot resolve it, whatever the seeds say
+                unresolved[f"{c['arm']} ({gap})"] = least
+            elif c["p"] < SIGNIFICANT:
+                found.append(
+                    f"{c['arm']} differs from the baseline by more than the luck of the seeds explains ({gap})"
+                )
+            else:
+                found.append(f"{c['arm']} does not differ from the baseline beyond the luck of the seeds ({gap})")
+        if unresolved:
+            found.insert(
+                0,
+                f"with {images}, a difference under {100 * max(unresolved.values()):.1f} points cannot tell an arm "
+                f"from the baseline, and {' and '.join(unresolved)} {'is' if len(unresolved) == 1 else 'are'} "
+                "under it",
             )
-        return f"{so_far}after {epochs} epochs ({listed}), " + "; ".join(found) + "."
+        return f"{so_far}{after} ({listed}): " + "; ".join(found) + "."
+    least = resolution(n_test, best, worst)
+    if best - worst < least:
+        return (
+            f"{so_far}{after} ({listed}), with {images} a difference under {100 * least:.1f} points cannot "
+            f"tell the arms apart: {winner} ended {100 * (best - worst):.1f} points above {loser}."
+        )
     if best_std is None or worst_std is None:  # one seed: no spread to measure the gap against
         return (
             f"{so_far}{winner} ended {100 * (best - worst):.1f} points above {loser} ({listed}) with a single "

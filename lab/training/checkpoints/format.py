@@ -17,7 +17,7 @@ from lab.data import read_at_most
 from lab.nets.cost import FLOAT_BYTES, parameter_count
 from lab.nets.models import build_model, config_to_dict, conventions
 from lab.training.checkpoints.entries import FORMAT, FORMAT_VERSION
-from lab.training.checkpoints.header import CheckpointError, check_metadata_strings, read_header
+from lab.training.checkpoints.header import CheckpointError, check_metadata_strings, read_header, unreadable
 from lab.training.train import TrainingState, resolve_device
 
 MAX_CHECKPOINT_BYTES = 200 * 2**20  # the biggest upload we parse (Scribe-gamma is 58 MB)
@@ -132,7 +132,7 @@ def _parse(data, source):
                 f"{source}: not an RNN Lab checkpoint: it is a pickle or torch.save file, "
                 "which could run code when loaded, so it was not opened"
             ) from None
-        raise CheckpointError(f"{source}: not an RNN Lab checkpoint (corrupt or truncated file: {e})") from None
+        raise unreadable(source, e) from None
     return tensors, metadata
 
 

@@ -27,6 +27,25 @@ class CheckpointError(LabError):
     """A file that is not a loadable RNN Lab checkpoint; the message says why."""
 
 
+# safetensors' own words for a broken file ("Error while deserializing: header too large") -> what they
+# mean to someone who only has the file: the weights (cut short, or an entry pointing outside them) or
+# the header before them (its length, its JSON text). Checked in this order, after the prefix that
+# names the step safetensors was at ("deserializing header" even where the weights are at fault)
+_UNREADABLE = (
+    (("incomplete", "offset", "shape", "data type", "buffer"), "it is cut short or its weights are damaged"),
+    (("header", "json", "utf-8"), "its header is damaged or too large"),
+)
+_LIBRARY_PREFIX = re.compile(r"^error while deserializing( header)?:\s*")
+
+
+def unreadable(source, error):
+    """CheckpointError, in plain words, for a file that safetensors (or JSON) could not read: what is
+    broken, never the library's own message."""
+    said = _LIBRARY_PREFIX.sub("", str(error).lower())
+    what = next((why for words, why in _UNREADABLE if any(w in said for w in words)), "it is damaged")
+    return CheckpointError(f"{source}: not a checkpoint RNN Lab can read: {what}")
+
+
 def version_number(text):
     """A header's version string as an int, None unless it is 1-9 ASCII digits."""
     return int(text) if re.fullmatch(r"\d{1,9}", text, re.ASCII) else None
@@ -66,8 +85,8 @@ def _json_field(metadata, key, source, kind):
     (dict, list, or None allowed too)."""
     try:
         value = json.loads(metadata[key])
-    except (ValueError, RecursionError) as e:  # JSONDecodeError, an over-long integer, nesting too deep
-        raise CheckpointError(f"{source}: checkpoint metadata {key!r} is not valid JSON ({e})") from None
+    except (ValueError, RecursionError):  # JSONDecodeError, an over-long integer, nesting too deep
+        raise CheckpointError(f"{source}: checkpoint metadata {key!r} is not valid JSON") from None
     if not isinstance(value, kind):
         raise CheckpointError(
             f"{source}: checkpoint metadata {key!r} must be {_KIND_NAMES[kind]}, not {_json_kind(value)}"

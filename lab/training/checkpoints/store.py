@@ -17,7 +17,13 @@ from safetensors import SafetensorError, safe_open
 
 from lab.errors import LabError
 from lab.training.checkpoints.format import checkpoint_bytes
-from lab.training.checkpoints.header import CheckpointError, check_metadata_strings, read_header, version_number
+from lab.training.checkpoints.header import (
+    CheckpointError,
+    check_metadata_strings,
+    read_header,
+    unreadable,
+    version_number,
+)
 
 SUFFIX = ".safetensors"
 BUNDLED_DIR = Path(__file__).resolve().parents[3] / "checkpoints"
@@ -233,7 +239,7 @@ def read_info(path, bundled=False):
         with contextlib.suppress(OSError), open(path, "rb") as f:  # which entry, where safetensors does not say
             length = f.read(8)
             check_metadata_strings(length + f.read(min(int.from_bytes(length, "little"), _MAX_HEADER_BYTES)), path.name)
-        raise CheckpointError(f"{path.name}: not an RNN Lab checkpoint ({e})") from None
+        raise unreadable(path.name, e) from None
     header = read_header(metadata, path.name)
     stem = path.name[: -len(SUFFIX)]
     return CheckpointInfo(
