@@ -146,7 +146,7 @@ def change_reach_view():
     chosen = [name for name in chosen if name in by_name]
     curves = []
     for name in chosen:
-        with user_errors(f"Following a change through {model_label(name)}"):
+        with user_errors(f"Following a change through {plain(model_label(name))}"):
             reach = cached_reach(*key_of(name), st.session_state.memory_text, REACH_LAG)
             curves.append((model_label(name), by_name[name].cell, reach))
     if curves:

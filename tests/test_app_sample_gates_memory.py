@@ -423,7 +423,7 @@ def test_memory_draws_decay_and_gradient_charts_and_runs_a_live_probe():
 def test_memory_says_what_its_chart_of_unit_memories_shows():
     """The sentence's shares are the chart's: the share of units still keeping more than half after
     10 and 100 tokens, read off the named layer's line; the typical unit's half-life is the table's."""
-    at = page(MEMORY).run()
+    at = page(MEMORY, memory_section="units").run()
     no_exception(at)
     said = next(m.value for m in at.markdown if m.value.startswith("**What the chart shows.**"))
     found = re.search(

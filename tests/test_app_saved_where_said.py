@@ -90,7 +90,7 @@ def test_a_bundled_model_uploaded_back_and_saved_is_listed_beside_the_bundled_on
         options = options_on(at, page)
         assert mine in options and "char-lstm_latest" in options, (page, options)
     clean(at.switch_page(MEMORY).run())
-    assert {mine, "char-lstm_latest"} <= set(at.multiselect(key="memory_checkpoints").options)
+    assert {mine, "char-lstm_latest"} <= set(at.multiselect(key="memory_reach_checkpoints").options)
 
 
 def test_a_students_model_named_like_a_bundled_one_is_the_one_sampled_and_traced():
