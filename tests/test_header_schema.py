@@ -288,9 +288,7 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 def test_the_pages_refuse_a_crafted_file_in_one_line_and_show_an_accepted_one(sources, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    import ui.sessions
-
-    monkeypatch.setattr(ui.sessions, "USER_DIR", tmp_path / "users")
+    monkeypatch.setenv("RNNLAB_USER_DIR", str(tmp_path / "users"))
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("pages/5_Checkpoints.py").run()
     metadata = header(sources["ablation"])
@@ -305,11 +303,11 @@ def test_the_pages_refuse_a_crafted_file_in_one_line_and_show_an_accepted_one(so
     accepted = rebuild(sources["fresh"], {**metadata, "name": "crafted", "metrics": json.dumps(metrics)})
     at.file_uploader(key="ckpt_upload_0").set_value(("crafted\x1b.safetensors", accepted, "")).run()
     at.button(key="ckpt_save").click().run()
-    at.selectbox(key="ckpt_choice").set_value("crafted_latest").run()
+    at.selectbox(key="ckpt_choice").set_value("yours: crafted_latest").run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     for name, key in (("pages/2_Sample.py", "sample_checkpoint"), ("pages/3_Gates.py", "gates_checkpoint")):
-        at.session_state[key] = "crafted_latest"
+        at.session_state[key] = "yours: crafted_latest"
         at.session_state["sample_tokens"] = 20
         at.switch_page(name).run()
         assert not at.exception and not at.error, (name, [e.value for e in [*at.exception, *at.error]])
-        assert at.selectbox(key=key).value == "crafted_latest"
+        assert at.selectbox(key=key).value == "yours: crafted_latest"

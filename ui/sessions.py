@@ -64,7 +64,7 @@ def start_server_process():
     threads = configure_cpu()
     for name in unknown_variables():
         print(
-            f"{name} is not a setting of this server, and is ignored (python -m lab.settings lists them)",
+            f"{name} is not a setting of this server, and is ignored (the README's table lists the settings)",
             file=sys.stderr,
         )
     sys.setswitchinterval(PAGE_WAIT_SECONDS)
