@@ -18,7 +18,7 @@ from lab.experiments.probe import AT_CHANCE
 from lab.instruments.memory import DecayFit, Retention, gradient_decay_fit, memory_spread
 from lab.instruments.sampling import STRATEGIES, SamplingConfig, pick_distribution
 from lab.lessons import memory, reading, stepping, toys
-from lab.lessons.words import listing, power, share_kept, steps
+from lab.lessons.words import listing, power, share_kept, steps, steps_figure
 from lab.words import count
 
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -44,7 +44,8 @@ def test_a_share_shows_both_itself_and_what_it_loses_to_two_significant_digits(x
 def test_words_for_the_figures_the_issue_found():
     assert share_kept(float(sigmoid(torch.tensor(8.0, dtype=torch.float64)))) == "0.99966"  # not 1.000
     assert share_kept(float(sigmoid(torch.tensor(1.0, dtype=torch.float64)))) == "0.731"
-    assert steps(2066.6) == "2,067" and steps(2.2) == "2.2" and steps(47.3) == "47" and steps(math.inf) == "for ever"
+    assert steps_figure(2066.6) == "2,067" and steps_figure(2.2) == "2.2" and steps_figure(47.3) == "47"
+    assert steps(2066.6) == "2,067 steps" and steps(1.0) == "1.0 steps" and steps(math.inf) == "for ever"
     assert listing(["a"]) == "a" and listing(["a", "b", "c"]) == "a, b and c"
     assert count(1, "token") == "1 token" and count(356, "token") == "356 tokens"
     assert power(0.7**50) == "1.8 × 10⁻⁸" and power(0.29) == "0.29"
@@ -68,8 +69,8 @@ def test_a_bias_sentence_shows_the_numbers_it_implies_and_says_about_e_only_wher
         assert float(share_kept(claim.retention)) < 1  # never "1.000" for a gate that still forgets
     decay = max(-b, 0) + math.log1p(math.exp(-abs(b)))  # −ln σ(b), exact where σ(b) rounds towards 1
     assert claim.half_life * decay == pytest.approx(math.log(2), rel=1e-9)  # σ(b)^half-life = 1/2
-    assert f"half of it is gone after **{steps(claim.half_life)} steps**" in said
-    assert f"= {steps(claim.tau)} steps" in said
+    assert f"half of it is gone after **{steps(claim.half_life)}**" in said
+    assert f"= {steps(claim.tau)}," in said
     ratio = (1 + math.exp(b + 1)) / (1 + math.exp(b)) if b < 700 else math.e
     assert claim.ratio == pytest.approx(ratio, rel=1e-9) and f"multiplies τ by **{ratio:.2f}**" in said
     assert ("close to e" in said) == (ratio >= 0.95 * math.e)
@@ -112,6 +113,14 @@ def test_the_memory_spread_says_fast_and_few_only_where_the_numbers_do(half_life
         assert f"{round(share_10 * 100)} of its 100 units ({share_10:.1%})" in said
 
 
+def test_a_half_life_says_its_tokens_as_rounded_one_token_included():
+    assert memory.half_life_words(0.6, 128) == "1 token"  # rounds to 1: not "1 tokens"
+    assert memory.half_life_words(2.5, 128) == "2 tokens" and memory.half_life_words(1437.2, 2048) == "1,437 tokens"
+    assert memory.half_life_words(math.inf, 1) == "more than 1 token"
+    said = memory.memory_spread_sentence(spread_of(0.6, 1.0, 1.0, units=1, lags=1))
+    assert "within 1 token." in said and "1 of its 1 unit (100.0%)" in said
+
+
 @SETTINGS
 @given(st.floats(0.05, 0.89), st.floats(0.9, 1.0), st.integers(2, 200))
 def test_the_band_sentence_reads_the_median_and_the_top_unit_where_the_chart_ends(low, high, lags):
@@ -146,7 +155,8 @@ def test_the_forgetting_sentence_names_the_cells_the_fits_rank_over_the_steps_th
     said = memory.forgetting_sentences(fits, LABELS, read)
     span = min(read, 30)
     assert all(f.distances == span for f in fits.values())
-    assert (f"Over all {read} steps" in said) == (read <= 30) and (f"the {span} steps nearest" in said) == (read > 30)
+    assert (f"Over all {count(read, 'step')} before" in said) == (read <= 30)
+    assert (f"the {count(span, 'step')} nearest" in said) == (read > 30)
     assert all(int(n) <= read for n in re.findall(r"(\d+) steps? back", said))  # never a step that is not there
     shown = {label: round(f.g, 3) for label, f in fits.items()}
     low, high = min(shown.values()), max(shown.values())
@@ -203,7 +213,7 @@ def test_the_ablated_arms_check_says_above_below_or_level_and_reads_p_against_it
     assert ("level with" in question) == (points == 0)
     if points:
         assert f"{points:.1f} points {'above' if diff > 0 else 'below'}" in question
-    assert answer.startswith("No.") == (p >= SIGNIFICANT) and f"the {n1} and {n2} random seeds" in answer
+    assert answer.startswith("No.") == (p >= SIGNIFICANT) and f"the {n1} and {count(n2, 'random seed')}" in answer
     assert f"p = {SIGNIFICANT}" in answer  # the threshold, said
     assert "single random seed" in memory.ablated_check(None)[1]
 
@@ -361,7 +371,7 @@ def test_the_subword_sentence_says_fewer_and_better_only_where_the_numbers_do(ch
     if abs(gap) >= reading.LEVEL:
         assert f"{'s' if gap < 0 else 'c'} predicts it better by {abs(gap):.2f}" in said
     assert ("so each is harder" in said) == (s_tok > c_tok and chars / n_s > 1)
-    assert (f"on fewer than {reading.FEW_CHARS} characters" in said) == (chars < reading.FEW_CHARS)
+    assert (f"on fewer than {count(reading.FEW_CHARS, 'character')}" in said) == (chars < reading.FEW_CHARS)
 
 
 # ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from lab.experiments.probe import AT_CHANCE, TOY_TASKS
 from lab.lessons.toys import HOLDS
 from lab.lessons.words import power
 from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint
+from lab.words import count
 from ui.cell_labels import cell_label
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,7 +143,7 @@ def test_why_the_rnn_forgets_names_the_cell_its_metrics_rank_at_every_length():
         assert f"fastest, g = {low:.3f}" in text and f"the most, g = {high:.3f}" in text
         assert all(label in text.split("fastest")[0].split("**")[-2] for label in fastest)
         span = min(steps, 30)
-        assert (f"Over all {steps} steps" in text) == (steps <= 30)
+        assert (f"Over all {count(steps, 'step')}" in text) == (steps <= 30)
         assert all(int(k) < steps for k in re.findall(r"(\d+) steps back", text))  # never past the text
         assert ("Here the vanilla RNN forgets fastest" in text) == (fastest == ["char-rnn"])
         assert f"g^{span - 1} = **" in text
@@ -189,7 +190,7 @@ def test_the_scan_race_says_which_way_wins_at_the_lengths_its_table_shows():
             assert "the parallel scan wins at every length" in text
         else:
             assert "the parallel scan wins at T = " + ", ".join(map(str, wins[:-1])) in text
-        assert f"H = {width} units" in text and "random numbers" in text
+        assert f"H = {count(width, 'unit')}" in text and "random numbers" in text
         assert ("Both ways give the same" in text) == (race["largest difference"].max() < 1e-5)
     assert "b_t = B_t \\odot e_t" in answer(at)  # B_t is the gate, b_t what a step writes
 

@@ -55,8 +55,8 @@ class KeepBias:
         )
         return (
             f"A keep factor of σ({b}) = **{share_kept(self.retention)}** multiplies the old memory every "
-            f"step, so k steps keep σ(b)^k: a time constant of τ = 1/(1 − σ(b)) = {steps(self.tau)} steps, "
-            f"and half of it is gone after **{steps(self.half_life)} steps**. Since τ = 1 + e^b, one step up "
+            f"step, so k steps keep σ(b)^k: a time constant of τ = 1/(1 − σ(b)) = {steps(self.tau)}, "
+            f"and half of it is gone after **{steps(self.half_life)}**. Since τ = 1 + e^b, one step up "
             f"in b, from {b} to {self.bias + 1:g}, multiplies τ by **{self.ratio:.2f}**{growth}"
         )
 
@@ -72,7 +72,7 @@ def learned_bias_sentence(label, row):
     return (
         f"{label} learned a median keep bias of **{row['bias_median']:.2f}** in its layer {row['layer']} "
         f"(10–90% of units: {row['bias_q10']:.2f} to {row['bias_q90']:.2f}), which alone would keep "
-        f"{share_kept(row['retention'])} per step, a half-life of {steps(row['half_life'])} steps."
+        f"{share_kept(row['retention'])} per step, a half-life of {steps(row['half_life'])}."
     )
 
 
@@ -101,8 +101,8 @@ FEW = 0.2  # a share of units at most this is "a few units"
 def half_life_words(half_life, lags):
     """A half-life in words: "3 tokens", or "more than 128 tokens" for one longer than every lag measured."""
     if math.isinf(half_life):
-        return f"more than {lags} tokens"
-    return f"{half_life:.0f} token{'s' if half_life != 1 else ''}"
+        return f"more than {count(lags, 'token')}"
+    return count(round(half_life), "token")  # round() rounds half to even, as "{:.0f}" did
 
 
 def memory_spread_sentence(spread):
@@ -117,26 +117,27 @@ def memory_spread_sentence(spread):
         if typical["median_half_life"] <= FAST
         else f"The typical unit keeps half of what it held for a while: {where} loses half within {within}."
         if math.isfinite(typical["median_half_life"])
-        else f"The typical unit keeps what it holds: {where} still keeps more than half after {typical['lags']} tokens."
+        else f"The typical unit keeps what it holds: {where} still keeps more than half after "
+        f"{count(typical['lags'], 'token')}."
     ]
     by_memory = [f"longer_than_{k}" for k in reversed(spans)] + ["longest_half_life"]
     best = spread.sort_values(by_memory, ascending=False, na_position="last").iloc[0]
     first = best[f"longer_than_{spans[0]}"]
     if not first > 0:  # none, or NaN: the text is shorter than the first span
-        sentences.append(f"On this text no unit keeps more than half of what it held for {spans[0]} tokens.")
+        sentences.append(f"On this text no unit keeps more than half of what it held for {count(spans[0], 'token')}.")
         return " ".join(sentences)
     later = []
     for k in spans[1:]:
         share = best[f"longer_than_{k}"]
         if share != share:  # NaN: fewer than k lags measured
-            later.append(f"(the text is too short to measure {k} tokens)")
+            later.append(f"(the text is too short to measure {count(k, 'token')})")
         else:
             later.append(f"{round(share * best['units'])} ({share:.1%}) after {k}" if share > 0 else f"none after {k}")
     where = "a few units" if first <= FEW else "many units"
     sentences.append(
         f"Long memories live in {where}: in {best['name']}, layer {best['layer']}, "
-        f"{round(first * best['units'])} of its {best['units']} units ({first:.1%}) still keep more than half "
-        f"of what they held after {spans[0]} tokens"
+        f"{round(first * best['units'])} of its {count(best['units'], 'unit')} ({first:.1%}) still keep more "
+        f"than half of what they held after {count(spans[0], 'token')}"
         + "".join(f", {c}" for c in later)
         + f". Its longest-memory unit keeps half for {half_life_words(best['longest_half_life'], best['lags'])}."
     )
@@ -152,15 +153,15 @@ TOO_LITTLE = 1e-3  # a gradient shrunk below this share of its value at the loss
 
 def decay_words(g, distance):
     """What a factor g per step does over `distance` steps back."""
-    left = g**distance
+    left, back = g**distance, count(distance, "step")
     if g >= 1:
-        return f"its gradient does not fade: {distance} steps back it is g^{distance} = {power(left)} times its value"
+        return f"its gradient does not fade: {back} back it is g^{distance} = {power(left)} times its value"
     verdict = (
         "under a thousandth: too little for training to learn much from"
         if left < TOO_LITTLE
         else "over a thousandth: still something to learn from"
     )
-    return f"{distance} steps back its gradient is g^{distance} = **{power(left)}** of its value at the loss, {verdict}"
+    return f"{back} back its gradient is g^{distance} = **{power(left)}** of its value at the loss, {verdict}"
 
 
 def forgetting_sentences(fits, cells, read):
@@ -172,7 +173,8 @@ def forgetting_sentences(fits, cells, read):
     fastest = [label for label, g in shown.items() if g == low]
     slowest = [label for label, g in shown.items() if g == high]
     rough = [label for label, fit in fits.items() if fit.r2 < CLOSE_FIT]
-    steps_fitted = f"all {span} steps before the loss" if span >= read else f"the {span} steps nearest the loss"
+    fitted = count(span, "step")
+    steps_fitted = f"all {fitted} before the loss" if span >= read else f"the {fitted} nearest the loss"
     fit = (
         "each curve is close to a straight line on the log scale (R² ≥ 0.9): a constant factor g per step"
         if not rough
@@ -204,8 +206,8 @@ def forgetting_sentences(fits, cells, read):
     else:
         why = (
             f"Here the vanilla RNN is not the one that forgets fastest: {listing(fastest)} "
-            f"{'is' if len(fastest) == 1 else 'are'}, on these {read} steps. A gated cell has a path where the "
-            "factor is its keep gate: training can push it towards 1, but nothing forces the gates to keep on "
+            f"{'is' if len(fastest) == 1 else 'are'}, on these {count(read, 'step')}. A gated cell has a path where "
+            "the factor is its keep gate: training can push it towards 1, but nothing forces the gates to keep on "
             "this text, and a gate that overwrites passes as little gradient back as tanh does."
             if rnn
             else ""
@@ -231,7 +233,7 @@ def study_reading(summary, dataset, epochs):
     chance = 1 / dataset["num_classes"]
     learned = [arm for arm, a in accuracy.items() if a >= LEARNED]
     measured = (
-        f"Each arm's accuracy is measured on {dataset['n_test']:,} test images, so one image is "
+        f"Each arm's accuracy is measured on {count(dataset['n_test'], 'test image')}, so one image is "
         f"{100 / dataset['n_test']:.2f} points."
     )
     reached = listing(f"{arm} {a:.1%}" for arm, a in accuracy.items())
@@ -239,8 +241,8 @@ def study_reading(summary, dataset, epochs):
         reading = (
             f"**What it cannot show.** Whether that matters for the task: no arm reaches the {LEARNED:.0%} "
             f"test accuracy this lab takes as having learned it ({reached}; chance is {chance:.0%}). Until the "
-            f"arms have learned the task, a gap between them says little about memory; after {epochs} epochs a "
-            "longer run would answer the question."
+            f"arms have learned the task, a gap between them says little about memory; after {count(epochs, 'epoch')} "
+            "a longer run would answer the question."
         )
     else:
         others = [arm for arm in accuracy if arm not in learned]
@@ -271,7 +273,7 @@ def ablated_check(comparison):
         if round(abs(points), 1) == 0
         else f"{abs(points):.1f} points {'above' if points > 0 else 'below'} the baseline"
     )
-    seeds = f"the {comparison['n'][0]} and {comparison['n'][1]} random seeds"
+    seeds = f"the {comparison['n'][0]} and {count(comparison['n'][1], 'random seed')}"
     threshold = f"(this lab calls a gap real below p = {SIGNIFICANT})"
     answer = (
         f"No. Welch's t-test over {seeds} gives p = {comparison['p']:.2f} {threshold}: a gap that size turns up "
@@ -304,10 +306,10 @@ def reach_sentence(curves, share=0.01):
     def how_far(name):
         k = travels[name]
         if k >= measured[name]:
-            return f"still keeps {words} after all {measured[name]} tokens measured"
+            return f"still keeps {words} after all {count(measured[name], 'token')} measured"
         if k == 0:
             return f"keeps less than {share:.0%} of it one token later"
-        return f"keeps {words} for {k} token{'s' if k != 1 else ''}"
+        return f"keeps {words} for {count(k, 'token')}"
 
     if travels[soonest] == travels[furthest]:
         return f"Change one token: every model here {how_far(soonest)}. On this text they do not differ."

@@ -45,13 +45,13 @@ def state_memory_sentences(name, reset_every, losses, stateful_p, stateless_p, t
             f"All of that gain is already there {where}: on this passage the longer memory adds nothing."
             if share >= 1
             else f"**{share:.0%}** of that gain is there {where}; the other {1 - share:.0%} comes from the longer "
-            f"memory, out to {n} tokens."
+            f"memory, out to {count(n, 'token')}."
         )
         less = f"{gain / reset:.0%} less"
-        second = f" Carried through the whole passage ({n} tokens) it pays **{carried:.2f}**, {less}. {rest}"
+        second = f" Carried through the whole passage ({count(n, 'token')}) it pays **{carried:.2f}**, {less}. {rest}"
     else:
         second = (
-            f" Carried through the whole passage ({n} tokens) it pays **{carried:.2f}**, no less: on this "
+            f" Carried through the whole passage ({count(n, 'token')}) it pays **{carried:.2f}**, no less: on this "
             "passage the model gains nothing from its memory."
         )
     agrees = round(stateful_p, 2) > round(stateless_p, 2)
@@ -118,11 +118,11 @@ def next_token_sentences(greedy, samples, rule, length):
         )
     follows = [row["characters the same as greedy's"] for row in samples]
     path = (
-        f"Every one writes exactly greedy's {length} characters."
+        f"Every one writes exactly greedy's {count(length, 'character')}."
         if min(follows) == length
-        else f"They write the same text as greedy for {listing(str(f) for f in follows)} of its {length} "
-        "characters before they first differ; after one different pick the text reads another context "
-        "and goes its own way."
+        else f"They write the same text as greedy for {listing(str(f) for f in follows)} of its "
+        f"{count(length, 'character')} before they first differ; after one different pick the text reads another "
+        "context and goes its own way."
     )
     loops = sum(row["ends in a loop"] == "yes" for row in samples)
     seeds = "one sample" if n == 1 else f"{n} samples (random seeds 0 to {n - 1})"
@@ -184,11 +184,11 @@ def subword_sentences(n_chars, char_name, sub_name, char, sub):
     )
     if n_chars < FEW_CHARS:
         verdict += (
-            f", though on fewer than {FEW_CHARS} characters a gap tells you about these few characters more than "
-            "about the two models"
+            f", though on fewer than {count(FEW_CHARS, 'character')} a gap tells you about these few characters "
+            "more than about the two models"
         )
     return (
-        f"The character model reads these {n_chars} characters in **{n_c} steps**; {sub_name} in "
+        f"The character model reads these {count(n_chars, 'character')} in **{count(n_c, 'step')}**; {sub_name} in "
         f"**{n_s}**, {per_step:.1f} characters per step. {memory}\n\n"
         f"Per token, {sub_name}'s loss is {s_tok:.2f} nats against the character model's {c_tok:.2f}: {harder}. "
         f"Per character, the fair comparison, {char_name} pays **{c_char:.2f}** and {sub_name} **{s_char:.2f}** "

@@ -3,6 +3,7 @@ does with the rest, which differs by cell), and the selective scan's recurrence 
 raced (which way wins is read from the timings, never assumed)."""
 
 from lab.lessons.words import listing
+from lab.words import count
 
 # ---------------------------------------------------------------------------
 # one step of a cell
@@ -64,7 +65,7 @@ def race_sentences(lengths, differences, speedups, hidden, device):
             f"(at T = {longest}: {last:.2f}× the loop's speed)"
         )
     return (
-        f"{agree} With H = {hidden} units, on {device}, **{verdict}**.\n\n"
+        f"{agree} With H = {count(hidden, 'unit')}, on {device}, **{verdict}**.\n\n"
         "The race runs both ways on random numbers of these sizes, not on a trained model: keep factors $A_t$ "
         "drawn between 0 and 1 and written terms $b_t = B_t \\odot e_t$ drawn from a normal distribution. The "
         "time depends only on the sizes, so random numbers time it as well as a model would.\n\n"

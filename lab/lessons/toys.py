@@ -5,6 +5,7 @@ paragraph (what its samples show so far, and whether it memorised or learned).""
 from lab.experiments.probe import AT_CHANCE
 from lab.instruments.learning import milestones_sentence
 from lab.lessons.words import listing
+from lab.words import count
 
 # ---------------------------------------------------------------------------
 # toy tasks
@@ -86,8 +87,8 @@ def learning_sentences(step, reproduced, span, prompt_chars, found, checked):
         else ""
     )
     return (
-        f"Each sample starts from the paragraph's first {prompt_chars} characters and lets the model continue "
-        f"greedily. So far: {so_far} At step {step:,} it gives back **{reproduced}** of the {span} characters "
+        f"Each sample starts from the paragraph's first {count(prompt_chars, 'character')} and lets the model continue "
+        f"greedily. So far: {so_far} At step {step:,} it gives back **{reproduced}** of the {count(span, 'character')} "
         "each sample writes before its first mistake." + held_out
     )
 

@@ -20,11 +20,18 @@ def share_kept(x):
 
 
 def steps(x):
-    """A number of steps (a time constant, a half-life): one decimal below 10, whole steps with thousands
-    separators above ("0.3", "2.2", "47", "2,067"), "for ever" when infinite."""
+    """A number of steps (a time constant, a half-life) with its noun: one decimal below 10, whole steps
+    with thousands separators above ("0.3 steps", "2.2 steps", "47 steps", "2,067 steps"), "for ever" when
+    infinite. Never "1 steps": a figure below 10 keeps its decimal ("1.0 steps" reads right) and a whole
+    one is at least 10."""
     if math.isinf(x):
         return "for ever"
-    return f"{x:.1f}" if x < 9.95 else f"{x:,.0f}"
+    return f"{x:.1f} steps" if x < 9.95 else f"{x:,.0f} steps"
+
+
+def steps_figure(x):
+    """The same figure without its noun, for a table column that names the unit: "2.2", "2,067"."""
+    return steps(x).removesuffix(" steps")
 
 
 def listing(names):

@@ -14,6 +14,7 @@ from lab.instruments.memory import state_reset_curve
 from lab.lessons.words import listing
 from lab.nets.models import count_parameters
 from lab.training.checkpoints import BUNDLED_DIR, CheckpointError
+from lab.words import count
 from ui.cell_labels import cell_label
 from ui.checkpoint_picker import cached_checkpoint
 from ui.common import page_link
@@ -81,7 +82,7 @@ def model_words(name, checkpoint):
     config = checkpoint.config
     cell = cell_label(config.cell)
     article = "an" if cell.startswith(("LSTM", "a", "e", "i", "o", "u")) else "a"
-    layers = f"{config.num_layers} layer{'s' if config.num_layers > 1 else ''} of {config.hidden_size} units"
+    layers = f"{count(config.num_layers, 'layer')} of {count(config.hidden_size, 'unit')}"
     reads = (
         "characters"
         if isinstance(checkpoint.tokenizer, CharTokenizer)

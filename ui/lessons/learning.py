@@ -23,6 +23,7 @@ from lab.nets.models import LMConfig, build_model, count_parameters
 from lab.server.jobs import TrainingJob
 from lab.training.tasks import LMTask
 from lab.training.train import TrainConfig
+from lab.words import count
 from ui.cell_labels import cell_label
 from ui.coloured_text import visible_piece
 from ui.lessons.common import check_yourself, notice, open_full_page
@@ -46,7 +47,7 @@ def start_learning(text):
     """A background run that memorises `text` in LEARN_STEPS steps, sampling it greedily at the steps
     of lab.instruments.learning.sample_steps (a sampler called after every step, writing only at those)."""
     if len(text) < LEARN_MIN_CHARS:
-        raise ValueError(f"paragraph: has {len(text)} characters; type at least {LEARN_MIN_CHARS}")
+        raise ValueError(f"paragraph: has {count(len(text), 'character')}; type at least {LEARN_MIN_CHARS}")
     task = LMTask.from_text(text, "char")  # the last tenth is held out: the validation split
     config = TrainConfig(max_steps=LEARN_STEPS, max_seconds=LEARN_MAX_SECONDS, **LEARN_RECIPE)
     task.check(config)
@@ -171,8 +172,8 @@ def watch_it_learn():
     steps = sample_steps(LEARN_STEPS)
     layers = LMConfig(vocab_size=1, **LEARN_MODEL).num_layers
     st.caption(
-        f"A live run on this server: a fresh {cell_label(LEARN_MODEL['cell'])} with {layers} "
-        f"layer{'s' if layers > 1 else ''} of {LEARN_MODEL['hidden_size']} units trains for {LEARN_STEPS} steps "
+        f"A live run on this server: a fresh {cell_label(LEARN_MODEL['cell'])} with {count(layers, 'layer')} "
+        f"of {count(LEARN_MODEL['hidden_size'], 'unit')} trains for {count(LEARN_STEPS, 'step')} "
         f"on your paragraph alone. It writes a greedy sample at steps {', '.join(map(str, steps[:7]))}, … "
         f"(each about {SAMPLE_RATIO:.1f} times the last: closer together early on), and they are shown here "
         f"one every {REVEAL_SECONDS:g} s, so that you can read each."

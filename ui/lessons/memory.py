@@ -17,7 +17,8 @@ from lab.lessons.memory import (
     memory_spread_sentence,
     study_reading,
 )
-from lab.lessons.words import power, share_kept, steps
+from lab.lessons.words import power, share_kept, steps, steps_figure
+from lab.words import count
 from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
 from ui.cell_labels import checkpoint_cell, with_cell_labels
 from ui.common import ARM_COLORS, study_conclusion
@@ -68,8 +69,8 @@ def keep_or_overwrite():
     implied = keep_bias(bias)
     metrics = st.columns(3)
     metrics[0].metric("kept per step σ(b)", share_kept(implied.retention))
-    metrics[1].metric("time constant 1 / (1 − σ(b))", f"{steps(implied.tau)} steps")
-    metrics[2].metric("half-life", f"{steps(implied.half_life)} steps")
+    metrics[1].metric("time constant 1 / (1 − σ(b))", steps(implied.tau))
+    metrics[2].metric("half-life", steps(implied.half_life))
     checkpoint = bundled(name)
     if checkpoint is None:
         return
@@ -91,7 +92,7 @@ def keep_or_overwrite():
     learned = keep_gate_biases(checkpoint.model)
     with st.expander("Show the numbers: the keep biases training learned, layer by layer"):
         shown = learned.assign(
-            retention=learned["retention"].map(share_kept), half_life=learned["half_life"].map(steps)
+            retention=learned["retention"].map(share_kept), half_life=learned["half_life"].map(steps_figure)
         )  # the same precision as the sentences
         st.table(
             with_cell_labels(shown)
@@ -226,9 +227,9 @@ def gate_biases_over_1024_steps():
     arms = list(summary)
     st.markdown(
         f"**What was run.** A one-layer GRU in PyTorch's convention (H = {config['hidden_size']}) reads "
-        f"{plain(d['title'])} one grey pixel per step, **{d['sequence_length']} steps** per image, and names "
-        f"the digit. {len(arms)} arms, {len(config['seeds'])} random seeds each, {config['epochs']} epochs "
-        f"over {d['n_train']} training images:\n\n"
+        f"{plain(d['title'])} one grey pixel per step, **{count(d['sequence_length'], 'step')}** per image, and "
+        f"names the digit. {count(len(arms), 'arm')}, {count(len(config['seeds']), 'random seed')} each, "
+        f"{count(config['epochs'], 'epoch')} over {count(d['n_train'], 'training image')}:\n\n"
         + "\n".join(f"- **{arm}**: {ARM_MEANINGS.get(arm, '')}" for arm in arms)
     )
     metric = st.radio(

@@ -16,6 +16,7 @@ from lab.lessons.reading import (
     state_memory_sentences,
     subword_sentences,
 )
+from lab.words import count
 from ui.cached_calls import cached_generation, checkpoint_key
 from ui.cell_labels import CELL_COLOURS, checkpoint_cell
 from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
@@ -231,7 +232,7 @@ def characters_or_subwords():
     if len(read) < 2:
         return
     for label, (ids, pieces, _) in read.items():
-        st.markdown(f"**{label}**: {len(ids)} steps")
+        st.markdown(f"**{label}**: {count(len(ids), 'step')}")
         preformatted(" | ".join(visible_piece(p) for p in pieces))
     (n_c, _, char_row), (n_s, _, sub_row) = [(len(ids), p, row) for ids, p, row in read.values()]
     char_name, sub_name = CHAR_MODELS[0].removesuffix("_latest"), SUBWORD_MODEL.removesuffix("_latest")

@@ -10,6 +10,7 @@ from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
 from lab.lessons.toys import toy_sentences
 from lab.nets.models import count_parameters
 from lab.server.jobs import TrainingJob
+from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
@@ -150,12 +151,12 @@ def toy_tasks():
             column.metric(
                 f"{cell_label(cell)}, shipped",
                 shown,
-                help=None if row.empty else f"{int(row['steps'].iloc[0])} steps",
+                help=None if row.empty else count(int(row["steps"].iloc[0]), "step"),
             )
         notice(
             f"The shipped curves (each cell ~{first['param_budget']:,} parameters, up to "
-            f"{first['steps_budget']:,} steps of {first['batch_size']} fresh sequences, stopped early once "
-            f"{first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
+            f"{count(first['steps_budget'], 'step')} of {count(first['batch_size'], 'fresh sequence')}, stopped early "
+            f"once {first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
             f"further):\n\n{toy_sentences(rows, distance, cell_label)}\n\nThe live run trains the same four "
             f"models from scratch for {seconds} s on this server's shared CPU: compare its steps with the "
             "shipped runs' (hover a point for its steps), and watch which cell gets off chance first."

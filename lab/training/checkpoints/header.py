@@ -21,6 +21,7 @@ from lab.training.checkpoints.entries import (
     Metrics,
     TrainingStateHeader,
 )
+from lab.words import count
 
 
 class CheckpointError(LabError):
@@ -142,7 +143,7 @@ def read_header(metadata, source):
         raise CheckpointError(f"{source}: checkpoint config or tokenizer is invalid: {e}") from None
     if tokenizer is not None and getattr(config, "vocab_size", tokenizer.vocab_size) != tokenizer.vocab_size:
         raise CheckpointError(
-            f"{source}: checkpoint config vocab_size: the model expects {config.vocab_size} tokens but the "
+            f"{source}: checkpoint config vocab_size: the model expects {count(config.vocab_size, 'token')} but the "
             f"tokenizer has {tokenizer.vocab_size}"
         )
     meta = {k: metadata[k] for k in ("name", "version", "timestamp", "lab_version")}
