@@ -33,7 +33,7 @@ VOCABULARY = "abcdefgh \n"  # the student's tiny model's characters: no bundled 
 @pytest.fixture(autouse=True)
 def user_dir(tmp_path, monkeypatch):
     folder = tmp_path / "user_checkpoints"
-    monkeypatch.setattr(ui.sessions, "USER_DIR", folder)
+    monkeypatch.setenv("RNNLAB_USER_DIR", str(folder))
     return folder
 
 

@@ -111,7 +111,7 @@ def visit(at, page, query=None):
         ("pages/1_Train.py", {}, "train_hidden", 96),
         ("pages/2_Sample.py", {}, "sample_tokens", 123),
         ("pages/3_Gates.py", {}, "gates_cards", 5),
-        ("pages/4_Memory.py", {}, "memory_max_lag", 16),
+        ("pages/4_Memory.py", {"section": "units"}, "memory_max_lag", 16),
         ("pages/5_Checkpoints.py", {}, "ckpt_choice", "char-rnn_latest"),
         (
             "pages/6_Ablation.py",
