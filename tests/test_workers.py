@@ -18,7 +18,8 @@ from lab.data import load_bundled_corpus
 from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.models import LMConfig, build_model
 from lab.server.jobs import TrainingJob
-from lab.server.workers import NICENESS, WorkerError, run_in_process
+from lab.server.priority import NICENESS
+from lab.server.workers import WorkerError, run_in_process
 from lab.training.checkpoints import load_checkpoint
 from lab.training.tasks import LMTask
 
@@ -101,7 +102,7 @@ def test_the_childs_exception_arrives_as_one_line_after_its_events():
 
 
 def test_a_killed_child_is_a_clear_error_not_a_hang():
-    with pytest.raises(WorkerError, match="ended unexpectedly .*exit code -9"):
+    with pytest.raises(WorkerError, match=r"ended unexpectedly \(killed by signal 9, .*out of memory\)$"):
         run_in_process(_die, {}, lambda event: None, lambda: False)
 
 
@@ -223,7 +224,7 @@ def test_a_killed_training_process_fails_every_run_in_it_with_one_line_and_the_n
     )
     for error in (killer, victim):
         assert isinstance(error, WorkerError) and "\n" not in str(error)
-        assert "ended unexpectedly" in str(error) and "exit code -9" in str(error)
+        assert "ended unexpectedly (killed by signal 9" in str(error)
     assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == min(os.nice(0) + NICENESS, 19)
 
 

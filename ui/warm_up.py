@@ -18,7 +18,8 @@ import time
 
 import ui
 from lab.instruments.sampling import STRATEGIES
-from lab.server.workers import run_in_process
+from lab.server.shutdown import ENDING
+from lab.server.workers import WorkerError, run_in_process
 from lab.training.checkpoints import list_checkpoints
 from lab.training.train import train_two_tiny_steps
 from ui.cached_calls import (
@@ -76,13 +77,16 @@ def _prepare():
 
 @functools.cache  # once per process: prepare_server's and a session's heartbeat's both call it
 def warm_up():
-    """The whole warm-up; run it in a thread named THREAD_NAME."""
+    """The whole warm-up; run it in a thread named THREAD_NAME. A server that begins to end
+    (lab.server.shutdown) stops it after the part it is computing."""
     _train_two_steps()
     for page, page_defaults in (
         ("Memory", memory_page_defaults),
         ("Sample", sample_page_defaults),
         ("Gates", gates_page_defaults),
     ):
+        if ENDING.is_set():
+            return
         try:
             page_defaults()
         except Exception:  # a missing or unreadable bundled file: the page says so to its visitor
@@ -93,7 +97,10 @@ def _train_two_steps():
     """Two training steps where the runs train: that starts the training process, if they train in one
     (its imports take a few seconds), and lets PyTorch set up training there."""
     if TRAIN_IN_PROCESS:
-        run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=lambda: False)
+        try:
+            run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=ENDING.is_set)
+        except WorkerError:  # the log has its one account already: how the process ended, or the run's traceback
+            return
     else:
         train_two_tiny_steps()
 
