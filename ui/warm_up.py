@@ -114,10 +114,10 @@ def memory_page_defaults():
     """The cached calls the Memory page makes before a student changes anything, with its arguments."""
     keys = bundled_keys()
     for name in RETENTION_MODELS:
-        if name in keys:
+        if name in keys and not ENDING.is_set():  # (each call: seconds the server's end would wait for)
             cached_retention(*keys[name], TEXT)
     for name in GRADIENT_MODELS:
-        if name in keys:
+        if name in keys and not ENDING.is_set():
             cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1])
             cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1], fresh_seed=0)
 
@@ -130,7 +130,8 @@ def sample_page_defaults():
     configs = [strategy_config(settings, strategy) for strategy in STRATEGIES]
     configs.append(strategy_config(settings, settings["stateless"], stateful=False))
     for config in configs:
-        cached_generation(*key, settings["prompt"], config)
+        if not ENDING.is_set():  # (each call: seconds the server's end would wait for)
+            cached_generation(*key, settings["prompt"], config)
 
 
 def gates_page_defaults():
@@ -138,4 +139,5 @@ def gates_page_defaults():
     track its features) and the longer passage, from which each unit shown is then a slice."""
     key = bundled_keys()[GATES_DEFAULTS["model"]]
     cached_unit_correlations(*key, GATES_DEFAULTS["text"])
-    cached_passage_unit(*key, *PASSAGE, 0, "h", 0)
+    if not ENDING.is_set():  # (each call: seconds the server's end would wait for)
+        cached_passage_unit(*key, *PASSAGE, 0, "h", 0)

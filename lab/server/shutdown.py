@@ -7,9 +7,10 @@ cannot be unwound, and the whole process aborts ("terminate called without an ac
 status 134). So this module's hook, registered after multiprocessing's and Ray's own (they would end the
 training processes and the Ray connection under their runs), ends the work first:
 
-    1. ENDING is set: the warm-up (ui.warm_up) and the loops that wait on Ray see it and return;
+    1. ENDING is set: the warm-up (ui.warm_up) and the loops that wait on Ray see it and return; every
+       `first` given to `close_at_exit` runs (a training process still starting is stopped);
     2. every thread given to `join_at_exit` is asked to stop, then joined: the jobs, the warm-up;
-    3. every function given to `close_at_exit` runs, the last given first: the training processes
+    3. every `close` given to `close_at_exit` runs, the last given first: the training processes
        (lab.server.workers) are told to end, and their pipes' threads joined.
 
 Something whose own atexit hook must run after this one (ray.init) calls `register` once it has
@@ -26,6 +27,7 @@ ENDING = threading.Event()  # set as the process ends: long work polls it and re
 # how long the end waits for all threads together: a run finishes its step and saves its checkpoint
 JOIN_SECONDS = 60.0
 _threads, _closers, _lock = {}, [], threading.Lock()  # _threads: thread -> its stop function (or None)
+_firsts = []  # what runs as soon as the end begins
 
 
 def join_at_exit(thread, stop=None):
@@ -37,10 +39,13 @@ def join_at_exit(thread, stop=None):
     register()
 
 
-def close_at_exit(close):
-    """At exit, once every thread is joined, call `close()` (the last given, first)."""
+def close_at_exit(close, first=None):
+    """At exit, call `first()` as the end begins (it must not wait), and `close()` once every thread is
+    joined (the last given, first)."""
     with _lock:
         _closers.append(close)
+        if first is not None:
+            _firsts.append(first)
     register()
 
 
@@ -54,12 +59,12 @@ def end():
     """The process's orderly end (see the module's docstring); the atexit hook, and callable before it."""
     ENDING.set()
     with _lock:
-        threads, closers = list(_threads.items()), _closers[::-1]
+        threads, firsts, closers = list(_threads.items()), list(_firsts), _closers[::-1]
         _threads.clear()
+        _firsts.clear()
         _closers.clear()
-    for _, stop in threads:
-        if stop is not None:
-            stop()
+    for stop in firsts + [stop for _, stop in threads if stop is not None]:
+        stop()
     deadline = time.monotonic() + JOIN_SECONDS
     for thread, _ in threads:
         thread.join(max(0.0, deadline - time.monotonic()))

@@ -98,6 +98,7 @@ def _serve(commands, messages, threads):
     # which hold its interpreter's lock: they are niced alone (lab.server.priority.lower_this_thread)
     lower_this_process(idle=True)
     torch.set_num_threads(threads)
+    _send(messages, (None, "ready", None))  # started: from now on the server waits for it to end in order
     sending, stops, runs = threading.Lock(), {}, []
 
     def send(number, kind, payload):
@@ -155,7 +156,8 @@ class _TrainingProcess:
         child_receiver.close()
         child_sender.close()  # the child holds the only writing end: its exit ends the pipe
         self.ended, self._runs, self._lock = "", {}, threading.Lock()  # ended: why, once it has
-        self._ending = False  # the server asked it to end (`end`): an exit with status 0 is no news
+        self._ready = False  # it has started (imported PyTorch): it ends in order
+        self._ending = False  # the server asked it to end: its end is no news
         self._reader = threading.Thread(
             target=self._sort_messages, args=(receiver,), daemon=True, name="lab-training-pipe"
         )
@@ -194,6 +196,15 @@ class _TrainingProcess:
             if self._runs.pop(number, None) is not None:
                 self._command("stop", number, None)
 
+    def stop_if_starting(self):
+        """Stop the process at once if it has not started yet (importing PyTorch: seconds, more on busy
+        cores): no run has begun in it, so nothing is lost, and an ending server need not wait for it."""
+        with self._lock:
+            if self._ready or self.ended:
+                return
+            self._ending = True
+        self.process.terminate()
+
     def ask_to_end(self):
         """Close the pipe of commands: the process stops its runs, waits for them, and exits."""
         with self._lock:
@@ -222,16 +233,19 @@ class _TrainingProcess:
             except (EOFError, OSError):
                 break
             with self._lock:
+                if number is None:  # (None, "ready", None)
+                    self._ready = True
                 inbox = self._runs.get(number)
             if inbox is not None:
                 inbox.put((kind, payload))
         receiver.close()
         exitcode = _exit_code(self.process)
-        line = f"the process computing it ended unexpectedly ({_how_it_ended(exitcode)})"
         with self._lock:
-            if self._ending and exitcode == 0 and not self._runs:  # asked to end, it did, and lost nothing
-                log.info("the training process ended with the server")
+            if self._ending and (exitcode == 0 or not self._ready):  # ended in order, or stopped as it started
+                line = "the server is ending"
+                log.info("the training process ended with the server (%s)", _how_it_ended(exitcode))
             else:  # with no run in it, nothing is lost (a host reclaimed an idle process): worth a line, no more
+                line = f"the process computing it ended unexpectedly ({_how_it_ended(exitcode)})"
                 report = log.error if self._runs else log.warning
                 report("the training process ended with %d runs in it: %s", len(self._runs), line)
             self.ended = line
@@ -263,6 +277,14 @@ def _how_it_ended(exitcode):
     return words
 
 
+def _stop_starting_processes():
+    """The server begins to end (lab.server.shutdown): a training process still starting is stopped."""
+    with _lock:
+        starting = list(_processes)
+    for process in starting:
+        process.stop_if_starting()
+
+
 def _end_processes():
     """The server is ending (lab.server.shutdown): every training process stops its runs and exits."""
     with _lock:
@@ -287,7 +309,7 @@ def _start_run(function, kwargs):
             threads = max(1, (torch.get_num_threads() - 1) // max(1, TRAINING_PROCESSES))  # a core for the pages
             _processes.append(_TrainingProcess(multiprocessing.get_context("spawn"), threads))
             if not _end_registered:  # after multiprocessing's own hook, which would kill them under their runs
-                shutdown.close_at_exit(_end_processes)
+                shutdown.close_at_exit(_end_processes, first=_stop_starting_processes)
                 _end_registered = True
         process = min(_processes, key=lambda p: p.runs)
         return process, *process.start(function, kwargs)
