@@ -10,6 +10,7 @@ them and the warm-up computes a page's first charts in PyTorch. Each run is a fr
 failure is in how a process ends; 20 in a row, because it was intermittent (5 of 6 runs of a script that
 opened every page)."""
 
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -43,17 +44,24 @@ print("opened Home; ending", moment, flush=True)
 """
 
 
-def test_a_script_that_opens_pages_exits_cleanly_20_times_in_a_row():
+def open_pages_and_exit(run):
+    """Run the script once, ending at the moment `run` picks -> (what failed, or "")."""
+    moment = MOMENTS[run % len(MOMENTS)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    for run in range(RUNS):
-        moment = MOMENTS[run % len(MOMENTS)]
-        done = subprocess.run(
-            [sys.executable, "-c", OPEN_PAGES, moment, str(ROOT / "app.py")],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        where = f"run {run + 1} of {RUNS}, ending while {moment}: exit status {done.returncode}\n{done.stderr[-3000:]}"
-        assert done.returncode == 0 and f"ending {moment}" in done.stdout, where
-        assert "terminate called" not in done.stderr and "Traceback" not in done.stderr, where
+    done = subprocess.run(
+        [sys.executable, "-c", OPEN_PAGES, moment, str(ROOT / "app.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    clean = done.returncode == 0 and f"ending {moment}" in done.stdout
+    clean = clean and "terminate called" not in done.stderr and "Traceback" not in done.stderr
+    return "" if clean else f"run {run + 1}, ending {moment}: exit status {done.returncode}\n{done.stderr[-3000:]}"
+
+
+def test_a_script_that_opens_pages_exits_cleanly_20_times_in_a_row():
+    """Two runs at a time (each is mostly one core's imports), ten in a row on each."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        failures = [failure for failure in pool.map(open_pages_and_exit, range(RUNS)) if failure]
+    assert not failures, f"{len(failures)} of {RUNS} runs did not exit cleanly; the first:\n{failures[0]}"

@@ -98,12 +98,13 @@ def _serve(commands, messages, threads):
     # which hold its interpreter's lock: they are niced alone (lab.server.priority.lower_this_thread)
     lower_this_process(idle=True)
     torch.set_num_threads(threads)
-    _send(messages, (None, "ready", None))  # started: from now on the server waits for it to end in order
     sending, stops, runs = threading.Lock(), {}, []
 
     def send(number, kind, payload):
         with sending, contextlib.suppress(OSError):  # the runs' threads share one pipe; OSError: the server is gone
             _send(messages, (number, kind, payload))
+
+    send(None, "ready", None)  # started: from now on the server waits for it to end in order
 
     while True:
         try:
