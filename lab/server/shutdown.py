@@ -63,15 +63,18 @@ def end():
         _threads.clear()
         _firsts.clear()
         _closers.clear()
-    for stop in firsts + [stop for _, stop in threads if stop is not None]:
-        stop()
+    _call_each(firsts + [stop for _, stop in threads if stop is not None])
     deadline = time.monotonic() + JOIN_SECONDS
     for thread, _ in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
             log.warning("%s had not ended %.0f s after the process began to end", thread.name, JOIN_SECONDS)
-    for close in closers:
+    _call_each(closers)
+
+
+def _call_each(functions):
+    for function in functions:
         try:
-            close()
+            function()
         except Exception:  # one failed step must not keep the others from ending what they started
             log.exception("ending the process: a step failed")

@@ -113,6 +113,7 @@ def _serve(commands, messages, threads):
             break
         if command == "start":
             stops[number] = threading.Event()
+            runs[:] = [run for run in runs if run.is_alive()]  # a process trains thousands of runs in a class
             runs.append(threading.Thread(target=_train_one, args=(send, number, stops, payload), daemon=True))
             runs[-1].start()
         elif (stop := stops.get(number)) is not None:  # a run that has ended already has nothing to stop
