@@ -39,3 +39,12 @@ def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
     path.write_text(load_bundled_corpus()[:20_000], encoding="utf-8")
     return path
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The end the server gets at exit (lab.server.shutdown), while pytest still captures the output: the
+    runs tests left, the warm-up and the training processes end in order, and their last log lines go to
+    the handlers a test set up on pytest's streams, before pytest closes them."""
+    from lab.server import shutdown
+
+    shutdown.end()

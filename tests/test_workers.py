@@ -18,7 +18,8 @@ from lab.data import load_bundled_corpus
 from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.models import LMConfig, build_model
 from lab.server.jobs import TrainingJob
-from lab.server.workers import NICENESS, WorkerError, run_in_process
+from lab.server.priority import NICENESS
+from lab.server.workers import WorkerError, run_in_process
 from lab.training.checkpoints import load_checkpoint
 from lab.training.tasks import LMTask
 
@@ -101,7 +102,7 @@ def test_the_childs_exception_arrives_as_one_line_after_its_events():
 
 
 def test_a_killed_child_is_a_clear_error_not_a_hang():
-    with pytest.raises(WorkerError, match="ended unexpectedly .*exit code -9"):
+    with pytest.raises(WorkerError, match=r"ended unexpectedly \(killed by signal 9, .*out of memory\)$"):
         run_in_process(_die, {}, lambda event: None, lambda: False)
 
 
@@ -223,7 +224,7 @@ def test_a_killed_training_process_fails_every_run_in_it_with_one_line_and_the_n
     )
     for error in (killer, victim):
         assert isinstance(error, WorkerError) and "\n" not in str(error)
-        assert "ended unexpectedly" in str(error) and "exit code -9" in str(error)
+        assert "ended unexpectedly (killed by signal 9" in str(error)
     assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == min(os.nice(0) + NICENESS, 19)
 
 
@@ -278,3 +279,64 @@ def test_a_child_does_not_run_the_page_that_started_it(tmp_path, monkeypatch):
     assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == min(os.nice(0) + NICENESS, 19)
     assert not ran.exists()
     assert sys.modules["__main__"] is main  # the page's module is back for the page
+
+
+def test_a_training_process_that_dies_in_the_warm_up_leaves_one_log_line_with_its_signal(monkeypatch, caplog):
+    """The warm-up's two steps in a training process that is killed: the warm-up goes on to its next part (it
+    raises nothing, so no thread's traceback), and the log says once how the process ended."""
+    import ui.warm_up
+
+    monkeypatch.setattr(ui.warm_up, "TRAIN_IN_PROCESS", True)
+    monkeypatch.setattr(ui.warm_up, "train_two_tiny_steps", _die)
+    with caplog.at_level(logging.INFO):
+        ui.warm_up._train_two_steps()
+    lines = [r.getMessage() for r in caplog.records if r.name in ("lab.server.workers", "ui.warm_up")]
+    assert len(lines) == 1, lines
+    assert "ended unexpectedly (killed by signal 9" in lines[0] and "None" not in lines[0]
+
+
+def _die_when_stopped(emit, should_stop):
+    emit({"type": "step", "step": 1})
+    while not should_stop():
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+ENDING_SERVER = """
+import logging, time
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+from lab.server.jobs import BackgroundJob
+from test_workers import _die_when_stopped
+
+class Doomed(BackgroundJob):
+    what = "The doomed run"
+
+    def _work(self):
+        self._compute(_die_when_stopped)
+        return "finished"
+
+job = Doomed(in_process=True).start()
+while not job.events():
+    time.sleep(0.05)
+print("training; the script ends here", flush=True)
+"""
+
+
+def test_a_training_process_that_dies_as_the_server_ends_leaves_one_log_line_and_a_clean_exit():
+    """A script that exits while a job trains in the training process: its end stops the job, and the run's
+    process dies as it stops. The script still exits with status 0, without a traceback, and the log says
+    once how the process ended (its signal, never "exit code None")."""
+    import subprocess
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run([sys.executable, "-c", ENDING_SERVER], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "training" in done.stdout, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "terminate called" not in done.stderr, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if " lab.server.workers: " in line]
+    assert len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith("ERROR") and "1 runs in it" in lines[0] and "killed by signal 9" in lines[0]

@@ -15,7 +15,7 @@ import time
 import streamlit as st
 
 from lab.errors import LabError
-from lab.server import jobs, ray_runs
+from lab.server import jobs, ray_runs, shutdown, workers
 from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
 from lab.settings import server_settings, unknown_variables
 from lab.training.train import configure_cpu
@@ -71,11 +71,18 @@ def start_server_process():
     _log_jobs_to_the_server_log()
     # the registry is made here, on the script thread, and handed over: the reaper thread has no
     # script context in which to call a cached function
-    threading.Thread(target=_reap_unattended_jobs, args=(job_registry(),), name="rnnlab-reaper", daemon=True).start()
-    # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server, before the class
-    if server_settings().ray_address:
-        threading.Thread(target=_start_warm_actors, name="rnnlab-warm-actors", daemon=True).start()
+    _start_until_the_end(_reap_unattended_jobs, "rnnlab-reaper", job_registry())
+    if server_settings().ray_address:  # the warm actors (RNNLAB_RAY_WARM_ACTORS) start with the server
+        _start_until_the_end(_start_warm_actors, "rnnlab-warm-actors")
     return threads
+
+
+def _start_until_the_end(target, name, *args):
+    """Start a thread of the server's own that returns once the server begins to end (shutdown.ENDING),
+    and is joined then, before the interpreter tears down (lab.server.shutdown)."""
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    thread.start()
+    shutdown.join_at_exit(thread)
 
 
 def _start_warm_actors():
@@ -93,8 +100,7 @@ def start_warm_up():
     interpreter's lock."""
     from ui.warm_up import THREAD_NAME, warm_up
 
-    # not a daemon: the interpreter waits for its few seconds at exit instead of killing it inside torch
-    threading.Thread(target=warm_up, name=THREAD_NAME).start()
+    _start_until_the_end(warm_up, THREAD_NAME)
 
 
 SERVER_LOG_FORMAT = logging.Formatter(
@@ -103,14 +109,15 @@ SERVER_LOG_FORMAT = logging.Formatter(
 
 
 def _log_jobs_to_the_server_log():
-    """lab.server.jobs says when each run starts training and ends, lab.server.ray_runs when the warm Ray
-    actors are ready; on a class server the teacher reads it in the server's log (Community Cloud:
+    """lab.server.jobs says when each run starts training and ends, lab.server.workers when a training
+    process ends, lab.server.ray_runs when the warm Ray actors are ready, lab.server.shutdown what did not
+    end in time as the server ended; on a class server the teacher reads it in the server's log (Community Cloud:
     "Manage app"), beside Streamlit's own lines; ui.warm_up when the server is prepared."""
     from ui.warm_up import log as warm_up_log
 
     handler = logging.StreamHandler()
     handler.setFormatter(SERVER_LOG_FORMAT)
-    for log in (jobs.log, ray_runs.log, warm_up_log):
+    for log in (jobs.log, workers.log, ray_runs.log, shutdown.log, warm_up_log):
         log.setLevel(logging.INFO)
         log.addHandler(handler)
 
@@ -266,8 +273,7 @@ def stop_unattended_jobs(registry, now=None, unattended=None):
 def _reap_unattended_jobs(registry, interval=2.0, sweep_every=60.0):
     """Stop unattended jobs every `interval` s; sweep old and excess files every `sweep_every` s."""
     last_sweep = -math.inf
-    while True:
-        time.sleep(interval)
+    while not shutdown.ENDING.wait(interval):
         stop_unattended_jobs(registry)
         if time.monotonic() - last_sweep >= sweep_every:
             last_sweep = time.monotonic()

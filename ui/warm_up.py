@@ -18,7 +18,8 @@ import time
 
 import ui
 from lab.instruments.sampling import STRATEGIES
-from lab.server.workers import run_in_process
+from lab.server.shutdown import ENDING
+from lab.server.workers import WorkerError, run_in_process
 from lab.training.checkpoints import list_checkpoints
 from lab.training.train import train_two_tiny_steps
 from ui.cached_calls import (
@@ -77,13 +78,16 @@ def _prepare():
 
 @functools.cache  # once per process: prepare_server's and a session's heartbeat's both call it
 def warm_up():
-    """The whole warm-up; run it in a thread named THREAD_NAME."""
+    """The whole warm-up; run it in a thread named THREAD_NAME. A server that begins to end
+    (lab.server.shutdown) stops it after the part it is computing."""
     _train_two_steps()
     for page, page_defaults in (
         ("Memory", memory_page_defaults),
         ("Sample", sample_page_defaults),
         ("Gates", gates_page_defaults),
     ):
+        if ENDING.is_set():
+            return
         try:
             page_defaults()
         except Exception:  # a missing or unreadable bundled file: the page says so to its visitor
@@ -94,7 +98,10 @@ def _train_two_steps():
     """Two training steps where the runs train: that starts the training process, if they train in one
     (its imports take a few seconds), and lets PyTorch set up training there."""
     if train_in_process():
-        run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=lambda: False)
+        try:
+            run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=ENDING.is_set)
+        except WorkerError:  # the log has its one account already: how the process ended, or the run's traceback
+            return
     else:
         train_two_tiny_steps()
 
@@ -111,10 +118,10 @@ def memory_page_defaults():
         if name in keys:
             cached_reach(*keys[name], TEXT, REACH_LAG)
     for name in RETENTION_MODELS:
-        if name in keys:
+        if name in keys and not ENDING.is_set():  # (each call: seconds the server's end would wait for)
             cached_retention(*keys[name], TEXT)
     for name in GRADIENT_MODELS:
-        if name in keys:
+        if name in keys and not ENDING.is_set():
             cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1])
             cached_gradient(*keys[name], TEXT[: GRADIENT_STEPS + 1], fresh_seed=0)
 
@@ -127,7 +134,8 @@ def sample_page_defaults():
     configs = [strategy_config(settings, strategy) for strategy in STRATEGIES]
     configs.append(strategy_config(settings, settings["stateless"], stateful=False))
     for config in configs:
-        cached_generation(*key, settings["prompt"], config)
+        if not ENDING.is_set():  # (each call: seconds the server's end would wait for)
+            cached_generation(*key, settings["prompt"], config)
 
 
 def gates_page_defaults():
@@ -135,4 +143,5 @@ def gates_page_defaults():
     track its features) and the longer passage, from which each unit shown is then a slice."""
     key = bundled_keys()[GATES_DEFAULTS["model"]]
     cached_unit_correlations(*key, GATES_DEFAULTS["text"])
-    cached_passage_unit(*key, *PASSAGE, 0, "h", 0)
+    if not ENDING.is_set():  # (each call: seconds the server's end would wait for)
+        cached_passage_unit(*key, *PASSAGE, 0, "h", 0)

@@ -16,9 +16,11 @@ import time
 
 from lab.errors import LabError
 from lab.schema import PositiveNumber, check
+from lab.server import shutdown
 from lab.server.capacity import TurnTaker, server_budget, server_turns
+from lab.server.priority import lower_this_thread
 from lab.server.ray_runs import ACTOR_MB, RayRun
-from lab.server.workers import WorkerError, nice_this_thread, run_in_process
+from lab.server.workers import WorkerError, run_in_process
 from lab.settings import server_settings
 from lab.training.train import resume_training_state, run_metrics, train
 
@@ -67,6 +69,9 @@ class BackgroundJob:
         self.status = "queued"
         self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
         self._thread.start()
+        # a daemon, so that a server's end need not wait for a run's last step; but stopped and joined
+        # before the interpreter tears down, never ended inside PyTorch or Ray (lab.server.shutdown)
+        shutdown.join_at_exit(self._thread, self.stop)
         return self
 
     def wait(self, timeout=None):
@@ -112,7 +117,7 @@ class BackgroundJob:
 
     def _run(self):
         if not (self.in_process or self.ray_address):  # it computes in this thread, its own: pages come first
-            nice_this_thread()  # (not before starting a process: a forkserver started here would inherit it)
+            lower_this_thread()  # (not before starting a process: a forkserver started here would inherit it)
         status = "failed"
         try:
             if not self._ticket.wait(self._stop.is_set):

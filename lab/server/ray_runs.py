@@ -37,15 +37,16 @@ need not have it installed.
 """
 
 import logging
-import os
 import threading
 import time
 import uuid
 from pathlib import Path
 
 from lab.errors import LabError
+from lab.server import shutdown
 from lab.server.capacity import CapacityError
-from lab.server.workers import NICENESS, WorkerError
+from lab.server.priority import lower_this_process
+from lab.server.workers import WorkerError
 from lab.settings import server_settings
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class RunActor:
     (`warm=True`) imports PyTorch and the training code as it starts, and is `reset` between runs."""
 
     def __init__(self, warm=False):
-        os.nice(NICENESS)  # on the server's own machine the pages come first (lab.server.workers)
+        lower_this_process()  # on the server's own machine the pages come first (lab.server.priority)
         if warm:
             import lab.training.train  # noqa: F401  (and PyTorch with it)
         self.reset()
@@ -100,6 +101,8 @@ def connect(address, **init_options):
         if not ray.is_initialized():
             lab_folder = str(Path(__file__).parent.parent)  # the whole lab package
             ray.init(address=address, runtime_env={"py_modules": [lab_folder]}, **init_options)
+            # ray.init registered Ray's own end: this process's runs must end before it (lab.server.shutdown)
+            shutdown.register()
         if _RunActor is None:
             _RunActor = ray.remote(max_concurrency=2)(RunActor)
     return ray
@@ -121,10 +124,10 @@ def check_fits(ray, cpus, memory_mb, what):
         )
 
 
-def start_warm_actors(address, count=None, memory_mb=None):
+def start_warm_actors(address, count=None, memory_mb=None, poll_seconds=0.5):
     """Start `count` warm actors (default RNNLAB_RAY_WARM_ACTORS) of `memory_mb` each (default
     RNNLAB_RAY_WARM_ACTOR_MB): Ray places them as it has room. Returns once all have started, their
-    PyTorch imported (the server calls it in a thread of its own)."""
+    PyTorch imported, or once the server begins to end (the server calls it in a thread of its own)."""
     count = server_settings().ray_warm_actors if count is None else count
     if memory_mb is None:  # 1024 by default: the default run asks for ~470 MB
         memory_mb = server_settings().ray_warm_actor_mb
@@ -133,7 +136,12 @@ def start_warm_actors(address, count=None, memory_mb=None):
     actors = [_RunActor.options(name=f"warm {uuid.uuid4().hex[:8]}", **options).remote(warm=True) for _ in range(count)]
     with _warm_lock:
         _warm.extend((actor, memory_mb) for actor in actors)
-    ray.get([actor.poll.remote(0, False) for actor in actors])
+    starting = [actor.poll.remote(0, False) for actor in actors]  # each answered once its actor has started
+    while starting:
+        if shutdown.ENDING.is_set():  # the server is ending: it need not wait for them
+            return actors
+        started, starting = ray.wait(starting, num_returns=len(starting), timeout=poll_seconds)
+        ray.get(started)  # an actor that could not start raises here
     if actors:
         log.info("%d warm Ray actors of %d MB each are ready", count, memory_mb)
     return actors

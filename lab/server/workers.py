@@ -3,8 +3,8 @@
 Threads of one Python process share one interpreter: a server whose training runs are threads gives
 the thread drawing a student's page a share of it that shrinks with every run started (BENCHMARKS.md,
 the classroom runs). A run in another process takes nothing from the server's interpreter, and at a
-lower scheduling priority (SCHED_IDLE, `_lower_priority`) it takes the cores only when the pages leave
-them idle.
+lower scheduling priority (SCHED_IDLE on Linux, the idle priority class on Windows:
+lab.server.priority) it takes the cores only when the pages leave them idle.
 
 The server keeps RNNLAB_TRAINING_PROCESSES training processes (default 1; 0: the runs train in the
 server's own threads, lab.server.jobs), each started when a run first needs it. Each trains every run
@@ -17,46 +17,42 @@ CUDA build, README), not once per run. A run goes to the process with the fewest
 `function(emit, should_stop, **kwargs)` runs in the training process. Its events reach `on_event` in the
 calling thread, in order; its return value is returned here; an exception it raises is raised here as
 WorkerError with its one-line message, its traceback written to the server's log. A training process
-that dies (killed for memory) fails every run in it, each with the same line; the next run starts a
-fresh one.
-A training process is a fresh Python (multiprocessing's "spawn"), not a fork of the server: it imports
-PyTorch itself (a few seconds, at the server's warm-up: ui.warm_up) and shares the libraries' files with
-the server, where a forkserver that had imported PyTorch held another ~285 MB (PSS) beside it.
+that dies (killed for memory) fails every run in it, each with the same line, and the server's log gets
+that line once, with its exit code or the signal that killed it; the next run starts a fresh one.
+A training process is a fresh Python (multiprocessing's "spawn", on every platform), not a fork of the
+server: it imports PyTorch itself (a few seconds, at the server's warm-up: ui.warm_up) and shares the
+libraries' files with the server, where a forkserver that had imported PyTorch held another ~285 MB
+(PSS) beside it. As the server ends (lab.server.shutdown) it closes each process's pipe: the process
+stops its runs, waits for them, and exits with status 0.
 """
 
 import contextlib
 import itertools
 import logging
 import multiprocessing
-import os
 import pickle
 import queue
+import signal
 import sys
 import threading
+import time
 import traceback
 import types
 from multiprocessing.reduction import ForkingPickler
 
 import torch
 
+from lab.server import shutdown
 from lab.server.capacity import TurnTaker, server_turns
+from lab.server.priority import lower_this_process
 from lab.settings import server_settings
 from lab.words import count
 
 log = logging.getLogger(__name__)
-NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
+END_SECONDS = 30.0  # how long an ending server waits for a training process to stop its runs and exit
 _processes, _lock = [], threading.Lock()
+_end_registered = False  # whether _end_processes will run at the server's end
 _run_numbers = itertools.count()
-
-
-def nice_this_thread():
-    """Lower the calling thread's CPU priority by NICENESS, as a training process is lowered: on Linux a
-    thread's nice value is its own, so a run computing on a thread of the server (and the threads PyTorch
-    starts from it) yields the cores to the threads that draw pages. Elsewhere nothing changes."""
-    if sys.platform.startswith("linux"):
-        thread = threading.get_native_id()
-        with contextlib.suppress(OSError):  # a host that forbids it: the run keeps the server's priority
-            os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + NICENESS))
 
 
 class WorkerError(RuntimeError):
@@ -90,38 +86,44 @@ def _send(connection, message):
 
 def _serve(commands, messages, threads):
     """The training process: ("start", number, pickled (function, kwargs)) trains a run on a thread of its
-    own, ("stop", number) asks it to stop; every message back is (number, kind, payload)."""
-    _lower_priority()  # before any thread starts: on Linux each thread inherits its creator's priority
+    own, ("stop", number) asks it to stop; every message back is (number, kind, payload). When the
+    server closes its end of the pipe (or dies), every run is stopped and waited for, and the process
+    exits with status 0."""
+    # Ctrl-C in the server's terminal reaches this process too: the server decides when it ends, and
+    # ends it by closing the pipe, not with a KeyboardInterrupt's traceback in the middle of a step
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # before any thread starts (on Linux each thread inherits its creator's priority). Idle, not niced
+    # alone: niced, the runs still took a share of the core a page wanted, and a page's many wake-ups each
+    # waited behind them (BENCHMARKS.md: with ten runs, another student's page 2.5x its idle time niced,
+    # 1.8x in SCHED_IDLE, and the runs took more steps). No such inversion in the server's own threads,
+    # which hold its interpreter's lock: they are niced alone (lab.server.priority.lower_this_thread)
+    lower_this_process(idle=True)
     torch.set_num_threads(threads)
-    sending, stops = threading.Lock(), {}
+    sending, stops, runs = threading.Lock(), {}, []
 
     def send(number, kind, payload):
-        with sending:  # the runs' threads share one pipe
+        with sending, contextlib.suppress(OSError):  # the runs' threads share one pipe; OSError: the server is gone
             _send(messages, (number, kind, payload))
+
+    send(None, "ready", None)  # started: from now on the server waits for it to end in order
 
     while True:
         try:
             command, number, payload = pickle.loads(commands.recv_bytes())
-        except EOFError:  # the server has gone
-            return
+        except (EOFError, OSError):  # the server is ending, or has gone
+            break
         if command == "start":
             stops[number] = threading.Event()
-            threading.Thread(target=_train_one, args=(send, number, stops, payload), daemon=True).start()
+            runs[:] = [run for run in runs if run.is_alive()]  # a process trains thousands of runs in a class
+            runs.append(threading.Thread(target=_train_one, args=(send, number, stops, payload), daemon=True))
+            runs[-1].start()
         elif (stop := stops.get(number)) is not None:  # a run that has ended already has nothing to stop
             stop.set()
-
-
-def _lower_priority():
-    """Nice NICENESS, and on Linux the SCHED_IDLE class: work that runs on a core nothing else wants, and
-    that a page's thread preempts as soon as it wakes. Niced alone, the runs still took a share of the
-    core a page wanted, and a page's many wake-ups each waited behind them (BENCHMARKS.md: with ten
-    runs, another student's page 2.5x its idle time niced, 1.8x in SCHED_IDLE, and the runs took more
-    steps). No such inversion in the server's own threads, which hold its interpreter's lock: they keep
-    their nice value alone (nice_this_thread)."""
-    os.nice(NICENESS)
-    if hasattr(os, "SCHED_IDLE"):
-        with contextlib.suppress(OSError):  # a host that forbids it: nice alone
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    # every run stops between two steps; joined, none is left inside PyTorch as the interpreter ends
+    for stop in list(stops.values()):
+        stop.set()
+    for run in runs:
+        run.join()
 
 
 def _train_one(send, number, stops, payload):
@@ -144,7 +146,7 @@ def _train_one(send, number, stops, payload):
 class _TrainingProcess:
     """One training process and, for each run in it, a queue of the messages that came back for that run.
     A thread reads the process's pipe and sorts its messages into the queues; when the pipe ends (the
-    process died) every run still in it is told so."""
+    process ended) it waits for the process, and tells every run still in it how it ended."""
 
     def __init__(self, context, threads):
         receiver, child_sender = context.Pipe(duplex=False)
@@ -157,7 +159,12 @@ class _TrainingProcess:
         child_receiver.close()
         child_sender.close()  # the child holds the only writing end: its exit ends the pipe
         self.ended, self._runs, self._lock = "", {}, threading.Lock()  # ended: why, once it has
-        threading.Thread(target=self._sort_messages, args=(receiver,), daemon=True, name="lab-training-pipe").start()
+        self._ready = False  # it has started (imported PyTorch): it ends in order
+        self._ending = False  # the server asked it to end: its end is no news
+        self._reader = threading.Thread(
+            target=self._sort_messages, args=(receiver,), daemon=True, name="lab-training-pipe"
+        )
+        self._reader.start()
 
     @property
     def alive(self):
@@ -176,8 +183,8 @@ class _TrainingProcess:
         payload = bytes(ForkingPickler.dumps((function, kwargs)))
         number, inbox = next(_run_numbers), queue.SimpleQueue()
         with self._lock:
-            if self.ended:  # it died after it was chosen: its pipe would never answer
-                raise WorkerError(self.ended)
+            if self.ended or self._ending:  # it died (or is ending) after it was chosen: it would never answer
+                raise WorkerError(self.ended or "the server is ending")
             self._runs[number] = inbox
             self._command("start", number, payload)
         return number, inbox
@@ -192,6 +199,32 @@ class _TrainingProcess:
             if self._runs.pop(number, None) is not None:
                 self._command("stop", number, None)
 
+    def stop_if_starting(self):
+        """Stop the process at once if it has not started yet (importing PyTorch: seconds, more on busy
+        cores): no run has begun in it, so nothing is lost, and an ending server need not wait for it."""
+        with self._lock:
+            if self._ready or self.ended:
+                return
+            self._ending = True
+        self.process.terminate()
+
+    def ask_to_end(self):
+        """Close the pipe of commands: the process stops its runs, waits for them, and exits."""
+        with self._lock:
+            self._ending = True
+            self._commands.close()
+
+    def wait_until_ended(self, timeout):
+        """Wait for the process to end, and for its pipe's thread to say how; a process still running after
+        `timeout` seconds is terminated, then killed."""
+        self._reader.join(timeout)
+        for force in (self.process.terminate, self.process.kill):
+            if not self._reader.is_alive():
+                return
+            log.warning("the training process did not end within %.0f s of the server's end: it is stopped", timeout)
+            force()
+            self._reader.join(timeout)
+
     def _command(self, *command):
         with contextlib.suppress(OSError):  # a dead process: its runs hear of it from _sort_messages
             _send(self._commands, command)
@@ -203,35 +236,85 @@ class _TrainingProcess:
             except (EOFError, OSError):
                 break
             with self._lock:
+                if number is None:  # (None, "ready", None)
+                    self._ready = True
                 inbox = self._runs.get(number)
             if inbox is not None:
                 inbox.put((kind, payload))
-        self.process.join()
-        line = (
-            f"the process computing it ended unexpectedly (exit code {self.process.exitcode}; "
-            "a negative code is the signal that ended it, -9 often means out of memory)"
-        )
+        receiver.close()
+        exitcode = _exit_code(self.process)
         with self._lock:
-            # with no run in it, the server is ending (or a host reclaimed an idle process): nothing is lost
-            report = log.error if self._runs else log.info
-            report("the training process ended with %s in it: %s", count(len(self._runs), "run"), line)
+            if self._ending and (exitcode == 0 or not self._ready):  # ended in order, or stopped as it started
+                line = "the server is ending"
+                log.info("the training process ended with the server (%s)", _how_it_ended(exitcode))
+            else:  # with no run in it, nothing is lost (a host reclaimed an idle process): worth a line, no more
+                line = f"the process computing it ended unexpectedly ({_how_it_ended(exitcode)})"
+                report = log.error if self._runs else log.warning
+                report("the training process ended with %s in it: %s", count(len(self._runs), "run"), line)
             self.ended = line
             for inbox in self._runs.values():
                 inbox.put(("died", line))
             self._commands.close()
-        receiver.close()
+
+
+def _exit_code(process, seconds=10.0):
+    """The ended process's exit code, waiting for it: while another thread reaps the same process (a
+    start's sweep of ended children, multiprocessing's own at exit), one join can return before the code
+    is known. None only if it is still unknown after `seconds`."""
+    deadline = time.monotonic() + seconds
+    process.join(seconds)
+    while process.exitcode is None and time.monotonic() < deadline:
+        process.join(0.05)
+    return process.exitcode
+
+
+def _how_it_ended(exitcode):
+    """An exit code in words: multiprocessing gives a process killed by signal N the code -N (POSIX)."""
+    if exitcode is None:
+        return "its exit code could not be read"
+    if exitcode >= 0:
+        return f"exit code {exitcode}"
+    words = f"killed by signal {-exitcode}"
+    if getattr(signal, "SIGKILL", None) == -exitcode:  # the kernel's answer to a machine out of memory
+        words += ", which often means the machine ran out of memory"
+    return words
+
+
+def _stop_starting_processes():
+    """The server begins to end (lab.server.shutdown): a training process still starting is stopped."""
+    with _lock:
+        starting = list(_processes)
+    for process in starting:
+        process.stop_if_starting()
+
+
+def _end_processes():
+    """The server is ending (lab.server.shutdown): every training process stops its runs and exits."""
+    with _lock:
+        ending = list(_processes)
+        _processes.clear()
+    for process in ending:
+        process.ask_to_end()
+    for process in ending:
+        process.wait_until_ended(END_SECONDS)
 
 
 def _start_run(function, kwargs):
     """Start a run in the live training process with the fewest runs, or in a new one while there are
     fewer than RNNLAB_TRAINING_PROCESSES with a run in each. -> (the process, the run's number, its queue)."""
+    global _end_registered
     with _lock:
+        if shutdown.ENDING.is_set():  # the server is ending: no new process, no new run
+            raise WorkerError("the server is ending")
         _processes[:] = [p for p in _processes if p.alive]
         idle = [p for p in _processes if not p.runs]
         wanted = max(1, server_settings().training_processes)
         if not idle and len(_processes) < wanted:
             threads = max(1, (torch.get_num_threads() - 1) // wanted)  # a core for the pages
             _processes.append(_TrainingProcess(multiprocessing.get_context("spawn"), threads))
+            if not _end_registered:  # after multiprocessing's own hook, which would kill them under their runs
+                shutdown.close_at_exit(_end_processes, first=_stop_starting_processes)
+                _end_registered = True
         process = min(_processes, key=lambda p: p.runs)
         return process, *process.start(function, kwargs)
 
