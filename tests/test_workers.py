@@ -286,7 +286,7 @@ def test_a_training_process_that_dies_in_the_warm_up_leaves_one_log_line_with_it
     raises nothing, so no thread's traceback), and the log says once how the process ended."""
     import ui.warm_up
 
-    monkeypatch.setattr(ui.warm_up, "TRAIN_IN_PROCESS", True)
+    monkeypatch.setenv("RNNLAB_TRAINING_PROCESSES", "1")
     monkeypatch.setattr(ui.warm_up, "train_two_tiny_steps", _die)
     with caplog.at_level(logging.INFO):
         ui.warm_up._train_two_steps()
@@ -339,4 +339,4 @@ def test_a_training_process_that_dies_as_the_server_ends_leaves_one_log_line_and
     assert "Traceback" not in done.stderr and "terminate called" not in done.stderr, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if " lab.server.workers: " in line]
     assert len(lines) == 1, done.stderr[-3000:]
-    assert lines[0].startswith("ERROR") and "1 runs in it" in lines[0] and "killed by signal 9" in lines[0]
+    assert lines[0].startswith("ERROR") and "1 run in it" in lines[0] and "killed by signal 9" in lines[0]
