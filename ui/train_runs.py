@@ -17,7 +17,7 @@ from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
 from lab.nets.models import build_model, config_to_dict
-from lab.server.jobs import TrainingJob
+from lab.server.jobs import TrainingJob, start_together
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from ui import train_settings
@@ -118,16 +118,16 @@ def unused_run_name(base):
     return next(f"{base}-{n}" for n in range(1, len(taken) + 2) if f"{base}-{n}" not in taken)
 
 
-def start_run(run_values, run_model_config, task, corpus_label):
-    """A run of these settings on `task`, started in the background for this session -> its TrainingJob."""
+def new_run(run_values, run_model_config, task, corpus_label):
+    """A run of these settings on `task`, checked and built but not started -> (its TrainingJob, what the
+    page's RunLog needs of it): a bad setting is refused here, before any run of a race starts."""
     run_config = train_config(run_values)
     task.check(run_config)  # a corpus too short for one window is a DataError here, not in the thread
     check_training_memory(run_model_config, run_values["batch"], task.sequence_length(run_config))
     name = sanitize_name(run_values["name"].strip() or unused_run_name(default_run_name(run_values)))
-    model = build_model(run_model_config)
     job = TrainingJob(
         name,
-        model,
+        build_model(run_model_config),
         copy.copy(task),
         run_config,
         checkpoint_dir=user_dir(),
@@ -138,19 +138,26 @@ def start_run(run_values, run_model_config, task, corpus_label):
         resumable=why_not_resumable(run_model_config, run_config) is None,  # so it can be continued
         room=room_check(),
     )
-    job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
-    register_job(job)
-    n = len(training_jobs())
     cell = "scan-markov" if is_scan_markov(run_values) else f"{run_values['cell']}/{run_values['backend']}"
+    shown = (parameter_count(config_to_dict(run_model_config)), cell, run_values["tokenizer"], task.vocab_size)
+    return job, (*shown, plain_name(run_model_config))
+
+
+def show_started(job, shown):
+    """A started run, in this session's list and on the page."""
+    register_job(job)
+    params, cell, tokenizer, vocab, title = shown
+    label = f"{job.name} #{len(training_jobs())}"
     st.session_state.setdefault("train_logs", {})[id(job)] = RunLog(
-        job,
-        f"{name} #{n}",
-        parameter_count(config_to_dict(run_model_config)),
-        cell,
-        run_values["tokenizer"],
-        task.vocab_size,
-        title=plain_name(run_model_config),
+        job, label, params, cell, tokenizer, vocab, title=title
     )
+
+
+def start_run(run_values, run_model_config, task, corpus_label):
+    """A run of these settings on `task`, started in the background for this session -> its TrainingJob."""
+    job, shown = new_run(run_values, run_model_config, task, corpus_label)
+    job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
+    show_started(job, shown)
     return job
 
 
@@ -162,11 +169,16 @@ def race_values(values, model_config, cell):
 
 
 def start_race(values, model_config, task, corpus_label):
-    """One run per family, at equal parameter counts: the four race on one chart."""
-    jobs = []
+    """One run per family, at equal parameter counts: the four race on one chart. All four start or none:
+    each is checked and built first, then the budget admits them as one (a cap or a full budget that
+    would leave one out refuses or queues them all, lab.server.jobs.start_together)."""
+    runs = []
     for cell in RACE_CELLS:
         run_values = race_values(values, model_config, cell)
-        jobs.append(start_run(run_values, train_settings.model_config(run_values, task.vocab_size), task, corpus_label))
+        runs.append(new_run(run_values, train_settings.model_config(run_values, task.vocab_size), task, corpus_label))
+    jobs = start_together([job for job, _ in runs], "the race")
+    for job, shown in runs:
+        show_started(job, shown)
     return jobs
 
 

@@ -56,12 +56,19 @@ class BackgroundJob:
     def start(self):
         """Queue for the budget, or on Ray (CapacityError at once if the job could never fit), and start
         the thread that waits its turn and does the work."""
+        self._check_not_started()
+        if self.ray_address is None:
+            ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        else:  # an actor is a process of its own: its resident memory counts
+            ticket = RayRun(self.ray_address, self.cost_mb + ACTOR_MB, self.what)
+        return self._begin(ticket)
+
+    def _check_not_started(self):
         if self._thread is not None:
             raise RuntimeError("this job has already been started")
-        if self.ray_address is None:
-            self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
-        else:  # an actor is a process of its own: its resident memory counts
-            self._ticket = RayRun(self.ray_address, self.cost_mb + ACTOR_MB, self.what)
+
+    def _begin(self, ticket):
+        self._ticket = ticket
         self.started_at = time.time()
         self.status = "queued"
         self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
@@ -139,6 +146,30 @@ class BackgroundJob:
             )
             # last: a UI that sees a final status finds the results saved and the budget free for a new job
             self.status = status
+
+
+def start_together(jobs, together="these runs"):
+    """Start `jobs` (of one owner, one budget) all or none: the budget refuses, queues and admits them as one
+    (lab.server.capacity.Budget.request_all), so a cap or a full budget never starts half of a race.
+    On Ray each job asks the cluster for its own actor, as `start` does."""
+    jobs = list(jobs)
+    for job in jobs:
+        job._check_not_started()
+    first = jobs[0]
+    if first.ray_address is not None:
+        started = []
+        try:
+            for job in jobs:
+                started.append(job.start())
+        except Exception:  # one the cluster could never hold: the others stop before they train
+            for job in started:
+                job.stop()
+            raise
+        return started
+    if any(job.budget is not first.budget or job.owner != first.owner for job in jobs):
+        raise RuntimeError("start_together: the jobs must share one budget and one owner")
+    tickets = first.budget.request_all([job.cost_mb for job in jobs], first.owner, [job.what for job in jobs], together)
+    return [job._begin(ticket) for job, ticket in zip(jobs, tickets)]
 
 
 class TrainingJob(BackgroundJob):

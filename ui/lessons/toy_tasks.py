@@ -8,7 +8,7 @@ import streamlit as st
 
 from lab.experiments.probe import AT_CHANCE, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
 from lab.nets.models import count_parameters
-from lab.server.jobs import TrainingJob
+from lab.server.jobs import TrainingJob, start_together
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
@@ -56,8 +56,8 @@ def start_live_run(task, distance, seconds):
         jobs[cell] = TrainingJob(
             f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(), in_process=TRAIN_IN_PROCESS
         )
+    start_together(jobs.values(), "the four cells")  # all four or none, as the Train page's race
     for job in jobs.values():
-        job.start()
         register_job(job)
     st.session_state.lessons_toy_jobs, st.session_state.lessons_toy_for = jobs, (task, distance)
 
