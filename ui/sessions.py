@@ -18,7 +18,7 @@ import streamlit as st
 
 from lab.server import jobs, ray_runs, workers
 from lab.server.capacity import setting
-from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
+from lab.server.spaces import is_space_key, mark_seen, new_space_key, reserve_room, space_dir, sweep
 from lab.training.train import configure_cpu
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, pages/, checkpoints/
@@ -160,10 +160,10 @@ def user_dir():
 
 
 def room_check():
-    """What a save into this session's folder calls first: SpaceFullError (a ValueError, one line) when
-    the file would pass the session's quota or all sessions' bound (lab.server.spaces.check_room)."""
+    """What a save into this session's folder reserves its room with: SpaceFullError (a ValueError, one
+    line) when the file would pass the session's quota or all sessions' bound (lab.server.spaces.reserve_room)."""
     return functools.partial(
-        check_room, USER_DIR, user_dir(), space_bytes=SPACE_MAX_BYTES, total_bytes=USER_DIR_MAX_BYTES
+        reserve_room, USER_DIR, user_dir(), space_bytes=SPACE_MAX_BYTES, total_bytes=USER_DIR_MAX_BYTES
     )
 
 
