@@ -24,7 +24,7 @@ from ui.cell_labels import cell_label
 from ui.checkpoint_picker import cached_checkpoint, choose_checkpoint
 from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors, without_paths
 from ui.sessions import room_check, session_key, user_dir
 from ui.train_chart import WHITE
 
@@ -73,7 +73,7 @@ def delete(path):
         removed = delete_checkpoint(path, user_dir())
         st.session_state.ckpt_flash = ("success", f"Deleted {', '.join(p.name for p in removed)}.")
     except (CheckpointError, OSError) as e:
-        st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {plain(e)}")
+        st.session_state.ckpt_flash = ("error", f"Deleting {path.name} did not work: {said(e)}")
     st.session_state.ckpt_confirm_delete = False
     st.session_state.pop("ckpt_choice", None)
 
@@ -92,7 +92,7 @@ if problems:  # a hand-edited or damaged file is named and can be removed; it ne
     unreadable = sorted(p for p in user_dir().glob("*.safetensors") if p not in readable)
     with st.container(border=True):
         st.warning(f"{len(problems)} file(s) could not be read and are not listed:")
-        preformatted("\n".join(problems))
+        preformatted("\n".join(without_paths(problem) for problem in problems))
         if unreadable:
             st.button(
                 "🗑 Delete your unreadable files",

@@ -21,7 +21,7 @@ from lab.experiments.ablation import (
 from ui.ablation_views import loss_figure, show_gate_statistics, show_results
 from ui.common import section_choice, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 setup_page("Ablation")
@@ -102,14 +102,14 @@ def show_shipped(show, missing):
     try:
         show(results, "shipped")
     except (KeyError, TypeError, IndexError, ValueError) as e:  # a hand-edited or older results file
-        st.error(f"The results file in {RESULTS_DIR} is malformed ({type(e).__name__}: {plain(e)}); rerun the study.")
+        st.error(f"The results file is malformed ({type(e).__name__}: {said(e)}); rerun the study.")
     return True
 
 
 def shipped_study():
     st.header("1 · The shipped study")
     missing = (
-        f"No shipped results in {RESULTS_DIR}. Make them with "
+        "No shipped results on this server. Make them with "
         "`python -m lab ablation --dataset digits --epochs 40 --seeds 0 1 2 --arms baseline ablated "
         "chrono --out checkpoints/ablation`."
     )
@@ -219,7 +219,7 @@ def live_view():
     events = job.events()
     for e in events:
         if e["type"] == "error":
-            st.error(f"The live run failed: {plain(e['message'])}")
+            st.error(f"The live run failed: {said(e['message'])}")
     steps = pd.DataFrame(
         [
             {"arm": e["arm"], "seed": e["seed"], "step": e["step"], "train_loss": e["train_loss"]}

@@ -5,7 +5,7 @@ shared read-only by every session."""
 import streamlit as st
 
 from lab.training.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
-from ui.plain_text import plain
+from ui.plain_text import plain, said
 from ui.sessions import user_dir
 
 
@@ -51,5 +51,5 @@ def checkpoint_picker(key, label="Checkpoint", families=("lm", "scan_markov"), d
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
-        st.error(f"Could not load {plain(info.name)}: {plain(e)}")
+        st.error(f"Could not load {plain(info.name)}: {said(e)}")
         return None

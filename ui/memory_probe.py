@@ -12,7 +12,7 @@ from lab.nets.cells import CELLS
 from lab.training.checkpoints import BUNDLED_DIR
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.memory_charts import probe_figure
-from ui.plain_text import plain, user_errors
+from ui.plain_text import said, user_errors
 from ui.sessions import register_job, session_key
 
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
@@ -120,7 +120,7 @@ def probe_runner(mirror):
         return
     del st.session_state.memory_probe_job
     if job.status == "failed":
-        st.error(f"The probe did not work: {plain(job.message)}")
+        st.error(f"The probe did not work: {said(job.message)}")
     elif job.table is not None and len(job.table):
         st.session_state.memory_probe_live = job.table
     st.rerun()  # the whole page: the results above, and this part stops polling

@@ -22,7 +22,7 @@ from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from ui import train_settings
 from ui.common import parameter_count
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, room_check, session_jobs, session_key, user_dir
 from ui.train_chart import legend_names
 from ui.train_settings import CORPUS_CHOICES, FIELDS, default_run_name, is_scan_markov, train_config
@@ -286,7 +286,7 @@ def draw_progress_and_samples(logs):
     for log in logs:
         job = log.job
         if job.status == "failed":
-            st.error(f"{log.label} failed: {plain(job.message)}")
+            st.error(f"{log.label} failed: {said(job.message)}")
             if job.result is not None and job.result.steps > 0 and job.checkpoint_path is None:
                 # the save failed (a full disk, say): the weights are still in the job, so try again
                 if st.button("Try saving it again", key=f"train_resave_{id(job)}"):
@@ -297,7 +297,7 @@ def draw_progress_and_samples(logs):
             why = f" ({job.message})" if job.message != job.status else ""
             # its name only: the folder's path holds the session's secret key
             st.success(
-                f"{log.label} {job.status}{plain(why)} and was saved: it is listed as "
+                f"{log.label} {job.status}{said(why)} and was saved: it is listed as "
                 rf"**{plain(job.checkpoint_path.name.rsplit('_v', 1)[0])}\_latest (yours)** "
                 "on the Sample and Gates pages."
             )
@@ -317,6 +317,9 @@ def draw_continue_controls(logs):
             continue
         if not job.resumable:
             st.caption(f"{log.label} cannot be continued: {why_not_resumable(job.model.config, job.config)}.")
+            continue
+        if not job.checkpoint_path.is_file():  # deleted on the Checkpoints page
+            st.caption(f"{plain(log.label)} cannot be continued: its saved file was deleted.")
             continue
         with st.container(horizontal=True, vertical_alignment="bottom"):
             more = st.number_input(

@@ -268,6 +268,8 @@ class TrainingJob(BackgroundJob):
         check(more_seconds, PositiveNumber, "more_seconds")
         if self.running or self.checkpoint_path is None:
             raise LabError(f"resume: the run {self.name} has not ended and been saved yet")
+        if not self.checkpoint_path.is_file():  # deleted on the Checkpoints page since: say so, not where it was
+            raise LabError("This run's saved file was deleted, so it cannot continue")
         config = dataclasses.replace(
             self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None, max_epochs=None
         )
@@ -329,10 +331,8 @@ class TrainingJob(BackgroundJob):
             try:
                 self.save()
             except (OSError, ValueError) as e:  # a full disk or quota: the run is not lost, its weights stay here
-                reason, status = (
-                    (f"{reason}; saving failed: {e}; the trained weights are kept in memory, job.save(folder) retries"),
-                    "failed",
-                )
+                kept = "the trained weights are kept in memory, so saving can be tried again"
+                reason, status = f"{reason}; saving failed: {e}; {kept}", "failed"
         self.message = reason
         return status
 

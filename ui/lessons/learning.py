@@ -25,7 +25,7 @@ from lab.training.tasks import LMTask
 from lab.training.train import TrainConfig
 from ui.coloured_text import visible_piece
 from ui.lessons.common import check_yourself, notice, open_full_page
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 SONNET = (
@@ -139,7 +139,7 @@ def learning_view(text, auto):
         preformatted(shown[-1][1])
     st.table(timeline, hide_index=True)  # every sample in view, whole: the newest is not scrolled away
     if job.status == "failed":
-        st.error(f"The run failed: {plain(job.message)}")
+        st.error(f"The run failed: {said(job.message)}")
     if auto and not replay_running(job):
         st.rerun()  # the replay has shown its last sample: redraw once, without the refresh
     if timeline.empty:

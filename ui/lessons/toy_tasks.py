@@ -13,7 +13,7 @@ from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
 from ui.memory_charts import probe_figure
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
@@ -108,7 +108,7 @@ def live_view(results, task, distance):
     )
     for job in jobs.values():
         if job.status == "failed":
-            st.error(f"The {plain(job.name)} run failed: {plain(job.message)}")
+            st.error(f"The {plain(job.name)} run failed: {said(job.message)}")
 
 
 def reach(rows):

@@ -295,7 +295,7 @@ def delete_checkpoint(path, user_dir):
     the run with it (deleting the latest alone would only bring the previous version back)."""
     path = Path(path)
     if path.name != str(path) and path.resolve().parent != Path(user_dir).resolve():
-        raise CheckpointError(f"{path}: not in the user checkpoint folder; only your own checkpoints can be deleted")
+        raise CheckpointError(f"{path.name}: not in your checkpoint folder; only your own checkpoints can be deleted")
     path = _inside(user_dir, path.name)
     if not path.is_file():
         raise CheckpointError(f"{path.name}: no such checkpoint")
