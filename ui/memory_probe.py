@@ -13,7 +13,7 @@ from lab.training.checkpoints import BUNDLED_DIR
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.memory_charts import probe_figure
 from ui.plain_text import said, user_errors
-from ui.sessions import register_job, session_key
+from ui.sessions import TRAIN_IN_PROCESS, register_job, session_key
 
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
 
@@ -106,8 +106,8 @@ def probe_runner(mirror):
                 steps=probe_steps,
                 give_up_after=0,
             )
-            # through the server's budget queue and step turns, as every training run
-            job = ProbeJob(config, owner=session_key()).start()
+            # through the server's budget queue and step turns, where every training run trains
+            job = ProbeJob(config, owner=session_key(), in_process=TRAIN_IN_PROCESS).start()
             register_job(job)
             st.session_state.memory_probe_job = job
             st.rerun()  # the whole page: this part now reruns every second, until the probe ends

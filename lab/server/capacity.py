@@ -33,7 +33,7 @@ class Ticket:
 
     def __init__(self, budget, cost, owner, what):
         self.budget, self.cost, self.owner, self.what = budget, cost, owner, what
-        self.admitted = self.released = False
+        self.admitted = self.released = self.held = False  # held: charged past the queue (Budget.hold)
         self.group = [self]  # the tickets admitted with it, all or none (Budget.request_all)
 
     @property
@@ -101,6 +101,15 @@ class Budget:
             self._admit()
         return tickets
 
+    def hold(self, cost, what):
+        """Charge `cost` at once, to no session and past the queue: what the server has already spent (its
+        training process, started). -> its ticket, to release when that memory is given back."""
+        ticket = Ticket(self, float(cost), None, what)
+        with self._changed:
+            ticket.admitted = ticket.held = True
+            self._running.append(ticket)
+        return ticket
+
     def _check_fits(self, cost, what):
         if not cost <= self.owner_limit:  # also refuses NaN
             raise CapacityError(
@@ -113,9 +122,11 @@ class Budget:
             return self._queue.index(ticket) + 1 if ticket in self._queue else 0
 
     def snapshot(self):
-        """(used, capacity, running jobs, queued jobs), for a page to show how full the server is."""
+        """(used, capacity, running jobs, queued jobs), for a page to show how full the server is (used
+        counts what it holds, its training process, too)."""
         with self._changed:
-            return sum(t.cost for t in self._running), self.capacity, len(self._running), len(self._queue)
+            jobs = sum(not t.held for t in self._running)
+            return sum(t.cost for t in self._running), self.capacity, jobs, len(self._queue)
 
     def _used(self, owner=None):
         return sum(t.cost for t in self._running if owner is None or t.owner == owner)

@@ -14,6 +14,8 @@ import math
 import threading
 import time
 
+import torch
+
 from lab.errors import LabError
 from lab.schema import PositiveNumber, check
 from lab.server.capacity import SERVER_BUDGET, SERVER_TURNS, TurnTaker
@@ -22,6 +24,10 @@ from lab.server.workers import WorkerError, nice_this_thread, run_in_process
 from lab.training.train import resume_training_state, run_metrics, train
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
+# what a run that writes samples as it trains (the Train page's, the lesson's) adds beyond one that does not,
+# measured (benchmarks/job_memory.py): four small Train-page runs added 38 MB, their tensors and overheads
+# (lab.nets.cost.run_memory_mb) 14 MB; the lesson's run 18 MB where its model's were 5 MB
+SAMPLER_MB = 8
 
 
 class BackgroundJob:
@@ -216,14 +222,17 @@ class TrainingJob(BackgroundJob):
         room=None,
         ray_address=RAY_ADDRESS,
     ):
-        from lab.nets.cost import training_memory_bytes
+        from lab.nets.cost import run_memory_mb
 
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra, self.room = checkpoint_dir, extra or {}, room  # room: the folder's quota
         self.resume, self.resumable = resume, resumable
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
-            cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
+            cost_mb = run_memory_mb(model.config, config.batch_size, task.sequence_length(config))
+            cost_mb += SAMPLER_MB if sampler is not None else 0
+            if in_process or ray_address:  # the corpus travels there, in shared memory from its first trip on
+                cost_mb += unshared_bytes(task) / 2**20
         super().__init__(cost_mb, owner, budget, turns, in_process, ray_address)
         self.what = f"The run {name}"
         self.checkpoint_path, self.result, self.trained_status = None, None, None
@@ -335,6 +344,15 @@ class TrainingJob(BackgroundJob):
                 reason, status = f"{reason}; saving failed: {e}; {kept}", "failed"
         self.message = reason
         return status
+
+
+def unshared_bytes(task):
+    """Bytes of the task's tensors (a corpus's token ids) not yet in shared memory: a run that computes
+    elsewhere moves them there on its way (lab.server.workers), a copy the first run on a corpus pays for
+    and the runs after it share."""
+    return sum(
+        value.nbytes for value in vars(task).values() if isinstance(value, torch.Tensor) and not value.is_shared()
+    )
 
 
 def train_with_samples(model, task, config, emit, should_stop=None, resume=None, sampler=None, sample_every_s=3.0):

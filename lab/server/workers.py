@@ -39,12 +39,15 @@ from multiprocessing.reduction import ForkingPickler
 
 import torch
 
-from lab.server.capacity import SERVER_TURNS, TurnTaker, setting
+from lab.server.capacity import SERVER_BUDGET, SERVER_TURNS, TurnTaker, setting
 
 log = logging.getLogger(__name__)
 NICENESS = 10  # on Linux, a page's work at nice 0 gets ~10x the CPU of a run's at nice 10
 TRAINING_PROCESSES = setting("RNNLAB_TRAINING_PROCESSES", "1", at_least=0)
 _processes, _lock = [], threading.Lock()
+# what a training process adds to the server's memory (PSS, PyTorch and the interpreter), measured at
+# 396-418 MB (benchmarks/job_memory.py, BENCHMARKS.md): the server's budget holds it while the process lives
+PROCESS_MB = 420
 _run_numbers = itertools.count()
 
 
@@ -153,6 +156,7 @@ class _TrainingProcess:
         )
         with _bare_main_module():
             self.process.start()
+        self._charge = SERVER_BUDGET.hold(PROCESS_MB, "the training process")  # given back when it ends
         child_receiver.close()
         child_sender.close()  # the child holds the only writing end: its exit ends the pipe
         self.ended, self._runs, self._lock = "", {}, threading.Lock()  # ended: why, once it has
@@ -219,6 +223,7 @@ class _TrainingProcess:
                 inbox.put(("died", line))
             self._commands.close()
         receiver.close()
+        self._charge.release()
 
 
 def _start_run(function, kwargs):
