@@ -28,3 +28,16 @@ def test_the_default_budget_admits_a_default_run_and_a_default_race_beside_the_t
     assert len(jobs) == (4 if race else 1)
     tickets = budget.request_all([job.cost_mb for job in jobs], "student", [job.what for job in jobs], "the race")
     assert all(ticket.admitted for ticket in tickets)  # started at once, not queued
+
+
+def test_the_training_process_is_held_in_the_servers_budget_while_it_lives():
+    from lab.server import workers
+    from lab.server.capacity import SERVER_BUDGET
+    from lab.training.train import train_two_tiny_steps
+
+    workers.run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=lambda: False)
+    live = [p for p in workers._processes if p.alive]
+    held = [t for t in SERVER_BUDGET._running if t.held and t.cost == PROCESS_MB]
+    assert live and len(held) == len(live)  # once per process, whatever the runs in it
+    used, _, jobs, _ = SERVER_BUDGET.snapshot()
+    assert used >= PROCESS_MB * len(live) and jobs == 0  # held, but not a run of anyone's
