@@ -15,6 +15,7 @@ start is measured the same way, as the kind "training process": the budget charg
 starts (lab.server.workers).
 """
 
+import functools
 import json
 import os
 import subprocess
@@ -142,7 +143,8 @@ def toy_jobs(small):
 
 
 def lesson_jobs(small):
-    from lab.instruments.learning import LEARN_MODEL, LEARN_RECIPE, LEARN_STEPS
+    from lab.instruments.learning import LEARN_MODEL, LEARN_RECIPE, LEARN_STEPS, StepSampler, sample_steps
+    from lab.instruments.sampling import SamplingConfig, sample_text
     from lab.nets.models import LMConfig, build_model
     from lab.server.jobs import TrainingJob
     from lab.training.tasks import LMTask
@@ -152,7 +154,22 @@ def lesson_jobs(small):
     task = LMTask.from_text(("Shall I compare thee to a summer's day? " * 12)[:480], "char")
     config = TrainConfig(max_steps=60 if small else LEARN_STEPS, max_seconds=300, **LEARN_RECIPE)
     model = build_model(LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL))
-    return [TrainingJob("lesson-learn", model, task, config, owner="bench", in_process=TRAIN_IN_PROCESS)]
+    sampling = SamplingConfig(strategy="greedy", max_new_tokens=200)
+    sampler = StepSampler(
+        functools.partial(sample_text, task.tokenizer, "Shall I", sampling), sample_steps(LEARN_STEPS)
+    )
+    return [  # as ui.lessons.learning starts it: a greedy sample at the lesson's steps
+        TrainingJob(
+            "lesson-learn",
+            model,
+            task,
+            config,
+            sampler=sampler,
+            sample_every_s=0,
+            owner="bench",
+            in_process=TRAIN_IN_PROCESS,
+        )
+    ]
 
 
 def ablation_jobs(small):

@@ -1,6 +1,7 @@
 """lab.server.capacity: the server's training budget admits jobs by cost, queues the rest in order,
 caps each owner's share, and refuses a job that could never fit with a message."""
 
+import copy
 import math
 import re
 import threading
@@ -146,12 +147,11 @@ def test_a_run_in_the_training_process_is_charged_as_in_a_thread_and_its_corpus_
     model = build_model(LMConfig(vocab_size=3, embed_dim=4, hidden_size=8))
     config = TrainConfig(max_steps=1, batch_size=2, block_size=4)
     in_thread = TrainingJob("t", model, task, config)
-    in_process = TrainingJob("p", model, task, config, in_process=True)
     corpus_mb = (task.train_ids.nbytes + task.val_ids.nbytes) / 2**20
-    assert in_process.cost_mb == pytest.approx(in_thread.cost_mb + corpus_mb) and in_thread.cost_mb > 0
-    task.train_ids.share_memory_()
-    task.val_ids.share_memory_()
-    assert TrainingJob("q", model, task, config, in_process=True).cost_mb == in_thread.cost_mb
+    first = TrainingJob("p", model, task, config, in_process=True)
+    assert first.cost_mb == pytest.approx(in_thread.cost_mb + corpus_mb) and in_thread.cost_mb > 0
+    assert task.train_ids.is_shared() and task.val_ids.is_shared()  # moved once, for every run after it
+    assert TrainingJob("q", model, copy.copy(task), config, in_process=True).cost_mb == in_thread.cost_mb
 
 
 @pytest.mark.parametrize("text", ["abc", "", "2.5", "-1"])

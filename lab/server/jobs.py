@@ -231,8 +231,8 @@ class TrainingJob(BackgroundJob):
         if cost_mb is None:
             cost_mb = run_memory_mb(model.config, config.batch_size, task.sequence_length(config))
             cost_mb += SAMPLER_MB if sampler is not None else 0
-            if in_process or ray_address:  # the corpus travels there, in shared memory from its first trip on
-                cost_mb += unshared_bytes(task) / 2**20
+            if in_process or ray_address:  # the corpus travels there in shared memory: charged to its first run
+                cost_mb += share_tensors(task) / 2**20
         super().__init__(cost_mb, owner, budget, turns, in_process, ray_address)
         self.what = f"The run {name}"
         self.checkpoint_path, self.result, self.trained_status = None, None, None
@@ -346,13 +346,16 @@ class TrainingJob(BackgroundJob):
         return status
 
 
-def unshared_bytes(task):
-    """Bytes of the task's tensors (a corpus's token ids) not yet in shared memory: a run that computes
-    elsewhere moves them there on its way (lab.server.workers), a copy the first run on a corpus pays for
-    and the runs after it share."""
-    return sum(
-        value.nbytes for value in vars(task).values() if isinstance(value, torch.Tensor) and not value.is_shared()
-    )
+def share_tensors(task):
+    """Move the task's tensors (a corpus's token ids) not yet in shared memory there -> their bytes: a run
+    that computes elsewhere maps them from there (lab.server.workers), so the first run on a corpus pays
+    for that copy and the runs after it (a race's other three) share it."""
+    moved = 0
+    for value in vars(task).values():
+        if isinstance(value, torch.Tensor) and not value.is_shared():
+            moved += value.nbytes
+            value.share_memory_()
+    return moved
 
 
 def train_with_samples(model, task, config, emit, should_stop=None, resume=None, sampler=None, sample_every_s=3.0):
