@@ -38,7 +38,7 @@ from ui.memory_charts import (
 )
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
 from ui.memory_probe import probe_section
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, said, user_errors
 
 setup_page("Memory")
 st.title("🧠 Memory")
@@ -309,7 +309,7 @@ def bias_table():
         if not biases:
             raise ValueError("type at least one number")
     except ValueError as e:
-        st.error(f"Biases: could not read {plain(biases_text)} as numbers ({plain(e)}).")
+        st.error(f"Biases: could not read {plain(biases_text)} as numbers ({said(e)}).")
         biases = []
     if biases:
         table = bias_time_constants(biases)

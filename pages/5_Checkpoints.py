@@ -27,7 +27,7 @@ from ui.cell_labels import cell_label, equations_latex
 from ui.checkpoint_picker import NO_CHECKPOINTS, cached_checkpoint, choose_checkpoint, listed_name, reads_text
 from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors, without_paths
 from ui.sessions import room_check, session_key, user_dir
 from ui.train_chart import WHITE
 
@@ -88,7 +88,7 @@ def delete(info):
             f"Deleted {', '.join(p.name for p in removed)}: {where_listed(info, 'no longer list')}.",
         )
     except (CheckpointError, OSError) as e:
-        st.session_state.ckpt_flash = ("error", f"Deleting {info.path.name} did not work: {plain(e)}")
+        st.session_state.ckpt_flash = ("error", f"Deleting {info.path.name} did not work: {said(e)}")
     st.session_state.ckpt_confirm_delete = False
     st.session_state.pop("ckpt_choice", None)
 
@@ -117,7 +117,7 @@ if problems:  # a hand-edited or damaged file is named and can be removed; it ne
         st.warning(
             f"{count(len(problems), 'file')} could not be read and {'is' if len(problems) == 1 else 'are'} not listed:"
         )
-        preformatted("\n".join(problems))
+        preformatted("\n".join(without_paths(problem) for problem in problems))
         if unreadable:
             st.button(
                 "🗑 Delete your unreadable files",

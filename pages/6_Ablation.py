@@ -20,7 +20,7 @@ from lab.words import count
 from ui.ablation_views import show_gate_statistics, show_loss, show_results
 from ui.common import section_choice, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, said, user_errors
 from ui.sessions import register_job, session_key, train_in_process
 
 setup_page("Ablation")
@@ -220,7 +220,7 @@ def live_view():
     events = job.events()
     for e in events:
         if e["type"] == "error":
-            st.error(f"The live run failed: {plain(e['message'])}")
+            st.error(f"The live run failed: {said(e['message'])}")
     steps = pd.DataFrame(
         [
             {"arm": e["arm"], "seed": e["seed"], "step": e["step"], "train_loss": e["train_loss"]}

@@ -1,6 +1,7 @@
 """lab.server.capacity: the server's training budget admits jobs by cost, queues the rest in order,
 caps each owner's share, and refuses a job that could never fit with a message."""
 
+import copy
 import math
 import threading
 
@@ -131,8 +132,9 @@ def test_one_session_may_hold_only_so_many_runs_at_once():
     budget.request(1.0, "student")  # one ended: one more may start
 
 
-def test_a_run_in_the_training_process_is_charged_its_training_memory_as_in_a_thread():
-    """The training process is the server's, its memory paid once whatever the number of runs in it."""
+def test_a_run_in_the_training_process_is_charged_as_in_a_thread_and_its_corpus_until_that_is_shared():
+    """The training process is held in the budget once, whatever the number of runs in it (lab.server.workers);
+    a run's corpus travels there in shared memory, a copy the first run on it pays for."""
     from lab.data import CharTokenizer
     from lab.nets.models import LMConfig, build_model
     from lab.server.jobs import TrainingJob
@@ -143,5 +145,8 @@ def test_a_run_in_the_training_process_is_charged_its_training_memory_as_in_a_th
     model = build_model(LMConfig(vocab_size=3, embed_dim=4, hidden_size=8))
     config = TrainConfig(max_steps=1, batch_size=2, block_size=4)
     in_thread = TrainingJob("t", model, task, config)
-    in_process = TrainingJob("p", model, task, config, in_process=True)
-    assert in_process.cost_mb == in_thread.cost_mb > 0
+    corpus_mb = (task.train_ids.nbytes + task.val_ids.nbytes) / 2**20
+    first = TrainingJob("p", model, task, config, in_process=True)
+    assert first.cost_mb == pytest.approx(in_thread.cost_mb + corpus_mb) and in_thread.cost_mb > 0
+    assert task.train_ids.is_shared() and task.val_ids.is_shared()  # moved once, for every run after it
+    assert TrainingJob("q", model, copy.copy(task), config, in_process=True).cost_mb == in_thread.cost_mb

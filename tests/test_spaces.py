@@ -2,7 +2,9 @@
 its own; swept when unseen."""
 
 import functools
+import multiprocessing
 import os
+import threading
 import time
 
 import pytest
@@ -10,11 +12,11 @@ import pytest
 from lab.server.spaces import (
     MIN_KEEP_SECONDS,
     SpaceFullError,
-    check_room,
     folder_bytes,
     is_space_key,
     mark_seen,
     new_space_key,
+    reserve_room,
     space_dir,
     sweep,
 )
@@ -95,12 +97,12 @@ def test_a_save_over_quota_is_refused_and_never_deletes_another_students_file(tm
     size = folder_bytes(save_checkpoint(alice, "alice", model, tokenizer).parent)
     for folder in (alice, bob):
         set_seen(folder, now - 5)
-    room = functools.partial(check_room, tmp_path, bob, space_bytes=3 * size, total_bytes=10 * size)
+    room = functools.partial(reserve_room, tmp_path, bob, space_bytes=3 * size, total_bytes=10 * size)
     for _ in range(3):
         save_checkpoint(bob, "bob", model, tokenizer, room=room)
     with pytest.raises(SpaceFullError, match=r"^saving: your files use .* MB of your .* MB"):
         save_checkpoint(bob, "bob", model, tokenizer, room=room)
-    everyone = functools.partial(check_room, tmp_path, bob, space_bytes=10 * size, total_bytes=4 * size)
+    everyone = functools.partial(reserve_room, tmp_path, bob, space_bytes=10 * size, total_bytes=4 * size)
     with pytest.raises(SpaceFullError, match="this server's disk for students' files is full"):
         save_checkpoint(bob, "bob", model, tokenizer, room=everyone)
     sweep(tmp_path, keep_seconds=DAY, now=now)
@@ -133,3 +135,89 @@ def test_no_keep_time_makes_a_sweep_delete_a_space_seen_within_the_floor_or_one_
     assert sweep(tmp_path, keep_seconds, now=now, in_use={in_use.name}) == [unused]
     for folder in (just_seen, within_floor, in_use):
         assert (folder / "run_v1.safetensors").is_file()
+
+
+def save_in_spaces(root, keys, saves, bound, go, results):
+    """In a process of its own: a thread per space, each saving `saves` times once `go` is set, each
+    outcome put on `results` as (space, "saved", path name) or (space, "refused", message). The disk is
+    made slow to count (a few ms per folder, as a busy shared disk is), which widens the moment between a
+    save's check and its write: without one reservation across spaces the saves would all pass."""
+    import torch
+
+    import lab.server.spaces
+    from lab.data import CharTokenizer
+    from lab.nets.models import LMConfig, build_model
+
+    counted = lab.server.spaces.folder_bytes
+
+    def slow_folder_bytes(folder):
+        time.sleep(0.005)
+        return counted(folder)
+
+    lab.server.spaces.folder_bytes = slow_folder_bytes
+    torch.manual_seed(0)
+    tokenizer = CharTokenizer.from_text("abc")
+    model = build_model(LMConfig(vocab_size=tokenizer.vocab_size, embed_dim=4, hidden_size=8))
+
+    def one_space(key):
+        folder = space_dir(root, key)
+        room = functools.partial(reserve_room, root, folder, space_bytes=bound, total_bytes=bound)
+        results.put((key, "ready", ""))
+        go.wait(120)
+        for _ in range(saves):
+            try:
+                results.put((key, "saved", save_checkpoint(folder, "run", model, tokenizer, room=room).name))
+            except SpaceFullError as e:
+                results.put((key, "refused", str(e)))
+
+    threads = [threading.Thread(target=one_space, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def space_total(root):
+    return sum(folder_bytes(folder) for folder in root.iterdir() if folder.is_dir())
+
+
+def test_saves_from_many_spaces_threads_and_processes_at_once_never_pass_the_shared_bound(tmp_path, tiny_model):
+    """One reservation across spaces: the check and the write happen under the user directory's lock, so
+    the saves of 12 spaces (4 processes of 3 threads) landing at once never pass the bound together."""
+    model, tokenizer = tiny_model
+    probe = space_dir(tmp_path / "probe", new_space_key(tmp_path / "probe"))
+    size = folder_bytes(save_checkpoint(probe, "run", model, tokenizer).parent)
+    root = tmp_path / "users"
+    bound = 6 * size + size // 2  # room for 6 of the 24 saves: the first saves of 12 spaces contend for it
+    # fork where there is one (a second each, where spawn imports PyTorch again): the saving is the same
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    go, results = context.Event(), context.Queue()
+    keys = [[new_space_key(root) for _ in range(3)] for _ in range(4)]
+    workers = [context.Process(target=save_in_spaces, args=(root, k, 2, bound, go, results)) for k in keys]
+    for worker in workers:
+        worker.start()
+    peaks, stop = [], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            peaks.append(space_total(root) if root.is_dir() else 0)
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    ready = [results.get(timeout=300) for _ in range(12)]  # every thread set up: they save at once
+    assert {outcome for _, outcome, _ in ready} == {"ready"}
+    go.set()
+    outcomes = [results.get(timeout=300) for _ in range(24)]
+    for worker in workers:
+        worker.join(60)
+    stop.set()
+    watcher.join()
+    saved = [o for o in outcomes if o[1] == "saved"]
+    refused = [o for o in outcomes if o[1] == "refused"]
+    assert max(peaks + [space_total(root)]) <= bound  # never passed, not even for a moment
+    assert len(saved) == 6 and len(refused) == 18  # the bound was reached: the test tried to pass it
+    assert all(m.startswith("saving: this server's disk for students' files is full") for _, _, m in refused)
+    for key in {k for k, _, _ in saved}:  # every file saved is still there: nobody's deleted
+        mine = {name for k, _, name in saved if k == key}
+        assert mine <= {p.name for p in (root / key).iterdir()}

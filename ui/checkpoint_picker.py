@@ -8,7 +8,7 @@ upload a student names like a bundled model ("char-lstm") is listed beside it, n
 import streamlit as st
 
 from lab.training.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
-from ui.plain_text import plain
+from ui.plain_text import plain, said
 from ui.sessions import user_dir
 
 # what a student's file is listed under, before its name: a saved name never holds ":" or " "
@@ -95,5 +95,5 @@ def checkpoint_picker(key, label="Checkpoint", families=TEXT_FAMILIES, default_n
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
-        st.error(f"Could not load {plain(info.name)}: {plain(e)}")
+        st.error(f"Could not load {plain(info.name)}: {said(e)}")
         return None

@@ -13,8 +13,8 @@ from lab.training.checkpoints import BUNDLED_DIR
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.memory_charts import probe_figure
-from ui.plain_text import plain, user_errors
-from ui.sessions import register_job, session_key
+from ui.plain_text import said, user_errors
+from ui.sessions import register_job, session_key, train_in_process
 
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
 
@@ -110,8 +110,8 @@ def probe_runner(mirror):
                 steps=probe_steps,
                 give_up_after=0,
             )
-            # through the server's budget queue and step turns, as every training run
-            job = ProbeJob(config, owner=session_key()).start()
+            # through the server's budget queue and step turns, where every training run trains
+            job = ProbeJob(config, owner=session_key(), in_process=train_in_process()).start()
             register_job(job)
             st.session_state.memory_probe_job = job
             st.rerun()  # the whole page: this part now reruns every second, until the probe ends
@@ -124,7 +124,7 @@ def probe_runner(mirror):
         return
     del st.session_state.memory_probe_job
     if job.status == "failed":
-        st.error(f"The probe did not work: {plain(job.message)}")
+        st.error(f"The probe did not work: {said(job.message)}")
     elif job.table is not None and len(job.table):
         st.session_state.memory_probe_live = job.table
     st.rerun()  # the whole page: the results above, and this part stops polling

@@ -1,6 +1,6 @@
 """What the pages show of text they did not write (from a file, a link or a user): made inert inside
 Markdown, so it renders as the characters it is, text that is not a program in a fixed-width block,
-and bad input shown as one plain line, never a traceback."""
+and bad input shown as one plain line, never a traceback, never a path of the server's folders."""
 
 import contextlib
 import html
@@ -32,6 +32,40 @@ def plain(text):
     return _AUTOLINK_STARTS.sub(WORD_JOINER, escaped)
 
 
+# a run of characters with a folder separator in it: a path, or a fraction such as nats/char
+_PATH_LIKE = re.compile(r"""[^\s'"()\[\]<>]*[\\/][^\s'"()\[\]<>]*""")
+_SPACE_KEY_LIKE = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{38}(?![A-Za-z0-9_-])")  # lab.server.spaces.SPACE_KEY
+
+
+def _file_name(match):
+    """A path as its last part (a file's name), unless it is a URL or a fraction (one relative `a/b`)."""
+    text = match.group(0)
+    if "://" in text:
+        return text
+    parts = [part for part in re.split(r"[\\/]", text) if part]
+    absolute = re.match(r"([A-Za-z]:)?[\\/]|~", text) is not None
+    server = any(part == "user_checkpoints" or part.startswith("rnnlab-") for part in parts)
+    if not (absolute or server or len(parts) > 2) or not parts:
+        return text if parts else "a folder"
+    return parts[-1] if not _SPACE_KEY_LIKE.fullmatch(parts[-1]) else "your folder"
+
+
+def without_paths(text):
+    """`text` (an error's message) with every path of the server's disk cut to its file's name, and any
+    space key (lab.server.spaces: a student's folder, which its key opens) replaced by "your folder": a
+    message may name the file, never where the server keeps it."""
+    from ui.sessions import USER_DIR, is_space_key  # ui.sessions imports pages' helpers that import this
+
+    text = _PATH_LIKE.sub(_file_name, str(text))
+    return _SPACE_KEY_LIKE.sub(lambda m: "your folder" if is_space_key(USER_DIR, m.group(0)) else m.group(0), text)
+
+
+def said(message):
+    """An error's message (an exception, a job's one line) as a page shows it: without the server's
+    paths, made inert inside Markdown (`plain`)."""
+    return plain(without_paths(message))
+
+
 PRE_STYLE = (  # as st.code draws a block: Streamlit's code font and colours
     "margin:0 0 1rem;padding:0.75rem 1rem;background:#f8f9fb;border-radius:0.5rem;color:#31333f;"
     "font-family:'Source Code Pro',monospace;font-size:0.85rem;line-height:1.6;overflow-x:auto;"
@@ -58,6 +92,7 @@ def user_errors(what="That"):
     try:
         yield
     except (CheckpointError, DataError, ValueError) as e:
-        st.error(f"{what} did not work: {plain(e)}")
-    except OSError as e:
-        st.error(f"{what} did not work: a file problem: {plain(e)}")
+        st.error(f"{what} did not work: {said(e)}")
+    except OSError as e:  # its reason in words, and the file's name at most
+        named = f" ({said(e.filename)})" if e.filename else ""
+        st.error(f"{what} did not work: a file problem: {said(e.strerror or e)}{named}")

@@ -16,7 +16,7 @@ import streamlit as st
 
 from lab.errors import LabError
 from lab.server import jobs, ray_runs, shutdown, workers
-from lab.server.spaces import check_room, is_space_key, mark_seen, new_space_key, space_dir, sweep
+from lab.server.spaces import is_space_key, mark_seen, new_space_key, reserve_room, space_dir, sweep
 from lab.settings import server_settings, unknown_variables
 from lab.training.train import configure_cpu
 
@@ -196,11 +196,11 @@ def user_dir():
 
 
 def room_check():
-    """What a save into this session's folder calls first: SpaceFullError (a ValueError, one line) when
-    the file would pass the session's quota or all sessions' bound (lab.server.spaces.check_room)."""
+    """What a save into this session's folder reserves its room with: SpaceFullError (a ValueError, one
+    line) when the file would pass the session's quota or all sessions' bound (lab.server.spaces.reserve_room)."""
     settings = server_settings()
     return functools.partial(
-        check_room,
+        reserve_room,
         settings.user_dir,
         user_dir(),
         space_bytes=2**20 * settings.space_max_mb,

@@ -17,13 +17,13 @@ from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
 from lab.nets.models import build_model, config_to_dict
-from lab.server.jobs import TrainingJob
+from lab.server.jobs import TrainingJob, start_together
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from ui import train_settings
 from ui.checkpoint_picker import yours
 from ui.common import parameter_count
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import register_job, room_check, session_jobs, session_key, train_in_process, user_dir
 from ui.train_chart import legend_names
 from ui.train_settings import CORPUS_CHOICES, FIELDS, default_run_name, is_scan_markov, train_config
@@ -119,16 +119,16 @@ def unused_run_name(base):
     return next(f"{base}-{n}" for n in range(1, len(taken) + 2) if f"{base}-{n}" not in taken)
 
 
-def start_run(run_values, run_model_config, task, corpus_label):
-    """A run of these settings on `task`, started in the background for this session -> its TrainingJob."""
+def new_run(run_values, run_model_config, task, corpus_label):
+    """A run of these settings on `task`, checked and built but not started -> (its TrainingJob, what the
+    page's RunLog needs of it): a bad setting is refused here, before any run of a race starts."""
     run_config = train_config(run_values)
     task.check(run_config)  # a corpus too short for one window is a DataError here, not in the thread
     check_training_memory(run_model_config, run_values["batch"], task.sequence_length(run_config))
     name = sanitize_name(run_values["name"].strip() or unused_run_name(default_run_name(run_values)))
-    model = build_model(run_model_config)
     job = TrainingJob(
         name,
-        model,
+        build_model(run_model_config),
         copy.copy(task),
         run_config,
         checkpoint_dir=user_dir(),
@@ -139,19 +139,26 @@ def start_run(run_values, run_model_config, task, corpus_label):
         resumable=why_not_resumable(run_model_config, run_config) is None,  # so it can be continued
         room=room_check(),
     )
-    job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
-    register_job(job)
-    n = len(training_jobs())
     cell = "scan-markov" if is_scan_markov(run_values) else f"{run_values['cell']}/{run_values['backend']}"
+    shown = (parameter_count(config_to_dict(run_model_config)), cell, run_values["tokenizer"], task.vocab_size)
+    return job, (*shown, plain_name(run_model_config))
+
+
+def show_started(job, shown):
+    """A started run, in this session's list and on the page."""
+    register_job(job)
+    params, cell, tokenizer, vocab, title = shown
+    label = f"{job.name} #{len(training_jobs())}"
     st.session_state.setdefault("train_logs", {})[id(job)] = RunLog(
-        job,
-        f"{name} #{n}",
-        parameter_count(config_to_dict(run_model_config)),
-        cell,
-        run_values["tokenizer"],
-        task.vocab_size,
-        title=plain_name(run_model_config),
+        job, label, params, cell, tokenizer, vocab, title=title
     )
+
+
+def start_run(run_values, run_model_config, task, corpus_label):
+    """A run of these settings on `task`, started in the background for this session -> its TrainingJob."""
+    job, shown = new_run(run_values, run_model_config, task, corpus_label)
+    job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
+    show_started(job, shown)
     return job
 
 
@@ -163,11 +170,16 @@ def race_values(values, model_config, cell):
 
 
 def start_race(values, model_config, task, corpus_label):
-    """One run per family, at equal parameter counts: the four race on one chart."""
-    jobs = []
+    """One run per family, at equal parameter counts: the four race on one chart. All four start or none:
+    each is checked and built first, then the budget admits them as one (a cap or a full budget that
+    would leave one out refuses or queues them all, lab.server.jobs.start_together)."""
+    runs = []
     for cell in RACE_CELLS:
         run_values = race_values(values, model_config, cell)
-        jobs.append(start_run(run_values, train_settings.model_config(run_values, task.vocab_size), task, corpus_label))
+        runs.append(new_run(run_values, train_settings.model_config(run_values, task.vocab_size), task, corpus_label))
+    jobs = start_together([job for job, _ in runs], "the race")
+    for job, shown in runs:
+        show_started(job, shown)
     return jobs
 
 
@@ -275,7 +287,7 @@ def draw_progress_and_samples(logs):
     for log in logs:
         job = log.job
         if job.status == "failed":
-            st.error(f"{log.label} failed: {plain(job.message)}")
+            st.error(f"{log.label} failed: {said(job.message)}")
             if job.result is not None and job.result.steps > 0 and job.checkpoint_path is None:
                 # the save failed (a full disk, say): the weights are still in the job, so try again
                 if st.button("Try saving it again", key=f"train_resave_{id(job)}"):
@@ -287,7 +299,7 @@ def draw_progress_and_samples(logs):
             # its name only: the folder's path holds the session's secret key
             latest = f"{job.checkpoint_path.name.rsplit('_v', 1)[0]}_latest"
             st.success(
-                f"{log.label} {job.status}{plain(why)} and was saved: the Sample and Gates pages list it as "
+                f"{log.label} {job.status}{said(why)} and was saved: the Sample and Gates pages list it as "
                 f"“{plain(yours(latest))}”."
             )
 
@@ -306,6 +318,9 @@ def draw_continue_controls(logs):
             continue
         if not job.resumable:
             st.caption(f"{log.label} cannot be continued: {why_not_resumable(job.model.config, job.config)}.")
+            continue
+        if not job.checkpoint_path.is_file():  # deleted on the Checkpoints page
+            st.caption(f"{plain(log.label)} cannot be continued: its saved file was deleted.")
             continue
         with st.container(horizontal=True, vertical_alignment="bottom"):
             more = st.number_input(

@@ -9,6 +9,7 @@ instead of after a minute of construction (or an allocator's RuntimeError).
 
     parameter_count(config)                          -> P, equal to count_parameters(build_model(config))
     training_memory_bytes(config, batch, steps)      -> bytes one AdamW training step needs
+    run_memory_mb(config, batch, steps)              -> MB a run adds to the server: that, and a run's own
     check_model_size(config)                         CostError over RNNLAB_MAX_PARAMS or RNNLAB_MAX_LAYERS
     check_training_memory(config, batch, steps)      CostError over RNNLAB_MAX_TRAIN_MEMORY_MB
 
@@ -144,6 +145,20 @@ def training_memory_bytes(config, batch_size, block_size):
     weights = 5 * parameter_count(config)
     activations = batch_size * block_size * activation_floats_per_token(config)
     return FLOAT_BYTES * (weights + activations)
+
+
+# What a run adds beyond its model's tensors, measured (benchmarks/job_memory.py, BENCHMARKS.md): its
+# thread's share of the allocator's arenas and PyTorch's per-thread state, its batches. Four toy-task runs
+# (no samples) added 10 MB where their tensors were 6 MB. A run that writes samples as it trains adds
+# more (lab.server.jobs.SAMPLER_MB)
+RUN_OVERHEAD_MB = 2
+
+
+def run_memory_mb(config, batch_size, block_size):
+    """MB a training run adds to the process it trains in, what the server's budget charges for it:
+    training_memory_bytes and RUN_OVERHEAD_MB. (The training process itself is charged once, when it
+    starts: lab.server.workers.PROCESS_MB.)"""
+    return training_memory_bytes(config, batch_size, block_size) / 2**20 + RUN_OVERHEAD_MB
 
 
 def _mb(n_bytes):

@@ -12,6 +12,9 @@ rest; a job that could never fit is refused at once with a message saying why.
     ticket.wait(should_stop)     # blocks in the job's own thread until admitted (False: stopped first)
     ...train...
     ticket.release()
+
+A race's four runs are one request (`request_all`): refused together, queued together and admitted
+together, so a cap or a full budget never starts half of it.
 """
 
 import collections
@@ -32,7 +35,8 @@ class Ticket:
 
     def __init__(self, budget, cost, owner, what):
         self.budget, self.cost, self.owner, self.what = budget, cost, owner, what
-        self.admitted = self.released = False
+        self.admitted = self.released = self.held = False  # held: charged past the queue (Budget.hold)
+        self.group = [self]  # the tickets admitted with it, all or none (Budget.request_all)
 
     @property
     def position(self):
@@ -72,52 +76,87 @@ class Budget:
 
     def request(self, cost, owner, what="this run"):
         """Queue a job of `cost`; refuse it at once (CapacityError) if it could never be admitted."""
+        return self.request_all([cost], owner, [what])[0]
+
+    def request_all(self, costs, owner, whats, together="these runs"):
+        """Queue jobs of `costs` (named `whats`) as one: refused together at once (CapacityError, one line)
+        when any could never fit, when together they pass one session's share, or when they would pass its
+        cap on jobs; else queued together and admitted together, when all of them fit. -> their tickets."""
+        for cost, what in zip(costs, whats):
+            self._check_fits(cost, what)
+        if len(costs) > 1:
+            self._check_fits(sum(costs), f"{together} ({count(len(costs), 'run')})")
+        tickets = [Ticket(self, float(cost), owner, what) for cost, what in zip(costs, whats)]
+        for ticket in tickets:
+            ticket.group = tickets
+        with self._changed:
+            held = sum(t.owner == owner for t in self._queue + self._running)
+            if owner is not None and held + len(tickets) > self.owner_jobs:
+                now = f"this session already has {count(held, 'run')} training or waiting"
+                if len(tickets) > 1:
+                    now = (
+                        f"{together} would make {count(held + len(tickets), 'run')} training or waiting for this "
+                        "session"
+                    )
+                raise CapacityError(
+                    f"runs: {now}, and {self.owner_jobs} is the most one session may have at once on this "
+                    "server; stop one, or wait for one to end"
+                )
+            self._queue.extend(tickets)
+            self._admit()
+        return tickets
+
+    def hold(self, cost, what):
+        """Charge `cost` at once, to no session and past the queue: what the server has already spent (its
+        training process, started). -> its ticket, to release when that memory is given back."""
+        ticket = Ticket(self, float(cost), None, what)
+        with self._changed:
+            ticket.admitted = ticket.held = True
+            self._running.append(ticket)
+        return ticket
+
+    def _check_fits(self, cost, what):
         if not cost <= self.owner_limit:  # also refuses NaN
             raise CapacityError(
                 f"{what} needs about {cost:,.0f} MB to train, more than one session may use on this server "
                 f"({self.owner_limit:,.0f} MB of {self.capacity:,.0f} MB); make the model, batch or block smaller"
             )
-        ticket = Ticket(self, float(cost), owner, what)
-        with self._changed:
-            held = sum(t.owner == owner for t in self._queue + self._running)
-            if owner is not None and held >= self.owner_jobs:
-                raise CapacityError(
-                    f"runs: this session already has {count(held, 'run')} training or waiting, the most one "
-                    f"session may have at once on this server; stop one, or wait for one to end"
-                )
-            self._queue.append(ticket)
-            self._admit()
-        return ticket
 
     def position(self, ticket):
         with self._changed:
             return self._queue.index(ticket) + 1 if ticket in self._queue else 0
 
     def snapshot(self):
-        """(used, capacity, running jobs, queued jobs), for a page to show how full the server is."""
+        """(used, capacity, running jobs, queued jobs), for a page to show how full the server is (used
+        counts what it holds, its training process, too)."""
         with self._changed:
-            return sum(t.cost for t in self._running), self.capacity, len(self._running), len(self._queue)
+            jobs = sum(not t.held for t in self._running)
+            return sum(t.cost for t in self._running), self.capacity, jobs, len(self._queue)
 
     def _used(self, owner=None):
         return sum(t.cost for t in self._running if owner is None or t.owner == owner)
 
     def _admit(self):
-        """Start queued jobs in order while they fit; call with the lock held.
+        """Start queued jobs in order while they fit, a group (request_all) only whole; call with the
+        lock held.
 
         Strictly first come, first served, except that a job held back only by its own owner's
         share does not block other owners' jobs behind it."""
         blocked_owners = set()
         for ticket in list(self._queue):
-            if ticket.owner in blocked_owners:
+            if ticket.admitted or ticket.owner in blocked_owners:  # admitted: with the first of its group
                 continue
-            if self._used(ticket.owner) + ticket.cost > self.owner_limit:
+            group = [t for t in ticket.group if not t.released]
+            cost = sum(t.cost for t in group)
+            if self._used(ticket.owner) + cost > self.owner_limit:
                 blocked_owners.add(ticket.owner)
                 continue
-            if self._used() + ticket.cost > self.capacity:
+            if self._used() + cost > self.capacity:
                 break
-            self._queue.remove(ticket)
-            self._running.append(ticket)
-            ticket.admitted = True
+            for member in group:
+                self._queue.remove(member)
+                self._running.append(member)
+                member.admitted = True
         self._changed.notify_all()
 
     def _leave(self, ticket):

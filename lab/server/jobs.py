@@ -14,6 +14,8 @@ import math
 import threading
 import time
 
+import torch
+
 from lab.errors import LabError
 from lab.schema import PositiveNumber, check
 from lab.server import shutdown
@@ -25,6 +27,10 @@ from lab.settings import server_settings
 from lab.training.train import resume_training_state, run_metrics, train
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
+# what a run that writes samples as it trains (the Train page's, the lesson's) adds beyond one that does not,
+# measured (benchmarks/job_memory.py): four small Train-page runs added 38 MB, their tensors and overheads
+# (lab.nets.cost.run_memory_mb) 14 MB; the lesson's run 18 MB where its model's were 5 MB
+SAMPLER_MB = 8
 
 
 class BackgroundJob:
@@ -59,12 +65,19 @@ class BackgroundJob:
     def start(self):
         """Queue for the budget, or on Ray (CapacityError at once if the job could never fit), and start
         the thread that waits its turn and does the work."""
+        self._check_not_started()
+        if self.ray_address is None:
+            ticket = self.budget.request(self.cost_mb, self.owner, self.what)
+        else:  # an actor is a process of its own: its resident memory counts
+            ticket = RayRun(self.ray_address, self.cost_mb + ACTOR_MB, self.what)
+        return self._begin(ticket)
+
+    def _check_not_started(self):
         if self._thread is not None:
             raise RuntimeError("this job has already been started")
-        if self.ray_address is None:
-            self._ticket = self.budget.request(self.cost_mb, self.owner, self.what)
-        else:  # an actor is a process of its own: its resident memory counts
-            self._ticket = RayRun(self.ray_address, self.cost_mb + ACTOR_MB, self.what)
+
+    def _begin(self, ticket):
+        self._ticket = ticket
         self.started_at = time.time()
         self.status = "queued"
         self._thread = threading.Thread(target=self._run, name=self.what, daemon=True)
@@ -147,6 +160,30 @@ class BackgroundJob:
             self.status = status
 
 
+def start_together(jobs, together="these runs"):
+    """Start `jobs` (of one owner, one budget) all or none: the budget refuses, queues and admits them as one
+    (lab.server.capacity.Budget.request_all), so a cap or a full budget never starts half of a race.
+    On Ray each job asks the cluster for its own actor, as `start` does."""
+    jobs = list(jobs)
+    for job in jobs:
+        job._check_not_started()
+    first = jobs[0]
+    if first.ray_address is not None:
+        started = []
+        try:
+            for job in jobs:
+                started.append(job.start())
+        except Exception:  # one the cluster could never hold: the others stop before they train
+            for job in started:
+                job.stop()
+            raise
+        return started
+    if any(job.budget is not first.budget or job.owner != first.owner for job in jobs):
+        raise RuntimeError("start_together: the jobs must share one budget and one owner")
+    tickets = first.budget.request_all([job.cost_mb for job in jobs], first.owner, [job.what for job in jobs], together)
+    return [job._begin(ticket) for job, ticket in zip(jobs, tickets)]
+
+
 class TrainingJob(BackgroundJob):
     """`train` on a background thread, with an event log a UI polls.
 
@@ -191,14 +228,17 @@ class TrainingJob(BackgroundJob):
         room=None,
         ray_address=None,
     ):
-        from lab.nets.cost import training_memory_bytes
+        from lab.nets.cost import run_memory_mb
 
         self.name, self.model, self.task, self.config = name, model, task, config
         self.checkpoint_dir, self.extra, self.room = checkpoint_dir, extra or {}, room  # room: the folder's quota
         self.resume, self.resumable = resume, resumable
         self.sampler, self.sample_every_s = sampler, sample_every_s
         if cost_mb is None:
-            cost_mb = training_memory_bytes(model.config, config.batch_size, task.sequence_length(config)) / 2**20
+            cost_mb = run_memory_mb(model.config, config.batch_size, task.sequence_length(config))
+            cost_mb += SAMPLER_MB if sampler is not None else 0
+            if in_process or ray_address:  # the corpus travels there in shared memory: charged to its first run
+                cost_mb += share_tensors(task) / 2**20
         super().__init__(cost_mb, owner, budget, turns, in_process, ray_address)
         self.what = f"The run {name}"
         self.checkpoint_path, self.result, self.trained_status = None, None, None
@@ -243,6 +283,8 @@ class TrainingJob(BackgroundJob):
         check(more_seconds, PositiveNumber, "more_seconds")
         if self.running or self.checkpoint_path is None:
             raise LabError(f"resume: the run {self.name} has not ended and been saved yet")
+        if not self.checkpoint_path.is_file():  # deleted on the Checkpoints page since: say so, not where it was
+            raise LabError("This run's saved file was deleted, so it cannot continue")
         config = dataclasses.replace(
             self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None, max_epochs=None
         )
@@ -304,12 +346,22 @@ class TrainingJob(BackgroundJob):
             try:
                 self.save()
             except (OSError, ValueError) as e:  # a full disk or quota: the run is not lost, its weights stay here
-                reason, status = (
-                    (f"{reason}; saving failed: {e}; the trained weights are kept in memory, job.save(folder) retries"),
-                    "failed",
-                )
+                kept = "the trained weights are kept in memory, so saving can be tried again"
+                reason, status = f"{reason}; saving failed: {e}; {kept}", "failed"
         self.message = reason
         return status
+
+
+def share_tensors(task):
+    """Move the task's tensors (a corpus's token ids) not yet in shared memory there -> their bytes: a run
+    that computes elsewhere maps them from there (lab.server.workers), so the first run on a corpus pays
+    for that copy and the runs after it (a race's other three) share it."""
+    moved = 0
+    for value in vars(task).values():
+        if isinstance(value, torch.Tensor) and not value.is_shared():
+            moved += value.nbytes
+            value.share_memory_()
+    return moved
 
 
 def train_with_samples(model, task, config, emit, should_stop=None, resume=None, sampler=None, sample_every_s=3.0):

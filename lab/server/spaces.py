@@ -7,25 +7,32 @@ refused. A folder's modification time is when its session was last seen: `sweep`
 not seen for `keep_seconds` (never less than an hour) that no live session holds, and the temporary
 files of saves that were killed. Each space has its
 own quota, counted by what is on disk (a file under two names, name_vN and name_latest, once):
-`check_room` refuses a save that would pass it, or the whole directory's bound, so no student's
-save ever deletes another student's file.
+`reserve_room` refuses a save that would pass it, or the whole directory's bound, so no student's
+save ever deletes another student's file; it holds the whole directory's lock from the check until the
+file is on disk, so that saves from many spaces, threads and processes at once never pass the bound
+together.
 
     key = new_space_key("user_checkpoints")
     folder = space_dir("user_checkpoints", key)      # user_checkpoints/<key>/, made on first use
     mark_seen("user_checkpoints", key)
-    check_room("user_checkpoints", folder, n_bytes, space_bytes=200 * 2**20, total_bytes=500 * 2**20)
+    with reserve_room("user_checkpoints", folder, n_bytes, space_bytes=200 * 2**20, total_bytes=500 * 2**20):
+        ...write the file...
     sweep("user_checkpoints", keep_seconds=2 * 86400)
 """
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import os
 import re
 import secrets
 import shutil
+import tempfile
 import time
 from pathlib import Path
+
+from filelock import FileLock
 
 from lab.errors import LabError
 from lab.settings import MIN_KEEP_HOURS
@@ -132,6 +139,26 @@ def check_room(root, folder, n_bytes, space_bytes, total_bytes):
             f"saving: this server's disk for students' files is full ({everyone / 2**20:,.0f} of "
             f"{total_bytes / 2**20:,.0f} MB); ask your teacher, or delete some of yours"
         )
+
+
+def _room_lock(root):
+    """The user directory's lock for its size bound, one for every process on this machine (filelock:
+    flock on POSIX, LockFileEx on Windows; dropped by the OS with a killed process). Kept in the system's
+    temporary folder, named by the directory's resolved path, so that the directory holds only spaces."""
+    digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:24]
+    locks = Path(tempfile.gettempdir()) / "rnnlab-locks"
+    locks.mkdir(exist_ok=True)
+    return FileLock(locks / f"{digest}-room.lock", thread_local=False)
+
+
+@contextlib.contextmanager
+def reserve_room(root, folder, n_bytes, space_bytes, total_bytes):
+    """check_room, then hold the user directory's lock while the caller writes its `n_bytes` (a save's
+    temporary file, which the bound counts from then on): two saves in different spaces cannot both
+    find room for one file. lab.training.checkpoints.save_checkpoint calls it as its `room`."""
+    with _room_lock(root):
+        check_room(root, folder, n_bytes, space_bytes, total_bytes)
+        yield
 
 
 def sweep(root, keep_seconds, now=None, in_use=()):

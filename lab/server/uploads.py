@@ -1,9 +1,10 @@
 """A checkpoint a student uploads, read as one job of the server's training budget.
 
 Reading an upload holds its bytes (the browser's upload, then a copy) and, at its peak, the weights
-decoded and the model built: ~5x a float16 file's bytes over them, measured on the bundled LSTM
-(9.8 MB: +50 MB peak). A page charges the budget for it while it reads, so that thirty students
-uploading at once queue like thirty runs instead of taking the server's memory.
+decoded and the model built: ~3-5x a float16 file's bytes over them, measured on the bundled LSTM
+(9.8 MB: +30 to +50 MB peak, benchmarks/job_memory.py). A page charges the budget for it while it
+reads, so that thirty students uploading at once queue like thirty runs instead of taking the server's
+memory.
 """
 
 import time
@@ -11,7 +12,7 @@ import time
 from lab.server.capacity import CapacityError, server_budget
 from lab.training.checkpoints import load_checkpoint
 
-UPLOAD_COST_PER_MB = 7
+UPLOAD_COST_PER_MB = 5
 UPLOAD_WAIT_SECONDS = 30.0
 
 

@@ -43,7 +43,7 @@ from multiprocessing.reduction import ForkingPickler
 import torch
 
 from lab.server import shutdown
-from lab.server.capacity import TurnTaker, server_turns
+from lab.server.capacity import TurnTaker, server_budget, server_turns
 from lab.server.priority import lower_this_process
 from lab.settings import server_settings
 from lab.words import count
@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 END_SECONDS = 30.0  # how long an ending server waits for a training process to stop its runs and exit
 _processes, _lock = [], threading.Lock()
 _end_registered = False  # whether _end_processes will run at the server's end
+# what a training process adds to the server's memory (PSS, PyTorch and the interpreter), measured at
+# 396-418 MB (benchmarks/job_memory.py, BENCHMARKS.md): the server's budget holds it while the process lives
+PROCESS_MB = 420
 _run_numbers = itertools.count()
 
 
@@ -156,6 +159,7 @@ class _TrainingProcess:
         )
         with _bare_main_module():
             self.process.start()
+        self._charge = server_budget().hold(PROCESS_MB, "the training process")  # given back when it ends
         child_receiver.close()
         child_sender.close()  # the child holds the only writing end: its exit ends the pipe
         self.ended, self._runs, self._lock = "", {}, threading.Lock()  # ended: why, once it has
@@ -242,6 +246,7 @@ class _TrainingProcess:
             if inbox is not None:
                 inbox.put((kind, payload))
         receiver.close()
+        self._charge.release()
         exitcode = _exit_code(self.process)
         with self._lock:
             if self._ending and (exitcode == 0 or not self._ready):  # ended in order, or stopped as it started

@@ -18,7 +18,7 @@ from lab.words import count
 from ui.cell_labels import cell_label
 from ui.checkpoint_picker import cached_checkpoint
 from ui.common import page_link
-from ui.plain_text import plain
+from ui.plain_text import plain, said
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
 PASSAGE = (
@@ -64,7 +64,7 @@ def bundled(name):
     try:
         return cached_checkpoint(str(path), path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
-        st.error(f"Could not load the bundled model {plain(name)}: {plain(e)}")
+        st.error(f"Could not load the bundled model {plain(name)}: {said(e)}")
         return None
 
 

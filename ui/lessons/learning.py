@@ -27,7 +27,7 @@ from lab.words import count
 from ui.cell_labels import cell_label
 from ui.coloured_text import visible_piece
 from ui.lessons.common import check_yourself, notice, open_full_page
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import register_job, session_key, train_in_process
 
 SONNET = (
@@ -141,7 +141,7 @@ def learning_view(text, auto):
         preformatted(shown[-1][1])
     st.table(timeline, hide_index=True)  # every sample in view, whole: the newest is not scrolled away
     if job.status == "failed":
-        st.error(f"The run failed: {plain(job.message)}")
+        st.error(f"The run failed: {said(job.message)}")
     if auto and not replay_running(job):
         st.rerun()  # the replay has shown its last sample: redraw once, without the refresh
     if timeline.empty:

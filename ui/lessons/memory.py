@@ -35,7 +35,7 @@ from ui.lessons.common import (
     uses,
 )
 from ui.memory_charts import gradient_figure, log_range, longest_memory_layer, retention_band_figure
-from ui.plain_text import plain, user_errors
+from ui.plain_text import plain, said, user_errors
 
 # ---------------------------------------------------------------------------
 # keep or overwrite
@@ -220,7 +220,7 @@ def gate_biases_over_1024_steps():
     try:
         study = cached_study(str(path), path.stat().st_mtime)
     except (DataError, OSError) as e:
-        st.error(f"Could not read the gate-bias study: {plain(e)}")
+        st.error(f"Could not read the gate-bias study: {said(e)}")
     if study is None:
         return
     d, config, summary = study["dataset"], study["config"], study["summary"]

@@ -9,13 +9,13 @@ import streamlit as st
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
 from lab.lessons.toys import toy_sentences
 from lab.nets.models import count_parameters
-from lab.server.jobs import TrainingJob
+from lab.server.jobs import TrainingJob, start_together
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
 from ui.memory_charts import probe_figure
-from ui.plain_text import plain, preformatted, user_errors
+from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import register_job, session_key, train_in_process
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
@@ -56,8 +56,8 @@ def start_live_run(task, distance, seconds):
         jobs[cell] = TrainingJob(
             f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(), in_process=train_in_process()
         )
+    start_together(jobs.values(), "the four cells")  # all four or none, as the Train page's race
     for job in jobs.values():
-        job.start()
         register_job(job)
     st.session_state.lessons_toy_jobs, st.session_state.lessons_toy_for = jobs, (task, distance)
 
@@ -108,7 +108,7 @@ def live_view(results, task, distance):
     )
     for job in jobs.values():
         if job.status == "failed":
-            st.error(f"The {plain(job.name)} run failed: {plain(job.message)}")
+            st.error(f"The {plain(job.name)} run failed: {said(job.message)}")
 
 
 def toy_tasks():

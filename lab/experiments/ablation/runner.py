@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from lab.data import SEQUENCE_DATASETS, load_sequence_dataset
-from lab.nets.cost import training_memory_bytes
+from lab.nets.cost import run_memory_mb
 from lab.server.jobs import BackgroundJob
 from lab.training import distributed
 from lab.training.tasks import ClassificationTask
@@ -343,6 +343,11 @@ def expected_data_info(config):
     }
 
 
+# what a study adds beyond its one model's training memory, measured (benchmarks/job_memory.py): its data
+# set and the libraries that read it, its arms' results and gate statistics; 136-296 MB for a small study
+STUDY_MB = 150
+
+
 class AblationJob(BackgroundJob):
     """run_ablation on a background thread (the app's live run): the same run order, results files,
     checkpoints and events as the CLI, into `out_dir` (by default a fresh temporary folder that lives as
@@ -363,11 +368,8 @@ class AblationJob(BackgroundJob):
     def __init__(self, config, out_dir=None, cost_mb=None, owner=None, budget=None, in_process=False, ray_address=None):
         if cost_mb is None:  # one run trains at a time: the budget holds one model's training memory
             info = expected_data_info(config)
-            cost_mb = (
-                training_memory_bytes(
-                    model_config("baseline", config, info), config.batch_size, info["sequence_length"]
-                )
-                / 2**20
+            cost_mb = STUDY_MB + run_memory_mb(
+                model_config("baseline", config, info), config.batch_size, info["sequence_length"]
             )
         super().__init__(cost_mb, owner, budget, in_process=in_process, ray_address=ray_address)
         self.config, self.out_dir, self.results = config, out_dir, None

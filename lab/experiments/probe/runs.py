@@ -13,7 +13,7 @@ from pydantic import Field
 from lab.errors import LabError
 from lab.nets.backends import default_backend, default_scan_mode
 from lab.nets.cells import CELLS
-from lab.nets.cost import parameter_count, training_memory_bytes
+from lab.nets.cost import parameter_count, run_memory_mb
 from lab.nets.models import LMConfig, build_model, count_parameters
 from lab.schema import Device, PositiveInt, PositiveNumber, Seed, config
 from lab.server.jobs import BackgroundJob
@@ -204,10 +204,17 @@ def results_table(results, values="accuracy"):
     return pd.concat([per_cell.rename(columns={"hidden_size": "hidden size"}), table], axis=1)
 
 
+# what a probe adds beyond its largest model's training memory, measured (benchmarks/job_memory.py): its
+# results table (pandas, imported where it trains on first use) and each distance's evaluation set; a
+# small probe added 41 MB where its model's training memory was 8 MB
+PROBE_MB = 30
+
+
 class ProbeJob(BackgroundJob):
     """run_memory_probe on a background thread, through the one admission door every training path
     takes (lab.server.jobs.BackgroundJob): it waits in the server's budget queue at the cost of its largest
-    model, and its steps take turns with every other job's; or on Ray, as every job (lab.server.ray_runs).
+    model, and its steps take turns with every other job's, in the server's training process (`in_process`,
+    as the app's runs) or in this thread; or on Ray, as every job (lab.server.ray_runs).
     `table` holds the results when it ends.
 
         job = ProbeJob(ProbeConfig(tasks=("recall",), cells=("gru_torch",)), owner=key).start()
@@ -215,21 +222,18 @@ class ProbeJob(BackgroundJob):
 
     what = "The memory probe"
 
-    def __init__(self, config, owner=None, budget=None, turns=None, ray_address=None):
+    def __init__(self, config, owner=None, budget=None, turns=None, in_process=False, ray_address=None):
         runs = [
             probe_run(config, task, cell, distance)
             for task in config.tasks
             for cell in config.cells
             for distance in config.distances
         ]
-        cost_mb = (
-            max(
-                training_memory_bytes(model.config, train_config.batch_size, train_config.block_size)
-                for model, _, train_config in runs
-            )
-            / 2**20
+        cost_mb = PROBE_MB + max(  # one model trains at a time
+            run_memory_mb(model.config, train_config.batch_size, train_config.block_size)
+            for model, _, train_config in runs
         )
-        super().__init__(cost_mb, owner, budget, turns, ray_address=ray_address)
+        super().__init__(cost_mb, owner, budget, turns, in_process, ray_address)
         self.config, self.table = config, None
 
     def _work(self):

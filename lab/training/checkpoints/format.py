@@ -151,12 +151,12 @@ def load_checkpoint(source, device="auto"):
     else:
         path = Path(source)
         if not path.is_file():
-            raise CheckpointError(f"{path}: no such checkpoint file")
+            raise CheckpointError(f"{path.name}: no such checkpoint file")
         _check_size(path.stat().st_size, path.name)  # before reading: a quick refusal of an honest big file
         try:
             data = read_at_most(path, MAX_CHECKPOINT_BYTES)  # st_size can lie (/proc, a growing file)
         except OSError as e:
-            raise CheckpointError(f"{path}: could not be read ({e.strerror or e})") from None
+            raise CheckpointError(f"{path.name}: could not be read ({e.strerror or e})") from None
         label = path.name
     tensors, metadata = _parse(data, label)
     header = read_header(metadata, label)

@@ -8,7 +8,7 @@ import os
 import re
 import secrets
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,7 +190,8 @@ def check_folder(folder):
 def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=None, training_state=None, room=None):
     """Save name_vN (N one more than the newest) and point name_latest at it; returns the versioned path.
     With a training_state (lab.training.train.TrainingState) the run can be continued from the file. `room`,
-    if given, is called with the file's size first and raises to refuse it (lab.server.spaces.check_room).
+    if given, is called with the file's size and returns a context manager that raises to refuse it and
+    otherwise holds a reservation while the file is written (lab.server.spaces.reserve_room).
 
     Safe to call from several threads or processes at once: each gets its own N. An OSError
     (a full disk, a read-only folder) names the file it was writing; the model is untouched,
@@ -207,9 +208,8 @@ def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=Non
             path = _inside(folder, f"{name}_v{version}{SUFFIX}")
             with _naming_the_path(path):
                 data = checkpoint_bytes(model, tokenizer, metrics, name, version, extra, training_state)
-                if room is not None:
-                    room(len(data))
-                tmp = _write_temp(folder, name, data)
+                with room(len(data)) if room is not None else nullcontext():  # checked and written as one
+                    tmp = _write_temp(folder, name, data)
                 try:
                     os.link(tmp, path)  # fails if the name exists, as O_EXCL would: never two savers' vN
                 except FileExistsError:  # a saver that does not take the lock (another host) got there first
@@ -306,7 +306,7 @@ def delete_checkpoint(path, user_dir):
     the run with it (deleting the latest alone would only bring the previous version back)."""
     path = Path(path)
     if path.name != str(path) and path.resolve().parent != Path(user_dir).resolve():
-        raise CheckpointError(f"{path}: not in the user checkpoint folder; only your own checkpoints can be deleted")
+        raise CheckpointError(f"{path.name}: not in your checkpoint folder; only your own checkpoints can be deleted")
     path = _inside(user_dir, path.name)
     if not path.is_file():
         raise CheckpointError(f"{path.name}: no such checkpoint")
