@@ -6,8 +6,9 @@ default Train run and a default race of four beside the training process it hold
 import pytest
 
 from benchmarks.job_memory import KINDS, measure_in_fresh_process, train_jobs
-from lab.server.capacity import budget_from_environment
+from lab.server.capacity import Budget
 from lab.server.workers import PROCESS_MB
+from lab.settings import server_settings
 
 
 def test_every_kind_of_job_is_charged_at_least_half_the_memory_it_adds():
@@ -22,7 +23,8 @@ def test_every_kind_of_job_is_charged_at_least_half_the_memory_it_adds():
 def test_the_default_budget_admits_a_default_run_and_a_default_race_beside_the_training_process(monkeypatch, race):
     for name in ("RNNLAB_TRAINING_BUDGET_MB", "RNNLAB_SESSION_SHARE", "RNNLAB_SESSION_RUNS"):
         monkeypatch.delenv(name, raising=False)
-    budget = budget_from_environment()
+    settings = server_settings()  # the defaults: a fresh budget, not this process's shared one
+    budget = Budget(settings.training_budget_mb, settings.session_share, settings.session_runs)
     budget.hold(PROCESS_MB, "the training process")
     jobs = train_jobs(small=False, race=race)
     assert len(jobs) == (4 if race else 1)
