@@ -54,10 +54,11 @@ def without_paths(text):
     """`text` (an error's message) with every path of the server's disk cut to its file's name, and any
     space key (lab.server.spaces: a student's folder, which its key opens) replaced by "your folder": a
     message may name the file, never where the server keeps it."""
-    from ui.sessions import USER_DIR, is_space_key  # ui.sessions imports pages' helpers that import this
+    from ui.sessions import is_space_key, users_root  # ui.sessions imports pages' helpers that import this
 
     text = _PATH_LIKE.sub(_file_name, str(text))
-    return _SPACE_KEY_LIKE.sub(lambda m: "your folder" if is_space_key(USER_DIR, m.group(0)) else m.group(0), text)
+    root = users_root()
+    return _SPACE_KEY_LIKE.sub(lambda m: "your folder" if is_space_key(root, m.group(0)) else m.group(0), text)
 
 
 def said(message):
