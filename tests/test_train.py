@@ -139,7 +139,9 @@ def test_defaults_are_the_seeds_recipe():
 def test_optimiser_is_adamw_with_decoupled_weight_decay(text):
     # an embedding row of a token that never occurs gets a zero gradient; AdamW still shrinks it by
     # exactly (1 - lr * weight_decay) in one step, while Adam's L2 (or no decay) would not
-    tokenizer = CharTokenizer("".join(sorted(set(text))) + "\x01\x02")
+    unseen = "¤§"  # two printable characters the text never holds
+    assert not set(unseen) & set(text)
+    tokenizer = CharTokenizer("".join(sorted(set(text))) + unseen)
     task = LMTask(*split_text(text), tokenizer)
     model = tiny_lm(task.vocab_size)
     unused = model.embedding.weight[-2:].detach().clone()
