@@ -22,7 +22,7 @@ from lab.experiments.probe import ProbeConfig, ProbeJob  # noqa: E402
 from lab.instruments.sampling import SamplingConfig, sample_text  # noqa: E402
 from lab.server import ray_runs  # noqa: E402
 from lab.server.jobs import TrainingJob  # noqa: E402
-from lab.server.spaces import check_room, new_space_key, space_dir  # noqa: E402
+from lab.server.spaces import new_space_key, reserve_room, space_dir  # noqa: E402
 from lab.training.checkpoints import load_checkpoint  # noqa: E402
 from lab.training.tasks import LMTask  # noqa: E402
 
@@ -62,7 +62,7 @@ def has_stepped(job):
 def test_a_run_on_ray_trains_streams_saves_in_the_students_space_and_samples(task, tmp_path):
     key = new_space_key(tmp_path)
     space = space_dir(tmp_path, key)
-    room = functools.partial(check_room, tmp_path, space, space_bytes=2**20, total_bytes=2**21)
+    room = functools.partial(reserve_room, tmp_path, space, space_bytes=2**20, total_bytes=2**21)
     sampler = functools.partial(sample_text, task.tokenizer, "", SamplingConfig(max_new_tokens=5))
     jobs = [
         TrainingJob(
