@@ -34,7 +34,8 @@ def gallery(trace, key, text):
     if table is None:
         return
     bar, sentence, too_short = chance_bar(trace, len(table))
-    (st.warning if too_short else st.caption)(sentence)
+    if too_short:  # a text too short for any finding says so before the cards; else the bar goes under them
+        st.warning(sentence)
     chosen = unit_gallery(table, n_cards)
     for row_start in range(0, len(chosen), 3):  # rows of three cards, so that the cards of a row line up
         for column, card in zip(st.columns(3), chosen.iloc[row_start : row_start + 3].itertuples()):
@@ -53,6 +54,8 @@ def gallery(trace, key, text):
                     )
                 )
                 show_unit_button("Study this unit", f"gates_gallery_{card.Index}", card.layer, card.gate, card.unit)
+    if not too_short:
+        st.caption(sentence)
     mirror()
 
 
