@@ -49,6 +49,20 @@ export default function (component) {
     send();
   };
 
+  // a span of `className` holding `text` (textContent: inert)
+  const span = (className, text = "") => {
+    const element = document.createElement("span");
+    element.className = className;
+    element.textContent = text;
+    return element;
+  };
+  // a share in [0, 1] as a filled track and its percentage with `decimals`
+  const track = (share, decimals) => {
+    const filled = span("track");
+    filled.appendChild(span("fill")).style.width = `${(100 * share).toFixed(1)}%`;
+    return [filled, span("value", `${(100 * share).toFixed(decimals)}%`)];
+  };
+
   const current = box.value === data.text;
   bars.classList.toggle("stale", !current);
   bars.replaceChildren(
@@ -58,19 +72,7 @@ export default function (component) {
       row.className = "rnnlab-typing-bar";
       row.setAttribute("role", "listitem");
       row.title = `Type it: ${bar.label}`;
-      const label = document.createElement("span");
-      label.className = "label";
-      label.textContent = bar.label;
-      const track = document.createElement("span");
-      track.className = "track";
-      const fill = document.createElement("span");
-      fill.className = "fill";
-      fill.style.width = `${(100 * bar.p).toFixed(1)}%`;
-      track.appendChild(fill);
-      const value = document.createElement("span");
-      value.className = "value";
-      value.textContent = `${(100 * bar.p).toFixed(1)}%`;
-      row.append(label, track, value);
+      row.append(span("label", bar.label), ...track(bar.p, 1));
       row.addEventListener("click", () => type(bar.text));
       return row;
     }),
@@ -79,22 +81,8 @@ export default function (component) {
     ...data.keep.map((layer) => {
       const row = document.createElement("div");
       row.className = "rnnlab-typing-keep-row";
-      const label = document.createElement("span");
-      label.className = "label";
-      label.textContent = layer.label;
-      row.appendChild(label);
-      if (layer.value !== null) {
-        const track = document.createElement("span");
-        track.className = "track";
-        const fill = document.createElement("span");
-        fill.className = "fill";
-        fill.style.width = `${(100 * layer.value).toFixed(1)}%`;
-        track.appendChild(fill);
-        const value = document.createElement("span");
-        value.className = "value";
-        value.textContent = `${(100 * layer.value).toFixed(0)}%`;
-        row.append(track, value);
-      }
+      row.appendChild(span("label", layer.label));
+      if (layer.value !== null) row.append(...track(layer.value, 0));
       return row;
     }),
   );
