@@ -46,6 +46,7 @@ from lab.server import shutdown
 from lab.server.capacity import TurnTaker, server_budget, server_turns
 from lab.server.priority import lower_this_process
 from lab.settings import server_settings
+from lab.training.train import cap_malloc_arenas, usable_cores
 from lab.words import count
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ def _serve(commands, messages, threads):
     # which hold its interpreter's lock: they are niced alone (lab.server.priority.lower_this_thread)
     lower_this_process(idle=True)
     torch.set_num_threads(threads)
+    cap_malloc_arenas(usable_cores())  # its runs are threads: one arena each would each keep what it freed
     sending, stops, runs = threading.Lock(), {}, []
 
     def send(number, kind, payload):

@@ -140,7 +140,30 @@ def _to_device(batch, device):
     return batch.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else batch.to(device)
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's malloc.h
+
+
+def _glibc_mallopt():
+    """glibc's mallopt, or None: another platform, or a libc without it (musl's ignores it anyway)."""
+    return getattr(ctypes.CDLL(None), "mallopt", None) if sys.platform.startswith("linux") else None
+
+
+def cap_malloc_arenas(arenas):
+    """At most `arenas` malloc arenas in this process, on Linux. glibc gives a thread that finds the
+    others' arenas busy one of its own (up to 8 per core), and memory freed in an arena stays with it:
+    four race runs, each a thread of one process, added 326 MB where with two arenas they added 200 MB
+    (benchmarks/job_memory.py, BENCHMARKS.md). Call it before the threads start."""
+    mallopt = _glibc_mallopt()
+    if mallopt:
+        mallopt(_M_ARENA_MAX, max(1, arenas))
+
+
+def usable_cores():
+    """The cores this process may run on (containers report the host's in os.cpu_count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def configure_cpu(max_threads=4):
@@ -156,18 +179,13 @@ def configure_cpu(max_threads=4):
     that (BENCHMARKS.md). The cost: memory a job has freed stays with the process,
     for the next step or job, instead of going back to the OS.
     """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    threads = max(1, min(cores, max_threads))
+    threads = max(1, min(usable_cores(), max_threads))
     torch.set_num_threads(threads)
-    if sys.platform.startswith("linux"):
-        mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # absent under some libcs; musl's ignores it
-        if mallopt:
-            # 64 MB covers an LSTM's (T, B, 4H) gates at B=64, T=128, H=256; 32 MB where glibc refuses more
-            mallopt(_M_MMAP_THRESHOLD, 64 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-            mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+    mallopt = _glibc_mallopt()
+    if mallopt:
+        # 64 MB covers an LSTM's (T, B, 4H) gates at B=64, T=128, H=256; 32 MB where glibc refuses more
+        mallopt(_M_MMAP_THRESHOLD, 64 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        mallopt(_M_TRIM_THRESHOLD, 256 << 20)
     return threads
 
 
