@@ -18,7 +18,10 @@ Its parts, each importing only those above it (tests/test_architecture.py checks
     __main__         the command line (`python -m lab`), with train_command
 """
 
+import importlib.metadata
 import os
+import re
+from pathlib import Path
 
 # OpenMP's idle threads spin-wait by default. On shared or busy cores (Streamlit
 # Community Cloud, CI, a laptop running the app and the tests) the spinning makes
@@ -26,4 +29,14 @@ import os
 # before torch is first imported, which `import lab` normally is.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__version__ = "0.1.0"
+
+def _version():
+    """The version written once, in pyproject.toml: read there in a checkout (what the app runs from),
+    from the installed package's metadata otherwise."""
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    if pyproject.is_file():
+        return re.search(r'^version = "([^"]+)"', pyproject.read_text(encoding="utf-8"), re.M).group(1)
+    return importlib.metadata.version("rnn-lab")
+
+
+__version__ = _version()

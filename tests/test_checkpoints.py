@@ -916,3 +916,12 @@ def test_weights_stored_in_another_float_type_load_as_float32_trainable_weights(
         assert weight.dtype == torch.float32, name
         torch.testing.assert_close(weight, original.to(dtype).float(), msg=name)
     assert all(p.requires_grad and isinstance(p, torch.nn.Parameter) for p in loaded.parameters())
+
+
+def test_one_version_written_in_pyproject_and_recorded_in_checkpoints():
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    (written,) = re.findall(r'^version = "([^"]+)"', pyproject, re.M)
+    assert lab.__version__ == written
