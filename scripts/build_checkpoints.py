@@ -36,6 +36,10 @@ from lab.training.presets import get_preset  # noqa: E402
 from lab.training.tasks import TASKS  # noqa: E402
 from lab.training.train import DEVICES, configure_cpu, resolve_device, resume_training_state, run_metrics, train  # noqa: E402
 
+# a build's own progress file (weights and AdamW's two moments in float32): the Leviathan-LSTM's is 278 MB,
+# over the limit the app opens
+PROGRESS_MAX_BYTES = 1 << 30
+
 # name: (preset it starts from, model overrides, train overrides). The character models share
 # astra-alpha's recipe (AdamW, weight decay 0.1, cosine lr), trained on a GPU in batches of 64 windows of
 # 128 characters. Sizes keep checkpoints/ under 40 MB in float16; the gated cells are two layers deep with
@@ -119,7 +123,7 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     progress_path, best_path = work / f"progress{SUFFIX}", work / f"best{SUFFIX}"
     plateau, state, done = Plateau(patience), None, False
     if progress_path.is_file():
-        saved = load_checkpoint(progress_path, device="cpu")
+        saved = load_checkpoint(progress_path, device="cpu", max_bytes=PROGRESS_MAX_BYTES)
         model, metrics = saved.model, saved.metrics
         saved_plateau = saved.metrics["plateau"]
         best = math.inf if saved_plateau["best"] is None else saved_plateau["best"]

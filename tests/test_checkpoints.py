@@ -512,6 +512,17 @@ def test_a_too_large_file_on_disk_is_refused_before_it_is_read(valid, tmp_path, 
         load_checkpoint(path)
 
 
+def test_a_build_opens_its_own_progress_file_over_the_apps_limit(valid, tmp_path, monkeypatch):
+    _, data = valid
+    path = tmp_path / "progress.safetensors"
+    path.write_bytes(data)
+    monkeypatch.setattr(lab.training.checkpoints.format, "MAX_CHECKPOINT_BYTES", len(data) - 1)
+    with pytest.raises(CheckpointError, match="larger than the 0 MB limit"):
+        load_checkpoint(path)
+    assert load_checkpoint(path, "cpu", max_bytes=len(data)).meta["name"] == "tiny"
+    assert load_checkpoint(data, "cpu", max_bytes=len(data)).meta["name"] == "tiny"
+
+
 # ---------------------------------------------------------------------------
 # names and paths
 

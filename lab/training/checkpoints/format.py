@@ -110,17 +110,17 @@ def check_resumable_size(config):
         )
 
 
-def _check_size(n_bytes, source):
-    if n_bytes > MAX_CHECKPOINT_BYTES:
+def _check_size(n_bytes, source, max_bytes=None):
+    max_bytes = max_bytes or MAX_CHECKPOINT_BYTES
+    if n_bytes > max_bytes:
         raise CheckpointError(
-            f"{source}: {n_bytes / 2**20:.0f} MB is larger than the "
-            f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for a checkpoint"
+            f"{source}: {n_bytes / 2**20:.0f} MB is larger than the {max_bytes // 2**20} MB limit for a checkpoint"
         )
 
 
-def _parse(data, source):
+def _parse(data, source, max_bytes=None):
     """bytes -> (tensors, metadata), refusing anything that is not our format."""
-    _check_size(len(data), source)
+    _check_size(len(data), source, max_bytes)
     try:
         tensors = load_safetensors_bytes(data)
         header_len = int.from_bytes(data[:8], "little")
@@ -136,11 +136,14 @@ def _parse(data, source):
     return tensors, metadata
 
 
-def load_checkpoint(source, device="auto"):
+def load_checkpoint(source, device="auto", max_bytes=None):
     """Load a checkpoint from a path or from bytes (an upload). Never executes code.
 
     The model lands on `device` ("auto": CUDA when present, lab.training.train.resolve_device),
     where sampling and introspection then run it.
+
+    `max_bytes`: the largest file read. The default (MAX_CHECKPOINT_BYTES) is what the app opens; a
+    build resuming its own progress file (a seed-scale model with its optimizer state) passes more.
 
     Raises CheckpointError with a clear message for a corrupt, truncated,
     foreign, malicious (pickle), malformed-metadata, too costly or
@@ -152,13 +155,13 @@ def load_checkpoint(source, device="auto"):
         path = Path(source)
         if not path.is_file():
             raise CheckpointError(f"{path.name}: no such checkpoint file")
-        _check_size(path.stat().st_size, path.name)  # before reading: a quick refusal of an honest big file
+        _check_size(path.stat().st_size, path.name, max_bytes)  # before reading: an honest big file's quick refusal
         try:
-            data = read_at_most(path, MAX_CHECKPOINT_BYTES)  # st_size can lie (/proc, a growing file)
+            data = read_at_most(path, max_bytes or MAX_CHECKPOINT_BYTES)  # st_size can lie (/proc, a growing file)
         except OSError as e:
             raise CheckpointError(f"{path.name}: could not be read ({e.strerror or e})") from None
         label = path.name
-    tensors, metadata = _parse(data, label)
+    tensors, metadata = _parse(data, label, max_bytes)
     header = read_header(metadata, label)
     with torch.device("meta"):  # shapes only: the config passed lab.nets.cost's limits, this allocates nothing
         skeleton = build_model(header.config)
