@@ -4,8 +4,8 @@ It serves the same app as `streamlit run app.py` (app.py is Home, pages/ the oth
 prepares itself before it opens: PyTorch and every page's code imported, training's lazy set-up
 done, what the Memory, Sample and Gates pages first show computed (ui.warm_up.prepare_server, about
 10 s on 2 cores). A first visitor then waits for none of it: Home's first visit took 5.3 s after a
-plain start (2.2 s after this one), most of it importing PyTorch (BENCHMARKS.md, "One screen, two
-seconds"). Streamlit runs this file's `app` (st.App) on its own web server and calls `prepare`
+plain start (2.2 s after this one), most of it importing PyTorch (BENCHMARKS-HISTORY.md, "One screen,
+two seconds"). Streamlit runs this file's `app` (st.App) on its own web server and calls `prepare`
 before it accepts a connection.
 
 A server setting out of its bounds (lab.settings) stops it first, with one line that names the variable

@@ -7,7 +7,7 @@ with the state carried, and splits the per-character loss into: the newline
 that ends a heading line with no full stop ("THESEUS"), the spaces that indent
 a line, and everything else. Each row gives the count, the mean loss, and its
 share of the split's mean loss (nats/char). This is how the bundled corpus's
-one odd heading format was found (BENCHMARKS.md, issue 3); run it on the
+one odd heading format was found (BENCHMARKS-HISTORY.md, issue 3); run it on the
 corpus as it was (scripts/build_corpus.py at commit c09efa2) to see the cost.
 """
 

@@ -9,7 +9,7 @@ For each feature of lab.instruments.features.FEATURES, the table gives the stron
 unit of any gate or state of any layer, and which unit it is ("c 45": unit 45 of the cell
 state c, layer 0; "1:h 7" for layer 1). A first table names the models measured, with a
 SHA-256 prefix of each file, so that a rerun on retrained models says which ones it read.
-Prints Markdown for BENCHMARKS.md.
+Prints Markdown for BENCHMARKS-HISTORY.md.
 """
 
 import argparse

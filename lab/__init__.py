@@ -25,7 +25,7 @@ from pathlib import Path
 
 # OpenMP's idle threads spin-wait by default. On shared or busy cores (Streamlit
 # Community Cloud, CI, a laptop running the app and the tests) the spinning makes
-# small-model work ~10x slower (BENCHMARKS.md). It only takes effect when set
+# small-model work ~10x slower (BENCHMARKS-HISTORY.md). It only takes effect when set
 # before torch is first imported, which `import lab` normally is.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

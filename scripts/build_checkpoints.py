@@ -14,7 +14,7 @@ A build is resumable per model. Every few minutes it writes build/<name>/progres
 build/<name>/best (the best weights so far); the same command run again continues
 each unfinished model where it stopped, and only exports a finished one; run with a larger
 --patience, a model that stopped early continues to its budget. The
-recipes come from the sweep in benchmarks/bundle_sweep.py (BENCHMARKS.md).
+recipes come from the sweep in benchmarks/bundle_sweep.py (BENCHMARKS-HISTORY.md).
 """
 
 import argparse

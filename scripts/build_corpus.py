@@ -123,12 +123,12 @@ def normalise(text: str) -> str:
     # not ("THESEUS"), a format no other play uses. Left so, a model trained on
     # the other plays never learns it: 498 of the 500 such headings fall in the
     # held-out 10%, and astra-alpha paid ~5.7 nats at each one's newline
-    # (0.028 nats/char of its validation loss, BENCHMARKS.md).
+    # (0.028 nats/char of its validation loss, BENCHMARKS-HISTORY.md).
     for i in bare_headings(lines):
         lines[i] += "."
     # ...and that format is Tiny Shakespeare's, the public yardstick's: "PROSPERO:". Left as "NAME.",
     # a model that never saw a colon end a heading pays ~10 nats at each of the Shrew's 707 headings
-    # (0.1 nats/char of its score there, BENCHMARKS.md).
+    # (0.1 nats/char of its score there, BENCHMARKS-HISTORY.md).
     for i in speaker_headings(lines):
         heading = SPEAKER_HEADING.fullmatch(lines[i])
         lines[i] = f"{heading['name']}:{heading['rest'] or ''}"

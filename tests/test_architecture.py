@@ -129,9 +129,9 @@ def test_each_part_of_lab_imports_only_the_parts_below_it():
 
 
 def test_the_served_app_watches_no_files_and_runs_no_full_collection_after_each_script():
-    """Two server settings a class's page loads depend on (BENCHMARKS "One screen, two seconds"): Streamlit's
-    file watcher walked every imported module after each script run, and its post-script garbage collection
-    walked the whole heap while other students' pages waited."""
+    """Two server settings a class's page loads depend on (BENCHMARKS-HISTORY.md, "One screen, two seconds"):
+    Streamlit's file watcher walked every imported module after each script run, and its post-script garbage
+    collection walked the whole heap while other students' pages waited."""
     import tomllib
 
     config = tomllib.loads((LAB.parent / ".streamlit" / "config.toml").read_text())

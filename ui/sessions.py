@@ -131,7 +131,7 @@ def train_in_process():
     """Whether the runs train in the server's niced training process (lab.server.workers), not in its own
     threads: unless RNNLAB_TRAINING_PROCESSES is 0. Runs in threads share the pages' interpreter, and five
     of them made pages take up to 3x their idle time where the same runs in a training process took up
-    to 2x (BENCHMARKS.md, one screen, two seconds)."""
+    to 2x (BENCHMARKS-HISTORY.md, one screen, two seconds)."""
     return server_settings().training_processes > 0
 
 

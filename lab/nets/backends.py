@@ -111,7 +111,7 @@ def default_backend(cell, device="cpu"):
 
 def default_scan_mode(device="cpu"):
     """The scan's faster form on `device`: the parallel scan on CUDA, where its log2(T) rounds spread over
-    thousands of cores; the loop on a CPU, where the parallel form measured 5.7-15.9x slower (BENCHMARKS.md)."""
+    thousands of cores; the loop on a CPU, where the parallel form measured 5.7-15.9x slower (BENCHMARKS-HISTORY.md)."""
     return "parallel" if torch.device(device).type == "cuda" else "sequential"
 
 

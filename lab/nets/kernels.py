@@ -9,7 +9,7 @@ against the reference and torch.nn, and gradcheck checks the hand-written
 backward passes. Asked for a trace, a fast layer runs the reference forward,
 so the gates shown are always the readable code's own.
 
-What makes them fast (BENCHMARKS.md has the measurements):
+What makes them fast (BENCHMARKS-HISTORY.md has the measurements):
 * The input projections of all T steps are one matmul outside the time loop;
   inside it only the recurrent matmul remains (`addmm`).
 * rnn and gru_seed stay autograd loops over `x.unbind(1)` (indexing `x[:, t]`

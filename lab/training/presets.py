@@ -89,7 +89,7 @@ PRESETS = {
         _scribe("scribe-beta", 3, 512, 256, 0.10, 1.5e-3, 15, 5_102_056),
         _scribe("scribe-gamma", 4, 768, 384, 0.15, 1e-3, 20, 14_439_400),
         # alpha's weight decay and batch size come from a sweep of 5-minute runs (benchmarks/astra_sweep.py,
-        # BENCHMARKS.md): in 5 minutes it reads each character of 1 MB ~13 times and over-fits at weight decay
+        # BENCHMARKS-HISTORY.md): in 5 minutes it reads each character of 1 MB ~13 times and over-fits at weight decay
         # 0.01; B=32 gives it twice the steps for ~15% fewer tokens/s; dropout 0.1-0.2 did not help further
         _astra(
             "astra-alpha",

@@ -176,7 +176,7 @@ def configure_cpu(max_threads=4):
     every step page-faults it in afresh (27,000-36,000 faults per step of
     benchmarks/cells.py's cells). Keeping blocks up to 64 MB on the heap and up to
     256 MB of it free for reuse, as jemalloc or tcmalloc would, removes most of
-    that (BENCHMARKS.md). The cost: memory a job has freed stays with the process,
+    that (BENCHMARKS-HISTORY.md). The cost: memory a job has freed stays with the process,
     for the next step or job, instead of going back to the OS.
     """
     threads = max(1, min(usable_cores(), max_threads))

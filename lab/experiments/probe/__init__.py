@@ -31,7 +31,7 @@ An earlier version scored recall at every step ("the symbol k steps back" for al
 once). That asks the state to shift a window of the last k symbols along every step, a
 delay line in which every unit is overwritten at every step: what a vanilla RNN does by
 construction, and what gated cells, initialised to keep (bias +1), must first unlearn. It
-measured that head start, not how long one memory survives (BENCHMARKS.md, "Toy tasks").
+measured that head start, not how long one memory survives (BENCHMARKS-HISTORY.md, "Toy tasks").
 
 Modules: tasks (the toy tasks and ProbeTask, one task at one distance as lab.training.train trains
 it), runs (ProbeConfig, the runs with their parameter budget, the results table, and ProbeJob).
