@@ -3,6 +3,9 @@ peak memory it adds to the processes it runs in (the server and its training pro
 measured on a small case of each (benchmarks/job_memory.py); and the default budget still admits a
 default Train run and a default race of four beside the training process it holds."""
 
+import subprocess
+import sys
+
 import pytest
 
 from benchmarks.job_memory import KINDS, measure_in_fresh_process, train_jobs
@@ -43,3 +46,10 @@ def test_the_training_process_is_held_in_the_servers_budget_while_it_lives():
     assert live and len(held) == len(live)  # once per process, whatever the runs in it
     used, _, jobs, _ = server_budget().snapshot()
     assert used >= PROCESS_MB * len(live) and jobs == 0  # held, but not a run of anyone's
+
+
+def test_a_run_that_samples_as_it_trains_loads_no_table_library():
+    """Sampling is what a lesson's run does in the training process: pandas there was 37 MB more."""
+    code = "import sys, lab.instruments.sampling, lab.instruments.learning; print('pandas' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip() == "False"

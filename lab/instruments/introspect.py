@@ -18,7 +18,6 @@ lab.instruments.units' question; the features of the text it asks about are in l
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 import torch
 
 from lab.errors import LabError
@@ -139,6 +138,8 @@ def trace_chunks(model, tokenizer, text, chunk_tokens=MAX_TRACE_TOKENS):
 def gate_summary(trace):
     """One row per layer and gate: mean, std, min, max and, for sigmoid gates, the
     share of saturated values (< 0.1 or > 0.9; NaN for the other kinds)."""
+    import pandas as pd  # here, not above: a training process that samples as it trains never builds a table
+
     rows = []
     for l, (cell, names) in enumerate(zip(trace.cells, trace.gate_names)):
         for name in names:
