@@ -153,8 +153,8 @@ def test_train_renders_with_the_astra_alpha_defaults():
 def test_train_settings_come_from_and_go_to_the_url():
     at = open_page(TRAIN, {"preset": "scribe-alpha", "hidden": "64", "seconds": "30", "stateful": "true"})
     assert_clean(at)
-    (warning,) = at.warning  # the one warning: 30 s is too short to call the memory race, said before it starts
-    assert warning.value.startswith("30 s is too short for the memory race")
+    # no warning, but the memory race's forecast where this machine is too busy to call it in 30 s
+    assert not [w for w in at.warning if "memory race" not in w.value]
     assert at.selectbox(key="train_preset").value == "scribe-alpha"
     assert at.radio(key="train_tokenizer").value == "sentencepiece"  # from the preset
     assert at.number_input(key="train_hidden").value == 64
@@ -269,7 +269,7 @@ def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_c
 
 
 def test_the_memory_race_trains_the_four_cells_on_recall_and_says_who_leads_from_their_curves(user_dir):
-    """Said before Start: 20 s is too short to call it. Then the four toy cells train at once (not as language-model
+    """Said before Start: 5 s is too short to call it. Then the four toy cells train at once (not as language-model
     runs), and the chart and its verdict are the runs' own, as lab.experiments.memory_race reads them."""
     import pandas as pd
 
@@ -278,9 +278,10 @@ def test_the_memory_race_trains_the_four_cells_on_recall_and_says_who_leads_from
     from lab.training.checkpoints import BUNDLED_DIR
     from ui.train_memory_race import DISTANCE, TASK, shipped_ends
 
-    at = open_page(TRAIN, {"seconds": "20"})
+    at = open_page(TRAIN, {"seconds": "5"})
     (warning,) = at.warning
-    assert warning.value.startswith("20 s is too short for the memory race")  # before it starts
+    assert "memory race in 5 s" in warning.value or "5 s is too short" in warning.value  # before it starts
+    at.number_input(key="train_seconds").set_value(60).run()
     at.button(key="train_memory_race").click().run()
     assert_clean(at)
     jobs = at.session_state["train_memory_jobs"]

@@ -5,6 +5,8 @@ gated cell ahead of the RNN."""
 
 import os
 
+import pytest
+
 from lab.experiments.memory_race import (
     LANE_STEPS_PER_SECOND,
     MEMORY_RACE,
@@ -17,7 +19,7 @@ from lab.experiments.memory_race import (
 )
 from lab.experiments.probe import TOY_CELLS
 from lab.instruments.race import race_story, race_verdict
-from lab.server.capacity import Budget, StepTurns, step_lanes
+from lab.server.capacity import Budget, StepTurns, lane_share, step_lanes
 from lab.server.jobs import start_together
 from lab.settings import ServerSettings
 
@@ -147,10 +149,20 @@ def test_the_forecast_says_a_quiet_server_can_call_the_race_and_a_busy_one_canno
     longer = int(busy.sentence.split("Give it about ")[1].split(" s")[0])
     assert forecast(longer, runs_training=12, lanes=1).enough  # the time it suggests is enough
     assert forecast(60, runs_training=12, lanes=4).steps_each == 4 * busy.steps_each  # more lanes, more steps
-    short = forecast(20, runs_training=0, lanes=1)  # a quiet server, but too little time
-    assert not short.enough and short.sentence.startswith("20 s is too short for the memory race")
-    assert "fewer runs" not in short.sentence
     assert forecast(60, 0, lanes=8).steps_each == LANE_STEPS_PER_SECOND * 60  # a runner never beats a lane alone
+    loaded = forecast(60, runs_training=0, lanes=1, share=0.2)  # other programs keep the cores busy
+    assert loaded.steps_each == quiet.steps_each // 5 and not loaded.enough
+    assert "beside other work on its processors" in loaded.sentence and loaded.sentence.startswith("Too busy")
+    short = forecast(5, runs_training=0, lanes=1)  # a quiet server, but too little time
+    assert not short.enough and short.sentence.startswith("5 s is too short for the memory race")
+    assert "less busy" not in short.sentence
+
+
+def test_a_lanes_share_is_what_the_other_work_on_the_cores_leaves_it():
+    assert lane_share(1, 0, load=0.3, cores=2) == 1.0  # a quiet machine
+    assert lane_share(1, 4, load=1.0, cores=2) == 1.0  # the load is this server's own runs
+    assert lane_share(1, 0, load=11.0, cores=2) == pytest.approx(2 / 12)  # ten other programs want the cores
+    assert lane_share(1, 0, load=3.0, cores=2) > lane_share(1, 0, load=5.0, cores=2)
 
 
 def test_the_servers_lanes_are_its_training_processes_or_concurrent_steps_never_more_than_its_cores():

@@ -22,7 +22,7 @@ from lab.experiments.memory_race import (
 )
 from lab.experiments.probe import TOY_TASKS
 from lab.instruments.race import CELL_NAMES
-from lab.server.capacity import server_budget, step_lanes
+from lab.server.capacity import lane_share, server_budget, step_lanes
 from lab.server.jobs import start_together
 from ui.cell_labels import CELL_COLOURS
 from ui.lessons.toy_tasks import live_rows, shipped_results
@@ -61,7 +61,8 @@ def forget_if_ended():
 def what_it_does(seconds):
     """Before Start: what the memory race trains, and whether this server can call it in its time."""
     _, _, running, queued = server_budget().snapshot()
-    outlook = forecast(seconds, running + queued, step_lanes())
+    lanes = step_lanes()
+    outlook = forecast(seconds, running + queued, lanes, lane_share(lanes, running))
     spec = TOY_TASKS[TASK]
     line = (
         f"**Memory race**: the same four, about 5,000 parameters each, on a task where memory decides: "

@@ -32,9 +32,9 @@ MEMORY_RACE = ("recall", 20)  # task and distance k: the gated cells solve it, t
 # tried and the LSTM 35-58%, while the RNN and the scan stayed at chance
 STEPS_TO_CALL = 400
 # steps per second one training lane (a training process, its runs taking turns step by step) gives a race's
-# runners on recall at k = 20, all of them together: measured on two cores shared with other work
-# (benchmarks/memory_race.py); a quiet core gives about twice as many
-LANE_STEPS_PER_SECOND = 40
+# runners on recall at k = 20, all of them together, on two quiet cores (benchmarks/memory_race.py: 85 with two
+# races at once); other work on the cores takes its share first (lab.server.capacity.lane_share)
+LANE_STEPS_PER_SECOND = 80
 EVAL_EVERY = 25  # steps between accuracy points on the chart
 EVAL_SEQUENCES = 256  # fresh sequences each accuracy is measured on (±3 points)
 
@@ -174,28 +174,33 @@ class Forecast:
     sentence: str
 
 
-def forecast(seconds, runs_training, lanes, runners=len(TOY_CELLS), steps_per_lane_second=LANE_STEPS_PER_SECOND):
+def forecast(
+    seconds, runs_training, lanes, share=1.0, runners=len(TOY_CELLS), steps_per_lane_second=LANE_STEPS_PER_SECOND
+):
     """About how many steps each of a race's `runners` takes in `seconds` on this server, and whether that
     is enough to call the race, in words, before it starts.
 
-    The server computes `lanes` steps at a time (lab.server.capacity.step_lanes), its runs taking turns, so
-    the race's runners share them with the `runs_training` runs already there: each gets
+    The server computes `lanes` steps at a time (lab.server.capacity.step_lanes), each lane at `share` of its
+    quiet speed (lab.server.capacity.lane_share: what other work leaves it), its runs taking turns, so the
+    race's runners share the lanes with the `runs_training` runs already there: each gets
     lanes / (runs + runners) of a lane's steps, and never more than one lane's."""
-    share = min(1.0, lanes / (runs_training + runners))
-    steps_each = math.floor(steps_per_lane_second * share * seconds)
-    others = f" beside the {count(runs_training, 'run')} training now" if runs_training else ""
-    said = f"each runner should take about {count(steps_each, 'step')} in {seconds} s on this server{others}"
+    each = min(1.0, lanes / (runs_training + runners))
+    steps_each = math.floor(steps_per_lane_second * share * each * seconds)
+    others = [f"the {count(runs_training, 'run')} training now"] if runs_training else []
+    if share < 1:  # other programs keep the cores busy
+        others.append("other work on its processors")
+    beside = f" beside {' and '.join(others)}" if others else ""
+    said = f"each runner should take about {count(steps_each, 'step')} in {seconds} s on this server{beside}"
     if steps_each >= STEPS_TO_CALL:
         return Forecast(steps_each, True, f"The memory race: {said}, and about {STEPS_TO_CALL} decide it.")
     needed = math.ceil(seconds * STEPS_TO_CALL / max(steps_each, 1))
+    busy = bool(others)
     why = (
-        f"Too busy to call the memory race in {seconds} s"
-        if runs_training
-        else f"{seconds} s is too short for the memory race"
+        f"Too busy to call the memory race in {seconds} s" if busy else f"{seconds} s is too short for the memory race"
     )
     return Forecast(
         steps_each,
         False,
         f"{why}: {said}, and it takes about {STEPS_TO_CALL} for the gated cells to pull ahead. Give it about "
-        f"{needed} s" + (", or start it when fewer runs are training." if runs_training else "."),
+        f"{needed} s" + (", or start it when the server is less busy." if busy else "."),
     )
