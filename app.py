@@ -46,8 +46,10 @@ for column, (page, blurb) in zip(st.columns(3) + st.columns(3), PAGE_BLURBS.item
         page_link(page, label=f"**{page}**")
         st.caption(blurb)
 
-st.header("The model families")
-st.caption(
+# the equations and the presets side by side as tabs: each is a reference a teacher opens, not the page's point,
+# and one under the other made Home more than three laptop screens
+families, presets = st.tabs(["The model families", "Presets"])
+families.caption(
     "x_t is the input at step t, h_t the hidden state, σ the logistic sigmoid, ⊙ the element-wise product. "
     "Each cell is written in the lab from plain tensor operations, one line per equation (the Gates page "
     "shows its code)."
@@ -86,7 +88,7 @@ FAMILIES = [  # (cell, title, what to notice), in reading order
         "B writes; the gate is a small MLP (H → 4H → 2H, GELU) of the input e_t.",
     ),
 ]
-left, right = st.columns(2, gap="large")
+left, right = families.columns(2, gap="large")
 for n, (cell, title, caption) in enumerate(FAMILIES):
     with left if n < 3 else right:
         st.subheader(title)
@@ -136,12 +138,11 @@ def preset_table():
     return pd.DataFrame(rows)
 
 
-st.header("Presets")
-st.caption(
+presets.caption(
     "The lab's model families as named presets; the Train page starts from one. "
     "Character models are counted at 65 characters, subword models at 1,000 pieces."
 )
-st.dataframe(
+presets.dataframe(
     preset_table(),
     hide_index=True,
     width="stretch",

@@ -59,6 +59,7 @@ def page_milliseconds(keys):
         page = browser.new_context(viewport=LAPTOP).new_page()
         page.set_default_timeout(60_000)
         open_page(page, f"{server.url}/Sample")
+        page.get_by_role("tab", name="Type and watch").click()  # the page's fourth tab
         box = page.locator(f"{BOX} textarea")
         box.scroll_into_view_if_needed()
         box.click()

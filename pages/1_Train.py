@@ -18,6 +18,7 @@ from lab.server.jobs import TrainingJob
 from lab.training.checkpoints import list_checkpoints
 from lab.training.presets import PRESETS
 from ui import train_chart as chart
+from ui import train_memory_race as memory_race
 from ui import train_runs as runs
 from ui import train_settings as ts
 from ui.common import page_link, parameter_count, plain_convention, preset_label, setup_page, show_anchors
@@ -31,29 +32,37 @@ st.caption(
     "Train a recurrent language model in the background and watch its loss fall; a race trains four "
     "kinds of cell at once on one chart. Closing this browser tab stops your runs."
 )
-# on the first screen, above the settings: what Start does, the buttons and the live chart (a laptop's
-# 768 pixels hold them; the settings, which a student changes less often, follow)
-controls, live = st.container(), st.container()
-st.divider()
-
-# ---------------------------------------------------------------------------
 # settings: URL at page load, then the session's own values
-
 saved = ts.restore_settings()
 F = ts.FIELDS
-model_col, data_col, train_col = st.columns(3, gap="large")
-with model_col:
-    st.subheader("Model")
+# the first screen holds the main settings, Start beside them and the live chart (a laptop's 768 pixels hold
+# them); the other settings, which a student changes less often, wait in an expander under the chart
+preset_col, cell_col, hidden_col, seconds_col = st.columns([2, 2, 1, 1])
+with preset_col:
     st.selectbox(
         F["preset"].label,
         ts.TEXT_PRESETS,
         key=ts.key("preset"),
         on_change=ts.apply_preset,
         format_func=preset_label,
-        help="A model family with its training recipe; it fills in the fields below, which you can then change.",
+        help="A model family with its training recipe; it fills in the other fields, which you can then change.",
     )
-    fixed = ts.is_scan_markov({"preset": st.session_state[ts.key("preset")]})
-    st.selectbox(F["cell"].label, list(CELLS), key=ts.key("cell"), format_func=ts.CELL_LABELS.get, disabled=fixed)
+fixed = ts.is_scan_markov({"preset": st.session_state[ts.key("preset")]})
+cell_col.selectbox(F["cell"].label, list(CELLS), key=ts.key("cell"), format_func=ts.CELL_LABELS.get, disabled=fixed)
+ts.number_input(hidden_col, "hidden", step=16, disabled=fixed)
+ts.number_input(
+    seconds_col,
+    "seconds",
+    step=10,
+    help="Wall-clock budget of a run, and of each runner of a race; the learning rate anneals over it (cosine).",
+)
+notices, controls, live = st.container(), st.container(), st.container()
+more = st.expander("More settings: the model's shape, the corpus, the training recipe")
+
+with more:
+    model_col, data_col, train_col = st.columns(3, gap="large")
+with model_col:
+    st.subheader("Model")
     st.radio(
         F["backend"].label,
         F["backend"].choices,
@@ -65,9 +74,8 @@ with model_col:
     )
     c1, c2 = st.columns(2)
     ts.number_input(c1, "emb", step=8)
-    ts.number_input(c2, "hidden", step=16, disabled=fixed)
-    ts.number_input(c1, "layers", disabled=fixed)
-    ts.number_input(c2, "dropout", step=0.05, format="%.2f")
+    ts.number_input(c2, "layers", disabled=fixed)
+    ts.number_input(c1, "dropout", step=0.05, format="%.2f")
     if fixed:
         st.caption("The selective-scan presets have a fixed architecture; only the width E and dropout change.")
 
@@ -111,12 +119,6 @@ with train_col:
     )
     ts.number_input(
         c1,
-        "seconds",
-        step=10,
-        help="Wall-clock budget; the learning rate anneals over it (cosine).",
-    )
-    ts.number_input(
-        c2,
         "eval_every",
         step=10,
         help="Training steps between validation passes.",
@@ -134,18 +136,19 @@ with train_col:
         placeholder=f"automatic: {ts.default_run_name(ts.widget_values(saved))}-1",
     )
 
-show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
+    show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
 values = ts.mirror_settings(saved)
 
 # ---------------------------------------------------------------------------
 # the corpus and its tokenized task (cached), then the model it makes
 
-with data_col:
+with notices:  # what stops Start is said beside it
     task, corpus_label = load_task(values, upload)
+with data_col:
     describe_task(values, task, ngram)
 
 model_config = None
-with model_col:
+with notices:
     fused_problem = ts.fused_problem(values)
     if fused_problem:
         st.warning(fused_problem)
@@ -167,21 +170,31 @@ with model_col:
 # ---------------------------------------------------------------------------
 # start / stop
 
-controls.markdown(runs.what_start_does(values, model_config, fixed))
+memory_line, outlook = memory_race.what_it_does(values["seconds"])
+controls.caption(runs.what_start_does(values, model_config, fixed) + " " + memory_line)
+if not outlook.enough:  # said before the race starts, not after a minute of curves that cannot be told apart
+    controls.warning(outlook.sentence, icon="⏳")
 buttons = controls.container(horizontal=True, vertical_alignment="center")
 if buttons.button("▶ Start", key="train_start", type="primary", disabled=model_config is None):
     with user_errors("Starting the run"):
         runs.wait_for_first_steps([runs.start_run(values, model_config, task, corpus_label)])
 if buttons.button(
-    "🏁 Race RNN · GRU · LSTM · scan",
+    "🏁 Race on text",
     key="train_race",
     disabled=model_config is None or fixed,
-    help="Four runs at once, one per cell family, each made as wide as it takes to have about as many "
-    "parameters as the model set below: which learns fastest in the same seconds?",
+    help="An RNN, a GRU, an LSTM and a selective scan at once on the corpus, each made as wide as it takes to "
+    "have about as many parameters as the model set here: which learns fastest in the same seconds?",
 ):
     with user_errors("Starting the race"):
         runs.wait_for_first_steps(runs.start_race(values, model_config, task, corpus_label))
-jobs = runs.training_jobs()  # drawn after Start was handled, so that Stop is enabled at once
+if buttons.button(
+    "🧠 Memory race",
+    key="train_memory_race",
+    help="The same four cells, small, on a task only a memory solves: which answers right first?",
+):
+    with user_errors("Starting the memory race"):
+        runs.wait_for_first_steps(memory_race.start(values["seconds"]))
+jobs = runs.training_jobs() + list(memory_race.race_jobs().values())  # after Start, so that Stop is enabled at once
 running = [job for job in jobs if job.running]
 if buttons.button("■ Stop", key="train_stop", disabled=not running):
     for job in running:
@@ -191,6 +204,7 @@ if buttons.button("■ Stop", key="train_stop", disabled=not running):
     st.rerun()  # redraw the buttons and the final chart
 if buttons.button("Clear finished runs", key="train_clear", disabled=not [j for j in jobs if not j.running]):
     forget_jobs(lambda job: isinstance(job, TrainingJob) and not job.running)
+    memory_race.forget_if_ended()
     st.rerun()
 buttons.radio(
     F["x"].label,
@@ -211,9 +225,9 @@ buttons.radio(
 @st.cache_resource(show_spinner=False)
 def long_race_chart():
     """The bundled character models' validation curves over their training (read from the files' headers):
-    (plotly figure, caption), shared read-only by every session."""
+    (plotly figure, caption, the curves), shared read-only by every session."""
     curves = long_race(list_checkpoints(None, include_versions=False))
-    return chart.long_race_figure(curves), chart.long_race_caption(curves)
+    return chart.long_race_figure(curves), chart.long_race_caption(curves), curves
 
 
 @st.cache_data(show_spinner=False)
@@ -231,36 +245,43 @@ def live_view(auto, x_axis, refresh):
     active = [log for log in logs if log.job.running]
     for log in active:  # how busy the server is while these train: what their step counts mean
         log.other_runs = max(log.other_runs, n_running - len(active))
-    st.caption(
-        f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
-        f"{n_running} run{'' if n_running == 1 else 's'}, {n_queued} waiting."
-    )
+    memory_race.view(x_axis)
+    if memory_race.race_jobs() and not logs:
+        return rerun_when_done(auto, [], refresh, n_running)
     kinds = {(log.tokenizer, log.vocab, log.job.extra.get("corpus")) for log in logs} or {
         (values["tokenizer"], task and task.vocab_size, corpus_label)
     }
     # drawn even before the first run, so the chart (and plotly.js) is ready when the first point comes
     x_span = values["seconds"] if x_axis == "elapsed" else 100
     anchors = chart.char_anchors(kinds, bundled_anchors())
+    figure, caption, long_curves = long_race_chart()
     live_column, long_column = st.columns([3, 2])
     with live_column:
         st.plotly_chart(chart.race_figure(logs, x_axis, anchors, x_span), key="train_chart", width="stretch")
-        verdict = chart.live_verdict(logs, x_axis)
+        verdict = chart.live_verdict(logs, x_axis, long_curves)
         if logs:
             st.caption(
                 " ".join(filter(None, [verdict and f"**{plain(verdict)}**", plain(chart.steps_sentence(logs))]))
                 + " Thin lines: loss on the batches it trains on; dashed with dots: on text it never trains on."
             )
     with long_column:
-        figure, caption = long_race_chart()
         st.plotly_chart(figure, key="train_long_race", width="stretch")
         st.caption(caption)
+    st.caption(
+        f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
+        f"{n_running} run{'' if n_running == 1 else 's'}, {n_queued} waiting."
+    )
     runs.draw_progress_and_samples(logs)
     runs.draw_continue_controls(logs)
     if any(log.job.checkpoint_path for log in logs):
         with st.container(horizontal=True):
             for page in ("Sample", "Gates", "Checkpoints"):
                 page_link(page, label=f"Open the {page} page")
-    if auto and not active:
+    rerun_when_done(auto, logs, refresh, n_running)
+
+
+def rerun_when_done(auto, logs, refresh, n_running):
+    if auto and not (any(log.job.running for log in logs) or memory_race.running()):
         st.rerun()  # the last run ended: redraw the page once, without the refresh
     if auto and refresh < chart.live_refresh_seconds(n_running, waiting_for_first_point(logs)):
         st.rerun()  # the first points are drawn and the server is busy: redraw less often from now on

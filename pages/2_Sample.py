@@ -144,8 +144,7 @@ def coloured_generation(checkpoint, prompt, generation, entropy_help):
 
 @st.fragment
 def samples(checkpoint, prompt):
-    """The four strategies side by side, each with its settings, then stateful against stateless: a
-    setting reruns this part only."""
+    """The four strategies side by side, each with its settings: a setting reruns this part only."""
     columns = st.columns(4)
     with columns[0]:
         st.subheader(STRATEGY_TITLES["greedy"])
@@ -189,8 +188,22 @@ def samples(checkpoint, prompt):
                 )
                 st.markdown(repetition_markdown(report))
 
-    st.divider()
-    st.subheader("Stateful vs stateless")
+    mirror_to_url(SETTINGS, DEFAULTS)
+    drawn_elsewhere = [  # the samples the other tabs drew, and those these settings make now
+        (st.session_state.get(drawn), sampling_config(st.session_state[strategy]))
+        for drawn, strategy in (
+            ("sample_compared", "sample_state_strategy"),
+            ("sample_traced", "sample_influence_strategy"),
+        )
+    ]
+    if st.session_state.sample_page_done and any(drawn != now for drawn, now in drawn_elsewhere):
+        st.rerun()  # this part alone ran, and changed a sample another tab shows: the whole page follows
+
+
+@st.fragment
+def stateful_or_stateless(checkpoint, prompt):
+    """One strategy's sample with the state carried and with it reset before every token: its choice reruns
+    this part only."""
     st.markdown(
         "Stateless generation resets the hidden state before every token, so the model sees only the "
         "previous token: it collapses from $P(s_t \\mid s_1, \\dots, s_{t-1})$ to $P(s_t \\mid s_{t-1})$ "
@@ -198,19 +211,23 @@ def samples(checkpoint, prompt):
         "before $x_t$)."
     )
     strategy_for_state = st.selectbox(
-        "Strategy (settings and random seed from its column above)",
+        "Strategy (settings and random seed from its column in the first tab)",
         list(STRATEGIES),
         format_func=STRATEGY_TITLES.get,
         key="sample_state_strategy",
     )
-    stateless = None
+    pair = None
+    st.session_state.sample_compared = sampling_config(strategy_for_state)
     with user_errors("Sampling"):
-        stateless = generated(checkpoint, prompt, sampling_config(strategy_for_state, stateful=False))
-    if stateless is not None:
+        pair = [
+            generated(checkpoint, prompt, sampling_config(strategy_for_state, stateful=stateful))
+            for stateful in (True, False)
+        ]
+    if pair is not None:
         state_cols = st.columns(2)
         for column, generation, title in zip(
             state_cols,
-            (by_strategy[strategy_for_state], stateless),
+            pair,
             ("Stateful: the state carries the whole prefix", "Stateless: the state is reset before every token"),
         ):
             with column:
@@ -223,16 +240,11 @@ def samples(checkpoint, prompt):
                     "what comes next.",
                 )
     mirror_to_url(SETTINGS, DEFAULTS)
-    traced = sampling_config(st.session_state.sample_influence_strategy)
-    if st.session_state.sample_page_done and st.session_state.get("sample_traced") != traced:
-        st.rerun()  # this part alone ran, and changed the sample traced below: the whole page follows
 
 
 @st.fragment
 def drivers(checkpoint, prompt):
     """Which earlier characters drove one generated character: its slider reruns this part only."""
-    st.divider()
-    st.subheader("🧭 Which earlier characters drove this character?")
     drove_cols = st.columns([1, 3])
     traced_strategy = drove_cols[0].selectbox(
         "From the column", list(STRATEGIES), format_func=STRATEGY_TITLES.get, key="sample_influence_strategy"
@@ -271,8 +283,6 @@ def drivers(checkpoint, prompt):
 @st.fragment
 def typing(checkpoint):
     """The next character as you type, the state carried: each key press reruns this part only."""
-    st.divider()
-    st.subheader("⌨️ What comes next? Type and watch")
     proposal, n = proposed_text("sample_typing_box"), None
     if proposal is not None:
         if proposal[1] != st.session_state.get("_sample_typing_applied"):
@@ -326,7 +336,17 @@ def keep_rows(reader):
     ]
 
 
-samples(checkpoint, prompt)
-drivers(checkpoint, prompt)
-typing(checkpoint)
+# one tab on the screen at a time: the page stays within three laptop screens, its point (four ways to pick the
+# next token, side by side) on the first
+four_ways, state, drove, typed = st.tabs(
+    ["Four ways to pick the next token", "Stateful vs stateless", "What drove a character?", "Type and watch"]
+)
+with four_ways:
+    samples(checkpoint, prompt)
+with state:
+    stateful_or_stateless(checkpoint, prompt)
+with drove:
+    drivers(checkpoint, prompt)
+with typed:
+    typing(checkpoint)
 st.session_state.sample_page_done = True

@@ -29,7 +29,6 @@ slug = choice.selectbox(
 show_lesson(slug)
 mirror_to_url(SETTINGS, DEFAULTS, shown=["lesson", *LESSONS[slug].settings])  # after the lesson: its step moves
 
-st.divider()
 position = slugs.index(slug)
 if position + 1 < len(slugs):
     following = slugs[position + 1]

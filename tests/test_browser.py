@@ -316,6 +316,7 @@ def test_sample_next_character_bars_follow_each_key_press_without_enter(server, 
         page = context.new_page()
         ends = record_script_ends(page)
         open_page(page, f"{server.url}/Sample")
+        page.get_by_role("tab", name="Type and watch").click()  # the page's fourth tab
         box = page.locator(f"{TYPING_BOX} textarea")
         box.scroll_into_view_if_needed()
         page.wait_for_function(f"() => ({TYPING_SHOWN_JS})()?.bars.length > 0")

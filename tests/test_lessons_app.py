@@ -118,17 +118,22 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     at = lesson("step-through")
     ok(at)
     assert at.session_state["lessons_step_t"] == 1 and at.query_params["lesson"] == "step-through"
-    # the GRU in both conventions: 4 equations each, then the decision in both letters
+    # the GRU in both conventions: one table each of every number its equations read and write, in the order
+    # they are computed, then the decision in both letters
     tables = step_tables(at)
-    assert len(tables) == 9
-    seed_update, torch_update, decision = tables[3], tables[7], tables[8]
-    assert list(seed_update) == ["unit", "z_t", "h_{t−1}", "h̃_t", "h_t"]
-    assert list(torch_update) == ["unit", "z_t", "n_t", "h_{t−1}", "h_t"]
+    assert len(tables) == 3
+    seed_update, torch_update, decision = tables
+    assert list(seed_update) == ["unit", "h_{t−1}", "r_t", "z_t", "h̃_t", "h_t"]
+    assert list(torch_update) == ["unit", "h_{t−1}", "r_t", "z_t", "n_t", "h_t"]
     assert seed_update["h_{t−1}"] == [0.0] * 5  # the first step starts from the zero state
-    assert decision["char-gru-seed: z_t (overwrites)"] == seed_update["z_t"]
-    assert decision["PyTorch: z_t (keeps)"] == torch_update["z_t"]
-    for a, b in zip(decision["char-gru-seed: 1 − z_t (keeps)"], seed_update["z_t"]):
+    shares = {row[0]: row[1:] for row in zip(*decision.values())}  # a row per share, a column per unit
+    assert list(decision) == ["share", *(f"unit {u}" for u in range(5))]
+    assert shares["char-gru-seed: z_t (overwrites)"] == tuple(seed_update["z_t"])
+    assert shares["PyTorch: z_t (keeps)"] == tuple(torch_update["z_t"])
+    for a, b in zip(shares["char-gru-seed: 1 − z_t (keeps)"], seed_update["z_t"]):
         assert a == pytest.approx(1 - b)
+    for z, n, h_prev, h in zip(*(torch_update[c] for c in ("z_t", "n_t", "h_{t−1}", "h_t"))):
+        assert h == pytest.approx((1 - z) * n + z * h_prev, abs=2e-3)  # the table's numbers obey the equation
     assert "unit 0: h_t = (1 − " in notice(at) and "0.43" in answer(at)
     assert full_page_link(at) == (
         "Gates",
@@ -139,8 +144,8 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     ok(at)
     assert at.session_state["lessons_step_t"] == 2 and at.query_params["t"] == "2"
     second = step_tables(at)
-    assert second[3]["h_{t−1}"] == seed_update["h_t"] and second[3]["h_t"] != seed_update["h_t"]
-    assert second[8] != decision
+    assert second[0]["h_{t−1}"] == seed_update["h_t"] and second[0]["h_t"] != seed_update["h_t"]
+    assert second[2] != decision
     at.slider(key="lessons_step_t").set_value(19).run()
     assert "Step t = 19 of 19" in " ".join(m.value for m in at.markdown)
     assert at.button(key="lessons_step_next").disabled
@@ -149,14 +154,14 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
 
 
 @pytest.mark.parametrize(
-    "cell, equations, last",
+    "cell, columns",
     [
-        ("rnn", 1, ["unit", "h_{t−1}", "h_t"]),
-        ("lstm", 6, ["unit", "o_t", "c_t", "h_t"]),
-        ("scan", 2, ["unit", "A_t", "h_{t−1}", "B_t", "e_t", "h_t"]),
+        ("rnn", ["unit", "h_{t−1}", "h_t"]),
+        ("lstm", ["unit", "h_{t−1}", "i_t", "f_t", "g_t", "o_t", "c_{t−1}", "c_t", "h_t"]),
+        ("scan", ["unit", "e_t", "A_t", "B_t", "h_{t−1}", "h_t"]),
     ],
 )
-def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, equations, last):
+def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, columns):
     at = AppTest.from_file(APP, default_timeout=180)
     at.switch_page(LESSONS_PAGE)
     at.query_params.update({"lesson": "step-through", "cell": cell, "t": "3", "text": "Ham. To be"})
@@ -165,7 +170,7 @@ def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, equations, la
     assert not at.warning
     assert at.session_state["lessons_step_t"] == 3 and at.session_state["lessons_step_cell"] == cell
     tables = step_tables(at)
-    assert len(tables) == equations and list(tables[-1]) == last
+    assert len(tables) == 1 and list(tables[0]) == columns  # one model: one table of all its numbers
     assert "Step t = 3 of 10" in " ".join(m.value for m in at.markdown)
     at.multiselect(key="lessons_step_units").set_value([7, 100]).run()
     assert step_tables(at)[-1]["unit"] == [7, 100]

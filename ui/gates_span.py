@@ -47,7 +47,9 @@ def span_finder(trace):
     chosen = span_select(trace.token_texts, tuple(span), key=SPAN_PASSAGE, label="The text: select a part of it")
     if chosen != tuple(st.session_state.get("gates_span") or ()):
         st.session_state.gates_span = chosen
-    with st.expander("Adjust the span one character at a time"):
+    # the title of the units found beside the fine adjustment: one row, so the section fits a laptop's screens
+    title, adjust = st.columns([3, 2], vertical_alignment="center")
+    with adjust.expander("Adjust the span one character at a time"):
         # value= makes it a range slider (Streamlit reads range or single from it); the session state decides the value
         start, last = token_slider(
             "Span of the text (first and last character)",
@@ -56,18 +58,22 @@ def span_finder(trace):
             "gates_span",
             value=st.session_state.gates_span,
         )
-    st.markdown(f"**The units that fire on “{plain(span_text(trace.token_texts, start, last))}”**")
+    title.markdown(f"**The units that fire on “{plain(span_text(trace.token_texts, start, last))}”**")
     found = None
     with user_errors("Selecting"):
         found = span_units(trace, start, last + 1, k=5)
     if found is not None:
-        st.caption(
+        ranked = (
             "Ranked by the correlation of each unit with your span (1 on it, 0 elsewhere): how far its "
             "value on the span stands out from the rest of the text."
         )
         n_units = sum(trace.gate(l, g).shape[1] for l in range(len(trace.layers)) for g in trace.gate_names[l])
         bar, sentence, too_few = chance_bar(trace, n_units)
-        (st.warning if too_few else st.caption)(sentence)
+        if too_few:
+            st.caption(ranked)
+            st.warning(sentence)
+        else:
+            st.caption(f"{ranked} {sentence}")
         if not too_few and not (found["abs_correlation"] > bar).any():
             st.caption(
                 f"No unit stands out on this span: the strongest, |r| = {found['abs_correlation'].max():.2f}, "

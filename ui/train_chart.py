@@ -11,7 +11,14 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from lab.instruments.race import CELL_NAMES, long_race_verdict, race_verdict, short_count, verdict_sentence
+from lab.instruments.race import (
+    CELL_NAMES,
+    long_race_verdict,
+    race_story,
+    race_verdict,
+    short_count,
+    verdict_sentence,
+)
 from lab.words import count
 
 BUSY_SERVER_RUNS = 6  # from this many runs on the server, the watching students' charts redraw less often
@@ -137,17 +144,27 @@ def verdict_names(logs):
     return cells if len(set(cells)) == len(cells) else legend_names(logs)
 
 
-def live_verdict(logs, x_axis):
-    """Who leads the race on the chart, read from the runs' validation curves (the held-out text)
-    on the chart's x axis; None for a chart of fewer than two runs (no race)."""
+def live_verdict(logs, x_axis, long_curves=()):
+    """Who leads the race on the chart and why, read from the runs' validation curves (the held-out text) on
+    the chart's x axis, and where the bundled models' long race (`long_curves`) ends; None for a chart of
+    fewer than two runs (no race)."""
     if len(logs) < 2:
         return None
-    curves = {name: (log.evals[x_axis], log.evals["nats_per_char"]) for name, log in zip(verdict_names(logs), logs)}
+    names = verdict_names(logs)
+    curves = {name: (log.evals[x_axis], log.evals["nats_per_char"]) for name, log in zip(names, logs)}
     verdict = race_verdict(curves)
     when = (
         None if verdict is None else f"{verdict.at:.0f} s" if x_axis == "elapsed" else count(round(verdict.at), "step")
     )
-    return verdict_sentence(verdict, when)
+    steps = (
+        {name: log.last_step["step"] if log.last_step else 0 for name, log in zip(names, logs)}
+        if x_axis == "elapsed"
+        else None
+    )
+    long_verdict = long_race_verdict(long_curves) if long_curves else None
+    long_when = count(round(long_verdict.at), "minute") if long_verdict else ""
+    families = {name: log.cell.split("/")[0] for name, log in zip(names, logs)}  # "gru_torch/fast" -> "gru_torch"
+    return race_story(verdict, when, families, steps, long_verdict, long_when)
 
 
 def steps_sentence(logs):

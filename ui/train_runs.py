@@ -12,6 +12,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from lab.experiments.probe import ProbeTask
 from lab.instruments.race import plain_name, short_count, width_for_parameters
 from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
@@ -102,8 +103,9 @@ class RunLog:
 
 
 def training_jobs():
-    """This session's language-model runs (other pages register jobs of their own, e.g. ablations)."""
-    return [job for job in session_jobs() if isinstance(job, TrainingJob)]
+    """This session's language-model runs (other pages register jobs of their own: ablations, and the toy
+    tasks' runs of the memory race and of a lesson, which have no text to score per character)."""
+    return [job for job in session_jobs() if isinstance(job, TrainingJob) and not isinstance(job.task, ProbeTask)]
 
 
 def make_sampler(tokenizer):
@@ -184,16 +186,17 @@ def start_race(values, model_config, task, corpus_label):
 
 
 def what_start_does(values, model_config, fixed):
-    """One line above the buttons: the model Start trains and what the race trains, in plain words."""
+    """The line above the buttons: the model Start trains and what the text race trains, in plain words."""
     if model_config is None:
-        return "Start waits for the settings below: see the message there."
+        return "Start waits for the settings: see the message above."
     params = short_count(parameter_count(config_to_dict(model_config)))
     where = "your text" if values["corpus"] == "upload" else CORPUS_CHOICES[values["corpus"]].split(" (")[0]
-    line = f"**Start** trains a {plain_name(model_config)} ({params} parameters) on {where} for {values['seconds']} s."
+    line = f"**Start**: a {plain_name(model_config)} ({params} parameters) on {where} for {values['seconds']} s."
     if not fixed:
         line += (
-            f" **Race** trains an RNN, a GRU, an LSTM and a selective scan of about {params} parameters each, "
-            "side by side. Change the settings below the chart."
+            f" **Race on text**: an RNN, a GRU, an LSTM and a selective scan of {params} parameters each; in a "
+            "minute it shows who learns the easy part of the text first, and the long race beside it where the "
+            "gated cells pull ahead."
         )
     return line
 
@@ -220,7 +223,7 @@ def session_logs():
                 job,
                 job.name,
                 parameter_count(config_to_dict(config)),
-                "",
+                getattr(config, "cell", ""),
                 job.task.tokenizer.kind,
                 job.task.tokenizer.vocab_size,
                 title=plain_name(config),

@@ -73,9 +73,15 @@ def _finite_and_sorted(xs, ys):
     return xs[keep][order], ys[keep][order]
 
 
+def _and(items):
+    """["a"] -> "a", ["a", "b", "c"] -> "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _names(names):
-    names = [f"the {name}" for name in names]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    """["GRU", "LSTM"] -> "the GRU and the LSTM"."""
+    return _and(f"the {name}" for name in names)
 
 
 def verdict_sentence(verdict, when, unit="nats/char"):
@@ -98,6 +104,67 @@ def verdict_sentence(verdict, when, unit="nats/char"):
         )
     figures = ", ".join(f"{name} {loss:.2f}" for name, loss in verdict.standings)
     return f"{sentence} ({figures})."
+
+
+# cells whose gates read the state: they can learn what to keep, which the text race rewards only later
+GATED = {"gru_torch", "gru_seed", "lstm"}
+FASTER = 1.25  # a leader that took this many times the steps of every runner behind it led on speed
+
+
+def race_story(verdict, when, families, steps=None, long_verdict=None, long_when=""):
+    """The text race's verdict, why it stands so, and where the long race ends, in a few sentences.
+
+    verdict: race_verdict of the runs' validation curves; when: where they were compared ("40 s", "300
+    steps"); families: {name: cell} of each run; steps: {name: steps taken} when the race is in seconds
+    (None on a chart in steps); long_verdict: long_race_verdict of the bundled models, compared at
+    `long_when` ("30 minutes"), or None when they are missing."""
+    sentences = [verdict_sentence(verdict, when)]
+    if verdict is not None:
+        sentences.append(_why_it_leads(verdict, families, steps))
+    if long_verdict is not None:
+        sentences.append(_where_it_ends(verdict, families, long_verdict, long_when))
+    return " ".join(s for s in sentences if s)
+
+
+def _why_it_leads(verdict, families, steps):
+    if not verdict.trailing:
+        return (
+            "Early on every cell learns the same first thing, which letters are common and which follow which, "
+            "so their curves lie together."
+        )
+    ahead, behind = verdict.level, [name for name, _ in verdict.trailing]
+    why = []
+    if steps and all(steps[a] >= FASTER * steps[b] for a in ahead for b in behind):
+        slowest = min(behind, key=steps.get)
+        why.append(
+            f"T{_names(ahead)[1:]} took {_and(f'{steps[a]:,}' for a in ahead)} steps in that time to the "
+            f"{slowest}'s {steps[slowest]:,}: a cheaper step, so more of them in the same seconds."
+        )
+    gated_ahead = {families.get(a) in GATED for a in ahead}
+    gated_behind = {families.get(b) in GATED for b in behind}
+    if gated_ahead == {False} and True in gated_behind:
+        why.append(
+            "Early in training the simpler cell often leads: it has fewer things to learn, no gates that read its "
+            "state, and the first thing every cell learns, which letter follows which, needs none. A gated cell "
+            "must also learn what to keep, which pays later."
+        )
+    elif gated_ahead == {True} and False in gated_behind:
+        why.append(
+            "The gated cells pull ahead once their gates learn what to keep from further back (a speaker's name, "
+            "a word half spelled), which the letter statistics alone cannot give."
+        )
+    return " ".join(why)
+
+
+def _where_it_ends(verdict, families, long_verdict, long_when):
+    first, last = long_verdict.standings[0][0], long_verdict.standings[-1][0]
+    ending = f"The long race beside it ends, after {long_when} on a GPU, with the {first} ahead and the {last} last"
+    if verdict is None or not verdict.trailing:
+        return ending + "."
+    leaders = {CELL_NAMES.get(families.get(name), name) for name in verdict.level}
+    if first in leaders:
+        return ending + ": the same leader as here."
+    return ending + ": this lead is an early one."
 
 
 # ---------------------------------------------------------------------------

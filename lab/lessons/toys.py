@@ -2,15 +2,13 @@
 read from the accuracy at every distance, with the thresholds said) and a fresh model learning one
 paragraph (what its samples show so far, and whether it memorised or learned)."""
 
-from lab.experiments.probe import AT_CHANCE
+from lab.experiments.probe import AT_CHANCE, HOLDS
 from lab.instruments.learning import milestones_sentence
 from lab.lessons.words import listing
 from lab.words import count
 
 # ---------------------------------------------------------------------------
 # toy tasks
-
-HOLDS = 0.9  # an accuracy at which a cell "holds" a memory over that distance
 
 
 def reach_words(runs, holds=HOLDS, at_chance=AT_CHANCE):

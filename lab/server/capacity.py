@@ -19,6 +19,7 @@ together, so a cap or a full budget never starts half of it.
 
 import collections
 import functools
+import os
 import threading
 
 from lab.errors import LabError
@@ -266,3 +267,26 @@ def server_turns():
     """The step turns of this process's jobs: RNNLAB_CONCURRENT_STEPS compute a step at once (PyTorch's own
     threads still use every core for that step), made on first use."""
     return StepTurns(server_settings().concurrent_steps)
+
+
+def step_lanes(settings=None):
+    """How many training steps this server computes at once: one per training process (the runs in a
+    process take turns step by step, lab.server.workers), or RNNLAB_CONCURRENT_STEPS where the runs train
+    in the server's own threads; never more than its cores. What a page's estimate of a run's steps in its
+    time is based on (a Ray cluster's own cores are not counted)."""
+    settings = settings or server_settings()
+    lanes = settings.training_processes or settings.concurrent_steps
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(lanes, cores))
+
+
+def lane_share(lanes, runs_training, load=None, cores=None):
+    """The part of a lane's speed each lane gets on this machine now (0-1]: its cores shared with what else is
+    runnable (`load`, the one-minute load average, os.getloadavg, less the lanes this server's runs keep busy).
+    The training processes run at the lowest priority, so other work comes first: at a load of 11 on two cores,
+    a race took a tenth of its quiet steps (BENCHMARKS.md, "The memory race")."""
+    cores = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    others = max(0.0, load - min(lanes, runs_training))
+    return min(1.0, cores / max(cores, others + lanes))

@@ -12,7 +12,7 @@ from lab.instruments.stepping import MAX_STEP_TOKENS, step_through
 from lab.lessons.stepping import step_gist
 from lab.nets.cells import CELLS
 from ui.cached_calls import checkpoint_key
-from ui.cell_labels import CELL_COLOURS, cell_label
+from ui.cell_labels import CELL_COLOURS, cell_label, equations_latex
 from ui.checkpoint_picker import cached_checkpoint
 from ui.coloured_text import span_html
 from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page, uses
@@ -118,7 +118,7 @@ def embedding_chart(step, name):
         )
     )
     fig.update_layout(
-        height=150,
+        height=120,
         margin=dict(l=40, r=10, t=30, b=20),
         bargap=0.1,
         title=dict(text=f"x_t, {name}: {len(step.x)} numbers", font=dict(size=13)),
@@ -127,12 +127,16 @@ def embedding_chart(step, name):
 
 
 def show_equations(step, name, units):
+    """The cell's equations, then one table of every number they read and write, in the order they are
+    computed (one table per equation made the lesson four screens long)."""
     st.markdown(f"**{plain(name)}** · {cell_label(step.cell)}")
     st.plotly_chart(embedding_chart(step, name), key=f"lessons_step_x_{step.cell}")
-    for equation, latex in zip(step.equations, CELLS[step.cell].equations):
-        st.latex(latex)
-        table = step.table(equation, units).rename(columns=lambda c: c if c == "unit" else symbol(step.cell, c))
-        st.table(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True)
+    st.latex(equations_latex(step.cell))
+    tables = [step.table(equation, units).set_index("unit") for equation in step.equations]
+    table = pd.concat(tables, axis=1)
+    table = table.loc[:, ~table.columns.duplicated()].reset_index()  # h_{t-1} is read by several equations
+    table = table.rename(columns=lambda c: c if c == "unit" else symbol(step.cell, c))
+    st.table(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True)
 
 
 def same_decision(seed, torch_, units):
@@ -141,16 +145,17 @@ def same_decision(seed, torch_, units):
         "**One decision, two letters.** What each GRU keeps of its old state and overwrites with its "
         "candidate, at this step:"
     )
+    shares = {
+        "char-gru-seed: z_t (overwrites)": seed.values["z"][units],
+        "char-gru-seed: 1 − z_t (keeps)": seed.keep[units],
+        "PyTorch: 1 − z_t (overwrites)": 1 - torch_.keep[units],
+        "PyTorch: z_t (keeps)": torch_.keep[units],
+    }
+    # a row per share and a column per unit: four rows, however many units are shown
     table = pd.DataFrame(
-        {
-            "unit": units,
-            "char-gru-seed: z_t (overwrites)": seed.values["z"][units],
-            "char-gru-seed: 1 − z_t (keeps)": seed.keep[units],
-            "PyTorch: 1 − z_t (overwrites)": 1 - torch_.keep[units],
-            "PyTorch: z_t (keeps)": torch_.keep[units],
-        }
+        {"share": list(shares), **{f"unit {u}": [v[n] for v in shares.values()] for n, u in enumerate(units)}}
     )
-    st.table(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True)
+    st.table(table.style.format({c: "{:.3f}" for c in table.columns if c != "share"}), hide_index=True)
 
 
 def one_step():
@@ -174,21 +179,22 @@ def one_step():
     steps = [s.step(t) for s in stepped]
     names = [name.removesuffix("_latest") for name in STEP_MODELS[choice]]
     st.html(span_html(stepped[0].trace.token_texts, t - 1, t))
-    st.markdown(
-        f"**Step t = {t} of {length}**: the cell reads “{piece_label(steps[0].token)}” and "
-        "turns h_{t−1}, the state the steps before left, into h_t."
-    )
     if [u for u in st.session_state.get("lessons_step_units", []) if u >= hidden]:
         del st.session_state["lessons_step_units"]  # units another model had
     first_units = list(range(min(5, hidden)))
-    # the numbers first, on the first screen; the choice of units under them (its value read before it is drawn)
-    units = st.session_state.get("lessons_step_units", first_units) or [0]
+    # the step in words and the choice of units in one row, so that the numbers come on the first screen
+    said, choose = st.columns([3, 2], vertical_alignment="bottom")
+    said.markdown(
+        f"**Step t = {t} of {length}**: the cell reads “{piece_label(steps[0].token)}” and "
+        "turns h_{t−1}, the state the steps before left, into h_t."
+    )
+    choose.multiselect(
+        "Units shown", list(range(hidden)), default=first_units, max_selections=UNITS_SHOWN, key="lessons_step_units"
+    )
+    units = st.session_state.lessons_step_units or [0]
     for column, step, name in zip(st.columns(len(steps)), steps, names):
         with column:
             show_equations(step, name, units)
-    st.multiselect(
-        "Units shown", list(range(hidden)), default=first_units, max_selections=UNITS_SHOWN, key="lessons_step_units"
-    )
     if choice == "gru":
         same_decision(*steps, units)
     unit = units[0]

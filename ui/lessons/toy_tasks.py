@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
+from lab.experiments.memory_race import toy_race_jobs
+from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
 from lab.lessons.toys import toy_sentences
 from lab.nets.models import count_parameters
-from lab.server.jobs import TrainingJob, start_together
+from lab.server.jobs import start_together
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
@@ -49,14 +50,8 @@ def start_live_run(task, distance, seconds):
     """All four cells at once, each a TrainingJob of `seconds` where the runs train."""
     for job in st.session_state.get("lessons_toy_jobs", {}).values():
         job.stop()
-    config = ProbeConfig(tasks=(task,), distances=(distance,), seconds=seconds, eval_every=25, eval_sequences=256)
-    jobs = {}
-    for cell in TOY_CELLS:
-        model, probe_task, train_config = probe_run(config, task, cell, distance)
-        jobs[cell] = TrainingJob(
-            f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(), in_process=train_in_process()
-        )
-    start_together(jobs.values(), "the four cells")  # all four or none, as the Train page's race
+    jobs = toy_race_jobs(task, distance, seconds=seconds, owner=session_key(), in_process=train_in_process())
+    start_together(jobs.values(), "the four cells")  # all four or none, as the Train page's races
     for job in jobs.values():
         register_job(job)
     st.session_state.lessons_toy_jobs, st.session_state.lessons_toy_for = jobs, (task, distance)

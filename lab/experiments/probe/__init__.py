@@ -37,5 +37,14 @@ Modules: tasks (the toy tasks and ProbeTask, one task at one distance as lab.tra
 it), runs (ProbeConfig, the runs with their parameter budget, the results table, and ProbeJob).
 """
 
-from .runs import AT_CHANCE, ProbeConfig, ProbeJob, hidden_size_for_budget, probe_run, results_table, run_memory_probe
+from .runs import (
+    AT_CHANCE,
+    HOLDS,
+    ProbeConfig,
+    ProbeJob,
+    hidden_size_for_budget,
+    probe_run,
+    results_table,
+    run_memory_probe,
+)
 from .tasks import IGNORE, TOY_CELLS, TOY_TASKS, ProbeTask

@@ -23,6 +23,7 @@ from .tasks import MAX_DISTANCE, TOY_CELLS, TOY_TASKS, ProbeTask
 
 MAX_HIDDEN = 1024  # upper end of the hidden-size search
 AT_CHANCE = 0.05  # an accuracy less than this above chance counts as "at chance" (give_up_after)
+HOLDS = 0.9  # an accuracy at which a cell "holds" a memory over that distance
 
 
 Names = Annotated[tuple[str, ...], Field(strict=False, min_length=1)]  # a list from a page or JSON too

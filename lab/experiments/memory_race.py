@@ -1,0 +1,206 @@
+"""The memory race: the four cell families trained side by side on a toy task where memory decides, and
+what its chart says in words.
+
+On the Train page's text race the four curves lie on top of each other for the first minutes: every cell
+first learns which letters are common, and an RNN, with nothing but that to learn, often leads (the long
+race of the bundled models shows where the gated cells pull ahead). Recalling the first of k = 20 symbols
+separates them in a few hundred steps (the shipped probe, BENCHMARKS.md "Toy tasks"): a GRU or an LSTM
+learns to shut its gates on the symbol and keep it, while an RNN's state is rewritten at every step and
+the symbol fades, and the selective scan's gates, which read only the current symbol, cannot tell the
+first symbol from the others.
+
+    jobs = toy_race_jobs(*MEMORY_RACE, seconds=60, owner=key)       # {cell: TrainingJob}, not started
+    start_together(jobs.values(), "the memory race")                 # lab.server.jobs: all four or none
+    memory_verdict(race_curves(jobs, "elapsed"), chance)  # "After 40 s, the GRU leads: ..."
+
+Glossary: k distance (steps between the symbol and the "?"), x the chart's axis (seconds or steps).
+"""
+
+import math
+from dataclasses import dataclass
+
+from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, ProbeConfig, probe_run
+from lab.instruments.race import CELL_NAMES, race_verdict
+from lab.nets.cells import CELLS
+from lab.server.jobs import TrainingJob
+from lab.words import count
+
+MEMORY_RACE = ("recall", 20)  # task and distance k: the gated cells solve it, the RNN and the scan stay at chance
+# the steps each runner needs in its budget before the race can be called, measured on recall at k = 20
+# (benchmarks/memory_race.py, BENCHMARKS.md "The memory race"): the learning rate anneals over the budget, so
+# a race of 300 steps left the GRU at 23% (seed 0); of 400, the GRU answered 77-85% right under the seeds
+# tried and the LSTM 35-58%, while the RNN and the scan stayed at chance
+STEPS_TO_CALL = 400
+# steps per second one training lane (a training process, its runs taking turns step by step) gives a race's
+# runners on recall at k = 20, all of them together, on two quiet cores (benchmarks/memory_race.py: 85 with two
+# races at once); other work on the cores takes its share first (lab.server.capacity.lane_share)
+LANE_STEPS_PER_SECOND = 80
+EVAL_EVERY = 25  # steps between accuracy points on the chart
+EVAL_SEQUENCES = 256  # fresh sequences each accuracy is measured on (±3 points)
+
+
+def keeps_with_gates(cell):
+    """True for a cell whose gates read its state (the GRUs, the LSTM): it can shut them on a symbol it
+    holds and keep it. The RNN has no gate; the selective scan's gates read only the input."""
+    return getattr(CELLS[cell], "n_gates", 1) > 1
+
+
+def toy_race_jobs(task, distance, seconds=None, steps=None, seed=0, **job_options):
+    """One TrainingJob per toy cell (TOY_CELLS) on `task` at `distance`, each at the probe's parameter budget,
+    for `seconds` of training (or `steps`, a budget that makes the race the same on any machine) ->
+    {cell: job}, not started: start them together (lab.server.jobs.start_together). `job_options` go to
+    TrainingJob (owner, in_process, budget, turns, ...)."""
+    config = ProbeConfig(
+        tasks=(task,),
+        distances=(distance,),
+        seconds=seconds,
+        steps=steps or ProbeConfig().steps,
+        eval_every=EVAL_EVERY,
+        eval_sequences=EVAL_SEQUENCES,
+        seed=seed,
+    )
+    jobs = {}
+    for cell in TOY_CELLS:
+        model, probe_task, train_config = probe_run(config, task, cell, distance)
+        jobs[cell] = TrainingJob(f"toy-{task}-{cell}", model, probe_task, train_config, **job_options)
+    return jobs
+
+
+def race_curves(jobs, x="elapsed"):
+    """{cell: job} -> {cell: (xs, accuracies)}: each runner's validation accuracy so far, against
+    seconds ("elapsed") or steps ("step")."""
+    curves = {}
+    for cell, job in jobs.items():
+        evals = [e for e in job.events() if e["type"] == "eval"]
+        curves[cell] = ([e[x] for e in evals], [e["val_accuracy"] for e in evals])
+    return curves
+
+
+def _and(names):
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def memory_verdict(curves, chance, x="elapsed", distance=MEMORY_RACE[1], shipped=None):
+    """Who leads the memory race and why, in words, from the runners' accuracy curves.
+
+    curves: {cell: (xs, accuracies)} (race_curves), xs in seconds (x "elapsed") or steps (x "step"); chance:
+    the accuracy of always giving the commonest answer; shipped: where the longer runs of this task at this
+    distance ended ({cell: (accuracy, steps)}, the shipped probe's), or None. The runners are compared where
+    all of them have data (lab.instruments.race.race_verdict)."""
+    verdict = race_verdict(
+        {cell: (xs, [1 - a for a in accuracies]) for cell, (xs, accuracies) in curves.items()},
+        level_within=AT_CHANCE,
+    )
+    ends = long_runs_sentence(shipped, chance) if shipped else ""
+    if verdict is None:
+        return f"Too early to call: every runner needs two accuracy points, at overlapping times. {ends}".strip()
+    when = f"{verdict.at:.0f} s" if x == "elapsed" else count(round(verdict.at), "step")
+    right = {cell: 1 - error for cell, error in verdict.standings}
+    standings = ", ".join(f"the {CELL_NAMES[cell]} {right[cell]:.0%}" for cell in right)
+    against = f"against {chance:.0%} for always giving the commonest answer"
+    level = verdict.level
+    leader = level[0]
+    behind = verdict.trailing
+    if right[leader] < chance + AT_CHANCE:
+        sentence = (
+            f"After {when}, no cell answers better than chance yet ({standings} right, {against}). To answer, a "
+            f"cell must keep the first symbol through the {distance - 1} after it, and even the gated cells take "
+            "a few hundred steps to learn that."
+        )
+    elif not behind:
+        everyone = count(len(level), "runner")
+        sentence = f"After {when}, all {everyone} are level ({standings} right, {against}): too close to call."
+    else:
+        who = (
+            f"the {CELL_NAMES[leader]} leads"
+            if len(level) == 1
+            else f"{_and(f'the {CELL_NAMES[c]}' for c in level)} lead"
+        )
+        sentence = f"After {when}, {who}: {standings} right, {against}."
+        sentence += " " + _why(level, [cell for cell, _ in behind], distance)
+    return f"{sentence} {ends}".strip()
+
+
+def _why(ahead, behind, distance):
+    """Why the cells `ahead` lead those `behind`, from what their gates can do."""
+    ungated_behind = [c for c in behind if not keeps_with_gates(c)]
+    if not all(keeps_with_gates(c) for c in ahead):
+        return (
+            "A lead this early can change: a gated cell usually passes it once it learns to keep the first "
+            "symbol through the others (where the longer runs end says which does)."
+        )
+    if not ungated_behind:
+        return (
+            "Every cell here has gates that read its state: the one that learns sooner to shut them on the "
+            "first symbol leads."
+        )
+    clauses = "; ".join(
+        f"the {CELL_NAMES[c]} {WHY_IT_FORGETS.get(c, 'has no gate that reads its state')}" for c in ungated_behind
+    )
+    return (
+        "The gated cells pull ahead once they learn to keep the first symbol: their gates read the state, so "
+        f"they can shut on the symbol and hold it through the {distance - 1} after it. The others cannot: {clauses}."
+    )
+
+
+WHY_IT_FORGETS = {  # why a cell without gates that read its state cannot hold the first symbol
+    "rnn": "rewrites its whole state at every step, so the symbol fades under the ones after it",
+    "scan": "has gates that read only the current symbol, which looks to them like any other",
+}
+
+
+def long_runs_sentence(shipped, chance):
+    """Where the lab's longer runs of this task ended: {cell: (accuracy, steps)} -> a sentence."""
+    solved = [(cell, steps) for cell, (accuracy, steps) in shipped.items() if accuracy >= HOLDS]
+    stuck = [cell for cell, (accuracy, _) in shipped.items() if accuracy < chance + AT_CHANCE]
+    between = [(cell, acc) for cell, (acc, _) in shipped.items() if chance + AT_CHANCE <= acc < HOLDS]
+    longest = max(steps for _, steps in shipped.values())
+    parts = [f"the {CELL_NAMES[c]} solved it in {count(int(s), 'step')}" for c, s in solved]
+    parts += [f"the {CELL_NAMES[c]} reached {a:.0%}" for c, a in between]
+    if stuck:
+        parts.append(f"{_and(f'the {CELL_NAMES[c]}' for c in stuck)} stayed at chance")
+    return f"In this lab's longer runs (up to {count(int(longest), 'step')} each), {_and(parts)}."
+
+
+# ---------------------------------------------------------------------------
+# can this server call the race in its time?
+
+
+@dataclass(frozen=True)
+class Forecast:
+    steps_each: int  # about how many steps each runner takes in the race's time
+    enough: bool  # whether that is STEPS_TO_CALL or more
+    sentence: str
+
+
+def forecast(
+    seconds, runs_training, lanes, share=1.0, runners=len(TOY_CELLS), steps_per_lane_second=LANE_STEPS_PER_SECOND
+):
+    """About how many steps each of a race's `runners` takes in `seconds` on this server, and whether that
+    is enough to call the race, in words, before it starts.
+
+    The server computes `lanes` steps at a time (lab.server.capacity.step_lanes), each lane at `share` of its
+    quiet speed (lab.server.capacity.lane_share: what other work leaves it), its runs taking turns, so the
+    race's runners share the lanes with the `runs_training` runs already there: each gets
+    lanes / (runs + runners) of a lane's steps, and never more than one lane's."""
+    each = min(1.0, lanes / (runs_training + runners))
+    steps_each = math.floor(steps_per_lane_second * share * each * seconds)
+    others = [f"the {count(runs_training, 'run')} training now"] if runs_training else []
+    if share < 1:  # other programs keep the cores busy
+        others.append("other work on its processors")
+    beside = f" beside {' and '.join(others)}" if others else ""
+    said = f"each runner should take about {count(steps_each, 'step')} in {seconds} s on this server{beside}"
+    if steps_each >= STEPS_TO_CALL:
+        return Forecast(steps_each, True, f"The memory race: {said}, and about {STEPS_TO_CALL} decide it.")
+    needed = math.ceil(seconds * STEPS_TO_CALL / max(steps_each, 1))
+    busy = bool(others)
+    why = (
+        f"Too busy to call the memory race in {seconds} s" if busy else f"{seconds} s is too short for the memory race"
+    )
+    return Forecast(
+        steps_each,
+        False,
+        f"{why}: {said}, and it takes about {STEPS_TO_CALL} for the gated cells to pull ahead. Give it about "
+        f"{needed} s" + (", or start it when the server is less busy." if busy else "."),
+    )

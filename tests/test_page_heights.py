@@ -1,0 +1,103 @@
+"""At most three screens on a 1366×768 laptop, in a real browser: every page and every lesson, once its
+default content has loaded, is at most PAGE_MAX pixels tall; and the Train page's Start button sits on the
+first screen with its main settings (cell, hidden size, time) beside it, not below the chart.
+Screenshots go to test-artifacts/screenshots/heights/, for a person to look at.
+
+Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_browser.py).
+"""
+
+from pathlib import Path
+
+import pytest
+from helpers import need_browser, wait_for_widgets
+
+from benchmarks.app import CHROMIUM, LAPTOP, ROOT, AppServer, app_pages, launch_browser, open_page
+from ui.lessons import LESSONS
+
+SHOTS = ROOT / "test-artifacts" / "screenshots" / "heights"
+MAIN = '[data-testid="stMain"]'
+PAGE_MAX = 2300  # three laptop screens of 768 pixels, less the browser's own bars
+# how tall the page's content is: Streamlit scrolls an element inside the page, not the window, so the
+# tallest scrolling box (the document's own included) holds it
+SCROLL_HEIGHT_JS = """() => Math.max(document.scrollingElement.scrollHeight,
+    ...[...document.querySelectorAll('*')]
+        .filter(e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowY))
+        .map(e => e.scrollHeight))"""
+
+
+@pytest.fixture(scope="module")
+def laptop(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        need_browser(f"{CHROMIUM} is not installed")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need_browser("playwright is not installed")
+    app = AppServer(tmp_path_factory.mktemp("user_checkpoints"))
+    try:
+        app.wait_healthy()
+        with sync_playwright() as p:
+            browser = launch_browser(p)
+            context = browser.new_context(viewport=LAPTOP)
+            page = context.new_page()
+            page.set_default_timeout(90_000)
+            try:
+                yield app, page
+            finally:
+                browser.close()
+    finally:
+        app.stop()
+
+
+def settled_height(page, name):
+    """The page's height once its widgets and charts have drawn. A screenshot shows all of it: the window
+    is made as tall as the page for it (the page scrolls inside the window, so a full-page shot would not)."""
+    wait_for_widgets(page)
+    page.wait_for_timeout(1_000)  # charts and fragments settle
+    height = page.evaluate(f"({SCROLL_HEIGHT_JS})()")
+    print(f"{name}: {height} px")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": LAPTOP["width"], "height": height})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size(LAPTOP)
+    return height
+
+
+def test_every_page_and_every_lesson_is_at_most_three_laptop_screens(laptop):
+    server, page = laptop
+    heights = {}
+    for path, _ in app_pages():
+        open_page(page, f"{server.url}/{path}")
+        heights[path or "Home"] = settled_height(page, path or "Home")
+    for number, (slug, lesson) in enumerate(LESSONS.items(), 1):
+        open_page(page, f"{server.url}/Lessons?lesson={slug}")
+        page.wait_for_selector(f"{MAIN} h2:has-text('{number} · {lesson.title}')")
+        heights[f"lesson {number}"] = settled_height(page, f"Lesson-{number}-{slug}")
+    too_tall = {name: height for name, height in heights.items() if height > PAGE_MAX}
+    assert not too_tall, f"taller than {PAGE_MAX} px at 1366×768: {too_tall}"
+    assert min(heights.values()) >= LAPTOP["height"] - 100, f"the height was not measured: {heights}"
+
+
+def test_the_train_pages_start_button_and_main_settings_are_on_the_first_screen(laptop):
+    server, page = laptop
+    open_page(page, f"{server.url}/Train")
+    wait_for_widgets(page)
+    page.wait_for_timeout(500)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "Train-first-screen.png"))
+    for what, selector in (
+        ("Start", f"{MAIN} .st-key-train_start button"),
+        ("the memory race", f"{MAIN} .st-key-train_memory_race"),
+        ("the cell", f"{MAIN} .st-key-train_cell"),
+        ("the hidden size", f"{MAIN} .st-key-train_hidden"),
+        ("the time", f"{MAIN} .st-key-train_seconds"),
+    ):
+        box = page.locator(selector).bounding_box()
+        assert box is not None, f"{what} is not on the Train page"
+        assert 0 <= box["y"] and box["y"] + box["height"] <= LAPTOP["height"], (
+            f"{what} is below the first screen: {box}"
+        )
+    chart = page.locator(f"{MAIN} .st-key-train_chart").bounding_box()
+    start = page.locator(f"{MAIN} .st-key-train_start button").bounding_box()
+    assert chart is not None and start["y"] < chart["y"], "Start sits below the chart"
