@@ -48,8 +48,10 @@ def test_the_training_process_is_held_in_the_servers_budget_while_it_lives():
     assert used >= PROCESS_MB * len(live) and jobs == 0  # held, but not a run of anyone's
 
 
-def test_a_run_that_samples_as_it_trains_loads_no_table_library():
-    """Sampling is what a lesson's run does in the training process: pandas there was 37 MB more."""
-    code = "import sys, lab.instruments.sampling, lab.instruments.learning; print('pandas' in sys.modules)"
+def test_the_training_process_loads_no_table_library_for_a_lesson_run_or_a_probe():
+    """What a lesson's run (sampling as it trains) and a probe import where they train: pandas there
+    was 37-40 MB more, for tables the server builds."""
+    modules = "lab.instruments.sampling, lab.instruments.learning, lab.experiments.probe"
+    code = f"import sys, {modules}; print('pandas' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert done.stdout.strip() == "False"

@@ -6,7 +6,6 @@ longer distances; the results as a table, and ProbeJob, the same runs on the ser
 import time
 from typing import Annotated, Optional
 
-import pandas as pd
 import torch
 from pydantic import Field
 
@@ -152,12 +151,19 @@ def _train_one(config, task, cell, distance, emit, should_stop=None):
 
 
 def run_memory_probe(config=None, emit=None, should_stop=None):
+    """probe_rows as a DataFrame."""
+    import pandas as pd  # here, not above: the training process that computes the rows builds no table
+
+    return pd.DataFrame(probe_rows(config, emit, should_stop))
+
+
+def probe_rows(config=None, emit=None, should_stop=None):
     """Train and score every (task, cell, distance) of the config, one after the other, the
     distances of a cell from the shortest up.
 
     emit(event: dict) hears lab.training.train's events, each with the run's task, cell and
-    distance added, and a {"type": "probe_result", ...} per row. Returns a DataFrame with one
-    row per (task, cell, distance): task, cell, distance, accuracy, chance, params,
+    distance added, and a {"type": "probe_result", ...} per row. Returns a list with one
+    dict per (task, cell, distance): task, cell, distance, accuracy, chance, params,
     hidden_size, steps (taken, fewer than config.steps when solved early), final_loss,
     seconds, skipped (True: not trained, the cell having been at chance at the
     `give_up_after` shorter distances before it; its accuracy is NaN). `should_stop()`, asked before
@@ -186,17 +192,19 @@ def run_memory_probe(config=None, emit=None, should_stop=None):
                 else:
                     row = _train_one(config, task, cell, distance, emit, should_stop)
                     if row is None:  # stopped
-                        return pd.DataFrame(rows)
+                        return rows
                     at_chance = at_chance + 1 if row["accuracy"] < row["chance"] + AT_CHANCE else 0
                 rows.append(row)
                 if emit:
                     emit({"type": "probe_result", **row})
-    return pd.DataFrame(rows)
+    return rows
 
 
 def results_table(results, values="accuracy"):
     """run_memory_probe's rows of one task -> a row per cell (its parameters and hidden size) and a
     column per distance holding `values` (NaN where the cell skipped that distance)."""
+    import pandas as pd  # here, not above: see run_memory_probe
+
     cells = results["cell"].unique()
     table = results.pivot(index="cell", columns="distance", values=values).reindex(cells)
     table = table.where(~results.pivot(index="cell", columns="distance", values="skipped").reindex(cells).astype(bool))
@@ -206,8 +214,8 @@ def results_table(results, values="accuracy"):
 
 
 # what a probe adds beyond its largest model's training memory, measured (benchmarks/job_memory.py): its
-# results table (pandas, imported where it trains on first use) and each distance's evaluation set; a
-# small probe added 41 MB where its model's training memory was 8 MB
+# results and each distance's evaluation set; a small probe added 41 MB where its model's training memory
+# was 8 MB (then with pandas imported where it trained, ~37 MB of it)
 PROBE_MB = 30
 
 
@@ -238,5 +246,7 @@ class ProbeJob(BackgroundJob):
         self.config, self.table = config, None
 
     def _work(self):
-        self.table = self._compute(run_memory_probe, config=self.config)
+        import pandas as pd  # here, not above: see run_memory_probe
+
+        self.table = pd.DataFrame(self._compute(probe_rows, config=self.config))
         return "stopped" if self._stop.is_set() else "finished"
