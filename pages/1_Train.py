@@ -20,6 +20,7 @@ from lab.training.presets import PRESETS
 from ui import train_chart as chart
 from ui import train_runs as runs
 from ui import train_settings as ts
+from ui.class_board import show_on_board_switch
 from ui.common import page_link, parameter_count, plain_convention, preset_label, setup_page, show_anchors
 from ui.plain_text import plain, user_errors
 from ui.sessions import forget_jobs
@@ -133,6 +134,7 @@ with train_col:
         max_chars=64,
         placeholder=f"automatic: {ts.default_run_name(ts.widget_values(saved))}-1",
     )
+    show_on_board_switch()
 
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
 values = ts.mirror_settings(saved)
