@@ -32,7 +32,8 @@ PREFIX = "RNNLAB_"
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, lab/, user_checkpoints/
 MIN_KEEP_HOURS = 1  # a session's files are kept at least this long after it was last seen (lab.server.spaces)
 RAY_ADDRESS = re.compile(r"auto|local|(ray://)?[\w.\-\[\]:]+:\d{1,5}")
-EMAIL = re.compile(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+")  # what a sign-in provider's `email` claim looks like
+_EMAIL_PART = r"[^@\s,;<>()\[\]\"]+"  # no space, list separator, bracket or quote
+EMAIL = re.compile(rf"{_EMAIL_PART}@{_EMAIL_PART}\.{_EMAIL_PART}")  # what a sign-in provider's `email` claim looks like
 # a teacher key: long enough that a class cannot guess it, in characters any keyboard types
 TEACHER_KEY = re.compile(r"[A-Za-z0-9_-]{12,128}")
 

@@ -14,7 +14,8 @@ from ui.links import Field, mirror_to_url, restore_from_url
 from ui.sign_in import is_teacher
 
 setup_page("Class")
-st.title("🧑‍🏫 Class")
+title, compare = st.columns([2, 1], vertical_alignment="bottom")  # one line: the board fills the screen
+title.title("🧑‍🏫 Class")
 SETTINGS = {"at": (Field("int", "Compare at", 0, 86_400), "class_at")}
 DEFAULTS = {"at": 0}
 restore_from_url(SETTINGS, DEFAULTS)
@@ -33,12 +34,14 @@ if not teacher:
 else:
     board.teacher_controls(shown)
 
-st.number_input(
-    "Compare at (seconds of training; 0: the time every run shown has reached)",
+compare.number_input(
+    "Compare at, in seconds of training",
     0,
     86_400,
     key="class_at",
     step=10,
+    help="The leaderboard ranks every run by its loss after this many seconds; 0: the time every run shown "
+    "has reached.",
 )
 mirror_to_url(SETTINGS, DEFAULTS)
 st.fragment(run_every=board.BOARD_REFRESH_SECONDS)(board.live_board)(st.session_state.class_at, teacher)

@@ -146,7 +146,7 @@ def table(rows, at_seconds):
                 "layers": run.layers,
                 "learning rate": run.lr,
                 "parameters": run.params,
-                f"loss at {at_seconds:,.0f} s": loss,
+                f"loss at {seconds_text(at_seconds)}": loss,
                 "final loss": row["curve"].final_loss(),
                 "seconds trained": round(row["curve"].reached(), 1),
                 "run": run.run,
@@ -198,7 +198,7 @@ def loss_chart(rows, at_seconds, labelled):
         figure.add_vline(x=at_seconds, line={"dash": "dash", "color": "#555555", "width": 2})
     figure.update_xaxes(title="seconds of training", rangemode="tozero")
     figure.update_yaxes(title="loss (nats per character)")
-    return _big(figure, 520)
+    return _big(figure, 440)
 
 
 def difference_chart(frame):
@@ -225,7 +225,7 @@ def difference_chart(frame):
     figure.update_xaxes(type="log", row=1, col=3)
     figure.update_yaxes(title="final loss", row=1, col=1)
     figure.update_annotations(font={"size": BIG})
-    return _big(figure, 420)
+    return _big(figure, 380)
 
 
 def _cell_key(label):
@@ -250,7 +250,7 @@ def leaderboard_html(frame, at_column):
             "<tr>" + "".join(f"<td style='padding:0.3rem 1.2rem 0.3rem 0'>{html.escape(str(v))}</td>" for v in values)
         )
     return (
-        "<table style='font-size:1.45rem;border-collapse:collapse;width:100%'>"
+        "<table style='font-size:1.35rem;border-collapse:collapse;width:100%'>"
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
 
@@ -274,23 +274,30 @@ def live_board(at_seconds, teacher):
     at_column = frame.columns[8]
     ranked = [run_id for run_id, _ in leaderboard({row["id"]: row["curve"] for row in rows}, at)]
     labelled = set(ranked[:WIDTH_ALL_LABELLED])
-    st.plotly_chart(loss_chart(rows, at, labelled), key="class_chart", width="stretch")
-    which = "the time every run shown has reached" if not at_seconds else "the time chosen above"
-    st.subheader(f"Leaderboard at {at:,.0f} s of training")
-    st.caption(f"Each run's loss after the same seconds of training ({which}): the fair race on a shared server.")
-    st.html(leaderboard_html(frame, at_column))
-    if teacher:
-        st.download_button(
-            "Download the table (CSV)",
-            frame.to_csv(index=False).encode(),
-            file_name="class-board.csv",
-            mime="text/csv",
-            key="class_csv",
-            on_click="ignore",
-        )
+    chart_column, board_column = st.columns([3, 2], gap="medium")  # both on one projected screen
+    chart_column.plotly_chart(loss_chart(rows, at, labelled), key="class_chart", width="stretch")
+    with board_column:
+        which = "the time every run shown has reached" if not at_seconds else "the time chosen above"
+        st.subheader(f"Leaderboard at {seconds_text(at)} of training")
+        st.caption(f"Each run's loss after the same seconds of training ({which}): the fair race on a shared server.")
+        st.html(leaderboard_html(frame, at_column))
+        if teacher:
+            st.download_button(
+                "Download the table (CSV)",
+                frame.to_csv(index=False).encode(),
+                file_name="class-board.csv",
+                mime="text/csv",
+                key="class_csv",
+                on_click="ignore",
+            )
     st.subheader("What made the difference?")
     st.caption("Each run's final loss (its last tenth of training) against its hidden size, cell and learning rate.")
     st.plotly_chart(difference_chart(frame), key="class_difference", width="stretch")
+
+
+def seconds_text(seconds):
+    """12 s, 2.3 s: whole seconds once there are ten of them."""
+    return f"{seconds:,.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
 
 
 def teacher_controls(board):
