@@ -17,7 +17,15 @@ from lab.server.capacity import Budget, CapacityError
 from lab.server.spaces import identity_space_key, is_space_key, new_space_key, space_dir
 from ui.sign_in import identity_from
 
-FACTS = {"run": "astra-1", "cell": "gru_torch", "hidden": 64, "layers": 1, "lr": 3e-3, "params": 20_000}
+FACTS = {
+    "run": "astra-1",
+    "title": "GRU · 64 units",
+    "cell": "gru_torch",
+    "hidden": 64,
+    "layers": 1,
+    "lr": 3e-3,
+    "params": 20_000,
+}
 ISSUER = "https://accounts.school.test"
 
 

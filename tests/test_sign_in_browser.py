@@ -124,7 +124,8 @@ def train(page, server, run_name, shown_as=None, hidden=16):
         page.locator(".st-key-train_board_on label").click()
         page.wait_for_selector(SCRIPT_DONE)
     page.locator(".st-key-train_start button").click()
-    page.wait_for_selector('[data-testid="stAlertContentSuccess"]', timeout=180_000)  # ended and saved
+    # ended and saved (a signed-in student's earlier runs, from any browser of theirs, are listed too)
+    page.wait_for_selector(f'[data-testid="stAlertContentSuccess"]:has-text("{run_name}")', timeout=180_000)
 
 
 def board_text(page):

@@ -11,15 +11,16 @@ reads a few tags), plain in a table (lab.server.board lets through letters, digi
 """
 
 import html
+import math
 import threading
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
 from lab.errors import LabError
-from lab.instruments.race import plain_name
 from lab.server.board import MAX_NAME, BoardStore, Curve, equal_time, leaderboard, owner_id, run_facts
 from lab.settings import server_settings
 from ui.cell_labels import CELL_COLOURS, cell_label
@@ -115,20 +116,6 @@ def shown_runs(board):
     return rows, missing
 
 
-def run_title(row):
-    run = row["run"]
-    if run.cell == "scan":
-        return f"{cell_label(run.cell)} · {run.hidden} wide"
-    return plain_name(_Shape(run))
-
-
-class _Shape:
-    """A board run's model as lab.instruments.race.plain_name reads a config."""
-
-    def __init__(self, run):
-        self.cell, self.hidden_size, self.num_layers = run.cell, run.hidden, run.layers
-
-
 def table(rows, at_seconds):
     """The leaderboard at `at_seconds` as a DataFrame, best first (the CSV's columns too)."""
     by_id = {row["id"]: row for row in rows}
@@ -140,7 +127,7 @@ def table(rows, at_seconds):
             {
                 "rank": rank if loss is not None else None,
                 "name": row["who"],
-                "model": run_title(row),
+                "model": row["run"].title,
                 "cell": cell_label(run.cell),
                 "hidden size": run.hidden,
                 "layers": run.layers,
@@ -168,31 +155,47 @@ def _big(figure, height):
     return figure
 
 
+def by_family(rows):
+    """The rows grouped by cell family, in a steady order: a chart draws one trace per family (plotly
+    builds and checks every trace in Python, and 30 traces of their own took a second of the server's)."""
+    families = {}
+    for row in rows:
+        families.setdefault(row["run"].cell, []).append(row)
+    return sorted(families.items())
+
+
 def loss_chart(rows, at_seconds, labelled):
     """Every run's loss over its seconds of training, one colour per cell family, each line ending in its
     student's name when `labelled` names it; a dashed line where the leaderboard compares them."""
     figure = go.Figure()
-    families = set()
-    for row in rows:
-        cell = row["run"].cell
-        x, y = row["curve"].points()
+    for cell, family in by_family(rows):
+        xs, ys, texts = [], [], []
+        for row in family:  # one trace for the family: its runs' lines apart, with a gap (NaN) between
+            x, y = row["curve"].points()
+            xs += [*x, math.nan]
+            ys += [*y, math.nan]
+            texts += [html.escape(f"{row['who']} · {row['run'].title}")] * (len(x) + 1)
         figure.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
+            go.Scatter(  # arrays, which plotly takes whole, where it checks a list's values one by one
+                x=np.array(xs),
+                y=np.array(ys),
                 mode="lines",
                 line={"color": CELL_COLOURS.get(cell, "#444444"), "width": 3},
                 name=cell_label(cell),
-                legendgroup=cell,
-                showlegend=cell not in families,
-                hovertext=html.escape(f"{row['who']} · {run_title(row)}"),
+                hovertext=np.array(texts, dtype=object),
                 hoverinfo="text+y",
             )
         )
-        families.add(cell)
-        if x and row["id"] in labelled:
+    for row in rows:
+        curve = row["curve"]
+        if row["id"] in labelled and curve.elapsed:
             figure.add_annotation(
-                x=x[-1], y=y[-1], text=html.escape(row["who"]), showarrow=False, xanchor="left", xshift=6
+                x=curve.reached(),
+                y=curve.final_loss(),
+                text=html.escape(row["who"]),
+                showarrow=False,
+                xanchor="left",
+                xshift=6,
             )
     if at_seconds:
         figure.add_vline(x=at_seconds, line={"dash": "dash", "color": "#555555", "width": 2})
@@ -201,20 +204,21 @@ def loss_chart(rows, at_seconds, labelled):
     return _big(figure, 440)
 
 
-def difference_chart(frame):
+def difference_chart(rows):
     """Final loss against hidden size, cell and learning rate: one dot per run, coloured by its cell."""
     figure = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=("hidden size", "cell", "learning rate"))
-    for _, row in frame.dropna(subset=["final loss"]).iterrows():
-        colour = CELL_COLOURS.get(_cell_key(row["cell"]), "#444444")
-        text = html.escape(f"{row['name']} · {row['model']}")
-        for col, x in ((1, row["hidden size"]), (2, row["cell"]), (3, row["learning rate"])):
+    for cell, family in by_family(rows):
+        ended = [(row, row["curve"].final_loss()) for row in family]
+        ended = [(row, loss) for row, loss in ended if loss is not None]
+        texts = [html.escape(f"{row['who']} · {row['run'].title}") for row, _ in ended]
+        for col, read in ((1, lambda run: run.hidden), (2, lambda run: cell_label(run.cell)), (3, lambda run: run.lr)):
             figure.add_trace(
                 go.Scatter(
-                    x=[x],
-                    y=[row["final loss"]],
+                    x=[read(row["run"]) for row, _ in ended],
+                    y=[loss for _, loss in ended],
                     mode="markers",
-                    marker={"color": colour, "size": 18, "line": {"width": 1, "color": "white"}},
-                    hovertext=text,
+                    marker={"color": CELL_COLOURS.get(cell, "#444444"), "size": 18, "line": {"width": 1}},
+                    hovertext=texts,
                     hoverinfo="text+y",
                     showlegend=False,
                 ),
@@ -228,14 +232,11 @@ def difference_chart(frame):
     return _big(figure, 380)
 
 
-def _cell_key(label):
-    return next((cell for cell in CELL_COLOURS if cell_label(cell) == label), label)
-
-
 def leaderboard_html(frame, at_column):
-    """The leaderboard as large type for a projector: every value escaped, so a name is only its text."""
-    cells = ("rank", "name", "model", "learning rate", at_column)
-    head = "".join(f"<th style='text-align:left;padding:0.3rem 1.2rem 0.3rem 0'>{html.escape(c)}</th>" for c in cells)
+    """The leaderboard as large type for a projector, one line per run (the learning rate is in the CSV and
+    the chart below): every value escaped, so a name is only its text."""
+    cell = "padding:0.25rem 1rem 0.25rem 0;white-space:nowrap;text-align:left"
+    head = "".join(f"<th style='{cell}'>{c}</th>" for c in ("rank", "name", "model", "loss"))  # the time: above
     body = []
     for _, row in frame.iterrows():
         loss = row[at_column]
@@ -243,15 +244,12 @@ def leaderboard_html(frame, at_column):
             "" if pd.isna(row["rank"]) else f"{int(row['rank'])}",
             row["name"],
             row["model"],
-            f"{row['learning rate']:g}",
             "not there yet" if pd.isna(loss) else f"{loss:.3f}",
         )
-        body.append(
-            "<tr>" + "".join(f"<td style='padding:0.3rem 1.2rem 0.3rem 0'>{html.escape(str(v))}</td>" for v in values)
-        )
+        body.append("<tr>" + "".join(f"<td style='{cell}'>{html.escape(str(v))}</td>" for v in values) + "</tr>")
     return (
-        "<table style='font-size:1.35rem;border-collapse:collapse;width:100%'>"
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        "<div style='overflow-x:auto'><table style='font-size:1.3rem;border-collapse:collapse'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
 
 
@@ -292,7 +290,7 @@ def live_board(at_seconds, teacher):
             )
     st.subheader("What made the difference?")
     st.caption("Each run's final loss (its last tenth of training) against its hidden size, cell and learning rate.")
-    st.plotly_chart(difference_chart(frame), key="class_difference", width="stretch")
+    st.plotly_chart(difference_chart(rows), key="class_difference", width="stretch")
 
 
 def seconds_text(seconds):

@@ -27,6 +27,7 @@ import time
 import unicodedata
 from pathlib import Path
 
+import numpy as np
 import pydantic
 from filelock import FileLock
 
@@ -48,6 +49,7 @@ class Student(pydantic.BaseModel):
 class Run(pydantic.BaseModel):
     owner: str  # owner_id of the student who started it
     run: str  # the run's own name (its checkpoint's)
+    title: str  # its model in words: "GRU · 256 units" (lab.instruments.race.plain_name)
     cell: str  # lab.nets.cells' key
     hidden: int  # the hidden size (a scan model's width)
     layers: int
@@ -85,11 +87,13 @@ def check_display_name(text):
 
 def run_facts(job):
     """What the board shows of a lab.server.jobs.TrainingJob: its cell, size and learning rate."""
+    from lab.instruments.race import plain_name
     from lab.nets.cost import parameter_count
 
     model, config = job.model.config, job.config
     return {
         "run": job.name,
+        "title": plain_name(model),
         "cell": model.cell,
         "hidden": getattr(model, "hidden_size", model.embed_dim),  # the scan models: their width
         "layers": getattr(model, "num_layers", 1),
@@ -210,14 +214,13 @@ class Curve:
         """At most `n` (seconds, loss) points for a chart: the mean of each of `n` equal stretches of time."""
         if len(self.elapsed) <= n:
             return list(self.elapsed), list(self.nats)
+        elapsed, nats = np.asarray(self.elapsed), np.asarray(self.nats)
         span = self.reached() or 1.0
-        sums, counts = [0.0] * n, [0] * n
-        for t, loss in zip(self.elapsed, self.nats):
-            i = min(int(n * t / span), n - 1)
-            sums[i] += loss
-            counts[i] += 1
-        kept = [i for i in range(n) if counts[i]]
-        return [span * (i + 0.5) / n for i in kept], [sums[i] / counts[i] for i in kept]
+        stretch = np.minimum((n * elapsed / span).astype(int), n - 1)
+        counts = np.bincount(stretch, minlength=n)
+        sums = np.bincount(stretch, weights=nats, minlength=n)
+        kept = np.flatnonzero(counts)
+        return ((kept + 0.5) * span / n).tolist(), (sums[kept] / counts[kept]).tolist()
 
 
 def equal_time(curves):
