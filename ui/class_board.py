@@ -201,6 +201,7 @@ def loss_chart(rows, at_seconds, labelled):
         figure.add_vline(x=at_seconds, line={"dash": "dash", "color": "#555555", "width": 2})
     figure.update_xaxes(title="seconds of training", rangemode="tozero")
     figure.update_yaxes(title="loss (nats per character)")
+    figure.update_layout(showlegend=True)  # plotly hides the legend of one trace: one family's colour is named too
     return _big(figure, 440)
 
 
