@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Annotated
 
 from annotated_types import Ge, Gt, Le
-from pydantic import AfterValidator, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from lab.errors import LabError
 
@@ -32,6 +32,10 @@ PREFIX = "RNNLAB_"
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, lab/, user_checkpoints/
 MIN_KEEP_HOURS = 1  # a session's files are kept at least this long after it was last seen (lab.server.spaces)
 RAY_ADDRESS = re.compile(r"auto|local|(ray://)?[\w.\-\[\]:]+:\d{1,5}")
+_EMAIL_PART = r"[^@\s,;<>()\[\]\"]+"  # no space, list separator, bracket or quote
+EMAIL = re.compile(rf"{_EMAIL_PART}@{_EMAIL_PART}\.{_EMAIL_PART}")  # what a sign-in provider's `email` claim looks like
+# a teacher key: long enough that a class cannot guess it, in characters any keyboard types
+TEACHER_KEY = re.compile(r"[A-Za-z0-9_-]{12,128}")
 
 
 def _folder(path):
@@ -45,6 +49,22 @@ def _folder(path):
 def _ray_address(text):
     if RAY_ADDRESS.fullmatch(text) is None:
         raise ValueError("not an address")
+    return text
+
+
+def _emails(text):
+    """The list as written, "a@school.org, B@school.org" -> ("a@school.org", "b@school.org"): compared
+    without case, as providers send them."""
+    parts = text if isinstance(text, tuple) else str(text).split(",")  # a tuple: the default, none
+    emails = tuple(part.strip().lower() for part in parts)
+    if not all(EMAIL.fullmatch(email) for email in emails):
+        raise ValueError("not a list of email addresses")
+    return emails
+
+
+def _teacher_key(text):
+    if TEACHER_KEY.fullmatch(text) is None:
+        raise ValueError("not a key")
     return text
 
 
@@ -133,6 +153,25 @@ class ServerSettings(BaseSettings):
         description="where downloaded data sets are kept",
         json_schema_extra={"shown": "`~/.cache/rnnlab`"},
     )
+    require_sign_in: bool = Field(
+        False,
+        description="every page asks for sign-in first (the [auth] section of the app's secrets, README: Running a "
+        "class); unset or false: anyone may use the app, and signing in is offered when sign-in is set up",
+        json_schema_extra={"shown": "false", "allowed": "true or false"},
+    )
+    # NoDecode: a comma-separated list, as a teacher writes it, not JSON
+    teacher_emails: Annotated[tuple[str, ...], NoDecode, BeforeValidator(_emails)] = Field(
+        (),
+        description="the teachers' emails: signed in with one of them, the Class page shows its teacher's view "
+        "(the class board's controls)",
+        json_schema_extra={"shown": "none", "allowed": "email addresses separated by commas"},
+    )
+    teacher_key: Annotated[str, AfterValidator(_teacher_key)] | None = Field(
+        None,
+        description="a key that opens the Class page's teacher's view without sign-in (keep it secret: anyone who "
+        "types it is a teacher); unset: only the teachers' emails open it",
+        json_schema_extra={"shown": "unset", "allowed": "12 to 128 letters, digits, - or _"},
+    )
     rescue_dir: Folder = Field(
         Path(tempfile.gettempdir()) / "rnnlab-rescue",
         description="where the command line saves a trained model when its folder cannot take it (a full disk)",
@@ -156,7 +195,7 @@ def allowed(name):
     """What a field's variable may be, in words: "a number from 1 to 8,760"."""
     field = ServerSettings.model_fields[name]
     extra = field.json_schema_extra or {}
-    if field.annotation not in (int, float):  # a folder, or the Ray address that says what it may be
+    if field.annotation not in (int, float):  # a folder, or a field that says what it may be
         return extra.get("allowed", "a folder (not a file, not empty)")
     low, above, high = bounds(name)
     kind = "a whole number" if field.annotation is int else "a number"

@@ -21,6 +21,7 @@ from ui import train_chart as chart
 from ui import train_memory_race as memory_race
 from ui import train_runs as runs
 from ui import train_settings as ts
+from ui.class_board import show_on_board_switch
 from ui.common import page_link, parameter_count, plain_convention, preset_label, setup_page, show_anchors
 from ui.plain_text import plain, user_errors
 from ui.sessions import forget_jobs
@@ -135,6 +136,7 @@ with train_col:
         max_chars=64,
         placeholder=f"automatic: {ts.default_run_name(ts.widget_values(saved))}-1",
     )
+    show_on_board_switch()
 
     show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
 values = ts.mirror_settings(saved)

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from lab.errors import LabError
 from lab.settings import (
+    EMAIL,
     RAY_ADDRESS,
+    TEACHER_KEY,
     ServerSettings,
     allowed,
     bounds,
@@ -51,6 +53,12 @@ BAD = [
     ("RNNLAB_USER_DIR", ""),
     ("RNNLAB_CACHE", __file__),  # a file, not a folder
     ("RNNLAB_RAY_ADDRESS", "not an address"),
+    ("RNNLAB_REQUIRE_SIGN_IN", "maybe"),
+    ("RNNLAB_TEACHER_EMAILS", ""),
+    ("RNNLAB_TEACHER_EMAILS", "teacher@school.org, not an address"),
+    ("RNNLAB_TEACHER_EMAILS", '["teacher@school.org"]'),  # a list is written with commas, not as JSON
+    ("RNNLAB_TEACHER_KEY", "short"),  # a key a class could guess
+    ("RNNLAB_TEACHER_KEY", "a key with spaces in it"),
 ]
 
 
@@ -101,6 +109,13 @@ def test_a_misspelt_variable_is_named_as_no_setting_and_a_declared_one_is_not(mo
     assert unknown_variables() == ["RNNLAB_" + "KEEP_HOUR"] and server_settings().keep_hours == 24
 
 
+def test_the_teachers_emails_are_a_comma_separated_list_read_without_case(monkeypatch):
+    monkeypatch.setenv("RNNLAB_TEACHER_EMAILS", " Ada@School.org,grace@school.org ")
+    monkeypatch.setenv("RNNLAB_REQUIRE_SIGN_IN", "true")
+    read = server_settings()
+    assert (read.teacher_emails, read.require_sign_in) == (("ada@school.org", "grace@school.org"), True)
+
+
 def test_the_unattended_time_is_bounded_above_the_heartbeat_of_an_open_page():
     from ui.sessions import HEARTBEAT_SECONDS
 
@@ -117,6 +132,12 @@ def within_bounds(name, value):
         ) and (value <= high)
     if name == "ray_address":
         return value is None or RAY_ADDRESS.fullmatch(value) is not None
+    if name == "require_sign_in":
+        return isinstance(value, bool)
+    if name == "teacher_emails":
+        return isinstance(value, tuple) and all(EMAIL.fullmatch(email) and email == email.lower() for email in value)
+    if name == "teacher_key":
+        return value is None or TEACHER_KEY.fullmatch(value) is not None
     return isinstance(value, Path) and str(value) not in ("", ".") and not value.is_file()
 
 

@@ -14,6 +14,7 @@ import re
 import streamlit as st
 
 from ui.sessions import keep_session_alive, refuse_bad_settings, start_server_process
+from ui.sign_in import require_sign_in, sign_in_box
 
 ARM_COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}  # the gate-bias study's arms
 
@@ -90,6 +91,7 @@ PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the 
     "Memory": ("pages/4_Memory.py", "🧠"),
     "Checkpoints": ("pages/5_Checkpoints.py", "📦"),
     "Ablation": ("pages/6_Ablation.py", "⚖️"),
+    "Class": ("pages/8_Class.py", "🧑‍🏫"),  # the class board: last, a teacher's page more than a student's
 }
 
 
@@ -124,15 +126,18 @@ GLOSSARY = {
 
 
 def setup_page(name):
-    """Page config, the sidebar naming every page and the glossary, and this session's heartbeat; on bad
-    server settings, only the line that says which (ui.sessions.refuse_bad_settings)."""
+    """Page config, the sidebar naming every page, signing in and the glossary, and this session's
+    heartbeat; on bad server settings, only the line that says which (ui.sessions.refuse_bad_settings);
+    where sign-in is required, only how to sign in to whoever has not (ui.sign_in)."""
     icon = PAGES[name][1]
     st.set_page_config(page_title=f"{name} · RNN Lab", page_icon=icon, layout="wide")
     refuse_bad_settings()
     start_server_process()
+    require_sign_in()
     with st.sidebar:
         for page in PAGES:
             page_link(page)
+        sign_in_box()
         with st.expander("📖 Glossary"):
             st.markdown("\n\n".join(f"**{term}**: {meaning}" for term, meaning in GLOSSARY.items()))
         keep_session_alive()

@@ -16,9 +16,18 @@ import streamlit as st
 
 from lab.errors import LabError
 from lab.server import jobs, ray_runs, shutdown, workers
-from lab.server.spaces import is_space_key, mark_seen, new_space_key, reserve_room, space_dir, sweep
+from lab.server.spaces import (
+    identity_space_key,
+    is_space_key,
+    mark_seen,
+    new_space_key,
+    reserve_room,
+    space_dir,
+    sweep,
+)
 from lab.settings import server_settings, unknown_variables
 from lab.training.train import configure_cpu
+from ui.sign_in import identity
 
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
 
@@ -142,10 +151,15 @@ def job_registry():
 
 
 def session_key():
-    """This browser's random key: it names the session's folder of files (lab.server.spaces) and its jobs.
+    """This browser's key: it names the session's folder of files (lab.server.spaces), its jobs, and the
+    owner of its runs in the training budget (its share and its cap on runs).
 
-    Kept in a cookie, so a reload or a reconnect finds the same files and running jobs; a
-    browser that refuses the cookie gets a fresh key per visit, and its old files expire."""
+    Signed in (ui.sign_in), the key is the person's: the same in each of their browsers, on any device.
+    Else a random key kept in a cookie, so a reload or a reconnect finds the same files and running jobs;
+    a browser that refuses the cookie gets a fresh key per visit, and its old files expire."""
+    person = identity()
+    if person is not None:
+        return identity_space_key(users_root(), person.issuer, person.subject)
     if "_rnnlab_session_key" not in st.session_state:
         cookie = space_cookie()
         # a key the server did not issue (a hand-made cookie) is refused: the browser gets a new one
@@ -163,6 +177,8 @@ def space_cookie():
 def _remember_space_in_a_cookie():
     """Write the space's cookie once per session (each visit, each reload), whether or not the browser
     sent it: its max-age then counts from the last visit, as "kept 48 h after last seen" promises."""
+    if identity() is not None:  # a signed-in person's key comes from who they are, not from a cookie
+        return
     key = session_key()
     if not st.session_state.get("_rnnlab_cookie_sent"):
         st.session_state._rnnlab_cookie_sent = True  # once per session: the script is ours, the key is ours

@@ -23,6 +23,7 @@ from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from ui import train_settings
 from ui.checkpoint_picker import yours
+from ui.class_board import post_to_board
 from ui.common import parameter_count
 from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import register_job, room_check, session_jobs, session_key, train_in_process, user_dir
@@ -147,8 +148,10 @@ def new_run(run_values, run_model_config, task, corpus_label):
 
 
 def show_started(job, shown):
-    """A started run, in this session's list and on the page."""
+    """A started run, in this session's list, on the page, and on the class board if its student's switch
+    is on."""
     register_job(job)
+    post_to_board(job)
     params, cell, tokenizer, vocab, title = shown
     label = f"{job.name} #{len(training_jobs())}"
     st.session_state.setdefault("train_logs", {})[id(job)] = RunLog(

@@ -6,7 +6,8 @@
     priority   how a training process, a Ray actor or a server's training thread is lowered, on each platform
     shutdown   a process that trains ends in order: threads joined, training processes ended, before teardown
     ray_runs   every run as an actor of a Ray cluster (RNNLAB_RAY_ADDRESS)
-    spaces     each browser's own folder under a key the server signs, its quota, swept when unseen
+    spaces     each browser's own folder under a key the server signs (or a signed-in person's), its quota, swept
+    board      the class board: the runs students chose to show, kept in a file; the leaderboard at equal time
     uploads    an uploaded checkpoint, read as one job of the budget
 
 May import lab.errors, lab.schema, lab.settings, lab.data, lab.nets and lab.training; never the instruments

@@ -3,7 +3,8 @@
 Each browser session saves its runs and uploads in a folder of its own, named by a key the server
 issued: 128 random bits and a MAC of them under a secret kept in the user directory, so no
 session can guess another's key, and a key the server never issued (a hand-made cookie) is
-refused. A folder's modification time is when its session was last seen: `sweep` deletes folders
+refused. A signed-in person's key is made from their identity instead (`identity_space_key`), so that
+it is the same on every device. A folder's modification time is when its session was last seen: `sweep` deletes folders
 not seen for `keep_seconds` (never less than an hour) that no live session holds, and the temporary
 files of saves that were killed. Each space has its
 own quota, counted by what is on disk (a file under two names, name_vN and name_latest, once):
@@ -74,6 +75,17 @@ def _mac(root, token):
 
 def new_space_key(root):
     token = secrets.token_urlsafe(16)
+    return token + _mac(root, token)
+
+
+def identity_space_key(root, issuer, subject):
+    """The space key of a signed-in person: the same on every device and in every browser they sign in
+    with, so their files, their share of the training budget and their cap on runs are one. Made from who
+    the sign-in provider says they are (its `iss` and the `sub` it never reuses, not an email that can
+    change hands), under the user directory's secret: nobody can work out another's key from their name."""
+    identity = f"{issuer}\n{subject}".encode()
+    digest = hmac.new(_secret(root), b"identity\n" + identity, hashlib.sha256).digest()
+    token = base64.urlsafe_b64encode(digest).decode()[:22]  # the length and alphabet of a random key's token
     return token + _mac(root, token)
 
 

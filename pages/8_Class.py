@@ -1,0 +1,47 @@
+"""Class: the class board. The runs students chose to show (Train's "show on the class board" switch),
+live on one chart for a projector, a leaderboard at equal time, and what made the difference.
+
+The teacher (signed in with one of RNNLAB_TEACHER_EMAILS, or with RNNLAB_TEACHER_KEY typed here) hides
+runs, downloads the table and opens the board to the class, who then see it read-only. The board's
+store and arithmetic: lab.server.board; its drawing: ui.class_board.
+"""
+
+import streamlit as st
+
+from ui import class_board as board
+from ui.common import setup_page
+from ui.links import Field, mirror_to_url, restore_from_url
+from ui.sign_in import is_teacher
+
+setup_page("Class")
+title, compare = st.columns([2, 1], vertical_alignment="bottom")  # one line: the board fills the screen
+title.title("🧑‍🏫 Class")
+SETTINGS = {"at": (Field("int", "Compare at", 0, 86_400), "class_at")}
+DEFAULTS = {"at": 0}
+restore_from_url(SETTINGS, DEFAULTS)
+
+teacher = is_teacher()
+shown = board.store().read()
+if not teacher:
+    if board.teacher_key_set():
+        board.teacher_key_box()
+    if not shown.open:
+        st.info(
+            "The class board shows the runs your classmates chose to show, once your teacher opens it. To show "
+            "yours, turn on “Show my runs on the class board” on the Train page before you press Start."
+        )
+        st.stop()
+else:
+    board.teacher_controls(shown)
+
+compare.number_input(
+    "Compare at, in seconds of training",
+    0,
+    86_400,
+    key="class_at",
+    step=10,
+    help="The leaderboard ranks every run by its loss after this many seconds; 0: the time every run shown "
+    "has reached.",
+)
+mirror_to_url(SETTINGS, DEFAULTS)
+st.fragment(run_every=board.BOARD_REFRESH_SECONDS)(board.live_board)(st.session_state.class_at, teacher)
