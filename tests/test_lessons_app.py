@@ -249,7 +249,7 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
     )
     learned = at.table[0].value
     # the cell in plain words, not the lab's name for it (gru_torch)
-    assert set(learned["cell"]) == {"GRU (PyTorch convention)"}
+    assert set(learned["cell"]) == {"GRU (z keeps)"}
     assert learned["layer"].tolist() == list(range(len(learned)))
     at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
     ok(at)
