@@ -92,7 +92,7 @@ def where_listed(info, listed):
     """Where a checkpoint of the student's is listed, or was: "the Sample and Gates pages list it as
     “yours: X”" (`listed`: "list", "no longer list") for a text model; this page only for any other."""
     if reads_text(info):
-        return f"the Sample and Gates pages {listed} it"
+        return f"the Sample and Gates pages {listed} it as “{plain(info_title(info))}”"
     shows = "shows" if listed == "list" else "no longer shows"
     return f"this page's list {shows} it (the Sample and Gates pages read text models only)"
 
@@ -104,8 +104,8 @@ def delete(info):
         removed = delete_checkpoint(info.path, user_dir())
         # the pages that showed it fall back to another model without a notice of their own
         forget_deleted({listed_name(info), info.name})
-        every = " with every saved version of it" if len(removed) > 1 else ""
-        st.session_state.ckpt_flash = ("success", f"Deleted “{title}”{every}: {where_listed(info, 'no longer list')}.")
+        every = ", with every saved version of it" if len(removed) > 1 else ""
+        st.session_state.ckpt_flash = ("success", f"Deleted{every}: {where_listed(info, 'no longer list')}.")
     except (CheckpointError, OSError) as e:
         st.session_state.ckpt_flash = ("error", f"Deleting “{title}” did not work: {said(e)}")
     st.session_state.ckpt_confirm_delete = False
@@ -322,7 +322,7 @@ if upload is not None:
                 saved = read_info(path.with_name(f"{path.name.rsplit('_v', 1)[0]}_latest{SUFFIX}"))
                 st.session_state.ckpt_flash = (
                     "success",
-                    f"Saved as “{plain(info_title(saved))}”: {where_listed(saved, 'list')}.",
+                    f"Saved: {where_listed(saved, 'list')}.",
                 )
                 st.session_state.ckpt_uploads += 1
                 st.rerun()

@@ -423,7 +423,7 @@ def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir, monkeypatch)
     at.button(key="ckpt_save").click().run()
     assert_clean(at)
     assert saved_files(user_dir) == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name
-    assert "Saved as “yours: my-model”" in texts(at.success)
+    assert "Saved: the Sample and Gates pages list it as “yours: my-model”" in texts(at.success)
 
     table = at.dataframe[0].value
     assert list(table[table["where"] == "yours"]["name"]) == ["yours: my-model"]  # the run once, not its v1 too
@@ -433,7 +433,10 @@ def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir, monkeypatch)
     at.button(key="ckpt_delete").click().run()
     assert_clean(at)
     assert saved_files(user_dir) == []  # the run and its versions: no earlier version comes back
-    assert "Deleted “yours: my-model” with every saved version of it" in texts(at.success)
+    assert (
+        "Deleted, with every saved version of it: the Sample and Gates pages no longer list it as “yours: my-model”"
+        in texts(at.success)
+    )
 
 
 def test_bundled_checkpoints_have_no_delete_button():

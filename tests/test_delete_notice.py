@@ -67,7 +67,7 @@ def test_after_a_delete_only_its_confirmation_shows_on_every_page_that_held_the_
     (notice,) = notices(at)
     assert notice == (
         "success",
-        f"Deleted “{TITLE}” with every saved version of it: the Sample and Gates pages no longer list it.",
+        f"Deleted, with every saved version of it: the Sample and Gates pages no longer list it as “{TITLE}”.",
     )
     assert at.selectbox(key="ckpt_choice").value == "char-lstm_latest"  # the page's own default, silently
     assert not list(space_dir(root, key).glob(f"{RUN}_*"))
