@@ -38,7 +38,7 @@ LIVE_COLUMNS = {
     "b_z_mean": "b_z = b_iz + b_hz",
 }
 
-st.title("⚖️ Does a GRU learn better if its memory starts strong?")
+st.title("⚖️ Does a strong memory help a GRU learn?")
 ARMS_IN_DETAIL = (
     "The study trains a one-layer GRU on images read one grey pixel per step (its size is below), in up to "
     "three arms. **baseline**: every bias learnable, update-gate bias $b_z = +1$. **ablated**: the reset and "

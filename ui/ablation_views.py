@@ -119,7 +119,7 @@ def answer_figure(trained, num_classes):
         xaxis_title="epoch (one pass over the training images)",
         yaxis_title="test images named correctly (%)",
         yaxis_range=[0, 100],
-        height=330,
+        height=290,
         margin=dict(l=10, r=10, t=10, b=10),
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
         template=WHITE,

@@ -68,12 +68,27 @@ def run_title(name):
         return f"{run_title(versioned['name'])} (version {versioned['version']})"
     lm, scan = _LM_RUN.fullmatch(name), _SCAN_RUN.fullmatch(name)
     if lm:
-        layers, hidden = int(lm["layers"]), int(lm["hidden"])
-        width = count(hidden, "unit") if layers == 1 else f"{count(layers, 'layer')} of {count(hidden, 'unit')}"
-        return f"{cell_label(lm['cell'])} · {width} · run {lm['n']}"
+        return f"{_model_words(lm['cell'], int(lm['hidden']), int(lm['layers']))} · run {lm['n']}"
     if scan:
-        return f"{PRESET_TITLES[scan['preset']]} · {scan['emb']} wide · run {scan['n']}"
+        return f"{_scan_words(scan['preset'], scan['emb'])} · run {scan['n']}"
     return name
+
+
+def _model_words(cell, hidden, layers):
+    width = count(hidden, "unit") if layers == 1 else f"{count(layers, 'layer')} of {count(hidden, 'unit')}"
+    return f"{cell_label(cell)} · {width}"
+
+
+def _scan_words(preset, width):
+    return f"{PRESET_TITLES[preset]} · {width} wide"
+
+
+def config_title(config, preset):
+    """The model a run of these settings trains, as its run's name reads without the run's number
+    ("GRU (z keeps) · 256 units"); `preset`: the Train page's preset (a fixed-architecture scan's name)."""
+    if config.family == "scan_markov":
+        return _scan_words(preset, config.embed_dim)
+    return _model_words(config.cell, config.hidden_size, config.num_layers)
 
 
 def bundled_title(name):

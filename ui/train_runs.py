@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from lab.instruments.race import plain_name, short_count, width_for_parameters
+from lab.instruments.race import short_count, width_for_parameters
 from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
@@ -24,7 +24,7 @@ from ui import train_settings
 from ui.cell_labels import cell_label
 from ui.checkpoint_picker import yours
 from ui.common import parameter_count
-from ui.model_names import model_title, run_title
+from ui.model_names import config_title, model_title, run_title
 from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import register_job, room_check, session_jobs, session_key, train_in_process, user_dir
 from ui.train_chart import legend_names
@@ -200,7 +200,8 @@ def what_start_does(values, model_config, fixed):
         return "Start waits for the settings below: see the message there."
     params = short_count(parameter_count(config_to_dict(model_config)))
     where = "your text" if values["corpus"] == "upload" else CORPUS_CHOICES[values["corpus"]].split(" (")[0]
-    line = f"**Start** trains a {plain_name(model_config)} ({params} parameters) on {where} for {values['seconds']} s."
+    what = config_title(model_config, values["preset"])
+    line = f"**Start** trains a {what} ({params} parameters) on {where} for {values['seconds']} s."
     if not fixed:
         line += (
             f" **Race** trains an RNN, a GRU, an LSTM and a selective scan of about {params} parameters each, "

@@ -182,12 +182,12 @@ def answer(results):
         gap, least = accuracy[arm] - base, resolution(n_test, accuracy[arm], base)
         named = f"With its {ARM_WORDS[arm]}," if arm in ARM_WORDS else f"In the {arm} arm,"
         said = (
-            f"{named} the GRU named {100 * accuracy[arm]:.1f}% of the {images} correctly{so_far}, against "
+            f"{named} the GRU named {100 * accuracy[arm]:.1f}% of the test images correctly{so_far}, against "
             f"{100 * base:.1f}% with the usual start"
         )
         points = f"{abs(100 * gap):.1f} points"
         if abs(gap) < least:
-            why = f"a gap of {points}, under the {100 * least:.1f} points that {images} can tell apart"
+            why = f"a gap of {points}, under the {100 * least:.1f} that {images} can tell apart"
         elif arm not in tested:
             why = f"a gap of {points}, which a single random seed on a side cannot tell from luck"
         elif tested[arm]["p"] >= SIGNIFICANT:
