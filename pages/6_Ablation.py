@@ -87,9 +87,9 @@ def shipped_results():
 
 # ---------------------------------------------------------------------------
 def show_shipped(show, missing):
-    """The shipped study drawn by `show` (show_results or show_gate_statistics); `missing`: what to say
-    when there is none. A file that cannot be read, or is malformed, is named in one line, never a
-    traceback. Whether there were results to show."""
+    """The shipped study drawn by `show` (show_answer, show_details or show_gate_statistics); `missing`:
+    what to say when there is none. A file that cannot be read, or is malformed, is named in one line,
+    never a traceback. Whether there were results to show."""
     results = None
     with user_errors("Reading the shipped results"):
         results = shipped_results()
