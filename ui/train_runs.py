@@ -230,9 +230,9 @@ def session_logs():
             config = job.model.config
             logs_by_id[id(job)] = RunLog(
                 job,
-                job.name,
+                run_title(job.name),
                 parameter_count(config_to_dict(config)),
-                "",
+                config.cell,
                 job.task.tokenizer.kind,
                 job.task.tokenizer.vocab_size,
                 title=run_title(job.name),

@@ -15,7 +15,7 @@ from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
 from ui.memory_charts import probe_figure
-from ui.plain_text import plain, preformatted, said, user_errors
+from ui.plain_text import preformatted, said, user_errors
 from ui.sessions import register_job, session_key, train_in_process
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
@@ -54,7 +54,12 @@ def start_live_run(task, distance, seconds):
     for cell in TOY_CELLS:
         model, probe_task, train_config = probe_run(config, task, cell, distance)
         jobs[cell] = TrainingJob(
-            f"toy-{task}-{cell}", model, probe_task, train_config, owner=session_key(), in_process=train_in_process()
+            f"{cell_label(cell)} · {TOY_TASKS[task].title.lower()}",  # as the Train page lists it, in words
+            model,
+            probe_task,
+            train_config,
+            owner=session_key(),
+            in_process=train_in_process(),
         )
     start_together(jobs.values(), "the four cells")  # all four or none, as the Train page's race
     for job in jobs.values():
@@ -106,9 +111,9 @@ def live_view(results, task, distance):
         ),
         hide_index=True,
     )
-    for job in jobs.values():
+    for cell, job in jobs.items():
         if job.status == "failed":
-            st.error(f"The {plain(job.name)} run failed: {said(job.message)}")
+            st.error(f"The {cell_label(cell)} run failed: {said(job.message)}")
 
 
 def toy_tasks():
