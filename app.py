@@ -12,7 +12,8 @@ import streamlit as st
 from lab.nets.models import config_to_dict
 from lab.training.presets import PRESETS
 from ui.cell_labels import equations_latex
-from ui.common import page_link, parameter_count, preset_description, setup_page, show_anchors
+from ui.common import page_link, parameter_count, preset_words, setup_page, show_anchors
+from ui.model_names import PRESET_TITLES, TOKENIZER_LABELS
 
 setup_page("Home")
 st.title("🧠 RNN Lab")
@@ -62,23 +63,23 @@ FAMILIES = [  # (cell, title, what to notice), in reading order
     ),
     (
         "gru_seed",
-        "GRU, the Scribe models' convention: z overwrites",
-        "The GRU of the Scribe subword language models (`gru_seed`). The update gate z says how much to "
-        "**overwrite**: "
-        "z → 0 keeps the memory. The reset gate acts *before* U_h, inside the matrix product.",
+        "GRU, z overwrites",
+        "The GRU of Scribe-α, the bundled subword model, and of the Character GRU (z overwrites). The update "
+        "gate z says how much to **overwrite**: z → 0 keeps the memory. The reset gate acts *before* U_h, "
+        "inside the matrix product.",
     ),
     (
         "gru_torch",
-        "GRU, PyTorch's convention: z keeps",
-        "`torch.nn.GRU`, and the GRU of the Ablation page's gate-bias study (1024-step pixel sequences; "
-        "`gru_torch`). Here z says how much to **keep**: z → 1 keeps the memory, so that study's bias +1 means "
-        "*remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix product.",
+        "GRU, z keeps",
+        "PyTorch's own GRU, the Character GRU (z keeps) and the GRU of the Ablation page's gate-bias study "
+        "(1024-step pixel sequences). Here z says how much to **keep**: z → 1 keeps the memory, so that study's "
+        "bias +1 means *remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix product.",
     ),
     (
         "lstm",
         "LSTM",
-        "The standard LSTM, the cell of the Leviathan-LSTM preset (a 24M-parameter 3-layer character LSTM "
-        "trained on a GPU): a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1).",
+        "The standard LSTM, the cell of the Character LSTM and of the Leviathan preset (a large character "
+        "LSTM for a GPU): a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1).",
     ),
     (
         "scan",
@@ -97,25 +98,10 @@ for n, (cell, title, caption) in enumerate(FAMILIES):
 with right:
     st.info(
         "Two GRU conventions, one name: the same trained weights mean different things under each. "
-        "`gru_seed` and `gru_torch` are separate cells here, and every checkpoint summary names its "
-        "convention.",
+        "They are separate cells here, “GRU (z overwrites)” and “GRU (z keeps)”, and every model's "
+        "summary names its convention.",
         icon="⚠️",
     )
-
-
-# lab/training/presets.py's seed numbers -> what each preset builds on, in plain words (students never see the seeds)
-BASED_ON = {
-    "000": "subword GRU language models (Scribe)",
-    "001": "the standard RNN, GRU and LSTM equations",
-    "002": "a 24M-parameter 3-layer character LSTM trained on a GPU",
-    "003": "a GRU gate-bias study on 1024-pixel sequences",
-    "004": "a Mamba-style selective scan",
-}
-
-
-def based_on(seed):
-    """A preset's seed field ("000/002") -> what it builds on, in plain words, joined by " + "."""
-    return " + ".join(BASED_ON.get(s, s) for s in seed.split("/"))
 
 
 @st.cache_data(show_spinner=False)
@@ -125,14 +111,11 @@ def preset_table():
         model = preset.model
         rows.append(
             {
-                "preset": preset.name,
-                "based on": based_on(preset.seed),
-                "family": model.family,
-                "cell": model.cell,
+                "preset": PRESET_TITLES[preset.name],
+                "what it is": preset_words(preset.name),
+                "reads": TOKENIZER_LABELS.get(preset.tokenizer, "pixels"),
                 "parameters": parameter_count(config_to_dict(model)),
                 "published count": f"{preset.expected_params:,}" if preset.expected_params else "",
-                "tokenizer": preset.tokenizer or "pixels",
-                "description": preset_description(preset.name),
             }
         )
     return pd.DataFrame(rows)
@@ -148,7 +131,7 @@ presets.dataframe(
     width="stretch",
     column_config={
         "parameters": st.column_config.NumberColumn(format="localized"),
-        "description": st.column_config.TextColumn(width="large"),
+        "what it is": st.column_config.TextColumn(width="large"),
     },
 )
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")

@@ -21,8 +21,10 @@ from ui import train_chart as chart
 from ui import train_memory_race as memory_race
 from ui import train_runs as runs
 from ui import train_settings as ts
+from ui.cell_labels import backend_label
 from ui.class_board import show_on_board_switch
 from ui.common import page_link, parameter_count, plain_convention, preset_label, setup_page, show_anchors
+from ui.model_names import TOKENIZER_LABELS, run_title
 from ui.plain_text import plain, user_errors
 from ui.sessions import forget_jobs
 from ui.train_corpus import describe_task, load_task
@@ -68,10 +70,12 @@ with model_col:
         F["backend"].label,
         F["backend"].choices,
         key=ts.key("backend"),
+        format_func=backend_label,
         horizontal=True,
         disabled=fixed,
-        help="reference: the equations line by line, as the lab writes them. fast: the same equations with "
-        "hand-optimised loops, checked equal. fused: PyTorch's own RNN, GRU and LSTM (cuDNN on a GPU).",
+        help="How the same cell is computed. Step by step: the equations line by line, as the Gates page shows "
+        "them. Fast: the same equations with hand-optimised loops, checked equal. Fused: PyTorch's own RNN, GRU "
+        "and LSTM layers (cuDNN on a GPU).",
     )
     c1, c2 = st.columns(2)
     ts.number_input(c1, "emb", step=8)
@@ -87,8 +91,10 @@ with data_col:
         F["tokenizer"].label,
         ["char", "sentencepiece"],
         key=ts.key("tokenizer"),
+        format_func=TOKENIZER_LABELS.get,
         horizontal=True,
-        help="char: one token per character. sentencepiece: BPE subwords trained on the corpus (~1 s).",
+        help="Characters: one token per character. Subwords: common pieces of words (byte-pair encoding, "
+        "SentencePiece), learned from the corpus in about a second.",
     )
     if st.session_state[ts.key("tokenizer")] == "sentencepiece":
         ts.number_input(st, "vocab", step=100)
@@ -134,7 +140,7 @@ with train_col:
         F["name"].label,
         key=ts.key("name"),
         max_chars=64,
-        placeholder=f"automatic: {ts.default_run_name(ts.widget_values(saved))}-1",
+        placeholder=f"automatic: {run_title(ts.default_run_name(ts.widget_values(saved)) + '-1')}",
     )
     show_on_board_switch()
 
@@ -158,12 +164,11 @@ with notices:
         with user_errors("This model"):
             candidate = ts.model_config(values, task.vocab_size)
             convention = ScanLayer.convention if ts.is_scan_markov(values) else CELLS[values["cell"]].convention
-            fused = " [fused torch.nn]" if values["backend"] == "fused" and not fixed else ""
             steps = task.sequence_length(ts.train_config(values))  # the window, or a ScanMarkov context
             need_mb = training_memory_bytes(candidate, values["batch"], steps) / 2**20
             st.caption(
                 f"**{parameter_count(config_to_dict(candidate)):,} parameters** · about {need_mb:,.0f} MB "
-                f"to train at B={values['batch']}, T={steps} · `{plain_convention(convention)}{fused}`"
+                f"to train at B={values['batch']}, T={steps} · `{plain_convention(convention)}`"
             )
             # refused here, before anything is built, with the limit and what to change (CostError)
             check_training_memory(candidate, values["batch"], steps)

@@ -17,12 +17,12 @@ from lab.instruments.sampling import (
 )
 from lab.words import count
 from ui.cached_calls import cached_generation, cached_influence, checkpoint_key, reference_model
-from ui.cell_labels import cell_label, checkpoint_cell
 from ui.checkpoint_picker import checkpoint_picker
 from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
 from ui.common import setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import piece_label, user_errors
+from ui.model_names import describe_checkpoint, model_title
+from ui.plain_text import piece_label, plain, user_errors
 from ui.sample_views import (
     DEFAULTS,
     STRATEGY_TITLES,
@@ -97,8 +97,8 @@ if checkpoint is None:
     st.stop()
 last_eval = latest_val_loss(checkpoint)
 st.caption(
-    f"`{checkpoint.path.name}` · {cell_label(checkpoint_cell(checkpoint))} · "
-    f"vocabulary {checkpoint.tokenizer.vocab_size}"
+    f"{plain(describe_checkpoint(model_title(st.session_state.sample_checkpoint), checkpoint))} "
+    f"Vocabulary {checkpoint.tokenizer.vocab_size}"
     + (
         f" · validation {last_eval['val_nats_per_char']:.3f} nats/char (see the anchors above)"
         if last_eval and "val_nats_per_char" in last_eval
@@ -108,8 +108,9 @@ st.caption(
 
 if default_strategy(checkpoint.config.family) == "top_p":
     st.info(
-        "A selective-scan (ScanMarkov) model generates like this: it composes the prompt into one latent, "
-        "character by character, through its gated recurrence; decodes the latent; picks the next "
+        "A selective scan over a short context (like the Four-character scan) generates like this: it "
+        "composes the prompt into one latent, character by character, through its gated recurrence; "
+        "decodes the latent; picks the next "
         "character with temperature and nucleus sampling (the top-p column, its own default); and "
         "composes that character into the latent before the next one. It was trained on contexts of "
         "1 to 4 characters, so the latent is mostly the last few characters."

@@ -28,7 +28,8 @@ from ui.gates_settings import (
 from ui.gates_span import span_finder
 from ui.gates_units import gallery, one_unit
 from ui.links import restore_from_url
-from ui.plain_text import user_errors
+from ui.model_names import describe_checkpoint, model_title
+from ui.plain_text import plain, user_errors
 
 setup_page("Gates")
 st.title("🔬 Gates")
@@ -50,6 +51,7 @@ with top[2].expander("✏️ Your own text"):
 if checkpoint is None:
     mirror()  # the choices so far are kept for the next visit, as on every run that gets further
     st.stop()
+st.caption(plain(describe_checkpoint(model_title(st.session_state.gates_checkpoint), checkpoint)))
 
 trace = None
 key = checkpoint_key(checkpoint)

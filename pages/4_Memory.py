@@ -38,6 +38,7 @@ from ui.memory_charts import (
 )
 from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
 from ui.memory_probe import probe_section
+from ui.model_names import model_title
 from ui.plain_text import plain, said, user_errors
 
 setup_page("Memory")
@@ -128,8 +129,8 @@ def mirror():
 
 
 def model_label(name):
-    """A checkpoint's listed name as the charts name it: without "_latest"."""
-    return name.removesuffix("_latest")
+    """A checkpoint's listed name as every page names it (ui.model_names)."""
+    return model_title(name)
 
 
 # ---------------------------------------------------------------------------
@@ -159,7 +160,7 @@ def change_reach_view():
         )
     with st.expander("The text and the models"):
         st.text_area("Text the models read", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS)
-        st.multiselect("Checkpoints", list(by_name), key="memory_reach_checkpoints")
+        st.multiselect("Checkpoints", list(by_name), key="memory_reach_checkpoints", format_func=model_label)
     mirror()
 
 
@@ -179,7 +180,11 @@ def unit_memory(text):
     )
     cols = st.columns([3, 1])
     chosen = cols[0].multiselect(
-        "Checkpoints", list(by_name), default=[n for n in RETENTION_MODELS if n in by_name], key="memory_checkpoints"
+        "Checkpoints",
+        list(by_name),
+        default=[n for n in RETENTION_MODELS if n in by_name],
+        key="memory_checkpoints",
+        format_func=model_label,
     )
     max_lag = cols[1].slider("Longest lag", 8, MAX_RETENTION_LAG, step=8, key="memory_max_lag")
     measured = []  # (name, layer, Retention)
@@ -190,7 +195,7 @@ def unit_memory(text):
                 "to measure. Section 1 follows a change through its state, and section 4 its gradients."
             )
             continue
-        with user_errors(f"Retention of {name}"):
+        with user_errors(f"Retention of {model_label(name)}"):
             for layer, r in enumerate(cached_retention(*key_of(name), text)):
                 measured.append((name, layer, r.up_to(max_lag)))
     if not measured:
@@ -228,7 +233,7 @@ def longest_memories(measured, text):
             key="memory_band_chart",
         )
     trace = None
-    with user_errors(f"Reading the text with {name}"):
+    with user_errors(f"Reading the text with {model_label(name)}"):
         trace = cached_trace(*key_of(name), text)
     if trace is None:
         return
@@ -337,12 +342,13 @@ def gradients(text):
         list(by_name),
         default=[n for n in GRADIENT_MODELS if n in by_name],
         key="memory_grad_checkpoints",
+        format_func=model_label,
     )
     steps = cols[1].slider("Steps T", 10, 400, step=10, key="memory_grad_steps")
     trained, fresh = [], []
     for name in grad_chosen:
         cell = by_name[name].cell
-        with user_errors(f"Gradients of {name}"):
+        with user_errors(f"Gradients of {model_label(name)}"):
             trained.append((model_label(name), cell, cached_gradient(*key_of(name), text[: steps + 1])))
             fresh.append((model_label(name), cell, cached_gradient(*key_of(name), text[: steps + 1], fresh_seed=0)))
     if trained:

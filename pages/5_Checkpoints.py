@@ -24,9 +24,17 @@ from lab.training.checkpoints import (
 )
 from lab.words import count
 from ui.cell_labels import cell_label, equations_latex
-from ui.checkpoint_picker import NO_CHECKPOINTS, cached_checkpoint, choose_checkpoint, listed_name, reads_text
+from ui.checkpoint_picker import (
+    NO_CHECKPOINTS,
+    cached_checkpoint,
+    choose_checkpoint,
+    forget_deleted,
+    listed_name,
+    reads_text,
+)
 from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
+from ui.model_names import TOKENIZER_LABELS, describe_info, info_title
 from ui.plain_text import plain, preformatted, said, user_errors, without_paths
 from ui.sessions import room_check, session_key, user_dir
 from ui.train_chart import WHITE
@@ -50,6 +58,16 @@ if "ckpt_flash" in st.session_state:  # the outcome of an upload or delete, show
     getattr(st, kind)(message)
 
 
+# lab.training.train.TrainConfig's fields a checkpoint records -> what a student reads
+TRAINED_WITH = {
+    "lr": "learning rate",
+    "batch_size": "batch size",
+    "block_size": "block size",
+    "label_smoothing": "label smoothing",
+    "stateful": "stateful",
+    "max_seconds": "time budget (s)",
+    "max_steps": "step budget",
+}
 FAMILY_NAMES = {"lm": "language model", "scan_markov": "n-gram scan", "classifier": "sequence classifier"}
 
 
@@ -74,21 +92,22 @@ def where_listed(info, listed):
     """Where a checkpoint of the student's is listed, or was: "the Sample and Gates pages list it as
     “yours: X”" (`listed`: "list", "no longer list") for a text model; this page only for any other."""
     if reads_text(info):
-        return f"the Sample and Gates pages {listed} it as “{plain(listed_name(info))}”"
+        return f"the Sample and Gates pages {listed} it as “{plain(info_title(info))}”"
     shows = "shows" if listed == "list" else "no longer shows"
     return f"this page's list {shows} it (the Sample and Gates pages read text models only)"
 
 
 def delete(info):
     """Button callback (it runs before the page, so it may reset the widgets that showed the file)."""
+    title = plain(info_title(info))
     try:
         removed = delete_checkpoint(info.path, user_dir())
-        st.session_state.ckpt_flash = (
-            "success",
-            f"Deleted {', '.join(p.name for p in removed)}: {where_listed(info, 'no longer list')}.",
-        )
+        # the pages that showed it fall back to another model without a notice of their own
+        forget_deleted({listed_name(info), info.name})
+        every = ", with every saved version of it" if len(removed) > 1 else ""
+        st.session_state.ckpt_flash = ("success", f"Deleted{every}: {where_listed(info, 'no longer list')}.")
     except (CheckpointError, OSError) as e:
-        st.session_state.ckpt_flash = ("error", f"Deleting {info.path.name} did not work: {said(e)}")
+        st.session_state.ckpt_flash = ("error", f"Deleting “{title}” did not work: {said(e)}")
     st.session_state.ckpt_confirm_delete = False
     st.session_state.pop("ckpt_choice", None)
 
@@ -133,8 +152,8 @@ if not infos:
 else:
     rows = [
         {
-            "name": i.name,
-            "where": "bundled" if i.bundled else "user",
+            "name": info_title(i),
+            "where": "bundled" if i.bundled else "yours",
             "family": FAMILY_NAMES.get(i.family, i.family),
             "cell": cell_label(i.cell),
             "params": params_of(i),
@@ -158,12 +177,13 @@ else:
     info = choose_checkpoint("ckpt_choice", "Inspect a checkpoint", infos, default_name=DEFAULTS["model"])
     mirror_to_url(SETTINGS, DEFAULTS)
     checkpoint = None
-    with user_errors(f"Loading {info.name}"):
+    with user_errors(f"Loading {info_title(info)}"):
         checkpoint = cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     if checkpoint is not None:
         details_col, history_col = st.columns([2, 3], gap="large")
         with details_col:
-            st.subheader(info.name)
+            st.subheader(info_title(info))
+            st.caption(plain(describe_info(info)))
             meta, tokenizer, metrics = checkpoint.meta, checkpoint.tokenizer, checkpoint.metrics
             conventions = model_summary(checkpoint.model).conventions
             lines = [
@@ -173,22 +193,15 @@ else:
                 f"version {plain(meta.get('version', '?'))}",
             ]
             if tokenizer is not None:
-                lines.append(f"**Tokenizer:** {plain(tokenizer.kind)}, {count(tokenizer.vocab_size, 'token')}")
+                reads = TOKENIZER_LABELS.get(tokenizer.kind, tokenizer.kind)
+                lines.append(f"**Reads:** {plain(reads)}, a vocabulary of {count(tokenizer.vocab_size, 'token')}")
             train_config = metrics.get("train_config")
             if train_config:
                 lines.append(
                     "**Trained with:** "
                     + ", ".join(
-                        f"{k} {plain(train_config[k])}"
-                        for k in (
-                            "lr",
-                            "batch_size",
-                            "block_size",
-                            "label_smoothing",
-                            "stateful",
-                            "max_seconds",
-                            "max_steps",
-                        )
+                        f"{label} {plain(train_config[k])}"
+                        for k, label in TRAINED_WITH.items()
                         if train_config.get(k) is not None
                     )
                 )
@@ -213,7 +226,7 @@ else:
                     page_link("Gates", label="See its gates", query_params={"model": listed_name(info)})
             if not info.bundled:
                 every = " and every version of it" if info.name.endswith("_latest") else ""
-                confirm = st.checkbox(f"Yes, delete {plain(info.path.name)}{every}", key="ckpt_confirm_delete")
+                confirm = st.checkbox(f"Yes, delete “{plain(info_title(info))}”{every}", key="ckpt_confirm_delete")
                 st.button("🗑 Delete", key="ckpt_delete", disabled=not confirm, on_click=delete, args=(info,))
             else:
                 st.caption("Bundled checkpoints cannot be deleted from the app.")
@@ -246,15 +259,16 @@ else:
                 )
                 st.plotly_chart(fig, key="ckpt_history", width="stretch")
         with st.expander("Model summary (every weight tensor, its shape and parameter count)", expanded=True):
-            preformatted(plain_convention(model_summary(checkpoint.model, info.name).format()), wrap=False)
+            preformatted(plain_convention(model_summary(checkpoint.model, info_title(info)).format()), wrap=False)
 
 # ---------------------------------------------------------------------------
 # upload
 
 st.header("Upload a checkpoint")
 st.caption(
-    "An RNN Lab `.safetensors` file. It is checked before anything is written: a pickle or `torch.save` "
-    "file (which could run code), a corrupt file, or weights that do not match their config are refused."
+    "A model file saved by RNN Lab (its name ends in .safetensors). It is checked before anything is written: "
+    "a Python pickle (which could run code when loaded), a damaged file, or weights that do not match their "
+    "description are refused."
 )
 
 
@@ -308,7 +322,7 @@ if upload is not None:
                 saved = read_info(path.with_name(f"{path.name.rsplit('_v', 1)[0]}_latest{SUFFIX}"))
                 st.session_state.ckpt_flash = (
                     "success",
-                    f"Saved as {path.name} (and {saved.path.name}): {where_listed(saved, 'list')}.",
+                    f"Saved: {where_listed(saved, 'list')}.",
                 )
                 st.session_state.ckpt_uploads += 1
                 st.rerun()

@@ -1,8 +1,9 @@
 """Ablation: seed 003's question, do the GRU's reset and update gate biases matter over 1024 steps?
-In five sections, one on the screen at a time (chosen at the top, kept in the link): the shipped
-study (lab.experiments.ablation), what its training did to the gates, what a bias means as a time
-constant, published anchors, and a short live run of both arms (the same runner as the command
-line)."""
+The first screen asks it in a student's words and answers it from the shipped study (lab.experiments.ablation):
+one chart of the arms and a sentence a student can repeat. Under it, five sections, one on the screen at a
+time (chosen there, kept in the link): the study in full (its equations and statistics, in an expander),
+what its training did to the gates, what a bias means as a time constant, published anchors, and a short
+live run of both arms (the same runner as the command line)."""
 
 import pandas as pd
 import streamlit as st
@@ -17,7 +18,7 @@ from lab.experiments.ablation import (
 )
 from lab.settings import server_settings
 from lab.words import count
-from ui.ablation_views import show_gate_statistics, show_loss, show_results
+from ui.ablation_views import show_answer, show_details, show_gate_statistics, show_loss
 from ui.common import section_choice, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.plain_text import plain, said, user_errors
@@ -37,22 +38,21 @@ LIVE_COLUMNS = {
     "b_z_mean": "b_z = b_iz + b_hz",
 }
 
-st.title("⚖️ The gate-bias study: a GRU gate-bias ablation")
-st.markdown(
-    "The gate-bias study trains a one-layer GRU (H = 181, **101,732 parameters**) on images read one grey pixel "
-    "per step and asks whether the reset and update gate biases matter. **baseline**: every bias learnable, "
-    "update-gate bias $b_z = +1$. **ablated**: the reset and update biases (the $r$ and $z$ chunks of both "
-    "$b_{ih}$ and $b_{hh}$) frozen at exactly 0 by gradient hooks; the candidate bias stays learnable. "
-    "**chrono**: the update-gate bias starts at $\\log U[1, T-1]$ (chrono initialisation, a retention time of "
-    "hundreds of steps at $T = 1024$), every bias learnable.\n\n"
+st.title("⚖️ Does a strong memory help a GRU learn?")
+ARMS_IN_DETAIL = (
+    "The study trains a one-layer GRU on images read one grey pixel per step (its size is below), in up to "
+    "three arms. **baseline**: every bias learnable, update-gate bias $b_z = +1$. **ablated**: the reset and "
+    "update biases (the $r$ and $z$ chunks of both $b_{ih}$ and $b_{hh}$) frozen at exactly 0 by gradient hooks; "
+    "the candidate bias stays learnable. **chrono**: the update-gate bias starts at $\\log U[1, T-1]$ (chrono "
+    "initialisation, a retention time of hundreds of steps at $T = 1024$), every bias learnable.\n\n"
     "PyTorch's convention: $h_t = (1 - z_t)\\,n_t + z_t\\,h_{t-1}$, so $z$ **keeps** memory and $b_z = +1$ "
     "means *keep more* ($\\sigma(1) = 0.73$ at initialisation). Lab puts the +1 in $b_{iz}$ only, so the gate "
     "starts at $\\sigma(1)$; filling both bias vectors with +1, an easy slip, would start it at $\\sigma(2) = 0.88$."
 )
 
 
-SECTIONS = {  # URL value -> what the choice at the top says
-    "study": "1 · The shipped study",
+SECTIONS = {  # URL value -> what the choice under the answer says
+    "study": "1 · The study in full",
     "gates": "2 · Inside its gates",
     "time": "3 · What a bias means",
     "anchors": "4 · Published anchors",
@@ -72,7 +72,6 @@ DEFAULTS = {"section": "study", "size": 8, "train": 1437, "test": 120, "epochs":
 restore_from_url(SETTINGS, DEFAULTS)
 if st.session_state.ablation_size not in (8, 16, 32):
     st.session_state.ablation_size = 16
-section = section_choice(SECTIONS, "ablation_section")
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -88,9 +87,9 @@ def shipped_results():
 
 # ---------------------------------------------------------------------------
 def show_shipped(show, missing):
-    """The shipped study drawn by `show` (show_results or show_gate_statistics); `missing`: what to say
-    when there is none. A file that cannot be read, or is malformed, is named in one line, never a
-    traceback. Whether there were results to show."""
+    """The shipped study drawn by `show` (show_answer, show_details or show_gate_statistics); `missing`:
+    what to say when there is none. A file that cannot be read, or is malformed, is named in one line,
+    never a traceback. Whether there were results to show."""
     results = None
     with user_errors("Reading the shipped results"):
         results = shipped_results()
@@ -108,22 +107,45 @@ def show_shipped(show, missing):
     return True
 
 
-def shipped_study():
-    st.header("1 · The shipped study")
+def the_answer():
+    """The first screen: the study's question in a student's words, one chart of its arms, and its answer
+    in a sentence a student can repeat (ui.ablation_views.show_answer), computed from the shipped results."""
+    results = None
+    with user_errors("Reading the shipped results"):
+        results = shipped_results()
+    steps = count(results["dataset"]["sequence_length"] if results is not None else 1024, "step")
+    arms = (
+        f" The same GRU trained in {count(len(results['summary']), 'arm')}, with "
+        f"{count(len(results['config']['seeds']), 'random seed')} each, answers it."
+        if results is not None
+        else ""
+    )
+    st.markdown(
+        f"**The question.** A GRU reads an image one grey pixel at a time, {steps} per image, then names what "
+        "it shows. Its keep gate decides, at every step, how much of its memory survives. **Does starting that "
+        f"gate biased toward remembering help the GRU learn?**{arms}"
+    )
     missing = (
         "This copy of the lab has no results of the study: whoever runs the server can make them with the "
         "lab's ablation command (about three hours on a CPU). The live run in the last section still works."
     )
-    if show_shipped(show_results, missing):
-        st.caption(
-            "The study reads handwritten digits because they ship with the lab; on a machine that can download "
-            "CIFAR-10 (and better, has a GPU), the same command runs the gate-bias study on its images."
-        )
+    show_shipped(show_answer, missing)
+
+
+def shipped_study():
+    st.header("1 · The study in full")
+    with st.expander("How it was run: the arms in equations, the statistics and the training curves"):
+        st.markdown(ARMS_IN_DETAIL)
+        if show_shipped(show_details, "No shipped results: the answer above says how to make them."):
+            st.caption(
+                "The study reads handwritten digits because they ship with the lab; on a machine that can "
+                "download CIFAR-10 (and better, has a GPU), the same command runs the gate-bias study on its images."
+            )
 
 
 def shipped_gates():
     st.header("2 · Inside its gates: what training did to z and r")
-    show_shipped(show_gate_statistics, "No shipped results: the first section says how to make them.")
+    show_shipped(show_gate_statistics, "No shipped results: the answer above says how to make them.")
 
 
 def time_constants():
@@ -249,7 +271,9 @@ def live_view():
                 key="ablation_live_epochs",
             )
     elif job.results is not None:
-        show_results(job.results, "live")
+        show_answer(job.results, "live")
+        with st.expander("Its statistics and training curves"):
+            show_details(job.results, "live")
         st.subheader("Inside its gates")
         show_gate_statistics(job.results, "live")
         if st.session_state.get("ablation_shown") is not job:  # leave the polling fragment once
@@ -266,6 +290,8 @@ def live_section():
         live_view()
 
 
+the_answer()
+section = section_choice(SECTIONS, "ablation_section")
 {
     "study": shipped_study,
     "gates": shipped_gates,

@@ -407,17 +407,18 @@ def test_page_renders_the_shipped_results():
 
 
 def test_the_study_and_its_gates_are_two_sections_each_with_its_own_charts():
-    """The shipped study's first screen holds its findings (two charts); the four charts of what training
-    did to the gates are a section of their own."""
+    """The shipped study's first screen holds its answer (one chart) and its details (the loss curves, in an
+    expander); the four charts of what training did to the gates are a section of their own, under the
+    same answer."""
 
     def charts(at):
         return sorted(re.sub(r".*ablation_shipped_", "", c.proto.id) for c in at.get("plotly_chart"))
 
     at = page_test().run()
-    assert not at.exception and charts(at) == ["acc", "loss"]
+    assert not at.exception and charts(at) == ["answer", "loss"]
     at.radio(key="ablation_section").set_value("gates").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert charts(at) == ["gate_r", "gate_z", "hist", "profile"]
+    assert charts(at) == ["answer", "gate_r", "gate_z", "hist", "profile"]
     assert [h.value for h in at.header] == ["2 · Inside its gates: what training did to z and r"]
     assert any("Frozen-bias check" in s.value for s in at.success)  # the ablated arm's biases stayed at 0
 
@@ -517,7 +518,8 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     at.radio(key="ablation_section").set_value("live").run()
     assert (
         not at.exception
-        and not at.info
+        and [i.value for i in at.info] == [at.info[0].value]  # the answer's notice alone: no results shipped
+        and "no results of the study" in at.info[0].value
         and [h.value for h in at.header] == ["5 · Run it yourself (a short live version)"]
     )
     at.button(key="FormSubmitter:ablation_live_form-Train both arms").click().run()

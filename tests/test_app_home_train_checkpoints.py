@@ -39,6 +39,7 @@ from lab.training.checkpoints import (
     sanitize_name,
 )
 from lab.training.presets import PRESETS
+from ui.model_names import PRESET_TITLES, info_title, model_title
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TRAIN = "pages/1_Train.py"
@@ -130,8 +131,8 @@ def test_home_shows_families_links_and_presets():
     assert "c_t" in equations and "A_t" in equations
     assert "z overwrites" in texts(at.subheader) and "z keeps" in texts(at.subheader)
     table = at.dataframe[0].value
-    assert list(table["preset"]) == list(PRESETS)
-    assert table.set_index("preset").loc["scribe-alpha", "parameters"] == 1_075_688
+    assert list(table["preset"]) == [PRESET_TITLES[name] for name in PRESETS]  # named as the Train page names them
+    assert table.set_index("preset").loc["Scribe-α", "parameters"] == 1_075_688
     links = [e.proto.page for e in at.get("page_link")]
     assert "Train" in links and "Checkpoints" in links
 
@@ -198,9 +199,10 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
         assert_clean(at)
         assert log.job.status == "stopped"
         assert log.job.checkpoint_path is not None and log.job.checkpoint_path.parent.parent == user_dir
-        assert "the Sample and Gates pages list it as “yours: apptest-tiny_latest”." in texts(at.success)
+        assert "the Sample and Gates pages list it as “yours: apptest-tiny”." in texts(at.success)
         for page, key in (("pages/2_Sample.py", "sample_checkpoint"), ("pages/3_Gates.py", "gates_checkpoint")):
-            assert "yours: apptest-tiny_latest" in at.switch_page(page).run().selectbox(key=key).options, page
+            picker = at.switch_page(page).run().selectbox(key=key)
+            assert "yours: apptest-tiny" in picker.options, page  # shown by its name, its value the listed name
         at.switch_page(TRAIN).run()
         space_key = log.job.checkpoint_path.parent.name  # the session's secret
         shown = everything_shown(at)
@@ -262,7 +264,7 @@ def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_c
         curves = [name for name, y in traces.items() if not name.endswith("held-out text") and len(y)]
         assert len(curves) == 4, traces.keys()
         assert all(0 < y < 6 for name in curves for y in traces[name])  # nats per character: below ln 76 + 2
-        assert {name.split(" · ")[0] for name in curves} == {"RNN", "GRU", "LSTM", "selective scan"}
+        assert {name.split(" · ")[0] for name in curves} == {"vanilla RNN", "GRU (z keeps)", "LSTM", "selective scan"}
         assert all(re.search(r" · \d+k parameters · (1 step|[\d,]+ steps)$", name) for name in curves), curves
     finally:
         stop_all(at)
@@ -409,7 +411,7 @@ def tiny_checkpoint(name="tiny", hidden=8):
 
 
 def test_checkpoints_lists_the_bundled_ones_and_summarises_one():
-    bundled = [info.name for info in list_checkpoints(None)]
+    bundled = [info_title(info) for info in list_checkpoints(None, include_versions=False)]
     at = open_page(CHECKPOINTS)
     assert_clean(at)
     assert bundled, "no bundled checkpoints (python scripts/build_checkpoints.py)"
@@ -463,17 +465,20 @@ def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir, monkeypatch)
     at.button(key="ckpt_save").click().run()
     assert_clean(at)
     assert saved_files(user_dir) == ["my-model_latest.safetensors", "my-model_v1.safetensors"]  # a sanitised name
-    assert "Saved as my-model_v1.safetensors" in texts(at.success)
+    assert "Saved: the Sample and Gates pages list it as “yours: my-model”" in texts(at.success)
 
     table = at.dataframe[0].value
-    assert list(table[table["where"] == "user"]["name"]) == ["my-model_latest"]  # the run once, not its v1 too
+    assert list(table[table["where"] == "yours"]["name"]) == ["yours: my-model"]  # the run once, not its v1 too
     at.selectbox(key="ckpt_choice").set_value("yours: my-model_latest").run()
     assert at.button(key="ckpt_delete").disabled  # not without the confirmation
     at.checkbox(key="ckpt_confirm_delete").check().run()
     at.button(key="ckpt_delete").click().run()
     assert_clean(at)
     assert saved_files(user_dir) == []  # the run and its versions: no earlier version comes back
-    assert "Deleted my-model_latest.safetensors, my-model_v1.safetensors" in texts(at.success)
+    assert (
+        "Deleted, with every saved version of it: the Sample and Gates pages no longer list it as “yours: my-model”"
+        in texts(at.success)
+    )
 
 
 def test_bundled_checkpoints_have_no_delete_button():
@@ -504,11 +509,11 @@ def test_two_sessions_cannot_see_or_delete_each_others_checkpoints(user_dir):
     bob.switch_page("pages/2_Sample.py").run()  # nor does the model picker of another page list them
     assert_clean(bob)
     options = bob.selectbox(key="sample_checkpoint").options
-    assert "yours: alice_latest" not in options
+    assert "yours: alice" not in options
     typed = sanitize_name(f"../{alice_folder.name}/alice_latest")  # a key may start with "-", which goes
-    assert [o for o in options if o.startswith("yours: ")] == [f"yours: {typed}_latest"]
+    assert [o for o in options if o.startswith("yours: ")] == [model_title(f"yours: {typed}_latest")]
     alice.run()  # alice still sees hers
-    assert "alice_latest" in set(alice.dataframe[0].value["name"])
+    assert "yours: alice" in set(alice.dataframe[0].value["name"])
 
 
 def test_strings_from_a_file_render_as_text_not_markdown(user_dir):
@@ -611,7 +616,7 @@ def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
     assert "not finite" in texts(alice.error)
     alice.switch_page("pages/2_Sample.py").run()
     assert_clean(alice)  # a text model without its tokenizer is not offered where text is read
-    assert "yours: tokenizer-null_latest" not in alice.selectbox(key="sample_checkpoint").options
+    assert "yours: tokenizer-null" not in alice.selectbox(key="sample_checkpoint").options
     for page in ("pages/3_Gates.py", "pages/4_Memory.py", "pages/5_Checkpoints.py"):
         alice.switch_page(page).run()
         assert_clean(alice)
@@ -652,7 +657,7 @@ def test_checkpoints_opens_on_the_best_character_model_and_compares_per_characte
     assert at.selectbox(key="ckpt_choice").value == "char-lstm_latest"
     (table,) = [d.value for d in at.dataframe if "val nats/char" in d.value.columns]
     assert "final val loss" not in table.columns  # a subword model's loss per token would sit beside characters'
-    lstm = table[table.name == "char-lstm_latest"].iloc[0]
+    lstm = table[table.name == "Character LSTM"].iloc[0]
     assert (lstm.family, lstm.cell) == ("language model", "LSTM")  # plain words, not the lab's keys
     assert lstm["val nats/char"] == pytest.approx(
         read_info(BUNDLED_DIR / "char-lstm_latest.safetensors", bundled=True).metrics["val_nats_per_char"]

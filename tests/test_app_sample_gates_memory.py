@@ -427,7 +427,7 @@ def test_memory_says_what_its_chart_of_unit_memories_shows():
     no_exception(at)
     said = next(m.value for m in at.markdown if m.value.startswith("**What the chart shows.**"))
     found = re.search(
-        r"in (\S+), layer (\d+), (\d+) of its (\d+) units \(([\d.]+)%\).* after 10 tokens, "
+        r"a few units: in (.+?), layer (\d+), (\d+) of its (\d+) units \(([\d.]+)%\).* after 10 tokens, "
         r"(\d+) \(([\d.]+)%\) after 100",
         said,
     )

@@ -63,10 +63,11 @@ def upload_and_save(at, filename, data):
 
 
 def listed_name(message):
-    """The name a save's or a delete's message says the Sample and Gates pages list the file under."""
+    """The name a save's or a delete's message says the Sample and Gates pages list the file under, and the
+    value their pickers (and links) hold for it: a name the student gave, "_latest" added."""
     found = re.search(r"the Sample and Gates pages (?:no longer )?list it as “([^”]+)”", message)
     assert found, message
-    return found[1]
+    return found[1], f"{found[1]}_latest"
 
 
 def options_on(at, page):
@@ -81,16 +82,16 @@ def test_a_bundled_model_uploaded_back_and_saved_is_listed_beside_the_bundled_on
     message = upload_and_save(
         at, "char-lstm_latest.safetensors", (BUNDLED_DIR / "char-lstm_latest.safetensors").read_bytes()
     )
-    assert message.startswith("Saved as char-lstm_v1.safetensors (and char-lstm_latest.safetensors)")
-    mine = listed_name(message)
-    assert mine == "yours: char-lstm_latest"
-    table = at.dataframe[0].value
-    assert sorted(table[table["name"] == "char-lstm_latest"]["where"]) == ["bundled", "user"]
+    assert message.startswith("Saved: ")
+    mine, _ = listed_name(message)
+    assert mine == "yours: char-lstm"
+    table = at.dataframe[0].value.set_index("name")
+    assert (table.loc["Character LSTM", "where"], table.loc[mine, "where"]) == ("bundled", "yours")
     for page in PICKERS:
-        options = options_on(at, page)
-        assert mine in options and "char-lstm_latest" in options, (page, options)
+        options = options_on(at, page)  # as the student reads them
+        assert mine in options and "Character LSTM" in options, (page, options)
     clean(at.switch_page(MEMORY).run())
-    assert {mine, "char-lstm_latest"} <= set(at.multiselect(key="memory_reach_checkpoints").options)
+    assert {mine, "Character LSTM"} <= set(at.multiselect(key="memory_reach_checkpoints").options)
 
 
 def test_a_students_model_named_like_a_bundled_one_is_the_one_sampled_and_traced():
@@ -98,8 +99,8 @@ def test_a_students_model_named_like_a_bundled_one_is_the_one_sampled_and_traced
     one that writes (only its own ten characters), and the one the Gates page reads (16 units); the
     bundled one of that name is still there, and writes other characters."""
     at = clean(AppTest.from_file(APP, default_timeout=120).switch_page(CHECKPOINTS).run())
-    mine = listed_name(upload_and_save(at, "mine.safetensors", tiny_lstm("char-lstm")))
-    assert mine == "yours: char-lstm_latest"
+    shown, mine = listed_name(upload_and_save(at, "mine.safetensors", tiny_lstm("char-lstm")))
+    assert (shown, mine) == ("yours: char-lstm", "yours: char-lstm_latest")
     clean(at.selectbox(key="ckpt_choice").set_value(mine).run())
     links = {link.proto.page: link.proto.query_string for link in at.main.get("page_link")}
     assert links["Sample"] == links["Gates"] == "model=yours%3A+char-lstm_latest"  # "Sample from it": this file
@@ -129,19 +130,20 @@ def test_a_students_model_named_like_a_bundled_one_is_the_one_sampled_and_traced
 
 def test_deleting_a_model_takes_it_off_the_sample_and_gates_pages():
     at = clean(AppTest.from_file(APP, default_timeout=120).switch_page(CHECKPOINTS).run())
-    mine = listed_name(upload_and_save(at, "gone.safetensors", tiny_lstm("gone")))
-    assert all(mine in options_on(at, page) for page in PICKERS)
+    shown, mine = listed_name(upload_and_save(at, "gone.safetensors", tiny_lstm("gone")))
+    assert all(shown in options_on(at, page) for page in PICKERS)
     clean(at.selectbox(key="gates_checkpoint").set_value(mine).run())  # the Gates page shows it last
     clean(at.switch_page(CHECKPOINTS).run())
     clean(at.selectbox(key="ckpt_choice").set_value(mine).run())
     clean(at.checkbox(key="ckpt_confirm_delete").check().run())
     clean(at.button(key="ckpt_delete").click().run())
     message = said(at.success)
-    assert message.startswith("Deleted gone_latest.safetensors, gone_v1.safetensors")
-    assert listed_name(message) == mine and "no longer list it" in message
+    assert message.startswith("Deleted, with every saved version of it")
+    assert listed_name(message) == (shown, mine) and "no longer list it" in message
     for page in PICKERS:
-        assert mine not in options_on(at, page), page
-    assert f"There is no checkpoint named {mine} here" in said(at.warning)  # where it was shown: Gates
+        assert shown not in options_on(at, page), page
+        assert not at.warning  # the delete's own message said it: no second notice (issue 41, item 6)
+    assert at.selectbox(key="gates_checkpoint").value != mine  # where it was shown, another model now
 
 
 def test_a_link_from_before_yours_still_finds_the_students_file():

@@ -460,8 +460,36 @@ def upload_and_save(page, file_name, data):
         files=[{"name": file_name, "mimeType": "application/octet-stream", "buffer": data}]
     )
     page.locator(".st-key-ckpt_save button").click()
-    page.wait_for_selector('[data-testid="stAlertContentSuccess"]:has-text("Saved as")')
+    page.wait_for_selector('[data-testid="stAlertContentSuccess"]:has-text("Saved:")')
     page.wait_for_selector(SCRIPT_DONE)
+
+
+def test_deleting_a_model_shows_one_notice_on_a_laptop_screen(server, browser):
+    """Issue 41, item 6: the delete's confirmation is the only notice. The page opened on the model by its
+    link (the URL names it) shows another one afterwards without a notice that reads like an error. A
+    run's automatic name is shown in words, never its id or its file's name."""
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    page.set_default_timeout(60_000)
+    try:
+        open_page(page, f"{server.url}/Checkpoints")
+        upload_and_save(page, "upload.safetensors", tiny_checkpoint("gru_torch-e4-h8x1-1"))
+        open_page(page, f"{server.url}/Checkpoints?model=yours%3A+gru_torch-e4-h8x1-1_latest")
+        main = page.locator('[data-testid="stMain"]')
+        assert "yours: GRU (z keeps) · 8 units · run 1" in main.inner_text()
+        page.locator(".st-key-ckpt_confirm_delete label").click()
+        page.wait_for_selector(SCRIPT_DONE)
+        page.locator(".st-key-ckpt_delete button").click()
+        page.wait_for_selector('[data-testid="stAlertContentSuccess"]:has-text("Deleted")')
+        page.wait_for_selector(SCRIPT_DONE)
+        page.wait_for_timeout(500)
+        notices = page.locator('[data-testid="stMain"] [data-testid="stAlert"]')
+        assert notices.count() == 1, [notices.nth(i).inner_text() for i in range(notices.count())]
+        assert "no longer list it as “yours: GRU (z keeps) · 8 units · run 1”" in notices.first.inner_text()
+        assert "model=yours" not in page.url  # the page moved to another model, and its link with it
+        assert not re.search(r"gru_torch|_latest|\.safetensors", main.inner_text().split("Upload a checkpoint")[0])
+        screenshot(page, "Checkpoints-after-delete")
+    finally:
+        page.context.close()
 
 
 def checkpoint_menu(page, tries=3):
@@ -496,7 +524,7 @@ def test_two_students_at_once_keep_their_files_apart_and_a_reload_keeps_them(ser
             assert "rnnlab_space" in [c["name"] for c in page.context.cookies()]
             open_page(page, f"{server.url}/Checkpoints")  # a reload: a new Streamlit session, the same browser
             menu = checkpoint_menu(page)
-            assert f"{mine}_latest" in menu and theirs not in menu, menu
+            assert f"yours: {mine}" in menu and theirs not in menu, menu  # listed by its name for students
         folders = [f for f in user_dir.iterdir() if any(f.glob("*-model_v1.safetensors"))]
         assert len(folders) == 2 and all(len(list(f.glob("*_v1.safetensors"))) == 1 for f in folders)
         screenshot(bob, "Checkpoints-two-students")
@@ -568,7 +596,7 @@ def test_two_tabs_opened_at_once_on_a_first_visit_share_one_space(server, browse
             tab.bring_to_front()  # a menu opens in the tab that has the focus
             open_page(tab, f"{server.url}/Checkpoints")  # a reload
             menu = checkpoint_menu(tab)
-            assert "two-tabs_latest" in menu, menu
+            assert "yours: two-tabs" in menu, menu
         assert len([f for f in user_dir.iterdir() if any(f.glob("two-tabs_v1.safetensors"))]) == 1
     finally:
         context.close()

@@ -23,6 +23,7 @@ from lab.lessons.reading import SEEDS
 from ui.cell_labels import cell_label
 from ui.common import PAGES
 from ui.lessons import LESSONS
+from ui.model_names import bundled_title
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,11 +127,12 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     assert list(seed_update) == ["unit", "h_{t−1}", "r_t", "z_t", "h̃_t", "h_t"]
     assert list(torch_update) == ["unit", "h_{t−1}", "r_t", "z_t", "n_t", "h_t"]
     assert seed_update["h_{t−1}"] == [0.0] * 5  # the first step starts from the zero state
+    seed_gru = bundled_title("char-gru-seed")  # as every page names it
     shares = {row[0]: row[1:] for row in zip(*decision.values())}  # a row per share, a column per unit
     assert list(decision) == ["share", *(f"unit {u}" for u in range(5))]
-    assert shares["char-gru-seed: z_t (overwrites)"] == tuple(seed_update["z_t"])
+    assert shares[f"{seed_gru}: z_t (overwrites)"] == tuple(seed_update["z_t"])
     assert shares["PyTorch: z_t (keeps)"] == tuple(torch_update["z_t"])
-    for a, b in zip(shares["char-gru-seed: 1 − z_t (keeps)"], seed_update["z_t"]):
+    for a, b in zip(shares[f"{seed_gru}: 1 − z_t (keeps)"], seed_update["z_t"]):
         assert a == pytest.approx(1 - b)
     for z, n, h_prev, h in zip(*(torch_update[c] for c in ("z_t", "n_t", "h_{t−1}", "h_t"))):
         assert h == pytest.approx((1 - z) * n + z * h_prev, abs=2e-3)  # the table's numbers obey the equation
@@ -254,7 +256,7 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
     )
     learned = at.table[0].value
     # the cell in plain words, not the lab's name for it (gru_torch)
-    assert set(learned["cell"]) == {"GRU (PyTorch convention)"}
+    assert set(learned["cell"]) == {"GRU (z keeps)"}
     assert learned["layer"].tolist() == list(range(len(learned)))
     at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
     ok(at)
@@ -270,7 +272,7 @@ def test_why_the_rnn_forgets_fits_a_decay_per_step_that_moves_with_training():
     at = lesson("vanilla-forgets", lessons_forget_steps=40)
     ok(at)
     trained = metrics(at)
-    assert set(trained) == {"char-rnn: per step g", "char-gru-torch: per step g", "char-lstm: per step g"}
+    assert set(trained) == {f"{bundled_title(m)}: per step g" for m in ("char-rnn", "char-gru-torch", "char-lstm")}
     factors = {label.split(":")[0]: float(g) for label, g in trained.items()}
     assert all(0 < g < 1 for g in factors.values())
     fastest, slowest = min(factors, key=factors.get), max(factors, key=factors.get)
@@ -292,7 +294,8 @@ def test_characters_or_subwords_counts_steps_and_compares_nats_per_char():
     at.text_area(key="lessons_tokens_text").set_value("Whether 'tis nobler in the mind to suffer").run()
     ok(at)
     second = metrics(at)
-    assert second["character steps"] == "41" and second["scribe-alpha, nats/char"] != first["scribe-alpha, nats/char"]
+    subword = f"{bundled_title('scribe-alpha')}, nats/char"
+    assert second["character steps"] == "41" and second[subword] != first[subword]
     assert f"**{second['subword steps']}**" in notice(at)
     assert full_page_link(at)[1]["model"] == "scribe-alpha_latest"
     assert "per token" in answer(at)
@@ -410,7 +413,8 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     shipped = metrics(at)
     assert list(shipped) == [f"{cell_label(c)}, shipped" for c in TOY_CELLS]
     recall = chart_data(at, "lessons_toy_chart")
-    assert [name.split()[0] for name, _, _ in recall] == list(TOY_CELLS)  # a curve per cell, from the shipped table
+    # a curve per cell, from the shipped table, named as the pages name cells
+    assert [name.rsplit(" (", 1)[0] for name, _, _ in recall] == [cell_label(c) for c in TOY_CELLS]
     assert "At k = 20" in notice(at) and all(cell_label(c) in notice(at) for c in TOY_CELLS)
     example = preformatted_texts(at)[0]
     assert "→" in example and example.count(" ") > 20  # an example sequence of 21 tokens

@@ -25,6 +25,7 @@ from lab.lessons.words import power
 from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint
 from lab.words import count
 from ui.cell_labels import cell_label
+from ui.model_names import bundled_title
 
 ROOT = Path(__file__).resolve().parent.parent
 NEEDED = ["char-rnn", "char-gru-seed", "char-gru-torch", "char-lstm", "char-scan", "scribe-alpha"]
@@ -69,7 +70,7 @@ def models_named(at):
 def test_next_token_at_every_rules_extremes_says_what_its_table_shows():
     vocabulary = load_checkpoint(BUNDLED_DIR / "char-gru-torch_latest.safetensors").tokenizer.vocab_size
     at = lesson("next-token")
-    assert "char-gru-torch" in models_named(at)  # the model it samples from, named
+    assert bundled_title("char-gru-torch") in models_named(at)  # the model it samples from, named as pages name it
     for strategy, widget, values in (
         ("temperature", "lessons_choose_T", [0.05, 2.0]),
         ("top_k", "lessons_choose_k", [1, vocabulary]),
@@ -122,7 +123,7 @@ def test_keep_or_overwrite_at_every_bias_shows_the_same_numbers_in_its_metrics_a
     for model in ("char-gru-torch_latest", "char-gru-seed_latest", "char-lstm_latest", "scribe-alpha_latest"):
         at.selectbox(key="lessons_keep_model").set_value(model).run()
         text, learned = said(checked(at)), at.table[0].value
-        assert model.removesuffix("_latest") in models_named(at)
+        assert bundled_title(model) in models_named(at)
         layer = int(re.search(r"in its layer (\d+)", text).group(1))
         row = learned[learned["layer"] == layer].iloc[0]
         assert f"**{row['median keep bias']:.2f}**" in text
@@ -145,7 +146,7 @@ def test_why_the_rnn_forgets_names_the_cell_its_metrics_rank_at_every_length():
         span = min(steps, 30)
         assert (f"Over all {count(steps, 'step')}" in text) == (steps <= 30)
         assert all(int(k) < steps for k in re.findall(r"(\d+) steps back", text))  # never past the text
-        assert ("Here the vanilla RNN forgets fastest" in text) == (fastest == ["char-rnn"])
+        assert ("Here the vanilla RNN forgets fastest" in text) == (fastest == [bundled_title("char-rnn")])
         assert f"g^{span - 1} = **" in text
         assert ("fresh, untrained copies" in models_named(at)) == (not trained)
     assert f"0.7^50 ≈ {power(0.7**50)}" in answer(at) and f"0.6^(1/50) ≈ {0.6 ** (1 / 50):.3f}" in answer(at)
@@ -175,7 +176,7 @@ def test_the_state_lesson_reads_its_curve_for_every_model_and_labels_its_points_
             assert f"once the state lives **{k} token" in text
             assert f"**{share:.0%}** of that gain" in text or share >= 1
         assert "most of" not in text
-        assert model.removesuffix("_latest") in models_named(at)
+        assert bundled_title(model) in models_named(at)
 
 
 def test_the_scan_race_says_which_way_wins_at_the_lengths_its_table_shows():
@@ -207,7 +208,7 @@ def test_one_step_says_what_each_cell_does_with_what_it_does_not_keep():
         for step in (1, 19):
             at.slider(key="lessons_step_t").set_value(step).run()
             assert does in said(checked(at))
-        assert "char-" + {"gru": "gru-seed"}.get(cell, cell) in models_named(at)
+        assert bundled_title("char-" + {"gru": "gru-seed"}.get(cell, cell)) in models_named(at)
     h = (1 - 0.9) * (-0.2) + 0.9 * 0.5  # the answer's arithmetic, both conventions
     assert f"= {h:.2f}: it keeps 90%" in answer(at) and (1 - 0.1) * 0.5 + 0.1 * (-0.2) == h
 
@@ -219,9 +220,10 @@ def test_characters_or_subwords_compares_what_its_metrics_show_for_any_text():
         shown, words = metrics(checked(at)), said(at)
         chars, subwords = int(shown["character steps"]), int(shown["subword steps"])
         assert ("fewer steps for its memory" in words) == (subwords < chars)
-        c, s = float(shown["char-gru-torch, nats/char"]), float(shown["scribe-alpha, nats/char"])
+        char, sub = bundled_title("char-gru-torch"), bundled_title("scribe-alpha")  # as every page names them
+        c, s = float(shown[f"{char}, nats/char"]), float(shown[f"{sub}, nats/char"])
         if abs(s - c) > 0.021:
-            assert f"{'scribe-alpha' if s < c else 'char-gru-torch'} predicts it better" in words
+            assert f"{sub if s < c else char} predicts it better" in words
         elif abs(s - c) < 0.019:
             assert "about equally well" in words
 

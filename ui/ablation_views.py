@@ -1,15 +1,18 @@
 """The gate-bias study's results as the Ablation page draws them, for the shipped study and a live run
-alike: what the study says, the accuracy table, the loss and accuracy curves, and the gate statistics
-(z and r per epoch, z over the sequence, its distribution), with the frozen-bias check."""
+alike: its answer (one chart of the arms and a sentence a student can repeat), its details (the
+statistics, the accuracy table, the loss curves), and the gate statistics (z and r per epoch, z over
+the sequence, its distribution), with the frozen-bias check."""
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.experiments.ablation import epoch_rows, step_rows
+from lab.experiments.ablation import ARM_WORDS, answer, epoch_rows, step_rows
 from lab.words import count
+from ui.cell_labels import backend_label
 from ui.common import ARM_COLORS, study_conclusion
 from ui.plain_text import plain
+from ui.train_chart import WHITE
 
 
 def band(fig, x, low, high, color, name):
@@ -87,15 +90,64 @@ def accuracy_table(results):
     return pd.DataFrame(rows)
 
 
-def show_results(results, key):
-    """What one study (shipped or live) found: its conclusion, accuracy table and training curves."""
+def trained_epochs(results):
+    """The study's epoch rows after training began (epoch 0 is the untrained model's)."""
+    epochs = pd.DataFrame(epoch_rows(results))
+    return epochs[epochs["step"] > 0] if len(epochs) else epochs
+
+
+def answer_figure(trained, num_classes):
+    """The study's answer in one chart: each arm's test accuracy per epoch (mean over its random seeds, a
+    band of one standard deviation), named in a student's words, with what guessing scores. `trained`:
+    trained_epochs."""
+    fig = go.Figure()
+    for arm, g in trained.groupby("arm", sort=False):
+        m = g.groupby("epoch")["val_accuracy"].agg(["mean", "std"]).reset_index().fillna(0)
+        band(fig, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), ARM_COLORS.get(arm), arm)
+        fig.add_trace(
+            go.Scatter(
+                x=m["epoch"],
+                y=100 * m["mean"],
+                mode="lines+markers",
+                name=ARM_WORDS.get(arm, arm),
+                line=dict(color=ARM_COLORS.get(arm), width=2.5),
+                legendgroup=arm,
+            )
+        )
+    fig.add_hline(y=100 / num_classes, line_dash="dot", annotation_text="guessing", line_color="#888")
+    fig.update_layout(
+        xaxis_title="epoch (one pass over the training images)",
+        yaxis_title="test images named correctly (%)",
+        yaxis_range=[0, 100],
+        height=290,
+        margin=dict(l=10, r=10, t=10, b=10),
+        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+        template=WHITE,
+    )
+    return fig
+
+
+def show_answer(results, key):
+    """What one study (shipped or live) answers: its chart of the arms, and the sentence a student can
+    repeat (lab.experiments.ablation.answer), both computed from the same results."""
+    trained = trained_epochs(results)
+    if len(trained) and trained["epoch"].nunique() >= 2:
+        st.plotly_chart(answer_figure(trained, results["dataset"]["num_classes"]), key=f"ablation_{key}_answer")
+    else:  # one point per arm is no curve
+        st.caption("Each arm's test accuracy after one epoch is in the answer below; a curve over epochs needs two.")
+    st.markdown(f"**The answer.** {plain(answer(results))}")
+
+
+def show_details(results, key):
+    """A study's statistics and training: its conclusion as the statistics put it (Welch's t-test), what
+    was trained, the accuracy table and the loss curves."""
     d, cfg = results["dataset"], results["config"]
     st.markdown(f"**What this study says:** {plain(study_conclusion(results))}")
     seeds = cfg["seeds"]
     st.markdown(
         f"**{d['title']}**: {count(d['n_train'], 'training sequence')} / {count(d['n_test'], 'test sequence')} of "
         f"**{count(d['sequence_length'], 'step')}**; {count(results['model']['parameters'], 'parameter')} "
-        f"({results['model']['backend']}); {count(cfg['epochs'], 'epoch')} of "
+        f"(computed {backend_label(results['model']['backend'])}); {count(cfg['epochs'], 'epoch')} of "
         f"{count(results['training']['steps_per_epoch'], 'AdamW step')} (batch {cfg['batch_size']}, lr "
         f"{cfg['lr']:g} → {cfg['min_lr']:g}), {'random seed' if len(seeds) == 1 else 'random seeds'} "
         f"{', '.join(map(str, seeds))}." + ("" if results["complete"] else " **Incomplete study.**")
@@ -103,39 +155,11 @@ def show_results(results, key):
     # static, as ui.common.show_table's tables (a few rows, no grid to load); the arms are described above
     numbers = ("test loss", "train loss (last epoch)", "mean z", "mean r", "b_z = b_iz + b_hz")
     st.table(accuracy_table(results).style.format({c: "{:.3f}" for c in numbers}, na_rep="–"), hide_index=True)
-    epochs, steps = pd.DataFrame(epoch_rows(results)), pd.DataFrame(step_rows(results))
+    steps = pd.DataFrame(step_rows(results))
     if steps.empty:
         st.info("No training steps recorded yet.")
         return
-    trained = epochs[epochs["step"] > 0]
-    left, right = st.columns(2)
-    show_loss(steps, "Training loss per step (one line per random seed)", f"ablation_{key}_loss", 340, left)
-    if trained["epoch"].nunique() < 2:  # one point per arm is no curve: the table above holds it
-        right.caption("Test accuracy after one epoch: the table above holds it; a curve over epochs needs two.")
-        return
-    acc = go.Figure()
-    for arm, g in trained.groupby("arm", sort=False):
-        m = g.groupby("epoch")["val_accuracy"].agg(["mean", "std", "count"]).reset_index().fillna(0)
-        band(acc, m["epoch"], 100 * (m["mean"] - m["std"]), 100 * (m["mean"] + m["std"]), ARM_COLORS.get(arm), arm)
-        acc.add_trace(
-            go.Scatter(
-                x=m["epoch"],
-                y=100 * m["mean"],
-                mode="lines+markers",
-                name=f"{arm} (mean ± std)",
-                line=dict(color=ARM_COLORS.get(arm)),
-                legendgroup=arm,
-            )
-        )
-    acc.update_layout(
-        title="Test accuracy per epoch, mean ± std over random seeds",
-        xaxis_title="epoch",
-        yaxis_title="accuracy (%)",
-        yaxis_range=[0, 100],
-        height=340,
-        margin=dict(t=40, b=10),
-    )
-    right.plotly_chart(acc, key=f"ablation_{key}_acc")
+    show_loss(steps, "Training loss per step (one line per random seed)", f"ablation_{key}_loss", 340)
 
 
 def show_gate_statistics(results, key):
@@ -146,7 +170,7 @@ def show_gate_statistics(results, key):
         st.info("No epoch finished yet.")
         return
     st.caption(
-        f"z and r of the first {cfg['gate_batch']} test sequences, traced through the reference twin of the "
+        f"z and r of the first {cfg['gate_batch']} test sequences, traced through the step-by-step twin of the "
         "model at initialisation (epoch 0) and after every epoch; lines are means over random seeds, bands the "
         "10th-90th percentile of all gate values (every unit, step and sequence)."
     )

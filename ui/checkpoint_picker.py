@@ -8,12 +8,13 @@ upload a student names like a bundled model ("char-lstm") is listed beside it, n
 import streamlit as st
 
 from lab.training.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
+from ui.model_names import YOURS, model_title
 from ui.plain_text import plain, said
 from ui.sessions import user_dir
 
-# what a student's file is listed under, before its name: a saved name never holds ":" or " "
+# YOURS, what a student's file is listed under before its name: a saved name never holds ":" or " "
 # (lab.training.checkpoints.sanitize_name), so no bundled name can take this form
-YOURS = "yours: "
+DELETED = "_deleted_checkpoints"  # session key: the listed names this session deleted (forget_deleted)
 TEXT_FAMILIES = ("lm", "scan_markov")  # the families the Sample and Gates pages read
 # what a page says when it has no checkpoint to offer: plain words, no command (the bundled files are
 # the server's, so a student can only add one of their own)
@@ -70,19 +71,30 @@ def resolve_listed(name, listed):
     return yours(name) if name and yours(name) in listed else None
 
 
+def forget_deleted(names):
+    """Note that the student just deleted these listed names: a page still holding one (in its URL or
+    its session) then shows another model without a notice, since the delete's own confirmation says
+    what happened. A stale link opened in another session has no such note, and is told."""
+    st.session_state.setdefault(DELETED, set()).update(names)
+
+
 def choose_checkpoint(key, label, infos, default_name=None):
-    """A selectbox over `infos` whose value is the checkpoint's listed name (so a link can carry it) ->
-    the chosen CheckpointInfo. A name that is not here (a deleted file, a link to someone else's
-    model) is replaced, with a warning."""
+    """A selectbox over `infos` whose value is the checkpoint's listed name (so a link can carry it),
+    each shown by its name for students (ui.model_names) -> the chosen CheckpointInfo. A name that is
+    not here is replaced: silently when this session deleted it, else (a link to someone else's model,
+    a file deleted in another tab) with a warning."""
     listed = by_listed_name(infos)
     wanted = st.session_state.get(key)
     found = resolve_listed(wanted, listed)
     if found is None:
-        if wanted:
-            st.warning(f"There is no checkpoint named {plain(wanted)} here; showing another one.")
         found = default_name if default_name in listed else next(iter(listed))
+        if wanted and wanted not in st.session_state.get(DELETED, ()):
+            st.warning(
+                f"There is no model called “{plain(model_title(wanted))}” here (it was deleted, or saved in "
+                f"another browser), so this page shows {plain(model_title(found))}."
+            )
     st.session_state[key] = found
-    return listed[st.selectbox(label, list(listed), key=key)]
+    return listed[st.selectbox(label, list(listed), key=key, format_func=model_title)]
 
 
 def checkpoint_picker(key, label="Checkpoint", families=TEXT_FAMILIES, default_name=None):
@@ -95,5 +107,5 @@ def checkpoint_picker(key, label="Checkpoint", families=TEXT_FAMILIES, default_n
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
-        st.error(f"Could not load {plain(info.name)}: {said(e)}")
+        st.error(f"Could not load {plain(model_title(listed_name(info)))}: {said(e)}")
         return None

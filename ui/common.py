@@ -13,6 +13,8 @@ import re
 
 import streamlit as st
 
+from lab.training.presets import PRESETS
+from ui.model_names import PRESET_TITLES, what_it_is
 from ui.sessions import keep_session_alive, refuse_bad_settings, start_server_process
 from ui.sign_in import require_sign_in, sign_in_box
 
@@ -23,7 +25,7 @@ ANCHORS = {
     "nanogpt_cpu": ("nanoGPT char-level Tiny Shakespeare, CPU config (~3 min)", "val loss ≈ 1.88 nats/char"),
     "nanogpt_gpu": ("nanoGPT char-level Tiny Shakespeare, 6-layer transformer on a GPU", "val loss ≈ 1.47 nats/char"),
     "leviathan": (
-        "Leviathan-LSTM: a 24M-parameter 3-layer character LSTM trained on a GPU (6 short epochs)",
+        f"Leviathan: {what_it_is(PRESETS['leviathan-lstm'].model, 'char', None)}, on a GPU for 6 short epochs",
         "val loss 1.50 nats/char",
     ),
     "uniform_char": ("Uniform guess over ~65 characters", "ln 65 ≈ 4.17 nats/char"),
@@ -33,46 +35,38 @@ ANCHORS = {
     "lra_image_s4": ("Long Range Arena, grayscale Image task, S4", "88.7% accuracy"),
 }
 
-# lab.training.presets' keys (kept as widget values and in links) -> what a student reads in a list of presets
-PRESET_LABELS = {
-    "scribe-alpha": "Scribe, small: subword GRU, 2 layers of 256",
-    "scribe-beta": "Scribe, medium: subword GRU, 3 layers of 512",
-    "scribe-gamma": "Scribe, large: subword GRU, 4 layers of 768",
-    "astra-alpha": "Astra, small: character GRU, 1 layer of 256 (a minute on a CPU)",
-    "astra-beta": "Astra, medium: character GRU, 2 layers of 384 (minutes on a CPU)",
-    "astra-gamma": "Astra, large: character GRU, 3 layers of 512 (for a GPU)",
-    "leviathan-lstm": "Leviathan: character LSTM, 3 layers of 1024 (24M parameters, for a GPU)",
-    "seq-cifar-gru": "Pixel-by-pixel image GRU (the Ablation page's model)",
-    "scan-markov": "Selective scan on 1 to 4 characters of context",
-    "scan-markov-windows": "Selective scan on 16-character windows",
+# what a preset costs to train, beside its name in the list of presets
+PRESET_NOTES = {
+    "astra-alpha": "a minute on a CPU",
+    "astra-beta": "minutes on a CPU",
+    "astra-gamma": "for a GPU",
+    "leviathan-lstm": "for a GPU",
+    "seq-cifar-gru": "the Ablation page's model",
+    "scan-markov": "trained on mixed 2- to 5-character samples",
+    "scan-markov-windows": "trained on 16-character windows, every position predicting the next",
 }
-# lab.training.presets' descriptions that name a design document, said in plain words instead
-PRESET_DESCRIPTIONS = {
-    "leviathan-lstm": "Leviathan-LSTM: 3-layer character LSTM, E=768, H=1024 (24M parameters; GPU-sized)",
-    "seq-cifar-gru": "The Ablation page's GRU: reads an image one pixel per step; 1 layer, H=181, 10 classes",
-    "scan-markov": "Mamba-style selective scan: a gated linear recurrence over 1-4 characters of context (~340K "
-    "parameters), trained on mixed 2-5-gram samples",
-    "scan-markov-windows": "The lab's own variant of scan-markov: the same model trained on 16-character windows, "
-    "every position predicting the next (2- to 17-grams at once)",
-}
+
+
+def preset_words(name):
+    """What a preset is, from its config, and what it costs ("a character GRU (z keeps) of 269k
+    parameters (256 units) · a minute on a CPU")."""
+    preset = PRESETS[name]
+    what = what_it_is(preset.model, preset.tokenizer, None)
+    return what + (f" · {PRESET_NOTES[name]}" if name in PRESET_NOTES else "")
 
 
 def preset_label(name):
-    """A preset's key ("astra-alpha") -> its plain label for a list of choices."""
-    return PRESET_LABELS.get(name, name)
-
-
-def preset_description(name):
-    """A preset's description in plain words."""
-    from lab.training.presets import PRESETS
-
-    return PRESET_DESCRIPTIONS.get(name, PRESETS[name].description)
+    """A preset's key ("astra-alpha") -> its name and what it is, for a list of choices."""
+    return f"{PRESET_TITLES[name]}: {preset_words(name)}"
 
 
 def plain_convention(text):
     """A lab cell's convention line (or a model summary holding it) as a student reads it: lab names the
-    z-overwrites GRU after the document it came from, the page after the models that use it."""
-    return text.replace("GRU, seed convention", "GRU, the Scribe models' convention")
+    z-overwrites GRU after the document it came from, the page after the model that uses it; a fused
+    layer's tag names PyTorch's module, the page says what it is."""
+    return text.replace("GRU, seed convention", "GRU, Scribe-α's convention").replace(
+        " [fused torch.nn]", " (computed by PyTorch's built-in layer)"
+    )
 
 
 def study_conclusion(results):
@@ -116,8 +110,8 @@ GLOSSARY = {
     "is a uniform guess over 65 characters; lower is better, and it compares character and "
     "subword models fairly.",
     "convention": "Which way a GRU's update gate z points. In one convention z overwrites "
-    "(h = (1−z)·h + z·h̃: the gru_seed cell and the Scribe models). In PyTorch's, z keeps "
-    "(h = (1−z)·n + z·h: the gru_torch cell). Same name, opposite meaning.",
+    "(h = (1−z)·h + z·h̃: the GRU (z overwrites) cell, as in Scribe-α). In PyTorch's, z keeps "
+    "(h = (1−z)·n + z·h: the GRU (z keeps) cell). Same name, opposite meaning.",
     "chrono initialisation": "Tallec & Ollivier (2018): start the keep-gate biases at log U[1, T−1], so the "
     "units begin with memories spread from 1 to T steps long.",
     "random seed": "The number that starts a random generator: the same random seed gives the same sample "
@@ -161,7 +155,7 @@ def section_choice(sections, key):
 def show_anchors(*keys):
     """A small table of published results relevant to the page."""
     with st.expander("Published anchors: how good is good?", expanded=False):
-        st.table([{"reference": ANCHORS[k][0], "result": ANCHORS[k][1]} for k in keys])
+        st.table([{"anchor": ANCHORS[k][0], "result": ANCHORS[k][1]} for k in keys])
 
 
 def parameter_count(config_dict):

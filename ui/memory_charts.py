@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from lab.instruments.memory import MEMORY_SPANS, constant_gate_retention
 from lab.lessons.memory import CHART_FLOOR
 from lab.words import count
-from ui.cell_labels import CELL_COLOURS
+from ui.cell_labels import CELL_COLOURS, cell_label
 
 
 def memory_spread_figure(curves, spans=MEMORY_SPANS):
@@ -231,7 +231,8 @@ def probe_figure(results, live=None, marked=None):
             continue
         for cell, rows in frame[~frame.get("skipped", False)].groupby("cell", sort=False):
             rows = rows.sort_values("distance")
-            name = f"{cell}: your live run" if is_live else f"{cell} ({int(rows['params'].iloc[0]):,} params)"
+            label = cell_label(cell)
+            name = f"{label}: your live run" if is_live else f"{label} ({int(rows['params'].iloc[0]):,} parameters)"
             fig.add_trace(
                 go.Scatter(
                     x=rows["distance"],

@@ -11,15 +11,9 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from lab.instruments.race import (
-    CELL_NAMES,
-    long_race_verdict,
-    race_story,
-    race_verdict,
-    short_count,
-    verdict_sentence,
-)
+from lab.instruments.race import long_race_verdict, race_story, race_verdict, short_count, verdict_sentence
 from lab.words import count
+from ui.model_names import bundled_title
 
 BUSY_SERVER_RUNS = 6  # from this many runs on the server, the watching students' charts redraw less often
 
@@ -209,14 +203,15 @@ def long_race_figure(curves):
     """The bundled models' validation curves (lab.instruments.race.long_race) against minutes of training."""
     fig = go.Figure()
     for curve in curves:
+        title = bundled_title(curve.checkpoint) if curve.checkpoint else curve.title  # as every page names it
         fig.add_trace(
             go.Scatter(
                 x=curve.minutes,
                 y=curve.nats_per_char,
                 customdata=curve.step,
-                hovertemplate=f"{curve.title}: %{{y:.3f}} nats/char at step %{{customdata:,}}<extra></extra>",
+                hovertemplate=f"{title}: %{{y:.3f}} nats/char at step %{{customdata:,}}<extra></extra>",
                 mode="lines+markers",
-                name=f"{curve.name} · {short_count(curve.parameters)} parameters · {count(curve.steps, 'step')}",
+                name=f"{title} · {short_count(curve.parameters)} parameters · {count(curve.steps, 'step')}",
                 line=dict(color=LONG_RACE_COLORS.get(curve.name, "#2ca02c"), width=2),
                 marker=dict(size=4),
             )
@@ -252,7 +247,7 @@ def bundled_anchors(infos):
         return []
     best = min(scored, key=lambda i: i.metrics["val_nats_per_char"])
     value = best.metrics["val_nats_per_char"]
-    return [(value, f"the lab's {CELL_NAMES.get(best.cell, best.cell)}, trained for minutes on a GPU {value:.2f}")]
+    return [(value, f"the bundled {bundled_title(best.name)}, trained for minutes on a GPU {value:.2f}")]
 
 
 def char_anchors(kinds, bundled=()):

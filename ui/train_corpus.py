@@ -12,7 +12,7 @@ from lab.schema import printable_part
 from lab.training.presets import PRESETS
 from lab.training.tasks import TASKS, corpus_split
 from lab.words import count
-from ui.common import preset_label
+from ui.model_names import PRESET_TITLES, TOKENIZER_LABELS
 from ui.plain_text import plain, user_errors
 
 
@@ -83,13 +83,14 @@ def describe_task(values, task, ngram):
     if ngram:
         st.caption(
             "This preset trains on mixed 2–5-gram samples: a context of 1 to 4 characters "
-            "and the character after it, from every place in the text. The preset “"
-            f"{preset_label('scan-markov-windows')}” is the lab's own variant: 16-character windows, "
+            "and the character after it, from every place in the text. The preset "
+            f"{PRESET_TITLES['scan-markov-windows']} is the lab's own variant: 16-character windows, "
             "every position predicting."
         )
     if task is not None:
+        tokens = TOKENIZER_LABELS[values["tokenizer"]]
         st.caption(
-            f"{count(len(task.train_ids) + len(task.val_ids), 'token')} ({values['tokenizer']}, vocabulary "
+            f"{count(len(task.train_ids) + len(task.val_ids), 'token')} ({tokens}, vocabulary "
             f"{task.vocab_size:,}, {task.chars_per_token:.2f} characters per token): "
             f"{len(task.train_ids):,} to train on, {len(task.val_ids):,} to validate"
             f"{' (four whole plays it never trains on)' if values['corpus'] == 'bundled' else ' (the last 10%)'}."

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from lab.experiments.probe import ProbeTask
-from lab.instruments.race import plain_name, short_count, width_for_parameters
+from lab.instruments.race import short_count, width_for_parameters
 from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
@@ -22,9 +22,11 @@ from lab.server.jobs import TrainingJob, start_together
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from ui import train_settings
+from ui.cell_labels import cell_label
 from ui.checkpoint_picker import yours
 from ui.class_board import post_to_board
 from ui.common import parameter_count
+from ui.model_names import config_title, model_title, run_title
 from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import register_job, room_check, session_jobs, session_key, train_in_process, user_dir
 from ui.train_chart import legend_names
@@ -90,7 +92,7 @@ class RunLog:
 
         return {
             "run": self.label,
-            "cell": self.cell,
+            "cell": cell_label(self.cell),
             "params": self.params,
             "status": job.status,
             "steps": last.get("step", 0),
@@ -98,8 +100,8 @@ class RunLog:
             "train nats/char": latest(self.steps["nats_per_char"]),
             "val nats/char": latest(self.evals["nats_per_char"]),
             "val loss/token": latest(self.evals["loss"]),
-            # the file's name only: its folder's path holds the session's secret key
-            "checkpoint": job.checkpoint_path.stem if job.checkpoint_path else "",
+            # what the model pages list it as: its folder's path holds the session's secret key
+            "saved as": model_title(yours(job.name)) if job.checkpoint_path else "",
         }
 
 
@@ -115,11 +117,18 @@ def make_sampler(tokenizer):
     return functools.partial(sample_text, tokenizer, "", config)
 
 
-def unused_run_name(base):
-    """base-1, base-2, ...: the first name that no run or checkpoint of this session has, so a new run
-    never takes over an older run's `_latest`."""
-    taken = {job.name for job in training_jobs()} | {p.name.rsplit("_", 1)[0] for p in user_dir().glob("*_*")}
-    return next(f"{base}-{n}" for n in range(1, len(taken) + 2) if f"{base}-{n}" not in taken)
+def unused_run_name(base, taken=None):
+    """base-1, base-2, ...: the first name that no run or checkpoint of this session has (`taken`: those
+    names), so a new run never takes over an older run's `_latest`, and that no run shows as (its plain
+    name, ui.model_names.run_title: runs of other widths or embeddings can read alike)."""
+    if taken is None:
+        taken = {job.name for job in training_jobs()} | {p.name.rsplit("_", 1)[0] for p in user_dir().glob("*_*")}
+    shown = {run_title(name) for name in taken}
+    return next(
+        name
+        for name in (f"{base}-{n}" for n in range(1, len(taken) + 2))
+        if name not in taken and run_title(name) not in shown
+    )
 
 
 def new_run(run_values, run_model_config, task, corpus_label):
@@ -142,9 +151,9 @@ def new_run(run_values, run_model_config, task, corpus_label):
         resumable=why_not_resumable(run_model_config, run_config) is None,  # so it can be continued
         room=room_check(),
     )
-    cell = "scan-markov" if is_scan_markov(run_values) else f"{run_values['cell']}/{run_values['backend']}"
+    cell = "scan" if is_scan_markov(run_values) else run_values["cell"]
     shown = (parameter_count(config_to_dict(run_model_config)), cell, run_values["tokenizer"], task.vocab_size)
-    return job, (*shown, plain_name(run_model_config))
+    return job, (*shown, run_title(name))
 
 
 def show_started(job, shown):
@@ -153,7 +162,9 @@ def show_started(job, shown):
     register_job(job)
     post_to_board(job)
     params, cell, tokenizer, vocab, title = shown
-    label = f"{job.name} #{len(training_jobs())}"
+    label = run_title(job.name)
+    if label == job.name:  # a name the student typed, perhaps for an earlier run too: numbered
+        label = f"{job.name} #{len(training_jobs())}"
     st.session_state.setdefault("train_logs", {})[id(job)] = RunLog(
         job, label, params, cell, tokenizer, vocab, title=title
     )
@@ -194,7 +205,8 @@ def what_start_does(values, model_config, fixed):
         return "Start waits for the settings: see the message above."
     params = short_count(parameter_count(config_to_dict(model_config)))
     where = "your text" if values["corpus"] == "upload" else CORPUS_CHOICES[values["corpus"]].split(" (")[0]
-    line = f"**Start**: a {plain_name(model_config)} ({params} parameters) on {where} for {values['seconds']} s."
+    what = config_title(model_config, values["preset"])
+    line = f"**Start** trains a {what} ({params} parameters) on {where} for {values['seconds']} s."
     if not fixed:
         line += (
             f" **Race on text**: an RNN, a GRU, an LSTM and a selective scan of {params} parameters each; in a "
@@ -224,12 +236,12 @@ def session_logs():
             config = job.model.config
             logs_by_id[id(job)] = RunLog(
                 job,
-                job.name,
+                run_title(job.name),
                 parameter_count(config_to_dict(config)),
                 getattr(config, "cell", ""),
                 job.task.tokenizer.kind,
                 job.task.tokenizer.vocab_size,
-                title=plain_name(config),
+                title=run_title(job.name),
             )
         logs.append(logs_by_id[id(job)].update())
     return logs
@@ -293,7 +305,7 @@ def draw_progress_and_samples(logs):
     for log in logs:
         job = log.job
         if job.status == "failed":
-            st.error(f"{log.label} failed: {said(job.message)}")
+            st.error(f"{plain(log.label)} failed: {said(job.message)}")
             if job.result is not None and job.result.steps > 0 and job.checkpoint_path is None:
                 # the save failed (a full disk, say): the weights are still in the job, so try again
                 if st.button("Try saving it again", key=f"train_resave_{id(job)}"):
@@ -302,11 +314,10 @@ def draw_progress_and_samples(logs):
                         st.rerun()  # the run is saved now: drawn again without its failure
         elif job.checkpoint_path is not None:
             why = f" ({job.message})" if job.message != job.status else ""
-            # its name only: the folder's path holds the session's secret key
-            latest = f"{job.checkpoint_path.name.rsplit('_v', 1)[0]}_latest"
+            # what the pickers list it as, never its file: the folder's path holds the session's secret key
             st.success(
-                f"{log.label} {job.status}{said(why)} and was saved: the Sample and Gates pages list it as "
-                f"“{plain(yours(latest))}”."
+                f"{plain(log.label)} {job.status}{said(why)} and was saved: the Sample and Gates pages list it as "
+                f"“{plain(model_title(yours(job.name)))}”."
             )
 
 
@@ -323,14 +334,14 @@ def draw_continue_controls(logs):
         if job.status not in ("finished", "stopped") or job.checkpoint_path is None or newest[job.name] is not log:
             continue
         if not job.resumable:
-            st.caption(f"{log.label} cannot be continued: {why_not_resumable(job.model.config, job.config)}.")
+            st.caption(f"{plain(log.label)} cannot be continued: {why_not_resumable(job.model.config, job.config)}.")
             continue
         if not job.checkpoint_path.is_file():  # deleted on the Checkpoints page
             st.caption(f"{plain(log.label)} cannot be continued: its saved file was deleted.")
             continue
         with st.container(horizontal=True, vertical_alignment="bottom"):
             more = st.number_input(
-                f"More seconds for {log.label}",
+                f"More seconds for {plain(log.label)}",
                 FIELDS["seconds"].low,
                 FIELDS["seconds"].high,
                 value=MORE_SECONDS,
@@ -349,7 +360,7 @@ def draw_continue_controls(logs):
                     register_job(continued)
                     st.session_state.setdefault("train_logs", {})[id(continued)] = RunLog(
                         continued,
-                        f"{job.name}, continued from step {continued.resume.step:,}",
+                        f"{run_title(job.name)}, continued from step {continued.resume.step:,}",
                         log.params,
                         log.cell,
                         log.tokenizer,

@@ -13,10 +13,12 @@ import dataclasses
 import streamlit as st
 
 from lab.data import TOKENIZERS, SentencePieceTokenizer
+from lab.lessons.words import listing
 from lab.nets.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
 from lab.nets.cells import CELLS
 from lab.training.presets import PRESETS
 from lab.training.train import TrainConfig, resolve_device
+from ui.cell_labels import cell_label
 from ui.links import Field, parse_query
 from ui.plain_text import plain
 
@@ -53,12 +55,13 @@ FIELDS = {
     "name": Field("text", "Run name (checkpoint name)"),
     "x": Field("choice", "Chart x axis", choices=("elapsed", "step")),
 }
+# lab's cell names (the widget's values, in links) -> what the list of cells says
 CELL_LABELS = {
-    "rnn": "rnn: vanilla RNN",
-    "gru_seed": "gru_seed: GRU, the Scribe models' convention (z overwrites)",
-    "gru_torch": "gru_torch: GRU, PyTorch convention (z keeps)",
-    "lstm": "lstm: LSTM",
-    "scan": "scan: selective scan (Mamba-style)",
+    "rnn": "vanilla RNN",
+    "gru_seed": "GRU (z overwrites, the convention of Scribe-α)",
+    "gru_torch": "GRU (z keeps, PyTorch's convention)",
+    "lstm": "LSTM",
+    "scan": "selective scan (Mamba-style)",
 }
 
 
@@ -136,13 +139,11 @@ def fused_problem(values):
     if values["backend"] != "fused" or is_scan_markov(values) or values["cell"] in FUSED_MODULES:
         return None
     why = {
-        "gru_seed": "torch.nn.GRU computes PyTorch's convention (z keeps), not this cell's (z overwrites)",
-        "scan": "torch.nn has no selective scan",
-    }.get(values["cell"], "torch.nn has no such layer")
-    return (
-        f"The fused backend exists only for {', '.join(sorted(FUSED_MODULES))}: {why}. "
-        "Choose the fast or reference backend for this cell."
-    )
+        "gru_seed": "PyTorch's built-in GRU computes the other convention (z keeps), not this cell's (z overwrites)",
+        "scan": "PyTorch has no built-in selective scan",
+    }.get(values["cell"], "PyTorch has no such built-in layer")
+    fused = listing(cell_label(cell) for cell in CELLS if cell in FUSED_MODULES)
+    return f"The fused backend exists only for the {fused}: {why}. Choose one of the other two backends for this cell."
 
 
 def model_config(values, vocab_size):

@@ -19,7 +19,7 @@ Glossary: k distance (steps between the symbol and the "?"), x the chart's axis 
 import math
 from dataclasses import dataclass
 
-from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, ProbeConfig, probe_run
+from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
 from lab.instruments.race import CELL_NAMES, race_verdict
 from lab.nets.cells import CELLS
 from lab.server.jobs import TrainingJob
@@ -62,7 +62,8 @@ def toy_race_jobs(task, distance, seconds=None, steps=None, seed=0, **job_option
     jobs = {}
     for cell in TOY_CELLS:
         model, probe_task, train_config = probe_run(config, task, cell, distance)
-        jobs[cell] = TrainingJob(f"toy-{task}-{cell}", model, probe_task, train_config, **job_options)
+        name = f"{CELL_NAMES[cell]} · {TOY_TASKS[task].title.lower()}"  # in words: a queue's message names it
+        jobs[cell] = TrainingJob(name, model, probe_task, train_config, **job_options)
     return jobs
 
 

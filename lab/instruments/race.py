@@ -221,6 +221,7 @@ class LongRaceCurve:
     minutes: tuple  # when each validation was made (minutes of training)
     step: tuple  # the training step of each validation
     nats_per_char: tuple  # validation loss on the held-out plays
+    checkpoint: str = ""  # the bundled file's name ("char-lstm_latest"), which the pages name in words
 
 
 def long_race(infos):
@@ -245,6 +246,7 @@ def long_race(infos):
                 tuple(e["elapsed"] / 60 for e in evals),
                 tuple(e["step"] for e in evals),
                 tuple(e["val_nats_per_char"] for e in evals),
+                info.name,
             )
         )
     return sorted(curves, key=lambda c: c.nats_per_char[-1])

@@ -9,15 +9,12 @@ MODELS_DIR elsewhere.
 
 import streamlit as st
 
-from lab.data import CharTokenizer
 from lab.instruments.memory import state_reset_curve
 from lab.lessons.words import listing
-from lab.nets.models import count_parameters
 from lab.training.checkpoints import BUNDLED_DIR, CheckpointError
-from lab.words import count
-from ui.cell_labels import cell_label
 from ui.checkpoint_picker import cached_checkpoint
 from ui.common import page_link
+from ui.model_names import bundled_title, what_it_is
 from ui.plain_text import plain, said
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
@@ -38,7 +35,8 @@ CHAR_MODELS = [
 SUBWORD_MODEL = "scribe-alpha_latest"
 # what a lesson builds on, in plain words: the models and ideas it uses (never a document students cannot open)
 BACKGROUND = {
-    "scribe": "**the Scribe models**: subword GRU language models, the family of the bundled scribe-alpha",
+    "scribe": "**Scribe-α**, the bundled subword model: a GRU that reads common pieces of words instead of "
+    "single characters",
     "equations": "**the cell equations**: the RNN, GRU and LSTM equations this lab implements, on the Home page",
     "gate_bias": "**the gate-bias study** of the Ablation page: a GRU reading small images one pixel per step, "
     "trained with and without its gate biases",
@@ -55,7 +53,7 @@ def bundled(name):
     path = shipped(f"{name}.safetensors")
     if not path.is_file():
         st.warning(
-            f"This lesson needs the bundled model **{plain(name)}**, which is missing from this "
+            f"This lesson needs the bundled model **{plain(bundled_title(name))}**, which is missing from this "
             "installation: ask whoever runs this lab to rebuild the bundled models (or choose another model "
             "above, if there is a choice).",
             icon="📦",
@@ -64,7 +62,7 @@ def bundled(name):
     try:
         return cached_checkpoint(str(path), path.stat().st_mtime)
     except (CheckpointError, OSError) as e:
-        st.error(f"Could not load the bundled model {plain(name)}: {said(e)}")
+        st.error(f"Could not load the bundled model {plain(bundled_title(name))}: {said(e)}")
         return None
 
 
@@ -78,18 +76,8 @@ def background(*keys):
 
 
 def model_words(name, checkpoint):
-    """A bundled model in a few words, from its own file: what it is, what it reads, its size."""
-    config = checkpoint.config
-    cell = cell_label(config.cell)
-    article = "an" if cell.startswith(("LSTM", "a", "e", "i", "o", "u")) else "a"
-    layers = f"{count(config.num_layers, 'layer')} of {count(config.hidden_size, 'unit')}"
-    reads = (
-        "characters"
-        if isinstance(checkpoint.tokenizer, CharTokenizer)
-        else f"subwords (a vocabulary of {checkpoint.tokenizer.vocab_size:,} word pieces)"
-    )
-    size = f"{count_parameters(checkpoint.model) / 1e6:.1f}M parameters"
-    return f"**{plain(name.removesuffix('_latest'))}** ({article} {cell} with {layers} reading {reads}, {size})"
+    """A bundled model named as every page names it, and what it is, from its own file (ui.model_names)."""
+    return f"**{plain(bundled_title(name))}** ({what_it_is(checkpoint.config, checkpoint.tokenizer.kind, None)})"
 
 
 def uses(*named, untrained=False):
@@ -127,7 +115,7 @@ def open_full_page(page, label, **settings):
 def model_choice(key, names, default, label="Model"):
     if st.session_state.get(key) not in names:
         st.session_state[key] = default
-    return st.selectbox(label, names, key=key, format_func=lambda n: n.removesuffix("_latest"))
+    return st.selectbox(label, names, key=key, format_func=bundled_title)
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the text with the state reset every k tokens…")

@@ -60,7 +60,7 @@ def start_learning(text):
         previous.stop()
     sample = functools.partial(sample_text, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling)
     job = TrainingJob(
-        "lesson-learn",
+        "the lesson's run on your text",  # as the Train page lists it, in words
         model,
         task,
         config,

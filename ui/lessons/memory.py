@@ -35,6 +35,7 @@ from ui.lessons.common import (
     uses,
 )
 from ui.memory_charts import gradient_figure, log_range, longest_memory_layer, retention_band_figure
+from ui.model_names import bundled_title
 from ui.plain_text import plain, said, user_errors
 
 # ---------------------------------------------------------------------------
@@ -80,7 +81,7 @@ def keep_or_overwrite():
     if layers is None:
         return
     layer, measured = longest_memory_layer(layers)
-    label = name.removesuffix("_latest")
+    label = bundled_title(name)
     reference = (
         f"a gate held at σ({bias:g}) = {share_kept(implied.retention)}",
         constant_gate_retention(implied.retention, measured.lags),
@@ -117,7 +118,8 @@ def keep_or_overwrite():
     )
     check_yourself(
         "The Ablation page's study starts its PyTorch-convention GRU with b_z = +1. In the other "
-        "convention, where z overwrites (the convention of char-gru-seed and scribe-alpha), which sign of "
+        f"convention, where z overwrites (the convention of the {bundled_title('char-gru-seed')} and "
+        f"{bundled_title(SUBWORD_MODEL)}), which sign of "
         "b_z makes a unit remember longer?",
         "Negative. There z says how much to overwrite (h = (1 − z)·h + z·h̃), so the "
         "factor that keeps is 1 − σ(b_z) = σ(−b_z). In PyTorch's convention z keeps, and +1 means "
@@ -152,9 +154,9 @@ def why_the_rnn_forgets():
         if checkpoint is None:
             continue
         named.append((name, checkpoint))
-        with user_errors(f"Gradients of {name}"):
+        label = bundled_title(name)
+        with user_errors(f"Gradients of {label}"):
             norms = cached_gradient(*checkpoint_key(checkpoint), PASSAGE[: read + 1], fresh_seed=None if trained else 0)
-            label = name.removesuffix("_latest")
             curves.append((label, checkpoint_cell(checkpoint), norms))
             fits[label] = gradient_decay_fit(norms, FORGET_FIT - 1)
             cells[label] = checkpoint_cell(checkpoint)

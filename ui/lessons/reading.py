@@ -34,6 +34,7 @@ from ui.lessons.common import (
     open_full_page,
     uses,
 )
+from ui.model_names import bundled_title
 from ui.plain_text import plain, preformatted, user_errors
 from ui.sample_views import STRATEGY_TITLES, mean
 
@@ -114,7 +115,7 @@ def state_is_memory():
         uses((name, checkpoint))
         notice(
             state_memory_sentences(
-                plain(name.removesuffix("_latest")),
+                plain(bundled_title(name)),
                 curve["reset_every"].tolist(),
                 losses.tolist(),
                 mean(samples[True].probs),
@@ -235,7 +236,7 @@ def characters_or_subwords():
         st.markdown(f"**{label}**: {count(len(ids), 'step')}")
         preformatted(" | ".join(visible_piece(p) for p in pieces))
     (n_c, _, char_row), (n_s, _, sub_row) = [(len(ids), p, row) for ids, p, row in read.values()]
-    char_name, sub_name = CHAR_MODELS[0].removesuffix("_latest"), SUBWORD_MODEL.removesuffix("_latest")
+    char_name, sub_name = bundled_title(CHAR_MODELS[0]), bundled_title(SUBWORD_MODEL)
     metrics = st.columns(4)
     metrics[0].metric("character steps", n_c)
     metrics[1].metric("subword steps", n_s)
@@ -259,7 +260,7 @@ def characters_or_subwords():
     )
     open_full_page(
         "Sample",
-        "Open the Sample page on scribe-alpha with this sentence as the prompt",
+        f"Open the Sample page on {bundled_title(SUBWORD_MODEL)} with this sentence as the prompt",
         model=SUBWORD_MODEL,
         prompt=text[:1000],
     )

@@ -17,8 +17,10 @@ from ui.checkpoint_picker import cached_checkpoint
 from ui.coloured_text import span_html
 from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page, uses
 from ui.links import Field
+from ui.model_names import bundled_title
 from ui.plain_text import piece_label, plain, user_errors
 
+SEED_GRU = bundled_title("char-gru-seed")  # the z-overwrites GRU, as every page names it
 STEP_MODELS = {  # the student's choice -> the bundled models shown, side by side
     "rnn": ("char-rnn_latest",),
     "gru": ("char-gru-seed_latest", "char-gru-torch_latest"),
@@ -146,8 +148,8 @@ def same_decision(seed, torch_, units):
         "candidate, at this step:"
     )
     shares = {
-        "char-gru-seed: z_t (overwrites)": seed.values["z"][units],
-        "char-gru-seed: 1 − z_t (keeps)": seed.keep[units],
+        f"{SEED_GRU}: z_t (overwrites)": seed.values["z"][units],
+        f"{SEED_GRU}: 1 − z_t (keeps)": seed.keep[units],
         "PyTorch: 1 − z_t (overwrites)": 1 - torch_.keep[units],
         "PyTorch: z_t (keeps)": torch_.keep[units],
     }
@@ -177,7 +179,7 @@ def one_step():
     hidden = min(len(s.step(1).values["h"]) for s in stepped)
     t = step_controls(length)
     steps = [s.step(t) for s in stepped]
-    names = [name.removesuffix("_latest") for name in STEP_MODELS[choice]]
+    names = [bundled_title(name) for name in STEP_MODELS[choice]]
     st.html(span_html(stepped[0].trace.token_texts, t - 1, t))
     if [u for u in st.session_state.get("lessons_step_units", []) if u >= hidden]:
         del st.session_state["lessons_step_units"]  # units another model had
@@ -208,7 +210,7 @@ def one_step():
     gist = step_gist([(plain(name), cell, share) for name, cell, share in kept], moved)
     conventions = (
         "\n\nThe two GRUs are separately trained models, so their units hold different things, but "
-        "read the table above: the convention of char-gru-seed writes the share it overwrites as "
+        f"read the table above: the convention of the {SEED_GRU} writes the share it overwrites as "
         "z and keeps 1 − z; PyTorch's writes the share it keeps as z. The same decision, opposite "
         "letters."
         if choice == "gru"
@@ -228,7 +230,7 @@ def one_step():
     check_yourself(
         "A unit of the PyTorch-convention GRU has z_t = 0.9, h_{t−1} = 0.5 and candidate n_t = −0.2. "
         "What is h_t, and what would the update gate of a GRU in the other convention (z overwrites, "
-        "like char-gru-seed) read to make the same decision?",
+        f"like the {SEED_GRU}) read to make the same decision?",
         "h_t = (1 − 0.9) · (−0.2) + 0.9 · 0.5 = 0.43: it keeps 90% of its old state. In the other "
         "convention z is the share overwritten, so the same decision is z_t = 0.1, and "
         "h_t = (1 − 0.1) · 0.5 + 0.1 · (−0.2) = 0.43 again. Same arithmetic, the letter flipped.",

@@ -16,7 +16,7 @@ from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.links import Field
 from ui.memory_charts import probe_figure
-from ui.plain_text import plain, preformatted, said, user_errors
+from ui.plain_text import preformatted, said, user_errors
 from ui.sessions import register_job, session_key, train_in_process
 
 RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
@@ -101,9 +101,9 @@ def live_view(results, task, distance):
         ),
         hide_index=True,
     )
-    for job in jobs.values():
+    for cell, job in jobs.items():
         if job.status == "failed":
-            st.error(f"The {plain(job.name)} run failed: {said(job.message)}")
+            st.error(f"The {cell_label(cell)} run failed: {said(job.message)}")
 
 
 def toy_tasks():

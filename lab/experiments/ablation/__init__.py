@@ -51,8 +51,10 @@ a fixed batch of test sequences, at initialisation and after every epoch.
 """
 
 from .conclusions import (
+    ARM_WORDS,
     LEARNED,
     SIGNIFICANT,
+    answer,
     chrono_mean,
     compare_with_baseline,
     conclusion,

@@ -144,6 +144,67 @@ def conclusion(results):
     )
 
 
+# each arm in a student's words, from the least to the most biased toward remembering at the start: the
+# legend of the Ablation page's first chart and the subjects of `answer`
+ARM_WORDS = {
+    "ablated": "gate biases held at 0",
+    "baseline": "keep gate started a little toward remembering (+1, the usual start)",
+    "chrono": "keep gate started strongly toward remembering",
+}
+REMEMBERING = {arm: rank - 1 for rank, arm in enumerate(ARM_WORDS)}  # how far each starts past the baseline
+
+
+def answer(results):
+    """The study's answer to its question, "does starting the GRU's keep gate biased toward remembering help
+    it learn?", in sentences a student can repeat: the same rules as `conclusion` (above guessing, the
+    resolution of the test images, Welch's test of the random seeds), its figures in plain words, no
+    statistic named. Each arm is held against the baseline; one that starts more biased toward remembering
+    and learns better (or less biased and learns worse) answers yes."""
+    accuracy = {
+        arm: s["val_accuracy_mean"] for arm, s in results["summary"].items() if s["val_accuracy_mean"] is not None
+    }
+    so_far = "" if results["complete"] else " so far (the study is incomplete)"
+    if not accuracy:
+        return "No run has finished yet, so this study has no answer yet."
+    n_test, chance = results["dataset"]["n_test"], 1 / results["dataset"]["num_classes"]
+    images = count(n_test, "test image")
+    if max(accuracy.values()) <= guessing_limit(n_test, chance):
+        return (
+            f"This study cannot tell yet: after {count(results['config']['epochs'], 'epoch')} no arm names its "
+            f"{images} better than guessing could ({100 * guessing_limit(n_test, chance):.1f}% at most, one time "
+            "in 40)."
+        )
+    if "baseline" not in accuracy or len(accuracy) == 1:
+        return "This study cannot tell yet: it has no two arms to compare with the usual start."
+    base, tested = accuracy["baseline"], {c["arm"]: c for c in compare_with_baseline(results)}
+    clauses, votes = [], set()
+    for arm in sorted(set(accuracy) - {"baseline"}, key=lambda a: REMEMBERING.get(a, 0)):
+        gap, least = accuracy[arm] - base, resolution(n_test, accuracy[arm], base)
+        named = f"With its {ARM_WORDS[arm]}," if arm in ARM_WORDS else f"In the {arm} arm,"
+        said = (
+            f"{named} the GRU named {100 * accuracy[arm]:.1f}% of the test images correctly{so_far}, against "
+            f"{100 * base:.1f}% with the usual start"
+        )
+        points = f"{abs(100 * gap):.1f} points"
+        if abs(gap) < least:
+            why = f"a gap of {points}, under the {100 * least:.1f} that {images} can tell apart"
+        elif arm not in tested:
+            why = f"a gap of {points}, which a single random seed on a side cannot tell from luck"
+        elif tested[arm]["p"] >= SIGNIFICANT:
+            why = f"a gap of {points}, no more than the luck of the random seeds makes"
+        else:
+            why = f"{points} {'more' if gap > 0 else 'fewer'}, more than the luck of the random seeds explains"
+            if REMEMBERING.get(arm):  # an arm that starts more, or less, toward remembering than the baseline
+                votes.add((gap > 0) == (REMEMBERING[arm] > 0))
+        clauses.append(f"{said}: {why}.")
+    lead = {
+        frozenset({True}): "Yes, in this study it helped.",
+        frozenset({False}): "No, in this study it hurt.",
+        frozenset({True, False}): "This study gives no single answer.",
+    }.get(frozenset(votes), "This study cannot tell whether it helps.")
+    return " ".join([lead, *clauses])
+
+
 def compare_with_baseline(results, baseline="baseline"):
     """Each other arm's final test accuracy against the baseline's over the random seeds: the
     difference of the means and Welch's t-test (unequal variances; scipy), which asks whether a gap

@@ -46,6 +46,7 @@ class CheckpointInfo:
     metrics: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)
     has_tokenizer: bool = True  # text pages need one; a hand-made file may lack it
+    tokenizer_kind: str = ""  # lab.data's kind ("char", "sentencepiece"); "" without a tokenizer
 
 
 def sanitize_name(name):
@@ -253,6 +254,7 @@ def read_info(path, bundled=False):
         metrics=header.metrics,
         config=header.config_dict,
         has_tokenizer=header.tokenizer is not None,
+        tokenizer_kind=header.tokenizer.kind if header.tokenizer is not None else "",
     )
 
 
