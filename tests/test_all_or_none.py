@@ -132,16 +132,21 @@ def test_the_race_button_with_the_cap_at_three_starts_no_run_and_says_why_in_one
     monkeypatch.setenv("RNNLAB_USER_DIR", str(tmp_path / "user_checkpoints"))
     budget = Budget(capacity=1024, owner_share=0.5, owner_jobs=3)
     monkeypatch.setattr(lab.server.jobs, "server_budget", lambda: budget)
+    registry = ui.sessions.job_registry()
+
+    def registered():  # every session's, earlier tests' included: the race must add none
+        with registry["lock"]:
+            return {id(job) for entry in registry["sessions"].values() for job in entry["jobs"]}
+
     at = AppTest.from_file(APP, default_timeout=30)
     at.switch_page("pages/1_Train.py")
     at.run()
+    before = registered()
     at.button(key="train_race").click().run()
     assert not at.exception
     errors = [re.sub(r"\\(.)", r"\1", str(e.value)) for e in at.error]  # plain()'s escapes read
     assert len(errors) == 1 and errors[0].startswith("Starting the race did not work: runs: the race would make 4")
     assert "\n" not in errors[0]
     assert "train_logs" not in at.session_state or not at.session_state["train_logs"]
-    registry = ui.sessions.job_registry()
-    with registry["lock"]:
-        assert not [job for entry in registry["sessions"].values() for job in entry["jobs"]]
+    assert not registered() - before
     assert budget.snapshot()[2:] == (0, 0)

@@ -821,8 +821,13 @@ def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
         for n in range(2)
     ]
     no_jobs_left.extend(jobs)
+    assert turns.take()  # held until both wait for their first step: on busy cores a thread starts late
     for job in jobs:
         job.start()
+    deadline = time.monotonic() + 60
+    while len(turns._waiting) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    turns.give_back()
     assert [job.wait(60) for job in jobs] == ["finished", "finished"], [job.message for job in jobs]
     assert len(steps_seen) == 40 and len(set(steps_seen)) == 2
     # first come, first served: once both run, they alternate (a plain semaphore let one take every turn)

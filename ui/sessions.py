@@ -287,16 +287,17 @@ def stop_unattended_jobs(registry, now=None, unattended=None):
 
 
 def _reap_unattended_jobs(registry, interval=2.0, sweep_every=60.0):
-    """Stop unattended jobs every `interval` s; sweep old and excess files every `sweep_every` s."""
-    last_sweep = -math.inf
+    """Stop unattended jobs every `interval` s; sweep old and excess files every `sweep_every` s. The settings
+    are read once, as this thread starts: a server's do not change while it runs."""
+    last_sweep, unattended, root, keep = -math.inf, server_settings().unattended_seconds, users_root(), keep_seconds()
     while not shutdown.ENDING.wait(interval):
-        stop_unattended_jobs(registry)
+        stop_unattended_jobs(registry, unattended=unattended)
         if time.monotonic() - last_sweep >= sweep_every:
             last_sweep = time.monotonic()
             with registry["lock"]:  # the spaces of the sessions this server still hears from are in use
                 in_use = set(registry["sessions"])
             with contextlib.suppress(OSError):  # a file vanishing mid-sweep is retried next time
-                sweep(users_root(), keep_seconds(), in_use=in_use)
+                sweep(root, keep, in_use=in_use)
 
 
 def keep_session_alive():
