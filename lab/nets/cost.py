@@ -148,11 +148,10 @@ def training_memory_bytes(config, batch_size, block_size):
 
 
 # What a run adds beyond its model's tensors, measured (benchmarks/job_memory.py, BENCHMARKS.md): its
-# thread's share of the allocator's arenas and PyTorch's per-thread state, its batches, which grow with the
-# steps it takes. Four toy-task runs added 10 MB after 3 s but 76-132 MB after 20 s where their tensors were
-# 6 MB; a 300-step lesson run 46-87 MB for 5 MB of tensors; a default Train run 136 MB for 69 MB. About 40 MB a
-# run covers them within 2x (the earlier sessions' ten runs measured ~60 MB each). A run that writes samples
-# as it trains adds more (lab.server.jobs.SAMPLER_MB)
+# thread's share of the allocator and PyTorch's per-thread state, its batches, which grow with the steps it
+# takes. At the pages' defaults: four toy-task runs 110 MB where their tensors were 6 MB; a 300-step lesson run
+# 69 MB for 5 MB; a default Train run 99 MB for 69 MB; a race of four 258-289 MB for ~155 MB. About 40 MB a
+# run covers them within 2x. A run that writes samples as it trains adds more (lab.server.jobs.SAMPLER_MB)
 RUN_OVERHEAD_MB = 40
 
 
