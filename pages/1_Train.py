@@ -248,7 +248,7 @@ def waiting_for_first_point(logs):
 
 def live_view(auto, x_axis, refresh):
     logs = runs.session_logs()
-    used, capacity, n_running, n_queued = server_budget().snapshot()
+    n_running = server_budget().snapshot()[2]
     active = [log for log in logs if log.job.running]
     for log in active:  # how busy the server is while these train: what their step counts mean
         log.other_runs = max(log.other_runs, n_running - len(active))
@@ -274,10 +274,7 @@ def live_view(auto, x_axis, refresh):
     with long_column:
         st.plotly_chart(figure, key="train_long_race", width="stretch")
         st.caption(caption)
-    st.caption(
-        f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use by "
-        f"{n_running} run{'' if n_running == 1 else 's'}, {n_queued} waiting."
-    )
+    st.caption(server_budget().sentence())
     runs.draw_progress_and_samples(logs)
     runs.draw_continue_controls(logs)
     if any(log.job.checkpoint_path for log in logs):

@@ -150,3 +150,15 @@ def test_a_run_in_the_training_process_is_charged_as_in_a_thread_and_its_corpus_
     assert first.cost_mb == pytest.approx(in_thread.cost_mb + corpus_mb) and in_thread.cost_mb > 0
     assert task.train_ids.is_shared() and task.val_ids.is_shared()  # moved once, for every run after it
     assert TrainingJob("q", model, copy.copy(task), config, in_process=True).cost_mb == in_thread.cost_mb
+
+
+def test_the_budgets_sentence_names_what_the_server_holds_apart_from_the_runs():
+    budget = Budget(1024, 0.5)
+    budget.hold(420, "the training process")
+    assert budget.sentence() == (
+        "This server's training budget (all users): 420 of 1,024 MB in use (the training process 420 MB, 0 runs), "
+        "0 waiting."
+    )
+    ticket = budget.request(100, "a", "a run")
+    assert "520 of 1,024 MB in use (the training process 420 MB, 1 run), 0 waiting" in budget.sentence()
+    ticket.release()

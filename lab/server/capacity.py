@@ -134,6 +134,19 @@ class Budget:
             jobs = sum(not t.held for t in self._running)
             return sum(t.cost for t in self._running), self.capacity, jobs, len(self._queue)
 
+    def sentence(self):
+        """How full the server is, for a page: what it holds for itself named apart from the runs, so that a
+        server with no run does not read as full of them."""
+        with self._changed:
+            held = [t for t in self._running if t.held]
+            runs, queued = sum(not t.held for t in self._running), len(self._queue)
+            used = sum(t.cost for t in self._running)
+        parts = [f"{t.what} {t.cost:,.0f} MB" for t in held] + [count(runs, "run")]
+        return (
+            f"This server's training budget (all users): {used:,.0f} of {self.capacity:,.0f} MB in use "
+            f"({', '.join(parts)}), {queued:,} waiting."
+        )
+
     def _used(self, owner=None):
         return sum(t.cost for t in self._running if owner is None or t.owner == owner)
 
