@@ -342,9 +342,12 @@ def test_sample_next_character_bars_follow_each_key_press_without_enter(server, 
         )
         page.wait_for_selector(SCRIPT_DONE)
         assert ends and set(ends) <= {"fragment", "cut short"}, ends  # the typing part alone, never the page
-        first_bar = page.locator(f"{TYPING_BOX} .rnnlab-typing-bar").first
-        label = first_bar.locator(".label").inner_text()
-        first_bar.click()
+        # the label read and the click in one step of the page: between two of playwright's, a late answer
+        # for the same text may redraw the bars
+        label = page.evaluate(
+            f"() => {{ const bar = document.querySelector('{TYPING_BOX} .rnnlab-typing-bar');"
+            " const label = bar.querySelector('.label').innerText; bar.click(); return label; }"
+        )
         page.wait_for_function(
             f"n => {{ const s = ({TYPING_SHOWN_JS})(); return s.text.length === n && !s.stale; }}",
             arg=len(before["text"] + "ere ") + 1,
