@@ -9,7 +9,7 @@ store and arithmetic: lab.server.board; its drawing: ui.class_board.
 import streamlit as st
 
 from ui import class_board as board
-from ui.common import setup_page
+from ui.common import page_link, setup_page
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.sign_in import is_teacher
 
@@ -30,6 +30,7 @@ if not teacher:
             "The class board shows the runs your classmates chose to show, once your teacher opens it. To show "
             "yours, turn on “Show my runs on the class board” on the Train page before you press Start."
         )
+        page_link("Train", label="Open the Train page to show your runs")  # what a student can do meanwhile
         st.stop()
 else:
     board.teacher_controls(shown)

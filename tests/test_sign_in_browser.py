@@ -116,7 +116,8 @@ def train(page, server, run_name, shown_as=None, hidden=16):
     """Start one tiny run on Train (shown on the board under `shown_as`, or not) and wait for its end."""
     open_page(page, f"{server.url}/Train?{TINY.replace('hidden=16', f'hidden={hidden}')}&name={run_name}")
     wait_for_widgets(page, timeout_ms=120_000)
-    if shown_as:
+    if shown_as:  # the switch sits with the other settings, under "More settings"
+        page.get_by_text("More settings").first.click()
         board_name = page.locator(".st-key-train_board_name input")
         board_name.fill(shown_as)
         board_name.press("Enter")
@@ -237,6 +238,6 @@ def test_signing_out_keeps_the_files_and_another_device_finds_them(server, provi
     try:
         sign_in(phone, server, "ada@school.test")
         open_page(phone, f"{server.url}/Checkpoints")
-        assert "ada-kept_latest" in menu(phone, "ckpt_choice")
+        assert "yours: ada-kept" in menu(phone, "ckpt_choice")  # named in words, as every page names it
     finally:
         phone.context.close()

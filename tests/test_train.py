@@ -800,6 +800,10 @@ def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
 
     turns, steps_seen = StepTurns(concurrent=1), []
     inside = threading.Semaphore(1)  # fails (non-blocking acquire) if two steps ever overlap
+    # both jobs wait, their threads alive, until the budget admits them together: on busy cores a thread
+    # started second may otherwise begin after the first has finished
+    budget = Budget(capacity=100, owner_share=1.0)
+    everything = budget.hold(100, "the whole budget")
 
     def sampler(model):
         assert inside.acquire(blocking=False), "two jobs computed at once"
@@ -816,18 +820,19 @@ def test_jobs_take_turns_to_step_and_both_progress(char_task, no_jobs_left):
             tiny_config(max_steps=20),
             sampler=sampler,
             sample_every_s=0,
+            cost_mb=1,
+            budget=budget,
             turns=turns,
         )
         for n in range(2)
     ]
     no_jobs_left.extend(jobs)
-    assert turns.take()  # held until both wait for their first step: on busy cores a thread starts late
     for job in jobs:
         job.start()
     deadline = time.monotonic() + 60
-    while len(turns._waiting) < 2 and time.monotonic() < deadline:
+    while budget.snapshot()[3] < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
-    turns.give_back()
+    everything.release()
     assert [job.wait(60) for job in jobs] == ["finished", "finished"], [job.message for job in jobs]
     assert len(steps_seen) == 40 and len(set(steps_seen)) == 2
     # first come, first served: once both run, they alternate (a plain semaphore let one take every turn)

@@ -21,6 +21,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from lab.errors import LabError
+from lab.instruments.race import plain_name
 from lab.server.board import MAX_NAME, BoardStore, Curve, equal_time, leaderboard, owner_id, run_facts
 from lab.settings import server_settings
 from ui.cell_labels import CELL_COLOURS, cell_label
@@ -84,7 +85,7 @@ def show_on_board_switch():
 
 def post_to_board(job):
     """A run just started: on the board if its student's switch is on."""
-    run_id = store().post(owner_id(session_key()), run_facts(job))
+    run_id = store().post(owner_id(session_key()), run_facts(job, plain_name(job.model.config)))
     if run_id is not None:
         runs = board_runs()
         with runs["lock"]:

@@ -137,7 +137,7 @@ def _why_it_leads(verdict, families, steps):
     if steps and all(steps[a] >= FASTER * steps[b] for a in ahead for b in behind):
         slowest = min(behind, key=steps.get)
         why.append(
-            f"T{_names(ahead)[1:]} took {_and(f'{steps[a]:,}' for a in ahead)} steps in that time to the "
+            f"T{_names(ahead)[1:]} took {_and(count(steps[a], 'step') for a in ahead)} in that time to the "
             f"{slowest}'s {steps[slowest]:,}: a cheaper step, so more of them in the same seconds."
         )
     gated_ahead = {families.get(a) in GATED for a in ahead}

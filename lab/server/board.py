@@ -12,7 +12,7 @@ student can hold against another's after 60 s, whatever their steps.
 
     store = BoardStore(user_dir)
     store.set_student(owner_id(key), "Ada", on=True)     # LabError for a name that is not one
-    run_id = store.post(owner_id(key), run_facts(job))  # None unless that student's switch is on
+    run_id = store.post(owner_id(key), run_facts(job, title))  # None unless that student's switch is on
     curve = Curve(); curve.extend(job.events(curve.cursor), job.task.chars_per_token)
     leaderboard({run_id: curve}, at_seconds=60.0)       # run ids, lowest loss first
 """
@@ -49,7 +49,7 @@ class Student(pydantic.BaseModel):
 class Run(pydantic.BaseModel):
     owner: str  # owner_id of the student who started it
     run: str  # the run's own name (its checkpoint's)
-    title: str  # its model in words: "GRU · 256 units" (lab.instruments.race.plain_name)
+    title: str  # its model in words: "GRU · 256 units", as the pages name it
     cell: str  # lab.nets.cells' key
     hidden: int  # the hidden size (a scan model's width)
     layers: int
@@ -85,15 +85,15 @@ def check_display_name(text):
     return name
 
 
-def run_facts(job):
-    """What the board shows of a lab.server.jobs.TrainingJob: its cell, size and learning rate."""
-    from lab.instruments.race import plain_name
+def run_facts(job, title):
+    """What the board shows of a lab.server.jobs.TrainingJob: its model in words (`title`, as the pages
+    name it), its cell, size and learning rate."""
     from lab.nets.cost import parameter_count
 
     model, config = job.model.config, job.config
     return {
         "run": job.name,
-        "title": plain_name(model),
+        "title": title,
         "cell": model.cell,
         "hidden": getattr(model, "hidden_size", model.embed_dim),  # the scan models: their width
         "layers": getattr(model, "num_layers", 1),
