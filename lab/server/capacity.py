@@ -24,6 +24,7 @@ import threading
 
 from lab.errors import LabError
 from lab.settings import server_settings
+from lab.training.train import usable_cores
 from lab.words import count
 
 
@@ -137,14 +138,12 @@ class Budget:
     def sentence(self):
         """How full the server is, for a page: what it holds for itself named apart from the runs, so that a
         server with no run does not read as full of them."""
+        used, capacity, runs, queued = self.snapshot()
         with self._changed:
-            held = [t for t in self._running if t.held]
-            runs, queued = sum(not t.held for t in self._running), len(self._queue)
-            used = sum(t.cost for t in self._running)
-        parts = [f"{t.what} {t.cost:,.0f} MB" for t in held] + [count(runs, "run")]
+            held = [f"{t.what} {t.cost:,.0f} MB" for t in self._running if t.held]
         return (
-            f"This server's training budget (all users): {used:,.0f} of {self.capacity:,.0f} MB in use "
-            f"({', '.join(parts)}), {queued:,} waiting."
+            f"This server's training budget (all users): {used:,.0f} of {capacity:,.0f} MB in use "
+            f"({', '.join([*held, count(runs, 'run')])}), {queued:,} waiting."
         )
 
     def _used(self, owner=None):
@@ -289,8 +288,7 @@ def step_lanes(settings=None):
     time is based on (a Ray cluster's own cores are not counted)."""
     settings = settings or server_settings()
     lanes = settings.training_processes or settings.concurrent_steps
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(lanes, cores))
+    return max(1, min(lanes, usable_cores()))
 
 
 def lane_share(lanes, runs_training, load=None, cores=None):
@@ -298,7 +296,7 @@ def lane_share(lanes, runs_training, load=None, cores=None):
     runnable (`load`, the one-minute load average, os.getloadavg, less the lanes this server's runs keep busy).
     The training processes run at the lowest priority, so other work comes first: at a load of 11 on two cores,
     a race took a tenth of its quiet steps (BENCHMARKS.md, "The memory race")."""
-    cores = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    cores = cores or usable_cores()
     if load is None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     others = max(0.0, load - min(lanes, runs_training))
