@@ -18,8 +18,8 @@ from lab.experiments.probe import AT_CHANCE
 from lab.instruments.memory import DecayFit, Retention, gradient_decay_fit, memory_spread
 from lab.instruments.sampling import STRATEGIES, SamplingConfig, pick_distribution
 from lab.lessons import memory, reading, stepping, toys
-from lab.lessons.words import listing, power, share_kept, steps, steps_figure
-from lab.words import count
+from lab.lessons.words import power, share_kept, steps, steps_figure
+from lab.words import count, listing
 
 SETTINGS = settings(max_examples=150, deadline=None)
 unit = st.floats(0, 1, allow_nan=False)

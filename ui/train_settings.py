@@ -13,11 +13,11 @@ import dataclasses
 import streamlit as st
 
 from lab.data import TOKENIZERS, SentencePieceTokenizer
-from lab.lessons.words import listing
 from lab.nets.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
 from lab.nets.cells import CELLS
 from lab.training.presets import PRESETS
 from lab.training.train import TrainConfig, resolve_device
+from lab.words import listing
 from ui.cell_labels import cell_label
 from ui.links import Field, parse_query
 from ui.plain_text import plain

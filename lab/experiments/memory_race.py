@@ -23,7 +23,7 @@ from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, TOY_TASKS, ProbeC
 from lab.instruments.race import CELL_NAMES, race_verdict
 from lab.nets.cells import CELLS
 from lab.server.jobs import TrainingJob
-from lab.words import count
+from lab.words import count, listing
 
 MEMORY_RACE = ("recall", 20)  # task and distance k: the gated cells solve it, the RNN and the scan stay at chance
 # the steps each runner needs in its budget before the race can be called, measured on recall at k = 20
@@ -77,11 +77,6 @@ def race_curves(jobs, x="elapsed"):
     return curves
 
 
-def _and(names):
-    names = list(names)
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def memory_verdict(curves, chance, x="elapsed", distance=MEMORY_RACE[1], shipped=None):
     """Who leads the memory race and why, in words, from the runners' accuracy curves.
 
@@ -116,7 +111,7 @@ def memory_verdict(curves, chance, x="elapsed", distance=MEMORY_RACE[1], shipped
         who = (
             f"the {CELL_NAMES[leader]} leads"
             if len(level) == 1
-            else f"{_and(f'the {CELL_NAMES[c]}' for c in level)} lead"
+            else f"{listing(f'the {CELL_NAMES[c]}' for c in level)} lead"
         )
         sentence = f"After {when}, {who}: {standings} right, {against}."
         sentence += " " + _why(level, [cell for cell, _ in behind], distance)
@@ -160,8 +155,8 @@ def long_runs_sentence(shipped, chance):
     parts = [f"the {CELL_NAMES[c]} solved it in {count(int(s), 'step')}" for c, s in solved]
     parts += [f"the {CELL_NAMES[c]} reached {a:.0%}" for c, a in between]
     if stuck:
-        parts.append(f"{_and(f'the {CELL_NAMES[c]}' for c in stuck)} stayed at chance")
-    return f"In this lab's longer runs (up to {count(int(longest), 'step')} each), {_and(parts)}."
+        parts.append(f"{listing(f'the {CELL_NAMES[c]}' for c in stuck)} stayed at chance")
+    return f"In this lab's longer runs (up to {count(int(longest), 'step')} each), {listing(parts)}."
 
 
 # ---------------------------------------------------------------------------

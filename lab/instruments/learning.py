@@ -10,6 +10,8 @@ REVEAL_SECONDS, never before they exist.
 
 import re
 
+from lab.words import listing
+
 LEARN_MODEL = dict(cell="gru_torch", embed_dim=32, hidden_size=128)
 # lr 2e-3 rather than 1e-2: at 1e-2 this model gives a sonnet back word for word by step ~60, so that
 # the first 30 s of a replay would already end on the memorised text
@@ -89,4 +91,4 @@ def milestones_sentence(found):
     reached = [f"{MILESTONES[kind]} at step {step:,}" for kind, step in found.items() if step is not None]
     if not reached:
         return ""
-    return (reached[0] if len(reached) == 1 else ", ".join(reached[:-1]) + " and " + reached[-1]) + "."
+    return listing(reached) + "."

@@ -14,7 +14,7 @@ import numpy as np
 
 from lab.nets.cost import parameter_count
 from lab.nets.models import config_from_dict
-from lab.words import count
+from lab.words import count, listing
 
 # what a student reads for each cell family
 CELL_NAMES = {
@@ -73,15 +73,9 @@ def _finite_and_sorted(xs, ys):
     return xs[keep][order], ys[keep][order]
 
 
-def _and(items):
-    """["a"] -> "a", ["a", "b", "c"] -> "a, b and c"."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _names(names):
     """["GRU", "LSTM"] -> "the GRU and the LSTM"."""
-    return _and(f"the {name}" for name in names)
+    return listing(f"the {name}" for name in names)
 
 
 def verdict_sentence(verdict, when, unit="nats/char"):
@@ -137,7 +131,7 @@ def _why_it_leads(verdict, families, steps):
     if steps and all(steps[a] >= FASTER * steps[b] for a in ahead for b in behind):
         slowest = min(behind, key=steps.get)
         why.append(
-            f"T{_names(ahead)[1:]} took {_and(count(steps[a], 'step') for a in ahead)} in that time to the "
+            f"T{_names(ahead)[1:]} took {listing(count(steps[a], 'step') for a in ahead)} in that time to the "
             f"{slowest}'s {steps[slowest]:,}: a cheaper step, so more of them in the same seconds."
         )
     gated_ahead = {families.get(a) in GATED for a in ahead}

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from lab.experiments.ablation import LEARNED, SIGNIFICANT
 from lab.instruments.memory import bias_time_constants
-from lab.lessons.words import listing, power, share_kept, steps
-from lab.words import count
+from lab.lessons.words import power, share_kept, steps
+from lab.words import count, listing
 
 # ---------------------------------------------------------------------------
 # keep or overwrite

@@ -5,8 +5,7 @@ or subwords (steps and loss of two tokenisations). Each sentence is chosen from 
 import numpy as np
 
 from lab.instruments.sampling import pick_distribution, repetition_report, reproduced_prefix
-from lab.lessons.words import listing
-from lab.words import count
+from lab.words import count, listing
 
 # ---------------------------------------------------------------------------
 # the state is the memory

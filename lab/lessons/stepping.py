@@ -2,8 +2,7 @@
 does with the rest, which differs by cell), and the selective scan's recurrence computed two ways and
 raced (which way wins is read from the timings, never assumed)."""
 
-from lab.lessons.words import listing
-from lab.words import count
+from lab.words import count, listing
 
 # ---------------------------------------------------------------------------
 # one step of a cell

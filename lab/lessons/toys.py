@@ -4,8 +4,7 @@ paragraph (what its samples show so far, and whether it memorised or learned).""
 
 from lab.experiments.probe import AT_CHANCE, HOLDS
 from lab.instruments.learning import milestones_sentence
-from lab.lessons.words import listing
-from lab.words import count
+from lab.words import count, listing
 
 # ---------------------------------------------------------------------------
 # toy tasks

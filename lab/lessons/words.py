@@ -34,14 +34,6 @@ def steps_figure(x):
     return steps(x).removesuffix(" steps")
 
 
-def listing(names):
-    """["a"] -> "a", ["a", "b"] -> "a and b", ["a", "b", "c"] -> "a, b and c"."""
-    names = list(names)
-    if not names:
-        return ""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def power(x):
     """A small or large factor in scientific notation the way a student writes it: 1.8 × 10⁻⁸; plain
     decimals between 0.001 and 1000."""

@@ -10,8 +10,8 @@ MODELS_DIR elsewhere.
 import streamlit as st
 
 from lab.instruments.memory import state_reset_curve
-from lab.lessons.words import listing
 from lab.training.checkpoints import BUNDLED_DIR, CheckpointError
+from lab.words import listing
 from ui.checkpoint_picker import cached_checkpoint
 from ui.common import page_link
 from ui.model_names import bundled_title, what_it_is
