@@ -129,6 +129,55 @@ def need_browser(what):
     pytest.skip(what)
 
 
+@contextlib.contextmanager
+def chromium():
+    """Headless Chromium for a module's browser tests (need_browser when it or playwright is missing)."""
+    from benchmarks.app import CHROMIUM, launch_browser
+
+    if not os.path.exists(CHROMIUM):
+        need_browser(f"{CHROMIUM} is not installed")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need_browser("playwright is not installed")
+    with sync_playwright() as p:
+        browser = launch_browser(p)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def laptop_page(user_dir, timeout_ms):
+    """(an app server over `user_dir`, one browser page at the laptop's 1366×768) for a module's tests."""
+    from benchmarks.app import LAPTOP, AppServer
+
+    with chromium() as browser:
+        app = AppServer(user_dir)
+        try:
+            app.wait_healthy()
+            page = browser.new_context(viewport=LAPTOP).new_page()
+            page.set_default_timeout(timeout_ms)
+            yield app, page
+        finally:
+            app.stop()
+
+
+def stop_every_sessions_jobs():
+    """Stop the jobs of every session the app's registry holds, and forget the sessions: what a test's
+    pages started ends with the test."""
+    import ui.sessions
+
+    registry = ui.sessions.job_registry()
+    with registry["lock"]:
+        jobs = [job for session in registry["sessions"].values() for job in session["jobs"]]
+        registry["sessions"].clear()
+    for job in jobs:
+        job.stop()
+        job.wait(10)
+
+
 def join_warm_up(timeout=60):
     """Wait for the server's warm-up thread (ui.warm_up), started by a session's second heartbeat."""
     import threading

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import join_warm_up, preformatted_texts
+from helpers import join_warm_up, preformatted_texts, stop_every_sessions_jobs
 from streamlit.testing.v1 import AppTest
 
 import lab.data
@@ -54,14 +54,8 @@ def user_dir(tmp_path, monkeypatch):
     and ends with no jobs left running."""
     folder = tmp_path / "user_checkpoints"
     monkeypatch.setenv("RNNLAB_USER_DIR", str(folder))
-    registry = ui.sessions.job_registry()
     yield folder
-    with registry["lock"]:
-        jobs = [job for session in registry["sessions"].values() for job in session["jobs"]]
-        registry["sessions"].clear()
-    for job in jobs:
-        job.stop()
-        job.wait(10)
+    stop_every_sessions_jobs()
 
 
 def saved_files(root):

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import need_browser, wait_for_widgets
+from helpers import chromium, need_browser, wait_for_widgets
 
 from benchmarks.app import (
     CHART_POINTS_JS,
@@ -34,7 +34,6 @@ from benchmarks.app import (
     app_pages,
     chart_points,
     click_start_and_time_first_point,
-    launch_browser,
     open_page,
     record_script_ends,
     stop_training,
@@ -71,16 +70,8 @@ def server(user_dir):
 
 @pytest.fixture(scope="module")
 def browser(server):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need_browser("playwright is not installed")
-    with sync_playwright() as p:
-        browser = launch_browser(p)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import stop_every_sessions_jobs
 from streamlit.testing.v1 import AppTest
 
-import ui.sessions
 from lab.errors import LabError
 from lab.server.board import BOARD_FILE, BoardStore, Curve, check_display_name, equal_time, leaderboard, owner_id
 from lab.server.capacity import Budget, CapacityError
@@ -221,13 +221,7 @@ def server_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("RNNLAB_USER_DIR", str(tmp_path))
     monkeypatch.setenv("RNNLAB_TEACHER_KEY", TEACHER_KEY)
     yield tmp_path
-    registry = ui.sessions.job_registry()
-    with registry["lock"]:
-        jobs = [job for session in registry["sessions"].values() for job in session["jobs"]]
-        registry["sessions"].clear()
-    for job in jobs:
-        job.stop()
-        job.wait(10)
+    stop_every_sessions_jobs()
 
 
 def page(name):

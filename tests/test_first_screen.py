@@ -6,12 +6,10 @@ to look at.
 Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_browser.py).
 """
 
-from pathlib import Path
-
 import pytest
-from helpers import need_browser, wait_for_widgets
+from helpers import laptop_page, wait_for_widgets
 
-from benchmarks.app import CHROMIUM, LAPTOP, ROOT, AppServer, app_pages, launch_browser, open_page
+from benchmarks.app import LAPTOP, ROOT, app_pages, open_page
 from ui.lessons import LESSONS
 
 SHOTS = ROOT / "test-artifacts" / "screenshots" / "laptop"
@@ -46,26 +44,8 @@ FIGURES = ", ".join(
 
 @pytest.fixture(scope="module")
 def laptop(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        need_browser(f"{CHROMIUM} is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need_browser("playwright is not installed")
-    app = AppServer(tmp_path_factory.mktemp("user_checkpoints"))
-    try:
-        app.wait_healthy()
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            context = browser.new_context(viewport=LAPTOP)
-            page = context.new_page()
-            page.set_default_timeout(60_000)
-            try:
-                yield app, page
-            finally:
-                browser.close()
-    finally:
-        app.stop()
+    with laptop_page(tmp_path_factory.mktemp("user_checkpoints"), 60_000) as (app, page):
+        yield app, page
 
 
 def first_below_the_top(page, selector, after_y, wait_ms=20_000):

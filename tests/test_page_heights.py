@@ -8,13 +8,11 @@ Screenshots go to test-artifacts/screenshots/heights/, for a person to look at.
 Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_browser.py).
 """
 
-from pathlib import Path
-
 import pytest
-from helpers import need_browser, wait_for_widgets
+from helpers import laptop_page, wait_for_widgets
 from test_student_words import IDS
 
-from benchmarks.app import CHROMIUM, LAPTOP, ROOT, AppServer, app_pages, launch_browser, open_page
+from benchmarks.app import LAPTOP, ROOT, app_pages, open_page
 from ui.lessons import LESSONS
 
 SHOTS = ROOT / "test-artifacts" / "screenshots" / "heights"
@@ -35,26 +33,8 @@ WORDS_JS = """() => { const main = document.querySelector('[data-testid="stMain"
 
 @pytest.fixture(scope="module")
 def laptop(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        need_browser(f"{CHROMIUM} is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need_browser("playwright is not installed")
-    app = AppServer(tmp_path_factory.mktemp("user_checkpoints"))
-    try:
-        app.wait_healthy()
-        with sync_playwright() as p:
-            browser = launch_browser(p)
-            context = browser.new_context(viewport=LAPTOP)
-            page = context.new_page()
-            page.set_default_timeout(90_000)
-            try:
-                yield app, page
-            finally:
-                browser.close()
-    finally:
-        app.stop()
+    with laptop_page(tmp_path_factory.mktemp("user_checkpoints"), 90_000) as (app, page):
+        yield app, page
 
 
 def settled_height(page, name):

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import need_browser, wait_for_widgets
+from helpers import chromium, need_browser, wait_for_widgets
 
-from benchmarks.app import CHROMIUM, ROOT, SCRIPT_DONE, AppServer, free_port, launch_browser, open_page
+from benchmarks.app import CHROMIUM, ROOT, SCRIPT_DONE, AppServer, free_port, open_page
 from lab.server.spaces import identity_space_key
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -79,16 +79,8 @@ def server(provider, user_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(server):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need_browser("playwright is not installed")
-    with sync_playwright() as p:
-        browser = launch_browser(p)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser
 
 
 def new_page(browser, viewport=VIEWPORT):
