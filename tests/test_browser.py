@@ -413,7 +413,7 @@ def test_pickle_checkpoint_upload_is_refused(server, page, user_dir):
 
 def running_in_app(page):
     text = page.get_by_text("This server's training budget").inner_text()
-    return int(re.search(r"in use by (\d+) runs?", text).group(1))
+    return int(re.search(r"(\d+) runs?\), \d+ waiting", text).group(1))
 
 
 def test_closing_the_tab_stops_its_training(server, browser, user_dir):
