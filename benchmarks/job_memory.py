@@ -9,7 +9,7 @@ Each kind runs in a fresh Python that does what the server does: PyTorch's threa
 (lab.training.train.configure_cpu), the training process started and warmed up where the runs train
 in one (ui.sessions.train_in_process), the corpus read. Then the memory of every process the jobs live
 in (this one, the server, and its training process) is summed as PSS (each page shared between
-processes counted once, split between them) and sampled every few milliseconds while the jobs are
+processes counted once, split between them) and sampled every tenth of a second while the jobs are
 built, started and run: the figure is the peak over that idle baseline. The training process's own
 start is measured the same way, as the kind "training process": the budget charges it once, when it
 starts (lab.server.workers).
@@ -45,9 +45,12 @@ def pss_mb():
 
 
 class Peak:
-    """The highest pss_mb() seen from `start()` until `stop()`, sampled on a thread of its own."""
+    """The highest pss_mb() seen from `start()` until `stop()`, sampled on a thread of its own.
 
-    def __init__(self, every=0.01):
+    Each sample has the kernel walk every mapping of every process (30-60 ms for a process that imported
+    PyTorch): sampled back to back, that took a core, mostly in the kernel, from the jobs it measured."""
+
+    def __init__(self, every=0.1):
         self.every, self.peak, self._stop = every, 0.0, threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 

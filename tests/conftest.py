@@ -40,6 +40,16 @@ def bundled_checkpoints(request):
         assert not missing, f"bundled checkpoints missing: {missing} (python scripts/build_checkpoints.py)"
 
 
+@pytest.fixture(scope="session")
+def laptop(tmp_path_factory):
+    """(an app server, one browser page at 1366×768) that only reads pages: one for the session, shared by
+    the first-screen and page-height walks (a server and a browser take half a minute to start)."""
+    from helpers import laptop_page
+
+    with laptop_page(tmp_path_factory.mktemp("laptop_user_checkpoints"), 90_000) as (app, page):
+        yield app, page
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """A small corpus file (20,000 characters of the bundled plays), for CLI runs."""
@@ -57,3 +67,9 @@ def pytest_sessionfinish(session, exitstatus):
     from lab.server import shutdown
 
     shutdown.end()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The machine the suite ran on, beside its time: the suite's length is read against its cores."""
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+    terminalreporter.write_line(f"on {os.cpu_count()} CPU cores; load average at the end {load}")

@@ -130,15 +130,27 @@ def teachers_controls(page):
     return page.locator(".st-key-class_open, .st-key-class_hidden, .st-key-class_csv").count()
 
 
-def test_students_sign_in_train_and_show_their_runs_and_only_the_teacher_controls_the_board(server, browser):
-    ada, bob, teacher = (new_page(browser) for _ in range(3))
+@pytest.fixture(scope="module")
+def students(server, browser):
+    """Ada and Bob signed in, each in a browser of their own, after their runs: Ada's shown on the board,
+    Bob's one shown and one not (a module's: every test here reads them, none trains again)."""
+    ada, bob = new_page(browser), new_page(browser)
     try:
         sign_in(ada, server, "ada@school.test")
         sign_in(bob, server, "bob@school.test")
         train(ada, server, "ada-shown", shown_as="Ada L")
         train(bob, server, "bob-private", hidden=24)  # the switch off: never on the board
         train(bob, server, "bob-shown", shown_as="Bob K", hidden=32)
+        yield ada, bob
+    finally:
+        for page in (ada, bob):
+            page.context.close()
 
+
+def test_students_sign_in_train_and_show_their_runs_and_only_the_teacher_controls_the_board(server, browser, students):
+    ada, _ = students
+    teacher = new_page(browser)
+    try:
         sign_in(teacher, server, TEACHER)
         open_page(teacher, f"{server.url}/Class")
         board = board_text(teacher)
@@ -158,8 +170,7 @@ def test_students_sign_in_train_and_show_their_runs_and_only_the_teacher_control
             SHOTS.mkdir(parents=True, exist_ok=True)
             teacher.screenshot(path=str(SHOTS / f"Class-board-{name}.png"))
     finally:
-        for page in (ada, bob, teacher):
-            page.context.close()
+        teacher.context.close()
 
 
 def menu(page, key, tries=3):
@@ -209,27 +220,22 @@ def test_a_forged_or_expired_identity_cookie_is_refused(server, provider, browse
             page.context.close()
 
 
-def test_signing_out_keeps_the_files_and_another_device_finds_them(server, provider, browser, user_dir):
-    laptop = new_page(browser)
-    try:
-        sign_in(laptop, server, "ada@school.test")
-        train(laptop, server, "ada-kept")
-        folder = user_dir / identity_space_key(user_dir, provider, "ada@school.test")
-        kept = sorted(p.name for p in folder.glob("ada-kept_*"))
-        assert kept
-        laptop.wait_for_selector(SCRIPT_DONE)
-        laptop.locator(".st-key-signin_out button:visible").click()  # (its tooltip's copy of it is hidden)
-        laptop.locator("button", has_text="End session").click()  # the provider's own sign-out page
-        laptop.wait_for_url(re.compile(re.escape(server.url) + r"/?$"))
-        laptop.wait_for_selector(SCRIPT_DONE)
-        assert "Sign in to keep your files" in sidebar(laptop)
-        assert sorted(p.name for p in folder.glob("ada-kept_*")) == kept
-    finally:
-        laptop.context.close()
+def test_signing_out_keeps_the_files_and_another_device_finds_them(server, provider, browser, user_dir, students):
+    laptop, _ = students  # Ada, signed in where she trained "ada-shown" (the module's last test: she signs out)
+    folder = user_dir / identity_space_key(user_dir, provider, "ada@school.test")
+    kept = sorted(p.name for p in folder.glob("ada-shown_*"))
+    assert kept
+    open_page(laptop, f"{server.url}/Checkpoints")
+    laptop.locator(".st-key-signin_out button:visible").click()  # (its tooltip's copy of it is hidden)
+    laptop.locator("button", has_text="End session").click()  # the provider's own sign-out page
+    laptop.wait_for_url(re.compile(re.escape(server.url) + r"/?$"))
+    laptop.wait_for_selector(SCRIPT_DONE)
+    assert "Sign in to keep your files" in sidebar(laptop)
+    assert sorted(p.name for p in folder.glob("ada-shown_*")) == kept
     phone = new_page(browser)  # another device: no cookie of the laptop's
     try:
         sign_in(phone, server, "ada@school.test")
         open_page(phone, f"{server.url}/Checkpoints")
-        assert "yours: ada-kept" in menu(phone, "ckpt_choice")  # named in words, as every page names it
+        assert "yours: ada-shown" in menu(phone, "ckpt_choice")  # named in words, as every page names it
     finally:
         phone.context.close()
