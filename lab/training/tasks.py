@@ -1,9 +1,9 @@
 """What a run learns from: a task gives `train` its batches and evaluates a model.
 
     task = LMTask.from_corpus("bundled", "char")
-    batches = task.batches(config, generator)              # built once per run, with its geometry
-    x, y, restart = next(batches)                          # (B, T) ids and their next ids
-    task.evaluate(model, config, device)                  # {"val_loss", "val_nats_per_char", ...}
+    batches = task.batches(config, generator)   # built once per run, with its geometry
+    x, y, restart = next(batches)               # (B, T) ids and their next ids
+    task.evaluate(model, config, device)        # {"val_loss", "val_nats_per_char", ...}
 
 LMTask: next-token prediction over windows of a text (seeds 000-002);
 NgramTask: seed 004's mixed 2-5-gram samples, scored per context length;
