@@ -21,8 +21,9 @@ import torch
 from lab.data import load_bundled_corpus
 from lab.nets.models import build_model, count_parameters
 from lab.training.presets import get_preset
+from lab.training.process import configure_cpu
 from lab.training.tasks import LMTask
-from lab.training.train import configure_cpu, train
+from lab.training.train import train
 
 BEFORE = ({"dropout": 0.0}, {"batch_size": 64, "weight_decay": 0.01, "lr": 3e-3, "block_size": 64})
 VARIANTS = {  # name: (model overrides, training overrides), on top of BEFORE

@@ -24,8 +24,8 @@ import torch
 from lab.data import load_bundled_corpus
 from lab.nets.models import count_parameters
 from lab.training.presets import get_preset
+from lab.training.process import configure_cpu
 from lab.training.tasks import LMTask
-from lab.training.train import configure_cpu
 from scripts.build_checkpoints import EVAL_INTERVAL, EVAL_WINDOWS, ROOT, train_until_plateau
 
 VARIANTS = {  # name: (model overrides, training overrides) on astra-alpha's recipe

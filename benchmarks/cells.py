@@ -22,7 +22,7 @@ import torch.nn as nn
 
 from lab.nets.backends import make_layer
 from lab.nets.cells import RecurrentStack, scan_parallel, scan_sequential
-from lab.training.train import configure_cpu
+from lab.training.process import configure_cpu
 
 B, T, E, H, L = 64, 128, 128, 256, 2
 
@@ -238,7 +238,7 @@ def main():
     parser.add_argument(
         "--default-malloc",
         action="store_true",
-        help="only cap the threads; leave glibc's malloc at its defaults (see lab.training.train.configure_cpu)",
+        help="only cap the threads; leave glibc's malloc at its defaults (see lab.training.process.configure_cpu)",
     )
     args = parser.parse_args()
     if args.default_malloc:

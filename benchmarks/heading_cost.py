@@ -18,8 +18,8 @@ import torch.nn.functional as F
 
 from lab.data import check_long_enough, encode_to_tensor, split_train_val
 from lab.training.checkpoints import load_checkpoint
+from lab.training.process import configure_cpu
 from lab.training.tasks import load_corpus
-from lab.training.train import configure_cpu
 from scripts.build_corpus import bare_headings
 
 

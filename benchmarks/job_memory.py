@@ -6,7 +6,7 @@
     python -m benchmarks.job_memory --in-this-process probe race   # one process, kinds one after another
 
 Each kind runs in a fresh Python that does what the server does: PyTorch's threads capped
-(lab.training.train.configure_cpu), the training process started and warmed up where the runs train
+(lab.training.process.configure_cpu), the training process started and warmed up where the runs train
 in one (ui.sessions.train_in_process), the corpus read. Then the memory of every process the jobs live
 in (this one, the server, and its training process) is summed as PSS (each page shared between
 processes counted once, split between them) and sampled every tenth of a second while the jobs are
@@ -205,12 +205,12 @@ def measure_all(kinds, small):
     """-> [{"kind", "added_mb", "estimate_mb"}] for `kinds` one after the other, in this (fresh) process.
     "training process" is measured first, as it starts; the other kinds find it warm."""
 
-    from lab.training.train import configure_cpu
+    from lab.training.process import configure_cpu
 
     configure_cpu()
     import ui.sessions  # noqa: F401  (the server's imports, before any baseline)
     from lab.server import workers
-    from lab.training.train import train_two_tiny_steps
+    from lab.training.process import train_two_tiny_steps
 
     rows = []
     with Peak() as peak:

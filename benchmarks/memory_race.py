@@ -19,7 +19,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from lab.experiments.memory_race import MEMORY_RACE, memory_verdict, race_curves, toy_race_jobs  # noqa: E402
 from lab.server.jobs import start_together  # noqa: E402
-from lab.training.train import configure_cpu  # noqa: E402
+from lab.training.process import configure_cpu  # noqa: E402
 
 
 def main(argv=None):

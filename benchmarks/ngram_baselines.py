@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from lab.data import load_bundled_corpus  # noqa: E402
 from lab.training.checkpoints import load_checkpoint  # noqa: E402
 from lab.training.ngram import N_MAX, kneser_ney_scores, truncated_scores  # noqa: E402
-from lab.training.train import configure_cpu  # noqa: E402
+from lab.training.process import configure_cpu  # noqa: E402
 
 ORDERS = range(2, N_MAX + 1)
 DEFAULT = sorted(

@@ -26,7 +26,7 @@ from lab.instruments.features import FEATURES  # noqa: E402
 from lab.instruments.units import strongest_per_feature, unit_correlations_over  # noqa: E402
 from lab.nets.cost import parameter_count  # noqa: E402
 from lab.training.checkpoints import load_checkpoint  # noqa: E402
-from lab.training.train import configure_cpu  # noqa: E402
+from lab.training.process import configure_cpu  # noqa: E402
 
 # Karpathy, Johnson & Fei-Fei (2015) found such units in well-trained character LSTMs; the issue
 # expects at least one unit this strong for one of these features

@@ -23,8 +23,8 @@ import torch
 
 from lab.data import download_tiny_shakespeare, read_text
 from lab.training.checkpoints import load_checkpoint
+from lab.training.process import configure_cpu
 from lab.training.tasks import LMTask
-from lab.training.train import configure_cpu
 
 TEMPEST_STARTS = "\n\nMaster:\nBoatswain!"  # the first line of The Tempest in Tiny Shakespeare
 

@@ -234,7 +234,8 @@ def _ablation(args):
 
     from lab.experiments.ablation import RANK_PATIENCE, cli_command, config_from_args, run_ablation, summary_markdown
     from lab.training import distributed
-    from lab.training.train import configure_cpu, resolve_device
+    from lab.training.process import configure_cpu
+    from lab.training.train import resolve_device
 
     configure_cpu(args.threads)
     config = config_from_args(args)

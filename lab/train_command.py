@@ -51,7 +51,8 @@ def _train_options(args):
 
 def train_from_args(args):
     from lab.training import distributed
-    from lab.training.train import configure_cpu, resolve_device
+    from lab.training.process import configure_cpu
+    from lab.training.train import resolve_device
 
     configure_cpu(args.threads)
     name, preset, corpus, model, task, train_config, resume = _resumed_run(args) if args.resume else _new_run(args)

@@ -33,8 +33,9 @@ from lab.nets.backends import default_backend, default_scan_mode  # noqa: E402
 from lab.nets.models import build_model, count_parameters, for_device  # noqa: E402
 from lab.training.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_bytes, load_checkpoint  # noqa: E402
 from lab.training.presets import get_preset  # noqa: E402
+from lab.training.process import configure_cpu  # noqa: E402
 from lab.training.tasks import TASKS  # noqa: E402
-from lab.training.train import DEVICES, configure_cpu, resolve_device, resume_training_state, run_metrics, train  # noqa: E402
+from lab.training.train import DEVICES, resolve_device, resume_training_state, run_metrics, train  # noqa: E402
 
 # a build's own progress file (weights and AdamW's two moments in float32): the Leviathan-LSTM's is 278 MB,
 # over the limit the app opens

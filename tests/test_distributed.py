@@ -77,15 +77,16 @@ FAILING_RANK = """
     from lab.data import DataError
 
     if {rank!r} == __import__("os").environ["RANK"]:
-        draw, calls = lab.training.tasks.{task}.train_batch, []
+        draw, calls = lab.training.tasks.{task}.batches, []
 
         def failing(self, config, generator):  # as a corrupt shard or a full disk would, mid-run
-            calls.append(1)
-            if len(calls) == 3:
-                raise DataError("the batch could not be read")
-            return draw(self, config, generator)
+            for batch in draw(self, config, generator):
+                calls.append(1)  # counted over the process's runs
+                if len(calls) == 3:
+                    raise DataError("the batch could not be read")
+                yield batch
 
-        lab.training.tasks.{task}.train_batch = failing
+        lab.training.tasks.{task}.batches = failing
     sys.exit(main())
 """
 
@@ -111,6 +112,24 @@ def test_the_batch_must_split_evenly_over_the_ranks(monkeypatch):
     model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=4))
     with pytest.raises(ValueError, match="batch_size: 3 windows cannot be split evenly over 2 ranks; give a multiple"):
         lab.training.train.train(model, task, lab.training.train.TrainConfig(batch_size=3, block_size=8, max_steps=1))
+
+
+def test_the_ranks_shares_of_each_batch_put_together_are_the_batch_one_process_draws():
+    from lab.data import load_bundled_corpus
+    from lab.training.tasks import LMTask
+    from lab.training.train import Batches, TrainConfig
+
+    task = LMTask.from_text(load_bundled_corpus()[:2000], "char")
+    config, cpu = TrainConfig(batch_size=6, block_size=8, max_steps=1), torch.device("cpu")
+    one, ranks = Batches(task, config, cpu), [Batches(task, config, cpu, rank, 3) for rank in range(3)]
+    for _ in range(2):  # the generators move on together
+        x, y, restart, tokens = next(one)
+        shares = [next(batches) for batches in ranks]
+        assert x.shape == (6, 8) and [share[0].shape for share in shares] == [(2, 8)] * 3
+        assert torch.equal(torch.cat([share[0] for share in shares]), x)
+        assert torch.equal(torch.cat([share[1] for share in shares]), y)
+        assert restart and [share[3] for share in shares] == [tokens] * 3 == [48] * 3  # the global batch's
+    assert one.epoch(3) == 3 / task.items_per_epoch(config)
 
 
 # 2 arms x 2 seeds of 2 steps each: two rounds of two runs on two ranks

@@ -38,7 +38,7 @@ def test_the_default_budget_admits_a_default_run_and_a_default_race_beside_the_t
 def test_the_training_process_is_held_in_the_servers_budget_while_it_lives():
     from lab.server import workers
     from lab.server.capacity import server_budget
-    from lab.training.train import train_two_tiny_steps
+    from lab.training.process import train_two_tiny_steps
 
     workers.run_in_process(train_two_tiny_steps, {}, on_event=lambda event: None, stopped=lambda: False)
     live = [p for p in workers._processes if p.alive]

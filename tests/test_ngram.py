@@ -34,7 +34,7 @@ def tiny_markov(vocab_size, max_positions=4):
 
 def test_ngram_batches_start_each_context_at_position_0_and_mark_only_its_target():
     task = NgramTask.from_text(HAND * 3, "char")
-    x, y, restart = task.train_batch(TrainConfig(batch_size=300), torch.Generator().manual_seed(0))
+    x, y, restart = next(task.batches(TrainConfig(batch_size=300), torch.Generator().manual_seed(0)))
     assert restart and x.shape == y.shape == (300, 4)
     decode = task.tokenizer.decode
     lengths = set()
@@ -50,7 +50,7 @@ def test_ngram_batches_start_each_context_at_position_0_and_mark_only_its_target
 
 def test_the_loss_is_taken_on_the_real_targets_alone_with_label_smoothing():
     task = NgramTask.from_text(HAND * 3, "char")
-    x, y, _ = task.train_batch(TrainConfig(batch_size=64), torch.Generator().manual_seed(1))
+    x, y, _ = next(task.batches(TrainConfig(batch_size=64), torch.Generator().manual_seed(1)))
     model = tiny_markov(task.vocab_size)
     logits, loss, _ = model(x, y, label_smoothing=0.1)
     last = (y != NgramTask.IGNORE).int().argmax(1)  # (B,) column of each target

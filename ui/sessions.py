@@ -26,7 +26,7 @@ from lab.server.spaces import (
     sweep,
 )
 from lab.settings import server_settings, unknown_variables
-from lab.training.train import configure_cpu
+from lab.training.process import configure_cpu
 from ui.sign_in import identity
 
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files

@@ -21,7 +21,7 @@ from lab.instruments.sampling import STRATEGIES
 from lab.server.shutdown import ENDING
 from lab.server.workers import WorkerError, run_in_process
 from lab.training.checkpoints import list_checkpoints
-from lab.training.train import train_two_tiny_steps
+from lab.training.process import train_two_tiny_steps
 from ui.cached_calls import (
     cached_generation,
     cached_gradient,

@@ -24,7 +24,7 @@ import threading
 
 from lab.errors import LabError
 from lab.settings import server_settings
-from lab.training.train import usable_cores
+from lab.training.process import usable_cores
 from lab.words import count
 
 

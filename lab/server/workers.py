@@ -46,7 +46,7 @@ from lab.server import shutdown
 from lab.server.capacity import TurnTaker, server_budget, server_turns
 from lab.server.priority import lower_this_process
 from lab.settings import server_settings
-from lab.training.train import cap_malloc_arenas, usable_cores
+from lab.training.process import cap_malloc_arenas, usable_cores
 from lab.words import count
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,7 @@
 """Training: the one loop every model family trains with, what it learns from, and what it saves.
 
     train         the engine: `train(model, task, config, emit, should_stop, resume)`, events, resumable runs
+    process       readying a process to train: CPU threads, malloc, a warm-up of two tiny steps
     tasks         LMTask, NgramTask (seed 004's mixed 2-5-gram samples), ClassificationTask: batches, evaluation
     presets       the seeds' model families as named presets, with their exact parameter counts
     distributed   torchrun: one run data-parallel, or a study's runs shared out

@@ -1,8 +1,9 @@
 """What a run learns from: a task gives `train` its batches and evaluates a model.
 
     task = LMTask.from_corpus("bundled", "char")
-    x, y, restart = task.train_batch(config, generator)   # (B, T) ids and their next ids
-    task.evaluate(model, config, device)                  # {"val_loss", "val_nats_per_char", ...}
+    batches = task.batches(config, generator)   # built once per run, with its geometry
+    x, y, restart = next(batches)               # (B, T) ids and their next ids
+    task.evaluate(model, config, device)        # {"val_loss", "val_nats_per_char", ...}
 
 LMTask: next-token prediction over windows of a text (seeds 000-002);
 NgramTask: seed 004's mixed 2-5-gram samples, scored per context length;
@@ -54,7 +55,6 @@ class LMTask:
         self.train_ids, self.val_ids = encode_to_tensor(tokenizer, train_text), encode_to_tensor(tokenizer, val_text)
         # characters per token on held-out text turns loss per token into nats per character
         self.chars_per_token = chars_per_token(tokenizer, val_text) if val_text else 1.0
-        self._stream, self._stream_run = None, None
 
     @classmethod
     def from_split(cls, train_text, val_text, tokenizer_kind="char", **tokenizer_options):
@@ -88,19 +88,16 @@ class LMTask:
     def items_per_epoch(self, config):
         return len(self.train_ids) / (config.batch_size * config.block_size)
 
-    def train_batch(self, config, generator):
-        """-> x, y (B, T) and whether a carried state must be reset first."""
-        if not config.stateful:
-            return (*random_windows(self.train_ids, config.batch_size, config.block_size, generator), True)
-        # a new run (it brings its own generator) starts at the beginning of the streams with its own B
-        # and T, so that a task reused by several runs gives the same batches every time
-        restart = self._stream is None or self._stream_run is not generator
-        batch = None if restart else next(self._stream, None)
-        if batch is None:  # a new pass over the streams starts from a fresh state
-            self._stream = iter(ConsecutiveWindows(self.train_ids, config.batch_size, config.block_size))
-            self._stream_run = generator
-            batch, restart = next(self._stream), True
-        return (*batch, restart)
+    def batches(self, config, generator):
+        """A run's batches, endless: x, y (B, T) and whether a carried state must be reset first. Each run
+        has its own, so a task reused by several runs gives each of them the same batches."""
+        B, T = config.batch_size, config.block_size
+        if config.stateful:  # consecutive windows: each pass over the streams starts from a fresh state
+            while True:
+                for i, (x, y) in enumerate(ConsecutiveWindows(self.train_ids, B, T)):
+                    yield x, y, i == 0
+        while True:
+            yield (*random_windows(self.train_ids, B, T, generator), True)
 
     def tokens(self, x):
         return x.numel()
@@ -151,9 +148,10 @@ class ClassificationTask:
     def items_per_epoch(self, config):
         return len(self.x_train) / config.batch_size
 
-    def train_batch(self, config, generator):
-        i = torch.randint(len(self.x_train), (config.batch_size,), generator=generator)
-        return self.x_train[i], self.y_train[i], True
+    def batches(self, config, generator):
+        while True:
+            i = torch.randint(len(self.x_train), (config.batch_size,), generator=generator)
+            yield self.x_train[i], self.y_train[i], True
 
     def tokens(self, x):
         return x.shape[0] * x.shape[1]  # pixels
@@ -205,21 +203,22 @@ class NgramTask(LMTask):
     def items_per_epoch(self, config):
         return (self.n_max - self.n_min + 1) * len(self.train_ids) / config.batch_size
 
-    def train_batch(self, config, generator):
+    def batches(self, config, generator):
         K = self.n_max - 1
-        contexts, lengths, targets = ngram_samples(
-            self.train_ids,
-            num_samples=config.batch_size,
-            pad_index=0,
-            n_min=self.n_min,
-            n_max=self.n_max,
-            generator=generator,
-        )
-        # ngram_samples right-aligns each context after its padding; rotate it to start at column 0
-        x = contexts.gather(1, (torch.arange(K) + K - lengths[:, None]) % K)  # (B, K)
-        y = torch.full_like(x, self.IGNORE)  # (B, K)
-        y[torch.arange(len(x)), lengths - 1] = targets
-        return x, y, True
+        while True:
+            contexts, lengths, targets = ngram_samples(
+                self.train_ids,
+                num_samples=config.batch_size,
+                pad_index=0,
+                n_min=self.n_min,
+                n_max=self.n_max,
+                generator=generator,
+            )
+            # ngram_samples right-aligns each context after its padding; rotate it to start at column 0
+            x = contexts.gather(1, (torch.arange(K) + K - lengths[:, None]) % K)  # (B, K)
+            y = torch.full_like(x, self.IGNORE)  # (B, K)
+            y[torch.arange(len(x)), lengths - 1] = targets
+            yield x, y, True
 
     @torch.no_grad()
     def evaluate(self, model, config, device):

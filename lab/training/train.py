@@ -24,14 +24,12 @@ The seeds' recipe is the default: AdamW (weight decay 0.01), cosine-annealed
 learning rate, gradient clipping at 1.0, optional label smoothing (seed 004).
 
 One file (longer than most here) for the loop and what it cannot run without: its config, the device
-and precision policy, and the state a resumed run restores, so the loop reads top to bottom.
+and precision policy, and the state a resumed run restores, so the loop reads top to bottom. Readying
+the process that trains (CPU threads, malloc, a warm-up) is lab.training.process's.
 """
 
-import ctypes
 import dataclasses
 import math
-import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Annotated, Literal, Optional, get_args
@@ -133,60 +131,6 @@ def resolve_amp(mode, device, backend):
         "bf16": torch.bfloat16,
         "fp16": torch.float16,
     }[mode]
-
-
-def _to_device(batch, device):
-    """On CUDA through pinned memory, so that the copy overlaps the GPU's work (non_blocking)."""
-    return batch.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else batch.to(device)
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's malloc.h
-
-
-def _glibc_mallopt():
-    """glibc's mallopt, or None: another platform, or a libc without it (musl's ignores it anyway)."""
-    return getattr(ctypes.CDLL(None), "mallopt", None) if sys.platform.startswith("linux") else None
-
-
-def cap_malloc_arenas(arenas):
-    """At most `arenas` malloc arenas in this process, on Linux. glibc gives a thread that finds the
-    others' arenas busy one of its own (up to 8 per core), and memory freed in an arena stays with it:
-    four race runs, each a thread of one process, added 326 MB where with two arenas they added 200 MB
-    (benchmarks/job_memory.py, BENCHMARKS.md). Call it before the threads start."""
-    mallopt = _glibc_mallopt()
-    if mallopt:
-        mallopt(_M_ARENA_MAX, max(1, arenas))
-
-
-def usable_cores():
-    """The cores this process may run on (containers report the host's in os.cpu_count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def configure_cpu(max_threads=4):
-    """Set this process up to train on the CPU; returns the number of threads.
-
-    Threads: PyTorch's are capped to the cores this process may use (containers
-    report the host's). Memory, on Linux: a training step frees buffers of several
-    MB (a layer's saved gates and their gradients) and asks for the same sizes on
-    the next step. By default glibc's malloc hands much of that back to the OS, so
-    every step page-faults it in afresh (27,000-36,000 faults per step of
-    benchmarks/cells.py's cells). Keeping blocks up to 64 MB on the heap and up to
-    256 MB of it free for reuse, as jemalloc or tcmalloc would, removes most of
-    that (BENCHMARKS-HISTORY.md). The cost: memory a job has freed stays with the process,
-    for the next step or job, instead of going back to the OS.
-    """
-    threads = max(1, min(usable_cores(), max_threads))
-    torch.set_num_threads(threads)
-    mallopt = _glibc_mallopt()
-    if mallopt:
-        # 64 MB covers an LSTM's (T, B, 4H) gates at B=64, T=128, H=256; 32 MB where glibc refuses more
-        mallopt(_M_MMAP_THRESHOLD, 64 << 20) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-        mallopt(_M_TRIM_THRESHOLD, 256 << 20)
-    return threads
 
 
 # ---------------------------------------------------------------------------
@@ -328,39 +272,23 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     Raises lab.nets.cost.CostError (a ValueError) before allocating anything when one step would
     need more memory than this server allows (RNNLAB_MAX_TRAIN_MEMORY_MB)."""
     rank, world = distributed.rank_and_world()
-    if config.batch_size % world:
-        raise LabError(
-            f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
-            f"give a multiple of {world}"
-        )
+    _check_before_allocating(model, task, config, world)
     emit = emit if emit is not None and rank == 0 else (lambda event: None)
     should_stop = should_stop or (lambda: False)
-    task.check(config)
-    check_training_memory(model.config, config.batch_size // world, task.sequence_length(config))
     device = resolve_device(config.device)
     amp = resolve_amp(config.amp, device, getattr(model.config, "backend", None))
-    scaler = torch.amp.GradScaler("cuda") if amp == torch.float16 else None  # skips steps whose gradients overflow
     torch.manual_seed(config.seed + rank)  # dropout masks: rank 0's are a single process's
-    generator = torch.Generator().manual_seed(config.seed)  # the batches: the same global batch on every rank
-    shard = slice(rank * config.batch_size // world, (rank + 1) * config.batch_size // world)
+    batches = Batches(task, config, device, rank, world)
     model.to(device).train()
     net = distributed.wrap(model, device)  # DistributedDataParallel under torchrun: it averages the gradients
     if config.compile:
         net = torch.compile(net)
-    names, params = zip(*model.named_parameters())
-    last_good = [p.detach().clone() for p in params]  # the weights before the step being taken
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    steps_per_epoch = task.items_per_epoch(config)
-    history, state, step, loss_value, reason, elapsed = [], None, 0, math.nan, "finished", 0.0
+    updates = Updates(model, config, amp)
+    history, step, loss_value, elapsed = [], 0, math.nan, 0.0
     if resume is not None:
-        if config.stateful:
-            raise LabError("resume: a stateful run cannot be resumed (its carried state is not saved)")
-        _load_named_optimizer_state(optimizer, names, resume.optimizer, resume.hyperparameters)
-        if rank < len(resume.rng["torch"]):  # a rank the saved run did not have keeps its fresh seed
-            torch.set_rng_state(resume.rng["torch"][rank])
-        generator.set_state(resume.rng["data"])
-        history, step, loss_value, elapsed = list(resume.history), resume.step, resume.train_loss, resume.elapsed
+        history, step, loss_value, elapsed = _restore(resume, config, updates, batches, rank)
     start = time.perf_counter() - elapsed
+    state = None  # the hidden state carried from batch to batch (stateful runs)
 
     def evaluate():
         model.eval()
@@ -369,7 +297,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         event = {
             "type": "eval",
             "step": step,
-            "epoch": step / steps_per_epoch,
+            "epoch": batches.epoch(step),
             "elapsed": time.perf_counter() - start,
             "train_loss": loss_value,
             **metrics,
@@ -378,75 +306,21 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         emit(event)
 
     while True:
-        elapsed = time.perf_counter() - start
-        progress = _progress(config, step, elapsed, step / steps_per_epoch)
-        if progress >= 1.0:
-            ending = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
-        else:
-            ending = "stopped" if should_stop() else ""
-        progress, ending = distributed.from_rank0([progress, _ENDINGS.index(ending)])  # all ranks stop together
-        if ending:
-            reason = _ENDINGS[int(ending)]
+        progress, reason = _ending(config, step, time.perf_counter() - start, batches, should_stop)
+        if reason:
             break
         lr = cosine_lr(config, progress)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        x, y, restart = task.train_batch(config, generator)  # the global batch
-        tokens = task.tokens(x)
-        x, y = _to_device(x[shard], device), _to_device(y[shard], device)
+        x, y, restart, tokens = next(batches)
         with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
             _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
-        global_loss = distributed.mean(loss.detach())  # every rank sees every rank's non-finite loss
-        kept = f"stopped and kept the weights from step {step}"
-        if not torch.isfinite(global_loss):
-            reason = f"non-finite loss ({global_loss.item()}) at step {step + 1}; {kept}"
+        global_loss, grad_norm, failure = updates.step(loss, lr, step)
+        if failure:
+            reason = f"{failure}; stopped and kept the weights from step {step}"
             break
-        optimizer.zero_grad(set_to_none=True)
-        if scaler is None:
-            loss.backward()
-        else:
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)  # clip the true gradients
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, config.grad_clip).item()
-        if not math.isfinite(grad_norm) and scaler is None:  # with a scaler, an overflow only skips the step
-            reason = f"non-finite gradient at step {step + 1}; {kept}"
-            break
-        if scaler is None:
-            optimizer.step()
-        else:
-            scaler.step(optimizer)
-            scaler.update()
-        with torch.no_grad():
-            if not torch.isfinite(torch.stack([p.abs().amax() for p in params])).all():
-                for p, good in zip(params, last_good):
-                    p.copy_(good)
-                reason = f"non-finite weights after step {step + 1} (diverged); {kept}"
-                break
-            for p, good in zip(params, last_good):
-                good.copy_(p)
         state = detach_state(new_state) if config.stateful else None
-        step, loss_value = step + 1, global_loss.item()
-        elapsed = time.perf_counter() - start
-        progress = _progress(config, step, elapsed, step / steps_per_epoch)
-        emit(
-            {
-                "type": "step",
-                "step": step,
-                "epoch": step / steps_per_epoch,
-                "train_loss": loss_value,
-                "lr": lr,
-                "grad_norm": grad_norm,
-                "tokens_per_s": tokens * step / elapsed,
-                "elapsed": elapsed,
-                "progress": min(progress, 1.0),
-                "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan,
-            }
-        )
-        due = step % config.eval_interval == 0 or (
-            config.eval_seconds is not None
-            and elapsed - (history[-1]["elapsed"] if history else 0.0) >= config.eval_seconds
-        )
-        if due and rank == 0:
+        step, loss_value, elapsed = step + 1, global_loss, time.perf_counter() - start
+        emit(_step_event(config, batches, step, elapsed, loss_value, lr, grad_norm, tokens))
+        if rank == 0 and _eval_due(config, step, elapsed, history):
             evaluate()
     if step and (not history or history[-1]["step"] != step) and not reason.startswith("non-finite") and rank == 0:
         evaluate()
@@ -457,22 +331,149 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         step,
         elapsed,
         loss_value,
-        *_named_optimizer_state(optimizer, names),
+        *_named_optimizer_state(updates.optimizer, updates.names),
         rng={
             "torch": distributed.stack(torch.get_rng_state()),  # (W, S): every rank's
-            "data": generator.get_state(),
+            "data": batches.generator.get_state(),
         },
         history=list(history),
     )
     return TrainResult(reason, step, elapsed, history, loss_value, training_state)
 
 
-def train_two_tiny_steps(emit=None, should_stop=None):
-    """Two steps of a tiny model: PyTorch initialises autograd, the optimiser and its kernels lazily (about
-    a second on a busy CPU), which a server does before its first student's Start (ui.warm_up)."""
-    from lab.nets.models import LMConfig, build_model
-    from lab.training.tasks import LMTask
+def _check_before_allocating(model, task, config, world):
+    """Refuse a batch the ranks cannot share evenly, a text shorter than a window, or a step over the memory
+    limit (lab.nets.cost.CostError), before anything is allocated."""
+    if config.batch_size % world:
+        raise LabError(
+            f"batch_size: {config.batch_size} windows cannot be split evenly over {world} ranks; "
+            f"give a multiple of {world}"
+        )
+    task.check(config)
+    check_training_memory(model.config, config.batch_size // world, task.sequence_length(config))
 
-    task = LMTask.from_text("to be or not to be " * 20, "char")
-    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8))
-    train(model, task, TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2), emit, should_stop)
+
+class Batches:
+    """A run's training batches, built once with their geometry: the task's batches of config.batch_size
+    items, drawn by the run's generator (the same global batch on every rank), and this rank's share of each
+    on the run's device.
+
+        batches = Batches(task, config, device, rank, world)
+        x, y, restart, tokens = next(batches)   # this rank's (B / W, T) share; the global batch's tokens
+    """
+
+    def __init__(self, task, config, device, rank=0, world=1):
+        self.generator = torch.Generator().manual_seed(config.seed)  # its state is saved for a resumed run
+        self.per_epoch = task.items_per_epoch(config)  # steps in an epoch
+        self._global = task.batches(config, self.generator)  # draws nothing until the first batch is asked for
+        self._tokens = task.tokens
+        self._shard = slice(rank * config.batch_size // world, (rank + 1) * config.batch_size // world)
+        self._device = device
+
+    def epoch(self, step):
+        return step / self.per_epoch
+
+    def __next__(self):
+        """-> x, y: this rank's share of the next global batch, on the device; whether a carried state must
+        be reset first; the global batch's tokens."""
+        x, y, restart = next(self._global)
+        return self._to_device(x[self._shard]), self._to_device(y[self._shard]), restart, self._tokens(x)
+
+    def _to_device(self, batch):
+        """On CUDA through pinned memory, so that the copy overlaps the GPU's work (non_blocking)."""
+        if self._device.type == "cuda":
+            return batch.pin_memory().to(self._device, non_blocking=True)
+        return batch.to(self._device)
+
+
+class Updates:
+    """A run's weight updates: AdamW on the model's parameters, and the guards of a step. A non-finite loss
+    (on any rank) or gradient stops the run before the step; weights a step makes non-finite are put back as
+    they were before it (a copy is kept before every step)."""
+
+    def __init__(self, model, config, amp):
+        self.names, self.params = zip(*model.named_parameters())
+        self.last_good = [p.detach().clone() for p in self.params]  # the weights before the step being taken
+        self.optimizer = torch.optim.AdamW(self.params, lr=config.lr, weight_decay=config.weight_decay)
+        # float16's gradient scaler skips the steps whose gradients overflow
+        self.scaler = torch.amp.GradScaler("cuda") if amp == torch.float16 else None
+        self.grad_clip = config.grad_clip
+
+    def step(self, loss, lr, taken):
+        """Step `taken` + 1, at learning rate `lr`, on this rank's `loss` -> (the ranks' mean loss, the
+        gradients' norm before clipping, "" or why the step was refused or undone)."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        global_loss = distributed.mean(loss.detach())  # every rank sees every rank's non-finite loss
+        if not torch.isfinite(global_loss):
+            return math.nan, math.nan, f"non-finite loss ({global_loss.item()}) at step {taken + 1}"
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is None:
+            loss.backward()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip).item()
+        if not math.isfinite(grad_norm) and self.scaler is None:  # with a scaler, an overflow only skips the step
+            return math.nan, grad_norm, f"non-finite gradient at step {taken + 1}"
+        if self.scaler is None:
+            self.optimizer.step()
+        else:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        return global_loss.item(), grad_norm, self._keep_finite_weights(taken)
+
+    @torch.no_grad()
+    def _keep_finite_weights(self, taken):
+        """ "" and a copy of the weights, or why they are put back as they were before the step."""
+        if not torch.isfinite(torch.stack([p.abs().amax() for p in self.params])).all():
+            for p, good in zip(self.params, self.last_good):
+                p.copy_(good)
+            return f"non-finite weights after step {taken + 1} (diverged)"
+        for p, good in zip(self.params, self.last_good):
+            good.copy_(p)
+        return ""
+
+
+def _restore(resume, config, updates, batches, rank):
+    """Put back a resumed run's optimizer moments and random generators -> its history, step, loss, elapsed."""
+    if config.stateful:
+        raise LabError("resume: a stateful run cannot be resumed (its carried state is not saved)")
+    _load_named_optimizer_state(updates.optimizer, updates.names, resume.optimizer, resume.hyperparameters)
+    if rank < len(resume.rng["torch"]):  # a rank the saved run did not have keeps its fresh seed
+        torch.set_rng_state(resume.rng["torch"][rank])
+    batches.generator.set_state(resume.rng["data"])
+    return list(resume.history), resume.step, resume.train_loss, resume.elapsed
+
+
+def _ending(config, step, elapsed, batches, should_stop):
+    """-> (progress in its budgets, why the run ends now or ""), as rank 0 sees them: all ranks stop together."""
+    progress = _progress(config, step, elapsed, batches.epoch(step))
+    if progress >= 1.0:
+        ending = "finished" if not config.max_seconds or elapsed < config.max_seconds else "time budget"
+    else:
+        ending = "stopped" if should_stop() else ""
+    progress, ending = distributed.from_rank0([progress, _ENDINGS.index(ending)])
+    return progress, _ENDINGS[int(ending)]
+
+
+def _step_event(config, batches, step, elapsed, train_loss, lr, grad_norm, tokens):
+    progress = _progress(config, step, elapsed, batches.epoch(step))
+    return {
+        "type": "step",
+        "step": step,
+        "epoch": batches.epoch(step),
+        "train_loss": train_loss,
+        "lr": lr,
+        "grad_norm": grad_norm,
+        "tokens_per_s": tokens * step / elapsed,
+        "elapsed": elapsed,
+        "progress": min(progress, 1.0),
+        "eta": elapsed / progress * (1 - progress) if progress > 0 else math.nan,
+    }
+
+
+def _eval_due(config, step, elapsed, history):
+    """Every eval_interval steps, and eval_seconds after the last validation point when that comes first."""
+    since_last = elapsed - (history[-1]["elapsed"] if history else 0.0)
+    return step % config.eval_interval == 0 or (config.eval_seconds is not None and since_last >= config.eval_seconds)

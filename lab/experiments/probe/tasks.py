@@ -177,9 +177,10 @@ class ProbeTask:
         x, answers = TOY_TASKS[self.task].make(batch_size, self.distance, generator)
         return x, targets(x, answers), answers
 
-    def train_batch(self, config, generator):
-        x, y, _ = self.batch(config.batch_size, generator)
-        return x, y, True
+    def batches(self, config, generator):
+        while True:
+            x, y, _ = self.batch(config.batch_size, generator)
+            yield x, y, True
 
     def tokens(self, x):
         return x.numel()
