@@ -23,9 +23,9 @@ def time_constant_table(biases=None, seq_len=1024):
         biases = [
             (0.0, "ablated arm: b_z frozen at 0"),
             (1.0, "baseline (lab): b_iz = +1"),
-            (2.0, "seed 003's code: +1 in both b_iz and b_hz"),
+            (2.0, "+1 in both b_iz and b_hz: an effective b_z of +2"),
             (chrono_mean(seq_len), f"chrono mean, E[log U[1, {seq_len - 1}]]"),
-            (6.2, "seed 003's quoted chrono average"),
+            (6.2, "a chrono average often quoted for 1024 steps"),
         ]
     rows = []
     for bias, label in biases:
