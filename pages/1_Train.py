@@ -23,7 +23,7 @@ from ui import train_runs as runs
 from ui import train_settings as ts
 from ui.cell_labels import backend_label
 from ui.class_board import show_on_board_switch
-from ui.common import page_link, parameter_count, plain_convention, preset_label, setup_page, show_anchors
+from ui.common import page_link, parameter_count, preset_label, setup_page, show_anchors
 from ui.model_names import TOKENIZER_LABELS, run_title
 from ui.plain_text import plain, user_errors
 from ui.sessions import forget_jobs
@@ -168,7 +168,7 @@ with notices:
             need_mb = training_memory_bytes(candidate, values["batch"], steps) / 2**20
             st.caption(
                 f"**{parameter_count(config_to_dict(candidate)):,} parameters** · about {need_mb:,.0f} MB "
-                f"to train at B={values['batch']}, T={steps} · `{plain_convention(convention)}`"
+                f"to train at B={values['batch']}, T={steps} · `{convention}`"
             )
             # refused here, before anything is built, with the limit and what to change (CostError)
             check_training_memory(candidate, values["batch"], steps)

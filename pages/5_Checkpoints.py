@@ -32,7 +32,7 @@ from ui.checkpoint_picker import (
     listed_name,
     reads_text,
 )
-from ui.common import page_link, parameter_count, plain_convention, setup_page, show_anchors
+from ui.common import page_link, parameter_count, setup_page, show_anchors
 from ui.links import Field, mirror_to_url, restore_from_url
 from ui.model_names import TOKENIZER_LABELS, describe_info, info_title
 from ui.plain_text import plain, preformatted, said, user_errors, without_paths
@@ -188,7 +188,7 @@ else:
             conventions = model_summary(checkpoint.model).conventions
             lines = [
                 f"**{'Convention' if len(conventions) == 1 else 'Conventions'}:** "
-                + "; ".join(plain(plain_convention(c)) for c in conventions),
+                + "; ".join(plain(c) for c in conventions),
                 f"**Saved:** {plain(meta.get('timestamp', '?'))} · lab {plain(meta.get('lab_version', '?'))} · "
                 f"version {plain(meta.get('version', '?'))}",
             ]
@@ -259,7 +259,7 @@ else:
                 )
                 st.plotly_chart(fig, key="ckpt_history", width="stretch")
         with st.expander("Model summary (every weight tensor, its shape and parameter count)", expanded=True):
-            preformatted(plain_convention(model_summary(checkpoint.model, info_title(info)).format()), wrap=False)
+            preformatted(model_summary(checkpoint.model, info_title(info)).format(), wrap=False)
 
 # ---------------------------------------------------------------------------
 # upload

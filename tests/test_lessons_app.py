@@ -325,15 +325,14 @@ def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
 
 
 def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
-    from lab.experiments.ablation import SHIPPED_DIR, compare_with_baseline, load_results
-    from ui.common import study_conclusion
+    from lab.experiments.ablation import SHIPPED_DIR, compare_with_baseline, conclusion, load_results
 
     study = load_results(SHIPPED_DIR)
     at = lesson("gate-biases")
     ok(at)
     accuracy = metrics(at)
     assert set(accuracy) == {f"{arm}: final test accuracy" for arm in study["summary"]}
-    assert f"**What the study says:** {study_conclusion(study)}" in notice(at)  # the numbers' own verdict
+    assert f"**What the study says:** {conclusion(study)}" in notice(at)  # the numbers' own verdict, as lab writes it
     assert "the luck of the seeds" not in notice(at)  # the random seeds, in the student's words
     learned = max(s["val_accuracy_mean"] for s in study["summary"].values()) >= 0.5
     assert ("What it means" if learned else "What it cannot show") in notice(at)

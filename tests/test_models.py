@@ -237,7 +237,7 @@ def test_summary_names_convention_size_and_every_parameter():
     summary = model_summary(model, "Scribe-alpha")
     assert summary.total == 1_075_688
     assert round(summary.size_mb, 2) == 4.10  # seed 000's table
-    assert any("seed convention" in c for c in summary.conventions)
+    assert any("Scribe-α's convention" in c for c in summary.conventions)
     assert {row[0] for row in summary.rows} == {n for n, _ in model.named_parameters()}
     text = summary.format()
     assert "1,075,688" in text and "z overwrites" in text

@@ -42,7 +42,7 @@ SOURCE_FILE = re.compile(r"\blab/[\w/.]*|\b\w+\.py\b")
 LIBRARY_PATH = re.compile(r"\blab/[\w/.]*")
 # a Python name of the library's or the pages' own ("lab.nets.cells.sigmoid_time_constant"): code, not words
 MODULE_NAME = re.compile(r"\b(?:lab|ui)\.[a-z_]\w*(?:\.\w+)*")
-# lab's own name for the z-overwrites GRU's convention (after its document): pages say it in plain words
+# lab's old name for the z-overwrites GRU's convention (after its document): lab now writes it plainly
 LAB_WORDS = re.compile(r"\bseed convention", re.IGNORECASE)
 # lab's own names for numbers, each shown to students under a plain label instead
 CODE_NAMES = {

@@ -7,10 +7,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from lab.experiments.ablation import ARM_WORDS, answer, epoch_rows, step_rows
+from lab.experiments.ablation import ARM_WORDS, answer, conclusion, epoch_rows, step_rows
 from lab.words import count
 from ui.cell_labels import backend_label
-from ui.common import ARM_COLORS, study_conclusion
+from ui.common import ARM_COLORS
 from ui.plain_text import plain
 from ui.train_chart import WHITE
 
@@ -142,7 +142,7 @@ def show_details(results, key):
     """A study's statistics and training: its conclusion as the statistics put it (Welch's t-test), what
     was trained, the accuracy table and the loss curves."""
     d, cfg = results["dataset"], results["config"]
-    st.markdown(f"**What this study says:** {plain(study_conclusion(results))}")
+    st.markdown(f"**What this study says:** {plain(conclusion(results))}")
     seeds = cfg["seeds"]
     st.markdown(
         f"**{d['title']}**: {count(d['n_train'], 'training sequence')} / {count(d['n_test'], 'test sequence')} of "

@@ -2,14 +2,12 @@
 
 Pages stay thin: widgets -> config -> `lab` call -> chart. This module holds what every page's frame
 needs: the page setup with its sidebar (every page, the glossary), the published anchors shown beside
-results, the plain words a page uses for lab's names (presets, the GRU's convention, the study's
-conclusion), and a table with lab's column names said in plain words. The other shared parts live in
-modules of their own: ui.sessions (each browser's space and jobs), ui.checkpoint_picker (the model
-pages' picker), ui.plain_text (text from a file, a link or a user, shown inert), ui.links (settings
-in the URL).
+results, the plain words a page uses for lab's presets, and a table with lab's column names said in
+plain words. lab's own sentences (a cell's convention, the study's conclusion) are shown as lab writes
+them, plain at their source. The other shared parts live in modules of their own: ui.sessions (each
+browser's space and jobs), ui.checkpoint_picker (the model pages' picker), ui.plain_text (text from a
+file, a link or a user, shown inert), ui.links (settings in the URL).
 """
-
-import re
 
 import streamlit as st
 
@@ -58,22 +56,6 @@ def preset_words(name):
 def preset_label(name):
     """A preset's key ("astra-alpha") -> its name and what it is, for a list of choices."""
     return f"{PRESET_TITLES[name]}: {preset_words(name)}"
-
-
-def plain_convention(text):
-    """A lab cell's convention line (or a model summary holding it) as a student reads it: lab names the
-    z-overwrites GRU after the document it came from, the page after the model that uses it; a fused
-    layer's tag names PyTorch's module, the page says what it is."""
-    return text.replace("GRU, seed convention", "GRU, Scribe-α's convention").replace(
-        " [fused torch.nn]", " (computed by PyTorch's built-in layer)"
-    )
-
-
-def study_conclusion(results):
-    """lab.experiments.ablation.conclusion as a student reads it: "the seeds" are the random seeds."""
-    from lab.experiments.ablation import conclusion
-
-    return re.sub(r"\bthe (?=seeds\b)", "the random ", conclusion(results))
 
 
 PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the rest Streamlit's pages/ router serves

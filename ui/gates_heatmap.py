@@ -13,7 +13,7 @@ from lab.nets.cells import CELLS
 from lab.words import count
 from ui.cached_calls import cached_unit_order
 from ui.cell_labels import CELL_NOTES, cell_label, equations_latex
-from ui.common import plain_convention, show_table
+from ui.common import show_table
 from ui.gate_charts import gate_heatmap, saturation_histogram
 from ui.gates_settings import DEFAULTS, MAX_HEATMAP_UNITS, UNIT_COLUMNS, choose_layer, mirror, show_unit_button
 from ui.plain_text import plain, user_errors
@@ -74,7 +74,7 @@ def layer_details(trace, key, text):
     with left:
         st.markdown(f"**{cell_label(cell)}**, as the lab implements it")
         st.markdown(CELL_NOTES[cell])
-        st.caption(f"convention: `{plain_convention(trace.conventions[layer])}`")
+        st.caption(f"convention: `{trace.conventions[layer]}`")
     with right:
         st.latex(equations_latex(cell))
     if code:

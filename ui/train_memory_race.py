@@ -66,7 +66,7 @@ def what_it_does(seconds):
     spec = TOY_TASKS[TASK]
     line = (
         f"**Memory race**: the same four, about 5,000 parameters each, on a task where memory decides: "
-        f"{spec.title.lower()} of {DISTANCE + 1} (“{spec.example(DISTANCE, longest=12)}”)."
+        f"{spec.in_a_sentence} of {DISTANCE + 1} (“{spec.example(DISTANCE, longest=12)}”)."
     )
     return line, outlook
 

@@ -62,7 +62,7 @@ def toy_race_jobs(task, distance, seconds=None, steps=None, seed=0, **job_option
     jobs = {}
     for cell in TOY_CELLS:
         model, probe_task, train_config = probe_run(config, task, cell, distance)
-        name = f"{CELL_NAMES[cell]} · {TOY_TASKS[task].title.lower()}"  # in words: a queue's message names it
+        name = f"{CELL_NAMES[cell]} · {TOY_TASKS[task].in_a_sentence}"  # in words: a queue's message names it
         jobs[cell] = TrainingJob(name, model, probe_task, train_config, **job_options)
     return jobs
 

@@ -38,7 +38,7 @@ class FusedLayer(nn.Module):
         self.rnn = FUSED_MODULES[cell](input_size, hidden_size, batch_first=True)
         twin = CELLS[cell](input_size, hidden_size, keep_bias, chrono_tmax)
         self.load_reference(twin)
-        self.gate_names, self.convention = twin.gate_names, twin.convention + " [fused torch.nn]"
+        self.gate_names, self.convention = twin.gate_names, twin.convention + " (computed by PyTorch's built-in layer)"
 
     def load_reference(self, layer):
         """Copy a reference (or fast) layer's weights in (one lab bias -> b_ih, b_hh = 0)."""

@@ -72,7 +72,7 @@ class RecurrentLayer(nn.Module):
     n_gates = 1  # G: gate blocks stacked in weight_ih / weight_hh
     two_biases = False
     gate_names = ()  # keys this layer writes into `trace`, the hidden output h last
-    convention = ""  # one line naming the equations, shown in every summary
+    convention = ""  # one line naming the equations, shown in every summary and on the pages: plain words
     # the equations as the pages show them (LaTeX), one per line of `forward`'s loop; tests/test_cells.py
     # runs them against `forward`, so what a student reads is what the cell computes
     equations = ()
@@ -147,7 +147,7 @@ class SeedGRULayer(RecurrentLayer):
     cell = "gru_seed"
     n_gates = 3
     gate_names = ("r", "z", "n", "h")
-    convention = "GRU, seed convention: h_t = (1-z)*h_{t-1} + z*n_t, reset before U_h (z overwrites)"
+    convention = "GRU, Scribe-α's convention: h_t = (1-z)*h_{t-1} + z*n_t, reset before U_h (z overwrites)"
     equations = (
         r"r_t = \sigma(W_r x_t + U_r h_{t-1} + b_r)",
         r"z_t = \sigma(W_z x_t + U_z h_{t-1} + b_z)",

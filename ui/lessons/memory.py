@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.data import DataError
-from lab.experiments.ablation import compare_with_baseline, epoch_rows, load_results
+from lab.experiments.ablation import compare_with_baseline, conclusion, epoch_rows, load_results
 from lab.instruments.memory import constant_gate_retention, gradient_decay_fit, keep_gate_biases, memory_spread
 from lab.lessons.memory import (
     ablated_check,
@@ -21,7 +21,7 @@ from lab.lessons.words import power, share_kept, steps, steps_figure
 from lab.words import count
 from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
 from ui.cell_labels import checkpoint_cell, with_cell_labels
-from ui.common import ARM_COLORS, study_conclusion
+from ui.common import ARM_COLORS
 from ui.lessons.common import (
     PASSAGE,
     SUBWORD_MODEL,
@@ -272,7 +272,7 @@ def gate_biases_over_1024_steps():
     columns = st.columns(len(means))
     for column, arm in zip(columns, means.index):
         column.metric(f"{arm}: final {label}", fmt.format(means[arm]), help=f"± {fmt.format(stds[arm])} across seeds")
-    notice(f"**What the study says:** {study_conclusion(study)}\n\n{study_reading(summary, d, config['epochs'])}")
+    notice(f"**What the study says:** {conclusion(study)}\n\n{study_reading(summary, d, config['epochs'])}")
     check_yourself(*ablated_check({c["arm"]: c for c in compare_with_baseline(study)}.get("ablated")))
     open_full_page(
         "Ablation", "Open the Ablation page, with three random seeds per arm for its live run", section="live", seeds=3

@@ -92,7 +92,7 @@ def live_view(results, task, distance):
     )
     if ran != (task, distance):
         st.info(
-            f"The live run below trained {TOY_TASKS[ran[0]].title.lower()} at k = {ran[1]}: press Train to "
+            f"The live run below trained {TOY_TASKS[ran[0]].in_a_sentence} at k = {ran[1]}: press Train to "
             "run this task and distance."
         )
     st.table(

@@ -23,9 +23,9 @@ def time_constant_table(biases=None, seq_len=1024):
         biases = [
             (0.0, "ablated arm: b_z frozen at 0"),
             (1.0, "baseline (lab): b_iz = +1"),
-            (2.0, "seed 003's code: +1 in both b_iz and b_hz"),
+            (2.0, "+1 in both b_iz and b_hz: an effective b_z of +2"),
             (chrono_mean(seq_len), f"chrono mean, E[log U[1, {seq_len - 1}]]"),
-            (6.2, "seed 003's quoted chrono average"),
+            (6.2, "a chrono average often quoted for 1024 steps"),
         ]
     rows = []
     for bias, label in biases:
@@ -110,10 +110,12 @@ def conclusion(results):
                 unresolved[f"{c['arm']} ({gap})"] = least
             elif c["p"] < SIGNIFICANT:
                 found.append(
-                    f"{c['arm']} differs from the baseline by more than the luck of the seeds explains ({gap})"
+                    f"{c['arm']} differs from the baseline by more than the luck of the random seeds explains ({gap})"
                 )
             else:
-                found.append(f"{c['arm']} does not differ from the baseline beyond the luck of the seeds ({gap})")
+                found.append(
+                    f"{c['arm']} does not differ from the baseline beyond the luck of the random seeds ({gap})"
+                )
         if unresolved:
             found.insert(
                 0,
@@ -131,12 +133,12 @@ def conclusion(results):
     if best_std is None or worst_std is None:  # one seed: no spread to measure the gap against
         return (
             f"{so_far}{winner} ended {100 * (best - worst):.1f} points above {loser} ({listed}) with a single "
-            "seed, too few to tell a real difference from the luck of one initialisation."
+            "random seed, too few to tell a real difference from the luck of one initialisation."
         )
     if best - worst <= best_std + worst_std:
         return (
             f"{so_far}the arms learned the task and ended within their seed-to-seed spread ({listed}): "
-            "in this study the gate biases made no difference that its seeds can show."
+            "in this study the gate biases made no difference that its random seeds can show."
         )
     return (
         f"{so_far}{winner} beat {loser} by {100 * (best - worst):.1f} points, more than their seed-to-seed "

@@ -87,6 +87,11 @@ class ToyTask:
     min_distance: int = 1
 
     @property
+    def in_a_sentence(self):
+        """The title as it reads inside a sentence ("... trained recall the first symbol at k = 20")."""
+        return self.title[0].lower() + self.title[1:]
+
+    @property
     def vocab_size(self):
         """One table for the tokens read and the answers given (the model is a language model)."""
         return max(len(self.tokens), len(self.answers))
