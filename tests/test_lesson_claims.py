@@ -84,7 +84,9 @@ def test_the_bias_from_which_a_step_multiplies_tau_by_about_e_is_where_the_ratio
     assert "b ≈ 2.5" in memory.keep_bias(1).sentence()
 
 
-def spread_of(median_half_life, share_10, share_100, units=100, lags=128):
+def spread_of(median_half_life, share_10, share_100, units=100, lags=128, limit=None):
+    """memory_spread's table of one layer; a span longer than the lags measured is NaN, as memory_spread
+    leaves it. limit: the longest lag asked for (lags: the measurement stopped there)."""
     return pd.DataFrame(
         [
             {
@@ -93,10 +95,11 @@ def spread_of(median_half_life, share_10, share_100, units=100, lags=128):
                 "cell": "lstm",
                 "units": units,
                 "lags": lags,
+                "lag_limit": lags if limit is None else limit,
                 "median_half_life": median_half_life,
                 "longest_half_life": math.inf,
-                "longer_than_10": share_10,
-                "longer_than_100": share_100,
+                "longer_than_10": share_10 if lags >= 10 else math.nan,
+                "longer_than_100": share_100 if lags >= 100 else math.nan,
             }
         ]
     )
@@ -117,8 +120,106 @@ def test_a_half_life_says_its_tokens_as_rounded_one_token_included():
     assert memory.half_life_words(0.6, 128) == "1 token"  # rounds to 1: not "1 tokens"
     assert memory.half_life_words(2.5, 128) == "2 tokens" and memory.half_life_words(1437.2, 2048) == "1,437 tokens"
     assert memory.half_life_words(math.inf, 1) == "more than 1 token"
-    said = memory.memory_spread_sentence(spread_of(0.6, 1.0, 1.0, units=1, lags=1))
+    said = memory.memory_spread_sentence(spread_of(0.6, 1.0, 1.0, units=1))
     assert "within 1 token." in said and "1 of its 1 unit (100.0%)" in said
+
+
+@st.composite
+def spread_rows(draw):
+    """memory_spread's table of one to three layers, each followed for as many lags as asked for (the
+    longest lag stopped it) or fewer (the text was too short): shares of units at each span it reached."""
+    rows = []
+    for n in range(draw(st.integers(1, 3))):
+        lags = draw(st.integers(1, 256))
+        limit = draw(st.one_of(st.just(lags), st.integers(lags, 256)))
+        units = draw(st.integers(1, 700))
+        kept_10 = draw(st.integers(0, units))
+        kept_100 = draw(st.integers(0, kept_10))
+        median = draw(st.one_of(st.integers(1, lags).map(float), st.just(math.inf)))
+        rows.append(
+            {
+                "name": f"model {n}",
+                "layer": n,
+                "cell": "lstm",
+                "units": units,
+                "lags": lags,
+                "lag_limit": limit,
+                "median_half_life": median,
+                "longest_half_life": draw(st.one_of(st.just(math.inf), st.integers(1, lags).map(float))),
+                "longer_than_10": kept_10 / units if lags >= 10 else math.nan,
+                "longer_than_100": kept_100 / units if lags >= 100 else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def why_not_followed(row):
+    """The reason the page must give for a layer followed for fewer tokens than a span: its own numbers."""
+    if row["lags"] >= row["lag_limit"]:
+        return f"the longest lag is set to {count(row['lag_limit'], 'token')}"
+    return f"the text is too short to follow a unit for more than {count(row['lags'], 'token')}"
+
+
+@SETTINGS
+@given(spread_rows())
+def test_the_memory_spread_never_reads_a_span_it_did_not_follow_as_none_and_says_what_stopped_it(spread):
+    """Issue 43's Memory page at "Longest lag" 8: no unit was followed for 10 tokens, and the page said none
+    keeps half that long; at 16 to 96 it blamed the text where the lag limit had stopped it."""
+    said = memory.memory_spread_sentence(spread)
+    rows = [row for _, row in spread.iterrows()]
+    followed = [row for row in rows if row["lags"] >= 10]
+    short = [row for row in rows if row["lags"] < 10]
+    for row in short:  # each layer not followed for 10 tokens is named with what stopped it
+        assert why_not_followed(row) in said, (row.to_dict(), said)
+        if followed:
+            assert f"model {row['layer']}, layer {row['layer']}" in said.split("not followed for 10 tokens")[0]
+    assert ("is not measured here" in said) == (not followed)
+    assert ("no unit" in said) == bool(followed and max(row["longer_than_10"] for row in followed) == 0)
+    reasons = re.findall(
+        r"the longest lag is set to ([\d,]+) token|too short to follow a unit for more than ([\d,]+)", said
+    )
+    for limit, lags in reasons:  # every reason given is one of a layer stopped before a span
+        if limit:
+            assert any(row["lags"] == row["lag_limit"] == int(limit.replace(",", "")) < 100 for row in rows), said
+        if lags:
+            assert any(row["lags"] == int(lags.replace(",", "")) < min(row["lag_limit"], 100) for row in rows), said
+    if followed and "no unit" not in said:
+
+        def kept(row):  # the most units keeping half for 10 tokens, then for 100 (not followed: last)
+            return row["longer_than_10"], row["longer_than_100"] if row["lags"] >= 100 else -1, row["longest_half_life"]
+
+        best = max(followed, key=kept)
+        tied = [row for row in followed if kept(row) == kept(best)]
+        share = best["longer_than_10"]
+        assert f"({share:.1%}) still keep more than half of what they held after 10 tokens" in said
+        assert ("a few units" in said) == (share <= memory.FEW)
+        after_100 = said.split("they held after 10 tokens")[1].split(".")[0]
+        if best["lags"] < 100:  # the best layer was not followed for 100 tokens: why, never "none"
+            assert any(f"not followed for 100 tokens ({why_not_followed(row)})" in after_100 for row in tied)
+        else:
+            assert ("none after 100" in after_100) == (best["longer_than_100"] == 0)
+    typical = max(row["median_half_life"] for row in rows)
+    assert ("forgets fast" in said) == (typical <= memory.FAST)
+    if math.isinf(typical):  # "keeps more than half after n tokens": n no more than any such layer was followed
+        n = int(re.search(r"still keeps more than half after ([\d,]+) tokens?", said)[1].replace(",", ""))
+        assert all(row["lags"] >= n for row in rows if math.isinf(row["median_half_life"]))
+
+
+def test_at_the_shortest_lag_and_on_a_short_text_the_memory_spread_says_what_stopped_it():
+    """Measured tables: a layer of three units followed for 128 lags, cut to 8 by the longest lag (no span
+    reached) and to 64 (10 reached, 100 not); and a text of 50 tokens read with the longest lag at 128."""
+    ks = np.arange(1, 129)
+    per_unit = np.stack([0.5**ks, 0.999**ks, 0.3**ks], 1)  # half-lives 1, 693 and 1
+    r = Retention(ks, per_unit, np.median(per_unit, 1), "lstm", "f", 256)
+    at_8 = memory.memory_spread_sentence(memory_spread([("m", 0, r.up_to(8))]))
+    assert "no unit" not in at_8 and "is not measured here: the longest lag is set to 8 tokens" in at_8
+    assert "the longest-memory unit of m, layer 0 keeps half for more than 8 tokens" in at_8
+    at_64 = memory.memory_spread_sentence(memory_spread([("m", 0, r.up_to(64))]))
+    assert "1 of its 3 units (33.3%)" in at_64 and "not followed for 100 tokens (the longest lag is set to 64" in at_64
+    assert "too short" not in at_64
+    text = Retention(ks[:50], per_unit[:50], np.median(per_unit[:50], 1), "lstm", "f", 256).up_to(128)
+    short = memory.memory_spread_sentence(memory_spread([("m", 0, text)]))
+    assert "not followed for 100 tokens (the text is too short to follow a unit for more than 50 tokens)" in short
 
 
 @SETTINGS
@@ -126,7 +227,7 @@ def test_a_half_life_says_its_tokens_as_rounded_one_token_included():
 def test_the_band_sentence_reads_the_median_and_the_top_unit_where_the_chart_ends(low, high, lags):
     ks = np.arange(1, lags + 1)
     per_unit = np.stack([low**ks, high**ks, low**ks], 1)  # (K, 3): the middle unit keeps most
-    r = Retention(ks, per_unit, np.median(per_unit, 1), "lstm", "f")
+    r = Retention(ks, per_unit, np.median(per_unit, 1), "lstm", "f", len(ks))
     said = memory.band_sentence(r)
     assert f"after {lags} steps the median unit keeps {power(low**lags)}" in said
     assert f"the unit that keeps most {power(high**lags)}" in said
@@ -475,6 +576,6 @@ def test_the_learning_notice_reads_the_samples_and_the_last_check_shown():
 def test_memory_spread_sentence_reads_a_measured_table():
     ks = np.arange(1, 129)
     per_unit = np.stack([0.5**ks, 0.999**ks, 0.3**ks], 1)
-    r = Retention(ks, per_unit, np.median(per_unit, 1), "lstm", "f")
+    r = Retention(ks, per_unit, np.median(per_unit, 1), "lstm", "f", len(ks))
     said = memory.memory_spread_sentence(memory_spread([("m", 0, r)]))
     assert "forgets fast" in said and "1 of its 3 units (33.3%)" in said and "many units" in said
