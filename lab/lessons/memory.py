@@ -249,21 +249,30 @@ def forgetting_sentences(fits, cells, read):
             f"the most, g = {high:.3f}: {decay_words(high, distance)}."
         )
     rnn = [label for label in fits if cells[label] == "rnn"]
-    if rnn and rnn[0] in fastest and low != high:
+    gated_path = (
+        "A gated cell has a path where the factor is its keep gate: training can push it towards 1, but nothing "
+        "forces the gates to keep on this text, and a gate that overwrites passes as little gradient back as tanh does."
+    )
+    if not rnn:
+        why = ""
+    elif low == high:
         why = (
-            f"Here the vanilla RNN forgets fastest. It squashes its whole state through tanh and one matrix every "
-            f"step, and on this text that factor averages g = {shown[rnn[0]]:.3f} per step. A gated cell has a path "
-            "where the factor is its keep gate, which training can push towards 1, so the gradient can reach far "
-            "back along it."
+            f"Here the vanilla RNN forgets no faster than the others: all lose at the same rate on these "
+            f"{count(read, 'step')}. {gated_path}"
+        )
+    elif rnn[0] in fastest:
+        level = [label for label in fastest if label != rnn[0]]
+        why = (
+            "Here the vanilla RNN forgets fastest"
+            + (f", level with {listing(level)} to three decimals" if level else "")
+            + f". It squashes its whole state through tanh and one matrix every step, and on this text that factor "
+            f"averages g = {shown[rnn[0]]:.3f} per step. A gated cell has a path where the factor is its keep gate, "
+            "which training can push towards 1, so the gradient can reach far back along it."
         )
     else:
         why = (
             f"Here the vanilla RNN is not the one that forgets fastest: {listing(fastest)} "
-            f"{'is' if len(fastest) == 1 else 'are'}, on these {count(read, 'step')}. A gated cell has a path where "
-            "the factor is its keep gate: training can push it towards 1, but nothing forces the gates to keep on "
-            "this text, and a gate that overwrites passes as little gradient back as tanh does."
-            if rnn
-            else ""
+            f"{'is' if len(fastest) == 1 else 'are'}, on these {count(read, 'step')}. {gated_path}"
         )
     flip = (
         "Flip the toggle to see the same models at initialisation: what differs there comes from the cells "
