@@ -1,8 +1,8 @@
 """What the app says happened, happened: every success message about a student's file is checked where
 it says the result is (saved -> listed on the Sample and Gates pages, or on the Checkpoints page alone for
 a model that reads no text; deleted -> gone from them; uploaded -> sampled on Sample; "Deleted N unreadable
-files" -> N files were unreadable, and they are gone), and a student's file is never hidden by a bundled one of the same name
-(issue 43, item 6). Also the upload's plain words: its cells' equations as a formula, a damaged file's
+files" -> N files were unreadable, and they are gone), and a student's file is never hidden by a bundled one
+of the same name (issue 43, item 6). Also the upload's plain words: its cells' equations as a formula, a damaged file's
 error in plain words, and no page showing a shell command when it has no model to offer."""
 
 import re
