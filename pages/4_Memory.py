@@ -213,7 +213,7 @@ def unit_memory(text):
         for column in ("median_half_life", "longest_half_life"):
             shown[column] = [half_life_words(h, lags) for h, lags in zip(shown[column], shown["lags"])]
         shares = {c: "{:.1%}" for c in SPREAD_COLUMNS if c.startswith("longer_than_")}
-        show_table(shown.drop(columns=["lags"]), SPREAD_COLUMNS, shares)
+        show_table(shown.drop(columns=["lags", "lag_limit"]), SPREAD_COLUMNS, shares)
     longest_memories(measured, text)
     mirror()
 

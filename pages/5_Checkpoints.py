@@ -94,7 +94,9 @@ def where_listed(info, listed):
     if reads_text(info):
         return f"the Sample and Gates pages {listed} it as “{plain(info_title(info))}”"
     shows = "shows" if listed == "list" else "no longer shows"
-    return f"this page's list {shows} it (the Sample and Gates pages read text models only)"
+    return (
+        f"this page's list {shows} it as “{plain(info_title(info))}” (the Sample and Gates pages read text models only)"
+    )
 
 
 def delete(info):

@@ -71,6 +71,27 @@ def tiny_train_config(**overrides):
     return TrainConfig(**{**defaults, **overrides})
 
 
+# what lesson 5 says of the vanilla RNN, one phrase per case (the others must be absent)
+RNN_VERDICTS = (
+    "Here the vanilla RNN forgets no faster than the others",
+    "Here the vanilla RNN forgets fastest.",
+    "Here the vanilla RNN forgets fastest, level with",
+    "Here the vanilla RNN is not the one that forgets fastest",
+)
+
+
+def vanilla_rnn_verdict(g, rnn):
+    """The one phrase of RNN_VERDICTS lesson 5 must say, from the g values its metrics show ({label: g to three
+    decimals}) and the vanilla RNN's label: every cell level, the RNN fastest alone or level with another, or
+    another cell fastest. tests/test_lesson_claims.py and tests/test_lessons_walk.py both read it from here."""
+    low, high = min(g.values()), max(g.values())
+    if low == high:
+        return RNN_VERDICTS[0]
+    if g[rnn] == low:
+        return RNN_VERDICTS[2] if sum(v == low for v in g.values()) > 1 else RNN_VERDICTS[1]
+    return RNN_VERDICTS[3]
+
+
 def run(argv):
     """main(argv) in-process -> (exit code, stdout, stderr); argparse's exits give their code."""
     out, err = io.StringIO(), io.StringIO()

@@ -1,7 +1,8 @@
 """What the app says happened, happened: every success message about a student's file is checked where
-it says the result is (saved -> listed on the Sample and Gates pages, deleted -> gone from them,
-uploaded -> sampled on Sample), and a student's file is never hidden by a bundled one of the same name
-(issue 43, item 6). Also the upload's plain words: its cells' equations as a formula, a damaged file's
+it says the result is (saved -> listed on the Sample and Gates pages, or on the Checkpoints page alone for
+a model that reads no text; deleted -> gone from them; uploaded -> sampled on Sample; "Deleted N unreadable
+files" -> N files were unreadable, and they are gone), and a student's file is never hidden by a bundled one
+of the same name (issue 43, item 6). Also the upload's plain words: its cells' equations as a formula, a damaged file's
 error in plain words, and no page showing a shell command when it has no model to offer."""
 
 import re
@@ -14,8 +15,10 @@ import lab.training.checkpoints
 import ui.checkpoint_picker
 import ui.sessions
 from lab.data import CharTokenizer
-from lab.nets.models import LMConfig, build_model
+from lab.nets.models import ClassifierConfig, LMConfig, build_model
+from lab.server.spaces import space_dir
 from lab.training.checkpoints import BUNDLED_DIR, checkpoint_bytes, list_checkpoints
+from lab.words import count
 from ui.cell_labels import equations_latex
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,6 +147,51 @@ def test_deleting_a_model_takes_it_off_the_sample_and_gates_pages():
         assert shown not in options_on(at, page), page
         assert not at.warning  # the delete's own message said it: no second notice (issue 41, item 6)
     assert at.selectbox(key="gates_checkpoint").value != mine  # where it was shown, another model now
+
+
+def test_a_model_that_reads_no_text_is_saved_where_its_message_says_and_deleted_from_there():
+    """A sequence classifier (the Ablation page's kind of model) is listed on the Checkpoints page only: the
+    save's message says so, names it as the list does, and the text pages do not offer it."""
+    at = clean(AppTest.from_file(APP, default_timeout=120).switch_page(CHECKPOINTS).run())
+    pixels = checkpoint_bytes(build_model(ClassifierConfig(hidden_size=8)), None, {"history": []}, "pixels", 1)
+    message = upload_and_save(at, "pixels.safetensors", pixels)
+    found = re.fullmatch(
+        r"Saved: this page's list shows it as “([^”]+)” \(the Sample and Gates pages read text models only\)\.",
+        message,
+    )
+    assert found, message
+    table = at.dataframe[0].value.set_index("name")
+    assert (table.loc[found[1], "where"], table.loc[found[1], "family"]) == ("yours", "sequence classifier")
+    for page in PICKERS:  # "read text models only": not offered there
+        assert not [option for option in options_on(at, page) if "pixels" in option], page
+    clean(at.switch_page(MEMORY).run())
+    assert not [o for o in at.multiselect(key="memory_reach_checkpoints").options if "pixels" in o]
+    clean(at.switch_page(CHECKPOINTS).run())
+    clean(at.selectbox(key="ckpt_choice").set_value(f"{found[1]}_latest").run())
+    clean(at.checkbox(key="ckpt_confirm_delete").check().run())
+    clean(at.button(key="ckpt_delete").click().run())
+    gone = said(at.success)
+    assert f"this page's list no longer shows it as “{found[1]}”" in gone, gone
+    assert found[1] not in at.dataframe[0].value["name"].tolist()
+
+
+def test_deleted_unreadable_files_are_counted_as_they_were(user_dir):
+    """The page names the files it cannot read and deletes them on request: its message counts the files
+    that were unreadable (one, then three), and only those are gone; a readable file beside them stays."""
+    at = clean(AppTest.from_file(APP, default_timeout=120).switch_page(CHECKPOINTS).run())
+    folder = space_dir(user_dir, at.session_state["_rnnlab_session_key"])
+    (folder / "kept_latest.safetensors").write_bytes(tiny_lstm("kept"))
+    whole = tiny_lstm("cut")
+    damaged = [b"", b"not a checkpoint at all", whole[: len(whole) // 2]]  # empty, not safetensors, cut short
+    for n in (1, 3):
+        for i, data in enumerate(damaged[:n]):
+            (folder / f"bad{i}_latest.safetensors").write_bytes(data)
+        clean(at.run())
+        assert f"{count(n, 'file')} could not be read" in said(at.warning), said(at.warning)
+        clean(at.button(key="ckpt_delete_unreadable").click().run())
+        assert said(at.success) == f"Deleted {count(n, 'unreadable file')}.", said(at.success)
+        assert sorted(p.name for p in folder.iterdir() if p.suffix == ".safetensors") == ["kept_latest.safetensors"]
+        assert "yours: kept" in at.selectbox(key="ckpt_choice").options  # the readable file is still listed
 
 
 def test_a_link_from_before_yours_still_finds_the_students_file():

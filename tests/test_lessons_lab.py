@@ -120,9 +120,12 @@ def test_keep_gate_biases_leaves_out_cells_without_a_keep_bias(bundled_gru):
 
 def test_retention_half_life_is_the_first_lag_at_or_below_one_half():
     lags = np.arange(1, 6)
-    curve = Retention(lags=lags, per_unit=None, median=0.8**lags, cell="lstm", keep_gate="f")
+    curve = Retention(lags=lags, per_unit=None, median=0.8**lags, cell="lstm", keep_gate="f", limit=len(lags))
     assert curve.half_life == 4  # 0.8**3 = 0.512, 0.8**4 = 0.41
-    assert Retention(lags=lags, per_unit=None, median=0.99**lags, cell="lstm", keep_gate="f").half_life is None
+    assert (
+        Retention(lags=lags, per_unit=None, median=0.99**lags, cell="lstm", keep_gate="f", limit=len(lags)).half_life
+        is None
+    )
 
 
 def test_gradient_decay_per_step_recovers_a_geometric_decay():

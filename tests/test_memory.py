@@ -88,6 +88,9 @@ def test_each_units_half_life_and_the_spread_of_memories(tok):
     assert spread["longer_than_10"].tolist() == [r.share_longer_than(10)] * 2
     assert spread["longer_than_100"].iloc[0] == r.share_longer_than(100) and np.isnan(spread["longer_than_100"].iloc[1])
     assert spread["median_half_life"].iloc[0] == np.median(expected) and spread["lags"].tolist() == [120, 30]
+    assert spread["lag_limit"].tolist() == [120, 30]  # both as many lags as asked for: the text was long enough
+    cut = retention(model, tokenizer=tok, text=TEXT[:50], max_lag=120).up_to(64)
+    assert (cut.limit, len(cut.lags)) == (64, 49)  # fewer lags than asked for: the text was too short
 
 
 def test_retention_of_a_trace_is_a_decaying_average(tok):

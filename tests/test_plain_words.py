@@ -1,5 +1,6 @@
 """Students read plain words: no page, lesson, glossary entry, table header or chart cites a design
-document the app does not show ("the equations appendix", "the Leviathan notebook", "seed 002", ...).
+document the app does not show ("the equations appendix", "the Leviathan notebook", "seed 002", ...) or
+shows a shell command (`python -m`, `streamlit run`, `pip install`, `torchrun`, a "$ " prompt).
 
 Two checks: every page and every lesson is opened and everything it renders is read (Markdown,
 alerts, headings, widget labels, options and help, expander labels, table headers and cells, chart
@@ -42,6 +43,12 @@ SOURCE_FILE = re.compile(r"\blab/[\w/.]*|\b\w+\.py\b")
 LIBRARY_PATH = re.compile(r"\blab/[\w/.]*")
 # a Python name of the library's or the pages' own ("lab.nets.cells.sigmoid_time_constant"): code, not words
 MODULE_NAME = re.compile(r"\b(?:lab|ui)\.[a-z_]\w*(?:\.\w+)*")
+# a shell command: a student has no terminal on the server, and a page that tells them to run something
+# has nothing they can do (whoever runs the server reads the README); "$ " at a line's start is a prompt
+SHELL_COMMAND = re.compile(
+    r"\bpython3? -m\b|\bstreamlit run\b|\bpip3? install\b|\btorchrun\b"
+    r"|(?m:^\s*\$ (?:python|pip|streamlit|torchrun|uv|conda|git|cd|bash|sh|export)\b)"
+)
 # lab's old name for the z-overwrites GRU's convention (after its document): lab now writes it plainly
 LAB_WORDS = re.compile(r"\bseed convention", re.IGNORECASE)
 # lab's own names for numbers, each shown to students under a plain label instead
@@ -161,7 +168,7 @@ def cited(texts):
             continue
         found += [
             f"{m.group(0)!r} in {text[:160]!r}"
-            for pattern in (FORBIDDEN, LAB_WORDS, SOURCE_FILE, MODULE_NAME)
+            for pattern in (FORBIDDEN, LAB_WORDS, SOURCE_FILE, MODULE_NAME, SHELL_COMMAND)
             for m in pattern.finditer(text)
         ]
         found += [f"code name {text!r}" for name in CODE_NAMES if text == name]
@@ -238,14 +245,36 @@ def rendered_literals():
 
 
 def test_no_string_the_app_can_show_cites_a_document():
-    """Also the sentences only some settings show (a ScanMarkov model's note, one cell's equations)."""
+    """Also the sentences only some settings show (a ScanMarkov model's note, one cell's equations), and no
+    shell command on a branch no run of a page draws (the no-models warning once held one)."""
     found = [
         f"{path}:{line}: {m.group(0)!r} in {text[:120]!r}"
         for path, line, text in rendered_literals()
-        for pattern in (FORBIDDEN, LIBRARY_PATH, MODULE_NAME)
+        for pattern in (FORBIDDEN, LIBRARY_PATH, MODULE_NAME, SHELL_COMMAND)
         for m in pattern.finditer(text)
     ]
     assert found == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Run `python -m lab ablation` to make them",
+        "streamlit run app.py",
+        "pip install -r requirements-ray.txt",
+        "torchrun --nproc_per_node=4 -m lab train",
+        "To rebuild:\n$ python scripts/build_checkpoints.py",
+        "  $ cd lab",
+    ],
+)
+def test_a_shell_command_is_found_wherever_a_page_would_show_it(text):
+    """The guard itself: each form a command takes is caught, in rendered text and in a literal."""
+    assert SHELL_COMMAND.search(text) and cited([(text, False)])
+
+
+@pytest.mark.parametrize("text", ["$h_t$ and $ k$ tokens", "the costs $ 2 a run", "pip, the tool", "Python"])
+def test_latex_and_plain_words_are_not_taken_for_a_shell_command(text):
+    assert not SHELL_COMMAND.search(text)
 
 
 def test_the_glossary_explains_the_words_the_pages_lean_on():

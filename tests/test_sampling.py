@@ -195,6 +195,31 @@ def test_generation_record_and_training_mode(tok):
     assert all(0 <= h <= math.log(tok.vocab_size) + 1e-5 for h in out.entropies)
 
 
+@pytest.mark.parametrize(
+    "config",
+    [
+        SamplingConfig(strategy="temperature", temperature=0.05),
+        SamplingConfig(strategy="temperature", temperature=2.0),
+        SamplingConfig(strategy="top_k", top_k=1),
+        SamplingConfig(strategy="top_k", top_k=3, temperature=1.5),
+        SamplingConfig(strategy="top_p", top_p=0.05),
+        SamplingConfig(strategy="top_p", top_p=1.0),
+    ],
+)
+def test_the_entropy_recorded_is_the_models_own_whatever_the_rule(tok, config):
+    """Lesson 3's column "model's own entropy": the untempered model's, before the rule. On the same text a
+    rule's sample has greedy's entropy at every step, up to and including the step where it first picks
+    otherwise (its distribution was read on the same prefix), and it is never the rule's own distribution's."""
+    model = small_lm(tok.vocab_size)
+    greedy = generate(model, tok, PROMPT, SamplingConfig(strategy="greedy", max_new_tokens=30))
+    out = generate(model, tok, PROMPT, SamplingConfig(**{**vars(config), "max_new_tokens": 30}))
+    same = next((i for i, (a, b) in enumerate(zip(out.token_ids, greedy.token_ids)) if a != b), 29)
+    assert out.entropies[: same + 1] == pytest.approx(greedy.entropies[: same + 1], abs=1e-6)
+    assert out.probs[:same] == pytest.approx(greedy.probs[:same], abs=1e-6)
+    assert greedy.entropies[0] > 0.5  # an untrained model is unsure: a rule's own entropy would be near 0 at
+    # T = 0.05 or k = 1, and the same column would differ between rules
+
+
 def test_empty_prompt_starts_from_a_newline(tok):
     model = Recorder(small_lm(tok.vocab_size))
     out = generate(model, tok, "", SamplingConfig(max_new_tokens=10))

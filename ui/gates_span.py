@@ -59,6 +59,13 @@ def span_finder(trace):
             value=st.session_state.gates_span,
         )
     title.markdown(f"**The units that fire on “{plain(span_text(trace.token_texts, start, last))}”**")
+    if last - start + 1 == T:  # the slider reaches it; a unit stands out on a span only against the rest
+        st.info(
+            "This span is the whole text: a unit stands out on a span only against the rest of the text, so "
+            "leave some of the text outside it."
+        )
+        mirror()
+        return
     found = None
     with user_errors("Selecting"):
         found = span_units(trace, start, last + 1, k=5)

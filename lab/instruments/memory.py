@@ -68,6 +68,7 @@ class Retention:
     median: np.ndarray  # (K,) median over units: one curve per layer
     cell: str
     keep_gate: str  # which factor was multiplied, e.g. "1 - z"
+    limit: int  # the longest lag asked for: fewer lags than this means the text was too short for more
 
     @property
     def half_life(self):
@@ -92,7 +93,8 @@ class Retention:
         """The same measurement over lags 1..max_lag only (each lag's average does not depend on
         how many lags were measured, so one long measurement serves every shorter one)."""
         K = min(max_lag, len(self.lags))
-        return Retention(self.lags[:K], self.per_unit[:K], self.median[:K], self.cell, self.keep_gate)
+        limit = min(max_lag, self.limit)
+        return Retention(self.lags[:K], self.per_unit[:K], self.median[:K], self.cell, self.keep_gate, limit)
 
     def longest_units(self, n=3):
         """The n units that remember longest: by half-life, ties (inf among them) broken by what
@@ -141,14 +143,16 @@ def retention(source, layer=0, *, tokenizer=None, text=None, max_lag=64):
         median=np.median(per_unit, 1),
         cell=cell,
         keep_gate=KEEP_GATE_LABELS[cell],
+        limit=max_lag,
     )
 
 
 def memory_spread(retentions, spans=MEMORY_SPANS):
     """How the units of each layer spread between short and long memories: one row per
-    (name, layer, Retention) of `retentions`, with the layer's units, the lags measured, the median unit's half-life
-    (inf: longer than every lag measured), the longest half-life, and for each span k the share of
-    units that keep more than half for longer than k steps (column longer_than_k; NaN when fewer
+    (name, layer, Retention) of `retentions`, with the layer's units, the lags measured and the longest lag
+    asked for (lag_limit: more than the lags measured when the text was too short for more), the median
+    unit's half-life (inf: longer than every lag measured), the longest half-life, and for each span k the
+    share of units that keep more than half for longer than k steps (column longer_than_k; NaN when fewer
     than k lags were measured). A median alone hides the few long-memory units."""
     rows = []
     for name, layer, r in retentions:
@@ -159,6 +163,7 @@ def memory_spread(retentions, spans=MEMORY_SPANS):
             "cell": r.cell,
             "units": len(half_lives),
             "lags": len(r.lags),
+            "lag_limit": r.limit,
             "median_half_life": float(np.median(half_lives)),
             "longest_half_life": float(half_lives.max()),
         }
@@ -166,7 +171,7 @@ def memory_spread(retentions, spans=MEMORY_SPANS):
             share = r.share_longer_than(k)
             row[f"longer_than_{k}"] = np.nan if share is None else share
         rows.append(row)
-    columns = ["name", "layer", "cell", "units", "lags", "median_half_life", "longest_half_life"]
+    columns = ["name", "layer", "cell", "units", "lags", "lag_limit", "median_half_life", "longest_half_life"]
     return pd.DataFrame(rows, columns=columns + [f"longer_than_{k}" for k in spans])
 
 

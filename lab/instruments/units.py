@@ -257,11 +257,10 @@ def top_units(trace, feature, layer=0, gate="h", k=5):
 def span_mask(n_tokens, start, end):
     """1 on tokens start..end-1, 0 elsewhere -> (T,); ValueError unless 0 <= start < end <= T and
     some token lies outside the span (a span that is the whole text stands out from nothing)."""
-    if not (0 <= start < end <= n_tokens) or end - start == n_tokens:
-        raise LabError(
-            f"span: tokens {start}..{end - 1} must lie inside the text's tokens 0..{n_tokens - 1}, "
-            "and leave some of them outside"
-        )
+    if not 0 <= start < end <= n_tokens:
+        raise LabError(f"span: tokens {start}..{end - 1} must lie inside the text's tokens 0..{n_tokens - 1}")
+    if end - start == n_tokens:
+        raise LabError(f"span: tokens {start}..{end - 1} are the whole text: leave some of it outside the span")
     mask = np.zeros(n_tokens)
     mask[start:end] = 1.0
     return mask

@@ -105,43 +105,96 @@ def half_life_words(half_life, lags):
     return count(round(half_life), "token")  # round() rounds half to even, as "{:.0f}" did
 
 
+def layer_name(row):
+    """A row of lab.instruments.memory.memory_spread's table as the sentences name it: "X, layer 0"."""
+    return f"{row['name']}, layer {row['layer']}"
+
+
+def not_followed(rows):
+    """Why these rows of memory_spread's table were not followed further: the longest lag asked for stopped
+    them, or the text was too short to go further (fewer lags measured than asked for)."""
+    reasons = [
+        f"the longest lag is set to {count(int(row['lag_limit']), 'token')}"
+        if row["lags"] >= row["lag_limit"]
+        else f"the text is too short to follow a unit for more than {count(int(row['lags']), 'token')}"
+        for row in rows
+    ]
+    return listing(dict.fromkeys(reasons))
+
+
+def typical_sentence(spread):
+    """How long the median unit keeps half of what it held: read in the layer whose median unit keeps
+    longest, and said of every layer only where every layer's median unit reads the same way."""
+
+    def kind(half_life):
+        return "fast" if half_life <= FAST else "a while" if math.isfinite(half_life) else "keeps"
+
+    typical = spread.loc[spread["median_half_life"].idxmax()]
+    alike = spread[[kind(h) == kind(typical["median_half_life"]) for h in spread["median_half_life"]]]
+    if len(spread) == 1:
+        where = "the median unit"
+    elif len(alike) == len(spread):
+        where = "in every layer shown, the median unit"
+    else:
+        where = f"in {layer_name(typical)}, the median unit"
+    within = half_life_words(typical["median_half_life"], typical["lags"])
+    return {
+        "fast": f"The typical unit forgets fast: {where} has lost half of what it held within {within}.",
+        "a while": f"The typical unit keeps half of what it held for a while: {where} loses half within {within}.",
+        "keeps": f"The typical unit keeps what it holds: {where} still keeps more than half after "
+        f"{count(int(alike['lags'].min()), 'token')}, as far as it was followed.",
+    }[kind(typical["median_half_life"])]
+
+
 def memory_spread_sentence(spread):
     """What lab.instruments.memory.memory_spread's table says, in a student's words: computed from the
-    table, so that it says what the chart drawn from the same retention shows."""
+    table, so that it says what the chart drawn from the same retention shows. A span the units were not
+    followed for is never read as "none": the sentence says so, and whether the longest lag asked for or
+    the text's length stopped it."""
     spans = [int(c.removeprefix("longer_than_")) for c in spread.columns if c.startswith("longer_than_")]
-    typical = spread.loc[spread["median_half_life"].idxmax()]
-    where = "in every layer shown, the median unit" if len(spread) > 1 else "the median unit"
-    within = half_life_words(typical["median_half_life"], typical["lags"])
-    sentences = [
-        f"The typical unit forgets fast: {where} has lost half of what it held within {within}."
-        if typical["median_half_life"] <= FAST
-        else f"The typical unit keeps half of what it held for a while: {where} loses half within {within}."
-        if math.isfinite(typical["median_half_life"])
-        else f"The typical unit keeps what it holds: {where} still keeps more than half after "
-        f"{count(typical['lags'], 'token')}."
-    ]
-    by_memory = [f"longer_than_{k}" for k in reversed(spans)] + ["longest_half_life"]
-    best = spread.sort_values(by_memory, ascending=False, na_position="last").iloc[0]
-    first = best[f"longer_than_{spans[0]}"]
-    if not first > 0:  # none, or NaN: the text is shorter than the first span
-        sentences.append(f"On this text no unit keeps more than half of what it held for {count(spans[0], 'token')}.")
+    sentences = [typical_sentence(spread)]
+    first = spans[0]
+    followed, short = spread[spread["lags"] >= first], spread[spread["lags"] < first]
+    others = (
+        f" {listing(layer_name(row) for _, row in short.iterrows())} {'was' if len(short) == 1 else 'were'} not "
+        f"followed for {count(first, 'token')}: {not_followed(row for _, row in short.iterrows())}."
+        if len(short)
+        else ""
+    )
+    if followed.empty:
+        longest = spread.sort_values(["longest_half_life", "lags"], ascending=False).iloc[0]
+        sentences.append(
+            f"Whether a unit keeps more than half of what it held for {count(first, 'token')} is not measured here: "
+            f"{not_followed(row for _, row in spread.iterrows())}. Over the {count(int(longest['lags']), 'token')} "
+            f"followed, the longest-memory unit of {layer_name(longest)} keeps half for "
+            f"{half_life_words(longest['longest_half_life'], longest['lags'])}."
+        )
         return " ".join(sentences)
+    # the layer with the most units that keep half for the first span, then for longer ones (a span not
+    # followed ranks last), then the longest-memory unit: "none" is said only where no layer followed has one
+    by_memory = [f"longer_than_{k}" for k in spans] + ["longest_half_life"]
+    best = followed.sort_values(by_memory, ascending=False, na_position="last", kind="stable").iloc[0]
+    share = best[f"longer_than_{first}"]
+    if share == 0:
+        which = "no unit" if short.empty else f"no unit of {listing(layer_name(r) for _, r in followed.iterrows())}"
+        sentences.append(f"On this text {which} keeps more than half of what it held for {count(first, 'token')}.")
+        return " ".join(sentences) + others
     later = []
     for k in spans[1:]:
-        share = best[f"longer_than_{k}"]
-        if share != share:  # NaN: fewer than k lags measured
-            later.append(f"(the text is too short to measure {count(k, 'token')})")
+        kept = best[f"longer_than_{k}"]
+        if kept != kept:  # NaN: fewer than k lags measured
+            later.append(f"not followed for {count(k, 'token')} ({not_followed([best])})")
         else:
-            later.append(f"{round(share * best['units'])} ({share:.1%}) after {k}" if share > 0 else f"none after {k}")
-    where = "a few units" if first <= FEW else "many units"
+            later.append(f"{round(kept * best['units'])} ({kept:.1%}) after {k}" if kept > 0 else f"none after {k}")
+    where = "a few units" if share <= FEW else "many units"
     sentences.append(
-        f"Long memories live in {where}: in {best['name']}, layer {best['layer']}, "
-        f"{round(first * best['units'])} of its {count(best['units'], 'unit')} ({first:.1%}) still keep more "
-        f"than half of what they held after {count(spans[0], 'token')}"
+        f"Long memories live in {where}: in {layer_name(best)}, "
+        f"{round(share * best['units'])} of its {count(best['units'], 'unit')} ({share:.1%}) still keep more "
+        f"than half of what they held after {count(first, 'token')}"
         + "".join(f", {c}" for c in later)
         + f". Its longest-memory unit keeps half for {half_life_words(best['longest_half_life'], best['lags'])}."
     )
-    return " ".join(sentences)
+    return " ".join(sentences) + others
 
 
 # ---------------------------------------------------------------------------
@@ -196,21 +249,30 @@ def forgetting_sentences(fits, cells, read):
             f"the most, g = {high:.3f}: {decay_words(high, distance)}."
         )
     rnn = [label for label in fits if cells[label] == "rnn"]
-    if rnn and rnn[0] in fastest and low != high:
+    gated_path = (
+        "A gated cell has a path where the factor is its keep gate: training can push it towards 1, but nothing "
+        "forces the gates to keep on this text, and a gate that overwrites passes as little gradient back as tanh does."
+    )
+    if not rnn:
+        why = ""
+    elif low == high:
         why = (
-            f"Here the vanilla RNN forgets fastest. It squashes its whole state through tanh and one matrix every "
-            f"step, and on this text that factor averages g = {shown[rnn[0]]:.3f} per step. A gated cell has a path "
-            "where the factor is its keep gate, which training can push towards 1, so the gradient can reach far "
-            "back along it."
+            f"Here the vanilla RNN forgets no faster than the others: all lose at the same rate on these "
+            f"{count(read, 'step')}. {gated_path}"
+        )
+    elif rnn[0] in fastest:
+        level = [label for label in fastest if label != rnn[0]]
+        why = (
+            "Here the vanilla RNN forgets fastest"
+            + (f", level with {listing(level)} to three decimals" if level else "")
+            + f". It squashes its whole state through tanh and one matrix every step, and on this text that factor "
+            f"averages g = {shown[rnn[0]]:.3f} per step. A gated cell has a path where the factor is its keep gate, "
+            "which training can push towards 1, so the gradient can reach far back along it."
         )
     else:
         why = (
             f"Here the vanilla RNN is not the one that forgets fastest: {listing(fastest)} "
-            f"{'is' if len(fastest) == 1 else 'are'}, on these {count(read, 'step')}. A gated cell has a path where "
-            "the factor is its keep gate: training can push it towards 1, but nothing forces the gates to keep on "
-            "this text, and a gate that overwrites passes as little gradient back as tanh does."
-            if rnn
-            else ""
+            f"{'is' if len(fastest) == 1 else 'are'}, on these {count(read, 'step')}. {gated_path}"
         )
     flip = (
         "Flip the toggle to see the same models at initialisation: what differs there comes from the cells "

@@ -95,8 +95,8 @@ def next_token_sentences(greedy, samples, rule, length):
     loop = "and it ends in a loop" if greedy["ends in a loop"] == "yes" else "though it does not end in a loop"
     first = (
         f"Greedy always takes the likeliest token: mean p(chosen) **{g:.3f}**, "
-        f"{greedy['words in a repeated 4-word run']:.0%} of its words sit in a 4-word run it has already "
-        f"written, {loop}."
+        f"{greedy['words in a repeated 4-word run']:.0%} of its words sit in a run of 4 words that it writes more "
+        f"than once (every time, the first included), {loop}."
     )
     means = [row["mean p(chosen)"] for row in samples]
     shown = [round(m, 3) for m in means]  # as the table shows them

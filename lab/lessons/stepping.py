@@ -38,10 +38,31 @@ def step_gist(kept, moved=None):
 SAME_BELOW = 1e-5  # the largest difference at which the loop and the parallel scan count as the same answer
 
 
-def race_sentences(lengths, differences, speedups, hidden, device):
-    """The race's notice: whether both ways agree, and which one wins where. lengths, differences,
-    speedups: lab.instruments.scans.race_scans' columns T, max_abs_diff and speedup; device: where it
-    ran, in words ("this server's CPU")."""
+def widths_compared(raced, longest):
+    """How the widths raced so far compare at the longest length, from their timings: raced is {H: the
+    scan's speed-up over the loop at T = longest}, the width shown among them."""
+    if len(raced) < 2:
+        return (
+            "Race another width to see which way the units tip it on this machine: the lesson then compares "
+            "the widths you have raced."
+        )
+    widths = sorted(raced)
+    speeds = [raced[H] for H in widths]
+    each = listing(f"{raced[H]:.2f}× with H = {H:,}" for H in widths)
+    if all(a > b for a, b in zip(speeds, speeds[1:])):
+        trend = "here fewer units favour the scan and more units favour the loop, as those costs lead you to expect"
+    elif all(a < b for a, b in zip(speeds, speeds[1:])):
+        trend = "here more units favour the scan: on this machine other costs than these two weigh more"
+    else:
+        trend = "no steady trend with the width here: timings on a shared machine move from one measurement to the next"
+    return f"Of the widths raced so far, at T = {longest} the parallel scan ran at {each} the loop's speed: {trend}."
+
+
+def race_sentences(lengths, differences, speedups, hidden, device, raced):
+    """The race's notice: whether both ways agree, which one wins where, and how the widths raced so far
+    compare. lengths, differences, speedups: lab.instruments.scans.race_scans' columns T, max_abs_diff and
+    speedup; device: where it ran, in words ("this server's CPU"); raced: {H: speed-up at the longest
+    length} of every width raced so far, this one included (widths_compared)."""
     worst = max(differences)
     agree = (
         f"Both ways give the same $h_t$: the largest difference over every T is **{worst:.1e}**, float32 "
@@ -70,8 +91,8 @@ def race_sentences(lengths, differences, speedups, hidden, device):
         "time depends only on the sizes, so random numbers time it as well as a model would.\n\n"
         "Why it can go either way: the loop pays a fixed cost for each of its T steps, one after the other, "
         "while the parallel scan does log₂T rounds over the whole sequence, about log₂T times more arithmetic. "
-        "Few units favour the scan (the loop's fixed cost per step weighs most); many units favour the loop "
-        "(the scan's extra arithmetic weighs most); which wins at a given width is what the table measures. "
+        "The loop's fixed cost per step does not grow with the units H; the scan's extra arithmetic does. "
+        f"{widths_compared(raced, longest)} "
         "On a GPU each round spreads over thousands of cores while the loop's T steps still wait for each "
         "other: that is the case Mamba-style models are built for. It works only because $A_t$ and $B_t$ "
         "depend on the input, never on $h$: a GRU's gates read $h_{t-1}$, so it cannot be scanned. These "

@@ -10,21 +10,31 @@ from lab.words import count, listing
 # toy tasks
 
 
+def held_distances(runs, holds=HOLDS):
+    """(the distances at which a cell's runs hold, at least `holds` right, and the longest k it holds at every
+    distance up to: 0 when it does not hold at the shortest)."""
+    runs = runs.sort_values("distance")
+    trained = runs[~runs["skipped"]]
+    held = [int(k) for k in trained.loc[trained["accuracy"] >= holds, "distance"]]
+    through = 0
+    for k in runs["distance"]:
+        if int(k) not in held:
+            break
+        through = int(k)
+    return held, through
+
+
 def reach_words(runs, holds=HOLDS, at_chance=AT_CHANCE):
     """How far one cell carries a memory, in words, from its runs (rows with distance, accuracy,
     chance, skipped, sorted by distance or not): "holds ... up to k = 20, at chance from k = 50"."""
     runs = runs.sort_values("distance")
     trained = runs[~runs["skipped"]]
     distances = [int(k) for k in runs["distance"]]
-    held = [int(k) for k in trained.loc[trained["accuracy"] >= holds, "distance"]]
+    held, through = held_distances(runs, holds)
     lost = [int(k) for k in trained.loc[trained["accuracy"] < trained["chance"] + at_chance, "distance"]]
     skipped = [int(k) for k in runs.loc[runs["skipped"], "distance"]]
-    prefix = 0
-    while prefix < len(distances) and distances[prefix] in held:
-        prefix += 1
     threshold = f"(at least {holds:.0%} right)"
-    if prefix:
-        through = distances[prefix - 1]
+    if through:
         again = [k for k in held if k > through]
         holding = f"holds {threshold} up to k = {through}" + (
             f", and again at k = {listing(map(str, again))}" if again else ""
@@ -66,6 +76,28 @@ def toy_sentences(rows, distance, label, at_chance=AT_CHANCE):
         + f"commonest answer{measured})."
     )
     return "\n".join(lines) + "\n\n" + at_k
+
+
+def gated_recall_words(recall, label, gated=("gru_torch", "lstm"), scan="scan", holds=HOLDS):
+    """How far the gated cells recall the first symbol against the scan, in the shipped recall curves (recall:
+    the recall task's rows; label: cell -> its name): said to reach further only where each of them holds at
+    more distances in a row than the scan does."""
+
+    reach = {cell: held_distances(recall[recall["cell"] == cell], holds)[1] for cell in (*gated, scan)}
+
+    def up_to(cell):
+        return f"up to k = {reach[cell]}" if reach[cell] else "at no distance"
+
+    each = listing(f"the {label(cell)} holds {up_to(cell)}" for cell in gated)
+    against = f"where the {label(scan)} holds {up_to(scan)} (holding: at least {holds:.0%} right)"
+    behind = [cell for cell in gated if reach[cell] <= reach[scan]]
+    if not behind:
+        return f"In the shipped recall curves {each}, {against}: that is how they recall over longer distances."
+    return (
+        f"In the shipped recall curves, though, {each}, {against}: "
+        f"{listing(label(cell) for cell in behind)} {'does' if len(behind) == 1 else 'do'} not recall further "
+        "than the scan there. Being able to shut is not the same as having learned to."
+    )
 
 
 # ---------------------------------------------------------------------------

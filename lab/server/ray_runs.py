@@ -93,7 +93,8 @@ def connect(address, **init_options):
         import ray
     except ImportError:
         raise LabError(
-            f"RNNLAB_RAY_ADDRESS: set to {address!r}, but Ray is not installed (pip install -r requirements-ray.txt)"
+            # a page shows this line to a student who pressed Train: no command in it (README: installing Ray)
+            f"RNNLAB_RAY_ADDRESS: set to {address!r}, but Ray is not installed on this server"
         ) from None
 
     global _RunActor

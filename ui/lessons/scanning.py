@@ -54,9 +54,16 @@ def a_recurrence_you_can_scan():
     st.plotly_chart(fig, key="lessons_scan_chart")
     formats = {"max_abs_diff": "{:.1e}", "sequential_ms": "{:.2f}", "parallel_ms": "{:.2f}", "speedup": "{:.2f}×"}
     show_table(race, RACE_COLUMNS, formats)
+    raced = st.session_state.setdefault("lessons_scan_raced", {})  # {H: speed-up at the longest T}, this session's
+    raced[hidden] = float(race["speedup"].iloc[-1])
     notice(
         race_sentences(
-            race["T"].tolist(), race["max_abs_diff"].tolist(), race["speedup"].tolist(), hidden, "this server's CPU"
+            race["T"].tolist(),
+            race["max_abs_diff"].tolist(),
+            race["speedup"].tolist(),
+            hidden,
+            "this server's CPU",
+            dict(raced),
         )
     )
     check_yourself(

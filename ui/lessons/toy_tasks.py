@@ -8,7 +8,7 @@ import streamlit as st
 
 from lab.experiments.memory_race import toy_race_jobs
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
-from lab.lessons.toys import toy_sentences
+from lab.lessons.toys import gated_recall_words, toy_sentences
 from lab.nets.models import count_parameters
 from lab.server.jobs import start_together
 from lab.words import count
@@ -168,7 +168,8 @@ def toy_tasks():
         "then over a few steps and not over many. Parity is not a sum it can read either: the answer "
         "flips with every 1, and a count of 1s (0, 1, 2, 3, ...) is not something its linear readout "
         "can turn into even, odd, even, odd. A GRU or an LSTM has gates that read the state, so it can "
-        "shut once the first symbol is stored: that is how they can recall over longer distances.",
+        "shut once the first symbol is stored. "
+        + (gated_recall_words(results[results["task"] == "recall"], cell_label) if results is not None else ""),
     )
     open_full_page(
         "Memory",
