@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from lab.errors import LabError
-from lab.train_command import DEFAULT_PRESET, DEFAULT_RUNS_DIR, SEED_EPOCHS, epochs_option, train_from_args
+from lab.train_command import DEFAULT_PRESET, DEFAULT_RUNS_DIR, add_train_options, train_from_args
 from lab.words import count
 
 
@@ -84,7 +84,6 @@ def build_parser():
     from lab.nets.backends import BACKENDS
     from lab.nets.cells import CELLS
     from lab.training.presets import PRESETS
-    from lab.training.train import AMP_MODES
 
     parser = argparse.ArgumentParser(
         prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -123,34 +122,7 @@ def build_parser():
     )
     t.add_argument("--tokenizer", choices=["char", "sentencepiece"], help="default: the preset's")
     t.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 1000)")
-    t.add_argument("--steps", type=int, help="step budget (default 1000 when no budget is given)")
-    t.add_argument("--seconds", type=float, help="wall-clock budget in seconds")
-    t.add_argument(
-        "--epochs",
-        type=epochs_option,
-        nargs="?",
-        const=SEED_EPOCHS,
-        help="epoch budget; alone, the seed's own number (scribe-alpha 10, scan-markov 10, "
-        "leviathan-lstm 6 of seed 002's 200-batch epochs)",
-    )
-    t.add_argument("--lr", type=float, help="peak learning rate (cosine-annealed)")
-    t.add_argument("--weight-decay", type=float, help="AdamW weight decay (default: the preset's)")
-    t.add_argument("--batch-size", type=int, help="windows per batch B")
-    t.add_argument("--block-size", type=int, help="time steps per window T")
-    t.add_argument("--eval-interval", type=int, help="steps between validation passes")
-    t.add_argument(
-        "--stateful", action="store_true", default=None, help="consecutive windows, state carried (truncated BPTT)"
-    )
-    t.add_argument("--seed", type=int, help="random seed (default 1337)")
-    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available")
-    t.add_argument(
-        "--amp",
-        choices=AMP_MODES,
-        help="mixed precision: auto (default: bf16, or fp16 with a gradient "
-        "scaler, for the fused backend on CUDA; otherwise off), off, bf16, fp16 (CUDA only); "
-        "the fast backend trains in float32 only",
-    )
-    t.add_argument("--compile", action="store_true", default=None, help="torch.compile the model before training")
+    add_train_options(t)
     t.add_argument("--threads", type=int, default=4, help="cap on CPU threads (default 4)")
     t.add_argument("--name", help="checkpoint base name (default: the preset's name)")
     t.add_argument("--out", default=DEFAULT_RUNS_DIR, help=f"checkpoint folder (default {DEFAULT_RUNS_DIR}/)")

@@ -12,9 +12,12 @@ which raises LabError itself.
 
 import functools
 import reprlib
+import types
 import unicodedata
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal, Union, get_args, get_origin
 
+import annotated_types
 import pydantic
 import pydantic.dataclasses
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
@@ -31,6 +34,97 @@ PositiveNumber = Annotated[float, Field(gt=0)]
 Device = Literal["auto", "cpu", "cuda"]  # lab.training.train.resolve_device's names
 MAX_SECONDS = 10**9  # 31 years: any budget or elapsed time beyond it is an edited file, and schedules divide by it
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+
+# ---------------------------------------------------------------------------
+# a setting declared once: its type, bounds, default and description in the config, its names beside it
+
+
+@dataclass(frozen=True)
+class PageRange:
+    """The narrower range a page offers for a setting than the lab allows, and why (a classroom's limit, or
+    an inclusive end for a number box where the lab's bound is open). Whole-number ends make the page's box
+    count in whole numbers."""
+
+    low: float
+    high: float
+    why: str
+
+
+@dataclass(frozen=True)
+class Names:
+    """Where a config field appears besides the config: its command-line option (default: the field's name,
+    dashed), its name in a page's URL and the label of its widget (none: the page does not offer it)."""
+
+    cli: str = None
+    url: str = None
+    label: str = None
+    page: PageRange = None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One config field as its clients read it (`declared_settings`)."""
+
+    name: str
+    type: type  # int, float, bool or str (a Literal's choices)
+    default: object
+    description: str
+    low: float = None  # None: unbounded
+    high: float = None
+    low_open: bool = False  # gt rather than ge
+    high_open: bool = False
+    choices: tuple = ()
+    optional: bool = False  # None is a value (a budget not given)
+    names: Names = Names()
+
+    @property
+    def cli(self):
+        return self.names.cli or self.name.replace("_", "-")
+
+
+BOUNDS = (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt)
+
+
+def _unwrapped(annotation):
+    """Optional[Annotated[int, Field(ge=1)]] -> (int, [its constraints], optional)."""
+    constraints, optional = [], False
+    if get_origin(annotation) in (Union, types.UnionType):
+        optional = type(None) in get_args(annotation)
+        (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is Annotated:
+        for meta in annotation.__metadata__:
+            constraints += getattr(meta, "metadata", [meta])
+        annotation = get_args(annotation)[0]
+    return annotation, constraints, optional
+
+
+def declared_settings(cls):
+    """A `config` dataclass's fields -> {name: Setting}: what the command line, a page's widgets and its URL
+    are built from, so that a bound or a default is written once, in the config."""
+    settings = {}
+    for name, info in cls.__pydantic_fields__.items():
+        kind, constraints, optional = _unwrapped(info.annotation)
+        constraints += info.metadata
+        bounds = {
+            b.__name__.lower(): getattr(c, b.__name__.lower()) for c in constraints for b in BOUNDS if isinstance(c, b)
+        }
+        names = next((c for c in constraints if isinstance(c, Names)), Names())
+        choices = get_args(kind) if get_origin(kind) is Literal else ()
+        settings[name] = Setting(
+            name,
+            type(choices[0]) if choices else kind,
+            info.default,
+            info.description,
+            low=bounds.get("ge", bounds.get("gt")),
+            high=bounds.get("le", bounds.get("lt")),
+            low_open="gt" in bounds,
+            high_open="lt" in bounds,
+            choices=choices,
+            optional=optional,
+            names=names,
+        )
+    return settings
+
 
 # ---------------------------------------------------------------------------
 # text that reaches a page or a terminal

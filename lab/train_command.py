@@ -29,24 +29,43 @@ MODEL_OPTIONS = (
 )  # override the preset's
 
 
-def _train_options(args):
+BUDGETS = ("max_steps", "max_seconds", "max_epochs")  # --steps, --seconds, --epochs: read with the preset's
+
+
+def add_train_options(parser):
+    """An option for every TrainConfig field, made from its declaration: its type, choices and description
+    (its bounds are TrainConfig's own, checked when the config is made: a value beyond one is refused in one
+    line that names the field)."""
+    from lab.schema import declared_settings
+    from lab.training.train import TrainConfig
+
+    for setting in declared_settings(TrainConfig).values():
+        default = "the preset's" if setting.default is None else f"the preset's, else {setting.default}"
+        options = {"help": f"{setting.description} (default: {default})"}
+        if setting.type is bool:
+            options.update(action="store_true", default=None)
+        elif setting.choices:
+            options.update(choices=setting.choices)
+        else:
+            options.update(type=setting.type)
+        if setting.name == "max_epochs":  # alone: the seed's own number
+            options.update(
+                type=epochs_option,
+                nargs="?",
+                const=SEED_EPOCHS,
+                help=f"{setting.description}; alone, the seed's own number (scribe-alpha 10, scan-markov 10, "
+                "leviathan-lstm 6 of seed 002's 200-batch epochs)",
+            )
+        parser.add_argument(f"--{setting.cli}", **options)
+
+
+def train_options(args):
     """The TrainConfig fields given on the command line, budgets aside."""
-    return {
-        k: v
-        for k, v in [
-            ("lr", args.lr),
-            ("weight_decay", args.weight_decay),
-            ("batch_size", args.batch_size),
-            ("block_size", args.block_size),
-            ("seed", args.seed),
-            ("device", args.device),
-            ("eval_interval", args.eval_interval),
-            ("stateful", args.stateful),
-            ("amp", args.amp),
-            ("compile", args.compile),
-        ]
-        if v is not None
-    }
+    from lab.schema import declared_settings
+    from lab.training.train import TrainConfig
+
+    given = {s.name: getattr(args, s.cli.replace("-", "_")) for s in declared_settings(TrainConfig).values()}
+    return {name: value for name, value in given.items() if value is not None and name not in BUDGETS}
 
 
 def train_from_args(args):
@@ -108,7 +127,7 @@ def _new_run(args):
         budget = epoch_budget(preset, args.epochs)
         steps = [s for s in (args.steps, budget["max_steps"]) if s is not None]
         budget["max_steps"] = min(steps) if steps else None
-    train_config = preset.train_config(**budget, max_seconds=args.seconds, **_train_options(args))
+    train_config = preset.train_config(**budget, max_seconds=args.seconds, **train_options(args))
     # with the preset's vocabulary, so that a model too large is refused before the corpus is read;
     # again below with the corpus's own
     check_training_memory(
@@ -150,7 +169,7 @@ def _resumed_run(args):
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     budgets = {k: v for k, v in [("max_steps", args.steps), ("max_seconds", args.seconds)] if v is not None}
     saved = {k: v for k, v in checkpoint.metrics.get("train_config", {}).items() if k in fields}
-    train_config = TrainConfig(**{**saved, **budgets, **_train_options(args)})
+    train_config = TrainConfig(**{**saved, **budgets, **train_options(args)})
     state = resume_training_state(checkpoint, train_config)  # refuses a changed setting, or no budget left
     task = TASKS[get_preset(preset).task if preset else "lm"](*corpus_split(corpus), tokenizer)
     return name, preset, corpus, checkpoint.model, task, train_config, state

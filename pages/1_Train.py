@@ -57,7 +57,6 @@ ts.number_input(
     seconds_col,
     "seconds",
     step=10,
-    help="Wall-clock budget of a run, and of each runner of a race; the learning rate anneals over it (cosine).",
 )
 notices, controls, live = st.container(), st.container(), st.container()
 more = st.expander("More settings: the model's shape, the corpus, the training recipe")
@@ -107,13 +106,12 @@ with train_col:
     c1, c2 = st.columns(2)
     ts.number_input(c1, "lr", step=1e-4, format="%g")
     ts.number_input(c2, "wd", step=0.01, format="%g")
-    ts.number_input(c1, "batch", help="Windows per batch.")
+    ts.number_input(c1, "batch")
     ngram = PRESETS[st.session_state[ts.key("preset")]].task == "ngram"
     ts.number_input(
         c2,
         "block",
         disabled=ngram,
-        help="Time steps per window: how far back gradients flow (BPTT length).",
     )
     ts.number_input(c1, "smoothing", step=0.05, format="%.2f")
     ts.number_input(
@@ -121,14 +119,11 @@ with train_col:
         "clip",
         step=0.1,
         format="%.2f",
-        help="Clip the global gradient norm to this value: a gradient that grows through many "
-        "steps (an exploding gradient) then cannot throw the weights far in one update.",
     )
     ts.number_input(
         c1,
         "eval_every",
         step=10,
-        help="Training steps between validation passes.",
     )
     st.checkbox(
         F["stateful"].label,

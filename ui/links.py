@@ -73,6 +73,26 @@ class Field:
     low: float = None
     high: float = None  # for "text": the longest value (TEXT_MAX_CHARS if not given)
     choices: tuple = ()
+    help: str = None  # what the widget's help says
+
+    @classmethod
+    def declared(cls, setting):
+        """The field of a lab config's setting (lab.schema.Setting): its label and description as declared,
+        its bounds the config's, or the narrower range declared for the page beside them."""
+        page = setting.names.page
+        low, high = (page.low, page.high) if page else (setting.low, setting.high)
+        if setting.type is bool:
+            kind = "bool"
+        else:
+            whole = page is not None and isinstance(page.low, int) and isinstance(page.high, int)
+            kind = "int" if setting.type is int or whole else "float"
+        if kind != "bool" and (page is None and (setting.low_open or setting.high_open)):
+            raise ValueError(f"{setting.name}: an open bound needs a page range a number box can hold")
+        if kind != "bool":  # a number box takes bounds of its value's type only
+            low, high = (int, float)[kind == "float"](low), (int, float)[kind == "float"](high)
+        return cls(
+            kind, setting.names.label, low, high, help=f"{setting.description[:1].upper()}{setting.description[1:]}."
+        )
 
     def __post_init__(self):
         if self.kind not in KINDS:

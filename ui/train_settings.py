@@ -15,6 +15,7 @@ import streamlit as st
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.nets.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
 from lab.nets.cells import CELLS
+from lab.schema import declared_settings
 from lab.training.presets import PRESETS
 from lab.training.train import TrainConfig, resolve_device
 from lab.words import listing
@@ -32,6 +33,9 @@ CORPUS_CHOICES = {
 TEXT_PRESETS = [name for name, p in PRESETS.items() if p.model.family in ("lm", "scan_markov")]
 
 
+# TrainConfig's settings the page offers (those with a URL name), keyed by it: their kinds, bounds,
+# labels and help are TrainConfig's declarations
+TRAINING = {s.names.url: s for s in declared_settings(TrainConfig).values() if s.names.url}
 FIELDS = {
     "preset": Field("choice", "Preset (model family)", choices=tuple(TEXT_PRESETS)),
     "cell": Field("choice", "Cell", choices=tuple(CELLS)),
@@ -43,15 +47,7 @@ FIELDS = {
     "corpus": Field("choice", "Corpus", choices=tuple(CORPUS_CHOICES)),
     "tokenizer": Field("choice", "Tokenizer", choices=tuple(TOKENIZERS)),
     "vocab": Field("int", "SentencePiece vocabulary size", SentencePieceTokenizer.MIN_VOCAB, 16000),
-    "lr": Field("float", "Learning rate", 1e-6, 1.0),
-    "wd": Field("float", "Weight decay", 0.0, 1.0),
-    "batch": Field("int", "Batch size B", 1, 1024),
-    "block": Field("int", "Block size T", 1, 2048),
-    "smoothing": Field("float", "Label smoothing", 0.0, 0.5),
-    "clip": Field("float", "Gradient clip", 0.01, 100.0),
-    "seconds": Field("int", "Time budget (s)", 1, 3600),
-    "stateful": Field("bool", "Stateful (truncated BPTT)"),
-    "eval_every": Field("int", "Validate every", 1, 100000),
+    **{s.names.url: Field.declared(s) for s in TRAINING.values()},
     "name": Field("text", "Run name (checkpoint name)"),
     "x": Field("choice", "Chart x axis", choices=("elapsed", "step")),
 }
@@ -73,7 +69,7 @@ def key(name):
 def number_input(container, name, **options):
     """A number box in `container` for the setting `name`, with its label, bounds and widget key."""
     field = FIELDS[name]
-    return container.number_input(field.label, field.low, field.high, key=key(name), **options)
+    return container.number_input(field.label, field.low, field.high, key=key(name), **{"help": field.help, **options})
 
 
 def preset_values(name):
@@ -90,13 +86,14 @@ def preset_values(name):
         "dropout": float(model.dropout),
         "tokenizer": preset.tokenizer or "char",
         "vocab": preset.tokenizer_options.get("vocab_size", 1000),
-        "lr": recipe.lr,
-        "wd": recipe.weight_decay,
-        "batch": recipe.batch_size,
-        "block": recipe.block_size,
-        "smoothing": recipe.label_smoothing,
-        "clip": recipe.grad_clip,
+        **url_values(recipe, ("lr", "wd", "batch", "block", "smoothing", "clip")),
     }
+
+
+def url_values(recipe, names=None):
+    """A TrainConfig's (or a dict of its fields') values under their URL names (only `names` when given)."""
+    fields = recipe if isinstance(recipe, dict) else dataclasses.asdict(recipe)
+    return {url: fields[s.name] for url, s in TRAINING.items() if s.name in fields and (names is None or url in names)}
 
 
 def default_values(preset=DEFAULT_PRESET):
@@ -172,17 +169,9 @@ EVAL_SECONDS = 10.0  # a validation point at least this often, whatever the mode
 def train_config(values):
     """Settings -> lab.training.train.TrainConfig with a wall-clock budget (ValueError names a bad field)."""
     return TrainConfig(
-        lr=values["lr"],
+        **{s.name: s.type(values[url]) for url, s in TRAINING.items()},
         min_lr=min(PRESETS[values["preset"]].train.get("min_lr", 0.0), values["lr"]),
-        weight_decay=values["wd"],
-        batch_size=values["batch"],
-        block_size=values["block"],
         max_steps=None,
-        max_seconds=float(values["seconds"]),
-        grad_clip=values["clip"],
-        label_smoothing=values["smoothing"],
-        stateful=values["stateful"],
-        eval_interval=values["eval_every"],
         eval_seconds=EVAL_SECONDS,
     )
 

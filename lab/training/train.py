@@ -40,7 +40,7 @@ from pydantic import Field
 from lab.errors import LabError
 from lab.nets.cells import detach_state
 from lab.nets.cost import check_training_memory
-from lab.schema import MAX_SECONDS, Device, Fraction, Seed, config
+from lab.schema import MAX_SECONDS, Device, Fraction, Names, PageRange, Seed, config
 from lab.training import distributed
 from lab.words import count
 
@@ -57,29 +57,91 @@ Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
 Epochs = Annotated[float, Field(gt=0, le=MAX_STEPS)]  # an epoch takes a step at least
 
 
+CLASSROOM = "a class shares one server: a student's run asks for at most this much of it"
+
+
+def declare(kind, description, names=Names(), **bounds):
+    """A field's type with its declaration: its bounds, what it is (the command line's help, the page's),
+    and its names."""
+    return Annotated[kind, Field(description=description, **bounds), names]
+
+
 @config
 class TrainConfig:
     # the fields come from a CLI, a form or a file: each is checked, finite, and within what a run on a
-    # shared server can mean (lr 1e6 or inf only ever produced NaN weights)
-    lr: Annotated[float, Field(gt=0, le=MAX_LR)] = 3e-3  # peak learning rate
-    min_lr: Annotated[float, Field(ge=0)] = 0.0  # cosine annealing floor (seed 003: 1e-5), at most lr
-    weight_decay: Annotated[float, Field(ge=0, le=1)] = 0.01  # AdamW, all seeds
-    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] = 64
-    block_size: Annotated[int, Field(ge=1, le=MAX_BLOCK_SIZE)] = 128  # T: time steps per window (BPTT length)
-    max_steps: Optional[Steps] = 1000  # budgets: training stops at whichever comes first
-    max_seconds: Optional[Seconds] = None
-    max_epochs: Optional[Epochs] = None
-    grad_clip: Annotated[float, Field(gt=0, le=MAX_GRAD_CLIP)] = 1.0  # clip the global gradient norm (seeds 002, 003)
-    label_smoothing: Fraction = 0.0  # seed 004 uses 0.1
-    stateful: bool = False  # consecutive windows, hidden state carried across batches (truncated BPTT)
-    eval_interval: Steps = 50  # steps between validation passes
-    eval_seconds: Optional[Seconds] = None  # and at most this long between them (a slow model's first point)
-    eval_windows: Annotated[int, Field(ge=1, le=MAX_EVAL_WINDOWS)] = 256  # validation windows per pass: the
-    # same ones every time, whatever batch_size
-    seed: Seed = 1337
-    device: Device = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
-    amp: Literal[AMP_MODES] = "auto"  # mixed precision: "auto" is on for the fused backend on CUDA only
-    compile: bool = False  # torch.compile the model first (minutes of compiling, then faster steps on a GPU)
+    # shared server can mean (lr 1e6 or inf only ever produced NaN weights). Each is declared once, here:
+    # the command line's options, the Train page's widgets and its URL read them (lab.schema.declared_settings)
+    lr: declare(
+        float,
+        "peak learning rate, annealed to its floor over the run (cosine)",
+        Names(url="lr", label="Learning rate", page=PageRange(1e-6, 1.0, "a number box needs a least value")),
+        gt=0,
+        le=MAX_LR,
+    ) = 3e-3
+    min_lr: declare(float, "the learning rate's floor at the end of the run, at most lr", ge=0) = 0.0  # seed 003: 1e-5
+    weight_decay: declare(float, "AdamW weight decay", Names(url="wd", label="Weight decay"), ge=0, le=1) = 0.01
+    batch_size: declare(
+        int,
+        "windows per batch",
+        Names(url="batch", label="Batch size B", page=PageRange(1, 1024, CLASSROOM)),
+        ge=1,
+        le=MAX_BATCH_SIZE,
+    ) = 64
+    block_size: declare(
+        int,
+        "time steps per window: how far back gradients flow (BPTT length)",
+        Names(url="block", label="Block size T", page=PageRange(1, 2048, CLASSROOM)),
+        ge=1,
+        le=MAX_BLOCK_SIZE,
+    ) = 128
+    # budgets: training stops at whichever comes first
+    max_steps: declare(Optional[Steps], "step budget", Names(cli="steps")) = 1000
+    max_seconds: declare(
+        Optional[Seconds],
+        "wall-clock budget of a run in seconds, and of each runner of a race; the learning rate anneals over it",
+        Names(cli="seconds", url="seconds", label="Time budget (s)", page=PageRange(1, 3600, CLASSROOM)),
+    ) = None
+    max_epochs: declare(Optional[Epochs], "epoch budget", Names(cli="epochs")) = None
+    grad_clip: declare(
+        float,
+        "clip the global gradient norm to this value: a gradient that grows through many steps (an "
+        "exploding gradient) then cannot throw the weights far in one update",
+        Names(url="clip", label="Gradient clip", page=PageRange(0.01, 100.0, "a box needs a least value")),
+        gt=0,
+        le=MAX_GRAD_CLIP,
+    ) = 1.0  # seeds 002, 003
+    label_smoothing: declare(
+        Fraction,
+        "label smoothing: the share of each target spread over the other tokens",
+        Names(url="smoothing", label="Label smoothing", page=PageRange(0.0, 0.5, "a box needs a largest value")),
+    ) = 0.0  # seed 004 uses 0.1
+    stateful: declare(
+        bool,
+        "consecutive windows, the hidden state carried across batches (truncated BPTT)",
+        Names(url="stateful", label="Stateful (truncated BPTT)"),
+    ) = False
+    eval_interval: declare(
+        Steps,
+        "training steps between validation passes",
+        Names(url="eval_every", label="Validate every", page=PageRange(1, 100000, "a page's run takes fewer steps")),
+    ) = 50
+    eval_seconds: declare(
+        Optional[Seconds], "and at most this many seconds between them (a slow model's first point)"
+    ) = None
+    eval_windows: declare(
+        int,
+        "validation windows per pass: the same ones every time, whatever the batch size",
+        ge=1,
+        le=MAX_EVAL_WINDOWS,
+    ) = 256
+    seed: declare(Seed, "random seed") = 1337
+    device: declare(Device, "auto (CUDA when available), cpu or cuda") = "auto"
+    amp: declare(
+        Literal[AMP_MODES],
+        "mixed precision: auto is bf16 (or fp16 with a gradient scaler) for the fused backend on CUDA, "
+        "otherwise off; fp16 needs CUDA; the fast backend trains in float32 only",
+    ) = "auto"
+    compile: declare(bool, "torch.compile the model first (minutes of compiling, then faster steps on a GPU)") = False
 
     def __post_init__(self):
         if self.min_lr > self.lr:

@@ -29,6 +29,7 @@ from ui.coloured_text import visible_piece
 from ui.lessons.common import check_yourself, notice, open_full_page
 from ui.plain_text import plain, preformatted, said, user_errors
 from ui.sessions import register_job, session_key, train_in_process
+from ui.train_settings import url_values
 
 SONNET = (
     "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate:\n"
@@ -197,9 +198,7 @@ def watch_it_learn():
         cell=LEARN_MODEL["cell"],
         emb=LEARN_MODEL["embed_dim"],
         hidden=LEARN_MODEL["hidden_size"],
-        lr=LEARN_RECIPE["lr"],
-        batch=LEARN_RECIPE["batch_size"],
-        block=LEARN_RECIPE["block_size"],
+        **url_values(LEARN_RECIPE, ("lr", "batch", "block")),
         seconds=30,
         corpus="upload",
     )
