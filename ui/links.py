@@ -90,9 +90,7 @@ class Field:
             raise ValueError(f"{setting.name}: an open bound needs a page range a number box can hold")
         if kind != "bool":  # a number box takes bounds of its value's type only
             low, high = (int, float)[kind == "float"](low), (int, float)[kind == "float"](high)
-        return cls(
-            kind, setting.names.label, low, high, help=f"{setting.description[:1].upper()}{setting.description[1:]}."
-        )
+        return cls(kind, setting.names.label, low, high, help=f"{setting.description}.")
 
     def __post_init__(self):
         if self.kind not in KINDS:

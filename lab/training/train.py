@@ -73,38 +73,38 @@ class TrainConfig:
     # the command line's options, the Train page's widgets and its URL read them (lab.schema.declared_settings)
     lr: declare(
         float,
-        "peak learning rate, annealed to its floor over the run (cosine)",
+        "Peak learning rate, annealed to its floor over the run (cosine)",
         Names(url="lr", label="Learning rate", page=PageRange(1e-6, 1.0, "a number box needs a least value")),
         gt=0,
         le=MAX_LR,
     ) = 3e-3
-    min_lr: declare(float, "the learning rate's floor at the end of the run, at most lr", ge=0) = 0.0  # seed 003: 1e-5
+    min_lr: declare(float, "The learning rate's floor at the end of the run, at most lr", ge=0) = 0.0  # seed 003: 1e-5
     weight_decay: declare(float, "AdamW weight decay", Names(url="wd", label="Weight decay"), ge=0, le=1) = 0.01
     batch_size: declare(
         int,
-        "windows per batch",
+        "Windows per batch",
         Names(url="batch", label="Batch size B", page=PageRange(1, 1024, CLASSROOM)),
         ge=1,
         le=MAX_BATCH_SIZE,
     ) = 64
     block_size: declare(
         int,
-        "time steps per window: how far back gradients flow (BPTT length)",
+        "Time steps per window: how far back gradients flow (BPTT length)",
         Names(url="block", label="Block size T", page=PageRange(1, 2048, CLASSROOM)),
         ge=1,
         le=MAX_BLOCK_SIZE,
     ) = 128
     # budgets: training stops at whichever comes first
-    max_steps: declare(Optional[Steps], "step budget", Names(cli="steps")) = 1000
+    max_steps: declare(Optional[Steps], "Step budget", Names(cli="steps")) = 1000
     max_seconds: declare(
         Optional[Seconds],
-        "wall-clock budget of a run in seconds, and of each runner of a race; the learning rate anneals over it",
+        "Wall-clock budget of a run in seconds, and of each runner of a race; the learning rate anneals over it",
         Names(cli="seconds", url="seconds", label="Time budget (s)", page=PageRange(1, 3600, CLASSROOM)),
     ) = None
-    max_epochs: declare(Optional[Epochs], "epoch budget", Names(cli="epochs")) = None
+    max_epochs: declare(Optional[Epochs], "Epoch budget", Names(cli="epochs")) = None
     grad_clip: declare(
         float,
-        "clip the global gradient norm to this value: a gradient that grows through many steps (an "
+        "Clip the global gradient norm to this value: a gradient that grows through many steps (an "
         "exploding gradient) then cannot throw the weights far in one update",
         Names(url="clip", label="Gradient clip", page=PageRange(0.01, 100.0, "a box needs a least value")),
         gt=0,
@@ -112,36 +112,38 @@ class TrainConfig:
     ) = 1.0  # seeds 002, 003
     label_smoothing: declare(
         Fraction,
-        "label smoothing: the share of each target spread over the other tokens",
+        "Label smoothing: the share of each target spread over the other tokens",
         Names(url="smoothing", label="Label smoothing", page=PageRange(0.0, 0.5, "a box needs a largest value")),
     ) = 0.0  # seed 004 uses 0.1
     stateful: declare(
         bool,
-        "consecutive windows, the hidden state carried across batches (truncated BPTT)",
+        "Consecutive windows, the hidden state carried across batches (truncated BPTT)",
         Names(url="stateful", label="Stateful (truncated BPTT)"),
     ) = False
     eval_interval: declare(
         Steps,
-        "training steps between validation passes",
+        "Training steps between validation passes",
         Names(url="eval_every", label="Validate every", page=PageRange(1, 100000, "a page's run takes fewer steps")),
     ) = 50
     eval_seconds: declare(
-        Optional[Seconds], "and at most this many seconds between them (a slow model's first point)"
+        Optional[Seconds], "At most this many seconds between validation passes (a slow model's first point)"
     ) = None
     eval_windows: declare(
         int,
-        "validation windows per pass: the same ones every time, whatever the batch size",
+        "Validation windows per pass: the same ones every time, whatever the batch size",
         ge=1,
         le=MAX_EVAL_WINDOWS,
     ) = 256
-    seed: declare(Seed, "random seed") = 1337
-    device: declare(Device, "auto (CUDA when available), cpu or cuda") = "auto"
+    seed: declare(Seed, "Random seed") = 1337
+    device: declare(Device, "Auto (CUDA when available), cpu or cuda") = "auto"
     amp: declare(
         Literal[AMP_MODES],
-        "mixed precision: auto is bf16 (or fp16 with a gradient scaler) for the fused backend on CUDA, "
+        "Mixed precision: auto is bf16 (or fp16 with a gradient scaler) for the fused backend on CUDA, "
         "otherwise off; fp16 needs CUDA; the fast backend trains in float32 only",
     ) = "auto"
-    compile: declare(bool, "torch.compile the model first (minutes of compiling, then faster steps on a GPU)") = False
+    compile: declare(
+        bool, "Compile the model with torch.compile first (minutes of compiling, then faster steps on a GPU)"
+    ) = False
 
     def __post_init__(self):
         if self.min_lr > self.lr:
