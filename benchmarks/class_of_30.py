@@ -23,9 +23,11 @@ drives Debian's chromium:
   in tests/test_sign_in_browser.py) would cost two more runs of the Train page per student (6-25 s
   on 2 busy cores, load average 9-16). Their pages stay open (a closed tab stops its run), so the server also
   redraws their live charts and answers their heartbeats. Real browsers, not scripted sessions: only a
-  browser runs the fragments' timers and the heartbeat whose cost a page puts on the server; the students'
-  and the teacher's browser runs at `--browser-nice` (10, as in benchmarks.classroom), below the server, as a
-  class's browsers run on their own laptops (at 19 it starved behind the machine's other work at nice 10);
+  browser runs the fragments' timers and the heartbeat whose cost a page puts on the server. The students'
+  and the teacher's browser runs at the server's priority while the students open their pages (at nice 10
+  a page took a minute to open on 2 cores loaded by other work), then at `--browser-nice` (10, as in
+  benchmarks.classroom), below the server, as a class's browsers run on laptops of their own; how often
+  their pages still asked for their fragments (live chart, heartbeat) is printed;
 * once every student has pressed Start, the visitor times the same warm visits again (the runs training
   and waiting read from the budget line on Train before and after, with the load average).
 
@@ -44,7 +46,7 @@ import time
 from pathlib import Path
 
 from benchmarks import board_redraws, page_loads
-from benchmarks.app import LAPTOP, ROOT, SCRIPT_DONE, AppServer, launch_browser, open_page
+from benchmarks.app import LAPTOP, ROOT, SCRIPT_DONE, AppServer, launch_browser, open_page, record_script_ends
 from benchmarks.classroom import first_steps, runs_on_server
 from lab.server.board import BoardStore, owner_id
 from lab.server.spaces import new_space_key
@@ -57,6 +59,9 @@ PROJECTOR = {"width": 1920, "height": 1080}
 WATCHED = ["Home", "Train", "Sample", "Gates", "Memory", f"lesson 1 · {next(iter(LESSONS))}"]
 CELLS, HIDDEN = ("rnn", "gru_torch", "lstm"), (64, 128, 256)  # the class's experiment: which matters more?
 ENDED = re.compile(r"lab\.server\.jobs: The run .*?: (\w+) after", re.M)
+LEADERBOARD = '[data-testid="stMain"] table'  # on the Class page: the board's only table
+# a run started: training or waiting in the queue (Stop can be pressed), or already ended and saved
+STARTED = '.st-key-train_stop button:enabled, [data-testid="stAlertContentSuccess"]'
 TIMEOUT_MS = 300_000  # a student's page on a server training 30 runs on 2 cores
 
 
@@ -70,8 +75,8 @@ def student_url(server, n, seconds):
 
 def start_students(browser, server, user_dir, numbers, seconds):
     """Students `numbers` open Train together and each presses Start once their page is drawn: their pages,
-    kept open (a page keeps its run). Each comes back with their space's cookie and their board switch on,
-    as they left them on an earlier visit."""
+    kept open (a page keeps its run), each with the ends of its script runs (record_script_ends). Each comes
+    back with their space's cookie and their board switch on, as they left them on an earlier visit."""
     pages = []
     for n in numbers:
         key = new_space_key(user_dir)  # what the server gave their browser on the earlier visit
@@ -80,14 +85,15 @@ def start_students(browser, server, user_dir, numbers, seconds):
         context.add_cookies([{"name": SPACE_COOKIE, "value": key, "url": server.url}])
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
+        ends = record_script_ends(page)
         page.goto(student_url(server, n, seconds), wait_until="commit")  # the next one opens meanwhile
-        pages.append(page)
-    for page in pages:
+        pages.append((page, ends))
+    for page, _ in pages:
         page.locator(".st-key-train_board_on input:checked").wait_for(state="attached")  # in "More settings"
         page.wait_for_selector(SCRIPT_DONE)
         page.locator(".st-key-train_start button").click()
-    for page in pages:
-        page.wait_for_selector(".st-key-train_stop button:enabled")  # started: training, or waiting in the queue
+    for page, _ in pages:
+        page.wait_for_selector(STARTED)
     return pages
 
 
@@ -120,17 +126,18 @@ def budget_state(server, page):
     return (*runs_on_server(page), os.getloadavg()[0])
 
 
-def class_of(students, seconds, repeats, together, browser_nice):
-    """Run the class -> a dict of what was measured (see main)."""
+def class_of(students, seconds, repeats, together=10, browser_nice=10, watched=WATCHED):
+    """Run the class -> a dict of what was measured (see main); `watched`: the views timed (page_loads' labels)."""
     from playwright.sync_api import sync_playwright
 
-    page_loads.ONLY[:] = WATCHED  # page_loads' views: these alone
+    page_loads.ONLY[:] = watched  # page_loads' views: these alone
     with tempfile.TemporaryDirectory() as user_dir, tempfile.TemporaryDirectory() as work:
         env, redraw_log = timed_server_env(work)
         with AppServer(user_dir, extra_env=env) as server, sync_playwright() as p:
-            class_browser = launch_browser(p, niceness=browser_nice)  # the students' and the teacher's laptops
+            nice = [0]  # the class's browser: at the server's priority while the students open their pages
+            class_browser = launch_browser(p, niceness=lambda: nice[0])  # the students' and the teacher's laptops
             visitor = launch_browser(p).new_context(viewport=LAPTOP).new_page()
-            open_teachers_board(class_browser, server)
+            teacher = open_teachers_board(class_browser, server)
             for _, path in page_loads.views():  # cold: caches fill
                 page_loads.visit(server, visitor, path)
             idle = page_loads.warm_visits(server, visitor, repeats)
@@ -141,12 +148,15 @@ def class_of(students, seconds, repeats, together, browser_nice):
                 numbers = range(first, min(first + together, students))
                 pages += start_students(class_browser, server, user_dir, numbers, seconds)
                 print(f"{len(pages)} students started, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
-            all_started = time.time()
+            all_started, nice[0] = time.time(), browser_nice  # from now on: as if on laptops of their own
+            time.sleep(1)  # the browser's processes lowered
+            fragments = [ends.count("fragment") for _, ends in pages]
             before = budget_state(server, visitor)
             busy = page_loads.warm_visits(server, visitor, repeats)
             after = budget_state(server, visitor)
             ended = time.time()
-            board = BoardStore(user_dir).read()
+            fragments = sum(ends.count("fragment") for _, ends in pages) - sum(fragments)
+            board, shown = BoardStore(user_dir).read(), teacher.inner_text(LEADERBOARD)
             log = server.output(None)
         redraws = board_redraws.read(redraw_log)
     return {
@@ -155,13 +165,15 @@ def class_of(students, seconds, repeats, together, browser_nice):
         "idle_load": idle_load,
         "before": before,
         "after": after,
-        "starting_seconds": all_started - started,
-        "busy_seconds": ended - all_started,
+        "started": started,
+        "all_started": all_started,
+        "ended": ended,
         "board": board,
-        "idle_redraws": [r for r in redraws if r["at"] < started],
-        "busy_redraws": [r for r in redraws if all_started <= r["at"] <= ended],
+        "shown": shown,
+        "redraws": redraws,
+        "student_fragments": fragments,  # the students' pages' fragment runs (live chart, heartbeat) meanwhile
         "first_steps": len(first_steps(log)),
-        "ended": ENDED.findall(log),
+        "endings": ENDED.findall(log),
     }
 
 
@@ -181,27 +193,39 @@ def main():
     parser.add_argument("--browser-nice", type=int, default=10, help="the students' and the teacher's browser's nice")
     args = parser.parse_args()
     r = class_of(args.students, args.seconds, args.repeats, args.together, args.browser_nice)
-    busy_redraws, board = r["busy_redraws"], r["board"]
-    ended = ", ".join(f"{r['ended'].count(status)} {status}" for status in sorted(set(r["ended"]))) or "none"
+    busy = [x for x in r["redraws"] if r["all_started"] <= x["at"] <= r["ended"]]
+    idle = [x for x in r["redraws"] if x["at"] < r["started"]]
+    (training, waiting, load), (training_after, waiting_after, load_after) = r["before"], r["after"]
+    starting = r["all_started"] - r["started"]
+    endings = ", ".join(f"{r['endings'].count(end)} {end}" for end in sorted(set(r["endings"]))) or "none"
     print(
-        f"{args.students} students, {args.seconds} s runs: all pressed Start in {r['starting_seconds']:.0f} s; "
-        f"{len(board.runs)} runs on the board. Before the busy visits: {r['before'][0]} runs training, "
-        f"{r['before'][1]} waiting, load average {r['before'][2]:.1f}; after them ({r['busy_seconds']:.0f} s later): "
-        f"{r['after'][0]} training, {r['after'][1]} waiting, load average {r['after'][2]:.1f} (idle: "
-        f"{r['idle_load']:.1f}). Runs that had trained a step by the end: {r['first_steps']}; ended: "
-        f"{ended}."
+        f"{args.students} students, {args.seconds} s runs: all pressed Start in {starting:.0f} s, {args.together} at "
+        f"a time; {len(r['board'].runs)} runs on the board, "
+        f"{r['shown'].count('Student ')} rows on the teacher's leaderboard at the end. Before the busy visits: "
+        f"{training} runs training, {waiting} waiting, load average {load:.1f}; after them "
+        f"({r['ended'] - r['all_started']:.0f} s later): {training_after} training, {waiting_after} waiting, load "
+        f"average {load_after:.1f} (idle visits: {r['idle_load']:.1f}). Runs that trained a step: "
+        f"{r['first_steps']}; ended by the end: {endings}. The students' pages ran "
+        f"{60 * r['student_fragments'] / args.students / (r['ended'] - r['all_started']):.1f} fragments a minute each "
+        "meanwhile (a heartbeat asks for 12, a live chart for 12, or 30 while its run waits for a first point)."
     )
     print(
-        f"Class board redraws while they trained: {len(busy_redraws)}, server CPU "
-        f"{spread([x['cpu'] for x in busy_redraws])}, wall {spread([x['wall'] for x in busy_redraws])}, "
-        f"with {spread([x['runs'] for x in busy_redraws], '', 0)} runs and "
-        f"{spread([x['points'] for x in busy_redraws], '', 0)} loss points live; "
-        f"idle (no run): CPU {spread([x['cpu'] for x in r['idle_redraws']])}"
+        f"Class board redraws while they trained: {len(busy)}, server CPU {spread([x['cpu'] for x in busy])}, "
+        f"wall {spread([x['wall'] for x in busy])}, with {spread([x['runs'] for x in busy], '', 0)} runs and "
+        f"{spread([x['points'] for x in busy], '', 0)} loss points live; idle (no run): CPU "
+        f"{spread([x['cpu'] for x in idle])}"
     )
-    print(f"\n| view | idle, warm (median of {args.repeats}) | {args.students} students training | × idle |")
-    print("|---|---|---|---|")
-    for label, (seconds, _) in r["idle"].items():
-        print(f"| {label} | {seconds:.2f} s | {r['busy'][label][0]:.2f} s | {r['busy'][label][0] / seconds:.2f}× |")
+    print(
+        f"\n| view | idle, warm (median of {args.repeats}) | {args.students} students training | × idle "
+        "| server CPU, idle | server CPU, training |"
+    )
+    print("|---|---|---|---|---|---|")
+    for label, (seconds, cpu) in r["idle"].items():
+        busy_seconds, busy_cpu = r["busy"][label]
+        print(
+            f"| {label} | {seconds:.2f} s | {busy_seconds:.2f} s | {busy_seconds / seconds:.2f}× | {cpu:.2f} s "
+            f"| {busy_cpu:.2f} s |"
+        )
 
 
 if __name__ == "__main__":
