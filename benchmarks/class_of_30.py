@@ -25,16 +25,17 @@ drives Debian's chromium:
   redraws their live charts and answers their heartbeats. Real browsers, not scripted sessions: only a
   browser runs the fragments' timers and the heartbeat whose cost a page puts on the server. The students'
   and the teacher's browser runs at the server's priority while the students open their pages (at nice 10
-  a page took a minute to open on 2 cores loaded by other work), then at `--browser-nice` (10, as in
+  a page took up to a minute to open on 2 cores loaded by other work), then at `--browser-nice` (10, as in
   benchmarks.classroom), below the server, as a class's browsers run on laptops of their own; how often
-  their pages still asked for their fragments (live chart, heartbeat) is printed;
+  their pages still asked for their fragments (live chart, heartbeat) is printed: on 2 busy cores, less
+  often than their timers ask, so that the class loads the server less than a real one;
 * once every student has pressed Start, the visitor times the same warm visits again (the runs training
   and waiting read from the budget line on Train before and after, with the load average).
 
 The board's redraw is timed inside the server (benchmarks.board_redraws: its script thread's CPU seconds,
 on the live jobs' real event logs), each redraw the teacher's page asked for; the figures reported are
-those after every student has pressed Start. Prints one Markdown table and the facts around it.
-"""
+those during the busy visits, after every student has pressed Start. Prints one Markdown table and the
+facts around it. tests/test_class_of_30.py runs it with two students."""
 
 import argparse
 import os
