@@ -137,7 +137,8 @@ class AppServer:
 def launch_browser(playwright, niceness=0):
     """Debian's Chromium, headless. `niceness` > 0 runs it (and every process it starts) at that lower
     CPU priority: the browsers of students whose runs load the server, which in a class are on their own
-    laptops, not on the server's cores beside the page being timed."""
+    laptops, not on the server's cores beside the page being timed. A function instead of a number is
+    asked every half second: a priority that changes as a benchmark goes on."""
     if not niceness:
         return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
     # Chromium sets its own processes' priorities (its browser and GPU processes to -8): every thread of
@@ -164,10 +165,11 @@ def _keep_niced(mark, niceness, every_seconds=0.5):
         tree = set(marked)
         while grown := {pid for pid, parent in parents.items() if parent in tree} - tree:
             tree |= grown
+        level = niceness() if callable(niceness) else niceness
         for pid in tree:
             try:
                 for task in Path(f"/proc/{pid}/task").iterdir():
-                    os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), level)
             except OSError:
                 pass
         time.sleep(every_seconds)

@@ -117,7 +117,8 @@ def budget_line(page):
     """(MB in use, MB in all, runs training, runs waiting) from the budget line of the Train page shown."""
     text = page.get_by_text(BUDGET_LINE).inner_text()
     used, capacity = (float(x.replace(",", "")) for x in re.search(r"([\d,]+) of ([\d,]+) MB", text).groups())
-    training, waiting = map(int, re.search(r"in use by (\d+) runs?, (\d+) waiting", text).groups())
+    runs = re.search(r"([\d,]+) runs?\), ([\d,]+) waiting", text).groups()  # lab.server.capacity.Budget.sentence
+    training, waiting = (int(x.replace(",", "")) for x in runs)
     return used, capacity, training, waiting
 
 
