@@ -40,16 +40,6 @@ def bundled_checkpoints(request):
         assert not missing, f"bundled checkpoints missing: {missing} (python scripts/build_checkpoints.py)"
 
 
-@pytest.fixture(scope="session")
-def laptop(tmp_path_factory):
-    """(an app server, one browser page at 1366×768) that only reads pages: one for the session, shared by
-    the first-screen and page-height walks (a server and a browser take half a minute to start)."""
-    from helpers import laptop_page
-
-    with laptop_page(tmp_path_factory.mktemp("laptop_user_checkpoints"), 90_000) as (app, page):
-        yield app, page
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """A small corpus file (20,000 characters of the bundled plays), for CLI runs."""

@@ -7,7 +7,7 @@ Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_
 """
 
 import pytest
-from helpers import wait_for_widgets
+from helpers import laptop_page, wait_for_widgets
 
 from benchmarks.app import LAPTOP, ROOT, app_pages, open_page
 from ui.lessons import LESSONS
@@ -40,6 +40,12 @@ FIGURES = ", ".join(
         '[data-testid="stLatex"]',
     )
 )
+
+
+@pytest.fixture(scope="module")
+def laptop(tmp_path_factory):
+    with laptop_page(tmp_path_factory.mktemp("user_checkpoints"), 60_000) as (app, page):
+        yield app, page
 
 
 def first_below_the_top(page, selector, after_y, wait_ms=20_000):

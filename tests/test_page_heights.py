@@ -8,7 +8,8 @@ Screenshots go to test-artifacts/screenshots/heights/, for a person to look at.
 Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_browser.py).
 """
 
-from helpers import wait_for_widgets
+import pytest
+from helpers import laptop_page, wait_for_widgets
 from test_student_words import IDS
 
 from benchmarks.app import LAPTOP, ROOT, app_pages, open_page
@@ -28,6 +29,12 @@ SCROLL_HEIGHT_JS = """() => Math.max(document.scrollingElement.scrollHeight,
 WORDS_JS = """() => { const main = document.querySelector('[data-testid="stMain"]').cloneNode(true);
     main.querySelectorAll('pre, code, [data-testid="stDownloadButton"]').forEach(e => e.remove());
     return main.innerText; }"""
+
+
+@pytest.fixture(scope="module")
+def laptop(tmp_path_factory):
+    with laptop_page(tmp_path_factory.mktemp("user_checkpoints"), 90_000) as (app, page):
+        yield app, page
 
 
 def settled_height(page, name):
