@@ -7,6 +7,7 @@ import hashlib
 import io
 import os
 import pickle
+import statistics
 
 import numpy as np
 import pytest
@@ -225,3 +226,20 @@ def wait_for_widgets(page, timeout_ms=30_000):
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=stMain] [data-testid=stSkeleton]')", timeout=timeout_ms
     )
+
+
+def study_results(accuracies, n_test=360, complete=True):
+    """A study's results with the fields conclusion() and answer() read: {arm: [test accuracy per random seed]}."""
+    return {
+        "complete": complete,
+        "config": {"epochs": 6},
+        "dataset": {"num_classes": 10, "n_test": n_test},
+        "summary": {
+            arm: {
+                "val_accuracy_mean": statistics.fmean(v) if v else None,
+                "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None,
+                "val_accuracy_by_seed": dict(enumerate(v)),
+            }
+            for arm, v in accuracies.items()
+        },
+    }

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY_STUDY_CLI, cifar_fixture, preformatted_texts, without_timing
+from helpers import TINY_STUDY_CLI, cifar_fixture, preformatted_texts, study_results, without_timing
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -422,25 +422,6 @@ def test_the_study_and_its_gates_are_two_sections_each_with_its_own_charts():
     assert any("Frozen-bias check" in s.value for s in at.success)  # the ablated arm's biases stayed at 0
 
 
-def _study(accuracies, complete=True, n_test=360):
-    """A results dict with the fields conclusion() reads: {arm: [test accuracy per seed]}."""
-    import statistics
-
-    return {
-        "complete": complete,
-        "config": {"epochs": 6},
-        "dataset": {"num_classes": 10, "n_test": n_test},
-        "summary": {
-            arm: {
-                "val_accuracy_mean": statistics.fmean(v) if v else None,
-                "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None,
-                "val_accuracy_by_seed": dict(enumerate(v)),
-            }
-            for arm, v in accuracies.items()
-        },
-    }
-
-
 def test_the_conclusion_follows_the_numbers():
     study = load_results(SHIPPED_DIR)  # the shipped study: seed 003's 40 epochs, three arms, three seeds each
     shipped = conclusion(study)
@@ -451,44 +432,44 @@ def test_the_conclusion_follows_the_numbers():
         verdict = "" if abs(c["difference"]) < least else "differs from" if c["p"] < 0.05 else "does not differ from"
         assert f"{c['arm']} {verdict}".strip() in shipped and f"p = {c['p']:.2f}" in shipped
     many = 10**6  # so many test images that only the seeds limit the comparison
-    at_chance = conclusion(_study({"baseline": [0.11, 0.12], "ablated": [0.10, 0.12]}, n_test=120))
+    at_chance = conclusion(study_results({"baseline": [0.11, 0.12], "ablated": [0.10, 0.12]}, n_test=120))
     assert "no arm is above chance yet" in at_chance and "cannot yet say" in at_chance
     assert "guessing gives 10%, and with 120 test images guessing can reach 15.4%" in at_chance
-    same = conclusion(_study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}, n_test=many))
+    same = conclusion(study_results({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}, n_test=many))
     assert same == (
         "after 6 epochs (baseline 82.0%, ablated 81.0%): ablated does not differ from the baseline "
         "beyond the luck of the random seeds (-1.0 points, Welch's t-test p = 0.57)."
     )  # t = -0.61, 4 df
     apart = conclusion(
-        _study(
+        study_results(
             {"baseline": [0.60, 0.62, 0.61], "ablated": [0.60, 0.61, 0.64], "chrono": [0.90, 0.91, 0.92]}, n_test=many
         )
     )
     assert "ablated does not differ from the baseline" in apart
     assert "chrono differs from the baseline by more than the luck of the random seeds explains (+30.0 points" in apart
-    two = conclusion(_study({"baseline": [0.80, 0.84], "ablated": [0.60, 0.62, 0.61]}, complete=False))
+    two = conclusion(study_results({"baseline": [0.80, 0.84], "ablated": [0.60, 0.62, 0.61]}, complete=False))
     assert two.startswith("So far (the study is incomplete): after 6 epochs") and "differs" in two
     # one seed on a side: no test, the spread of the other decides nothing
-    spread = conclusion(_study({"baseline": [0.90], "ablated": [0.60, 0.62, 0.61]}))
+    spread = conclusion(study_results({"baseline": [0.90], "ablated": [0.60, 0.62, 0.61]}))
     assert "single random seed" in spread
-    one_seed = conclusion(_study({"baseline": [0.75], "ablated": [0.72]}, complete=False, n_test=many))
+    one_seed = conclusion(study_results({"baseline": [0.75], "ablated": [0.72]}, complete=False, n_test=many))
     assert one_seed.startswith("So far (the study is incomplete): baseline ended 3.0 points above ablated")
     assert "single random seed" in one_seed
-    assert "No run has finished" in conclusion(_study({"baseline": [], "ablated": []}))
+    assert "No run has finished" in conclusion(study_results({"baseline": [], "ablated": []}))
 
 
 def test_ten_test_images_cannot_tell_30_from_20_percent_and_the_sentence_says_so():
     """The live run's smallest setting: 30% is no longer called "near chance" beside "guessing gives
     10%"; what limits it is the 10 test images, and the sentence says by how much (the binomial
     standard error of the difference, Agresti-Caffo: 36.2 points at 30% and 20%)."""
-    said = conclusion(_study({"baseline": [0.3], "ablated": [0.2]}, n_test=10))
+    said = conclusion(study_results({"baseline": [0.3], "ablated": [0.2]}, n_test=10))
     assert "near chance" not in said
     assert said == (
         "after 6 epochs (baseline 30.0%, ablated 20.0%), with 10 test images a difference under 36.2 points "
         "cannot tell the arms apart: baseline ended 10.0 points above ablated."
     )
     assert resolution(10, 0.3, 0.2) == pytest.approx(1.96 * math.sqrt((4 / 12 * 8 / 12 + 3 / 12 * 9 / 12) / 12))
-    one_epoch = dict(_study({"baseline": [0.3], "ablated": [0.2]}, n_test=10), config={"epochs": 1})
+    one_epoch = dict(study_results({"baseline": [0.3], "ablated": [0.2]}, n_test=10), config={"epochs": 1})
     assert conclusion(one_epoch).startswith("after 1 epoch (")  # not "1 epochs"
 
 

@@ -6,12 +6,12 @@ says more than the statistical conclusion beside it."""
 import base64
 import json
 import re
-import statistics
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import study_results
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -76,23 +76,6 @@ def test_the_first_screen_is_the_question_the_chart_of_the_arms_and_the_answer()
     assert any("Welch" in read(m.value) for m in at.markdown)  # there, for whoever opens it
 
 
-def _study(accuracies, n_test):
-    """A results dict with the fields answer() and conclusion() read: {arm: [test accuracy per seed]}."""
-    return {
-        "complete": True,
-        "config": {"epochs": 6},
-        "dataset": {"num_classes": 10, "n_test": n_test},
-        "summary": {
-            arm: {
-                "val_accuracy_mean": statistics.fmean(v),
-                "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None,
-                "val_accuracy_by_seed": dict(enumerate(v)),
-            }
-            for arm, v in accuracies.items()
-        },
-    }
-
-
 accuracy = st.floats(0.2, 1.0)  # above what guessing reaches over these test images (13.1% at most)
 seeds = st.lists(accuracy, min_size=2, max_size=3)
 
@@ -103,7 +86,7 @@ def test_the_answer_never_says_more_than_the_statistics(base, ablated, chrono, n
     """At every setting: an arm the test images cannot resolve, or the seeds' luck explains, is never called
     a help; "yes" only when the statistics find the arm that starts more biased toward remembering ahead of
     the baseline (or the one with no biases behind it), "no" only the other way round."""
-    study = _study({"baseline": base, "ablated": ablated, "chrono": chrono}, n_test)
+    study = study_results({"baseline": base, "ablated": ablated, "chrono": chrono}, n_test)
     said, stats = answer(study), conclusion(study)
     means = {arm: s["val_accuracy_mean"] for arm, s in study["summary"].items()}
     real = {}
@@ -125,12 +108,12 @@ def test_the_answer_never_says_more_than_the_statistics(base, ablated, chrono, n
 
 
 def test_the_answer_before_anything_is_learned_or_finished():
-    assert answer(_study({"baseline": [0.10, 0.11], "chrono": [0.11, 0.12]}, 360)).startswith(
+    assert answer(study_results({"baseline": [0.10, 0.11], "chrono": [0.11, 0.12]}, 360)).startswith(
         "This study cannot tell yet: after 6 epochs no arm names its 360 test images better than guessing"
     )
-    none = _study({"baseline": [0.5]}, 360)
+    none = study_results({"baseline": [0.5]}, 360)
     none["summary"]["baseline"]["val_accuracy_mean"] = None
     assert answer(none) == "No run has finished yet, so this study has no answer yet."
-    one_seed = answer(_study({"baseline": [0.50], "chrono": [0.90]}, 10**6))
+    one_seed = answer(study_results({"baseline": [0.50], "chrono": [0.90]}, 10**6))
     assert one_seed.startswith("This study cannot tell whether it helps.")
     assert "a single random seed on a side cannot tell from luck" in one_seed

@@ -15,10 +15,10 @@ from. Docstrings and comments, which no page shows, may cite what they like, and
 
 import ast
 import re
-import statistics
 from pathlib import Path
 
 import pytest
+from helpers import study_results
 from test_plain_words import FORBIDDEN, LAB_WORDS
 
 from lab.experiments.ablation import SHIPPED_DIR, answer, conclusion, load_results, time_constant_table
@@ -167,34 +167,21 @@ def citing(text):
     return [m.group(0) for pattern in (FORBIDDEN, LAB_WORDS, NOT_A_MODEL, CODE) for m in pattern.finditer(text)]
 
 
-def _study(accuracies, n_test=10**6, complete=True):
-    """The fields conclusion() and answer() read: {arm: [test accuracy per random seed]}."""
-    return {
-        "complete": complete,
-        "config": {"epochs": 6},
-        "dataset": {"num_classes": 10, "n_test": n_test},
-        "summary": {
-            arm: {
-                "val_accuracy_mean": statistics.fmean(v) if v else None,
-                "val_accuracy_std": statistics.stdev(v) if len(v) > 1 else None,
-                "val_accuracy_by_seed": dict(enumerate(v)),
-            }
-            for arm, v in accuracies.items()
-        },
-    }
-
+MANY = 10**6  # test images enough that their resolution never decides a sentence
 
 STUDIES = [  # every turn conclusion() and answer() take
-    _study({"baseline": [], "ablated": []}),  # nothing finished
-    _study({"baseline": [0.11, 0.12], "ablated": [0.10, 0.12]}, n_test=120),  # at chance
-    _study({"baseline": [0.8, 0.82]}),  # one arm
-    _study({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}),  # no more than luck
-    _study({"baseline": [0.60, 0.62, 0.61], "ablated": [0.4, 0.41, 0.42], "chrono": [0.9, 0.91, 0.92]}),  # apart
-    _study({"baseline": [0.30, 0.31], "chrono": [0.2, 0.21]}, n_test=10),  # the test images cannot tell
-    _study({"baseline": [0.80], "ablated": [0.60]}, n_test=100),  # under the resolution, one seed each
-    _study({"baseline": [0.75], "ablated": [0.72]}, complete=False),  # one seed: no spread
-    _study({"baseline": [0.90], "ablated": [0.60, 0.62, 0.61]}),  # one seed on a side
-    _study({"baseline": [0.90, 0.60], "ablated": [0.70]}),  # within the spread
+    study_results({"baseline": [], "ablated": []}, n_test=MANY),  # nothing finished
+    study_results({"baseline": [0.11, 0.12], "ablated": [0.10, 0.12]}, n_test=120),  # at chance
+    study_results({"baseline": [0.8, 0.82]}, n_test=MANY),  # one arm
+    study_results({"baseline": [0.80, 0.84, 0.82], "ablated": [0.81, 0.79, 0.83]}, n_test=MANY),  # no more than luck
+    study_results(
+        {"baseline": [0.60, 0.62, 0.61], "ablated": [0.4, 0.41, 0.42], "chrono": [0.9, 0.91, 0.92]}, n_test=MANY
+    ),  # apart
+    study_results({"baseline": [0.30, 0.31], "chrono": [0.2, 0.21]}, n_test=10),  # the test images cannot tell
+    study_results({"baseline": [0.80], "ablated": [0.60]}, n_test=100),  # under the resolution, one seed each
+    study_results({"baseline": [0.75], "ablated": [0.72]}, complete=False, n_test=MANY),  # one seed: no spread
+    study_results({"baseline": [0.90], "ablated": [0.60, 0.62, 0.61]}, n_test=MANY),  # one seed on a side
+    study_results({"baseline": [0.90, 0.60], "ablated": [0.70]}, n_test=MANY),  # within the spread
 ]
 
 
