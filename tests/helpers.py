@@ -243,3 +243,11 @@ def study_results(accuracies, n_test=360, complete=True):
             for arm, v in accuracies.items()
         },
     }
+
+
+def without_errors(at):
+    """An AppTest after its run -> itself, once it shows no exception and no error message (their texts
+    are the failure's message)."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at

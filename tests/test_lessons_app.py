@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import preformatted_texts
+from helpers import preformatted_texts, without_errors
 from streamlit.testing.v1 import AppTest
 
 import ui.lessons
@@ -40,11 +40,6 @@ def lesson(slug, **state):
     for key, value in state.items():
         at.session_state[key] = value
     return at.run()
-
-
-def ok(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def metrics(at):
@@ -75,7 +70,7 @@ def full_page_link(at):
 def test_lessons_is_second_in_the_sidebar_and_home_sends_new_students_there():
     assert list(PAGES)[:2] == ["Home", "Lessons"]
     at = AppTest.from_file(APP, default_timeout=60).run()
-    ok(at)
+    without_errors(at)
     assert "Start with the lessons" in " ".join(m.value for m in at.main.markdown)
     assert [link.proto.page for link in at.main.get("page_link")][0] == "Lessons"
 
@@ -96,7 +91,7 @@ def test_the_glossary_is_one_click_away_on_every_page(page):
 def test_the_url_names_the_lesson_and_a_bad_slug_is_ignored_with_a_warning():
     at = AppTest.from_file(APP, default_timeout=180)
     at.switch_page(LESSONS_PAGE).run()
-    ok(at)
+    without_errors(at)
     first = next(iter(LESSONS))
     assert at.query_params["lesson"] == first
     assert at.header[0].value == f"1 · {LESSONS[first].title}"
@@ -106,7 +101,7 @@ def test_the_url_names_the_lesson_and_a_bad_slug_is_ignored_with_a_warning():
     # the next-lesson button moves on, and the URL follows
     at = lesson("vanilla-forgets", lessons_forget_steps=30)
     at.button(key="lessons_next").click().run()
-    ok(at)
+    without_errors(at)
     assert at.query_params["lesson"] == "chars-or-subwords"
 
 
@@ -117,7 +112,7 @@ def step_tables(at):
 
 def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     at = lesson("step-through")
-    ok(at)
+    without_errors(at)
     assert at.session_state["lessons_step_t"] == 1 and at.query_params["lesson"] == "step-through"
     # the GRU in both conventions: one table each of every number its equations read and write, in the order
     # they are computed, then the decision in both letters
@@ -143,7 +138,7 @@ def test_step_through_shows_each_equation_with_the_cells_numbers_and_steps_on():
     )
     # a step on: the numbers move, the state it starts from is the one the first step left, the URL follows
     at.button(key="lessons_step_next").click().run()
-    ok(at)
+    without_errors(at)
     assert at.session_state["lessons_step_t"] == 2 and at.query_params["t"] == "2"
     second = step_tables(at)
     assert second[0]["h_{t−1}"] == seed_update["h_t"] and second[0]["h_t"] != seed_update["h_t"]
@@ -168,7 +163,7 @@ def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, columns):
     at.switch_page(LESSONS_PAGE)
     at.query_params.update({"lesson": "step-through", "cell": cell, "t": "3", "text": "Ham. To be"})
     at.run()
-    ok(at)
+    without_errors(at)
     assert not at.warning
     assert at.session_state["lessons_step_t"] == 3 and at.session_state["lessons_step_cell"] == cell
     tables = step_tables(at)
@@ -179,7 +174,7 @@ def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, columns):
     assert dict(at.query_params) == {"lesson": "step-through", "cell": cell, "t": "3", "text": "Ham. To be"}
     # a shorter text: the step stays on the text
     at.text_input(key="lessons_step_text").set_value("To").run()
-    ok(at)
+    without_errors(at)
     assert at.session_state["lessons_step_t"] == 2
 
 
@@ -197,7 +192,7 @@ def test_the_step_throughs_equations_are_the_cells_and_its_settings_are_its_own(
 
 def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
     at = lesson("state-is-memory")
-    ok(at)
+    without_errors(at)
     reset, carried = (
         float(metrics(at)[k].split()[0]) for k in ("state reset every token", "state carried through the passage")
     )
@@ -211,19 +206,19 @@ def test_state_is_memory_measures_the_collapse_and_samples_both_ways():
         {"model": "char-gru-torch_latest", "prompt": "ROMEO%3A%0A", "seed": "0", "stateless": "top_k"},
     )
     at.selectbox(key="lessons_state_model").set_value("char-rnn_latest").run()
-    ok(at)
+    without_errors(at)
     assert float(metrics(at)["state carried through the passage"].split()[0]) != carried
     assert full_page_link(at)[1]["model"] == "char-rnn_latest"
 
 
 def test_choosing_the_next_token_control_changes_the_measured_figures():
     at = lesson("next-token")
-    ok(at)
+    without_errors(at)
     table = at.table[0].value
     assert table["sample"].tolist() == ["greedy"] + [f"temperature T=1, seed {s}" for s in range(SEEDS)]
     assert f"**{table['mean p(chosen)'][0]:.3f}**" in notice(at)
     at.slider(key="lessons_choose_T").set_value(0.3).run()
-    ok(at)
+    without_errors(at)
     colder = at.table[0].value
     assert colder["sample"][1] == "temperature T=0.3, seed 0"
     assert colder["mean p(chosen)"][1:].mean() > table["mean p(chosen)"][1:].mean()  # colder: likelier tokens
@@ -234,7 +229,7 @@ def test_choosing_the_next_token_control_changes_the_measured_figures():
     )
     at.radio(key="lessons_choose_strategy").set_value("top_k").run()
     at.slider(key="lessons_choose_k").set_value(1).run()
-    ok(at)
+    without_errors(at)
     top1 = at.table[0].value
     assert (top1["mean p(chosen)"] == top1["mean p(chosen)"][0]).all()  # top-1 is greedy, whatever the seed
     assert full_page_link(at)[1]["top_k"] == "1"
@@ -243,11 +238,11 @@ def test_choosing_the_next_token_control_changes_the_measured_figures():
 
 def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_biases():
     at = lesson("keep-or-overwrite")
-    ok(at)
+    without_errors(at)
     assert metrics(at)["kept per step σ(b)"] == "0.731"
     assert metrics(at)["half-life"] == "2.2 steps"  # ln 0.5 / ln sigmoid(1)
     at.slider(key="lessons_keep_bias").set_value(4.0).run()
-    ok(at)
+    without_errors(at)
     assert metrics(at)["kept per step σ(b)"] == "0.982"
     assert "σ(4) = **0.982**" in notice(at)
     assert full_page_link(at) == (
@@ -259,7 +254,7 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
     assert set(learned["cell"]) == {"GRU (z keeps)"}
     assert learned["layer"].tolist() == list(range(len(learned)))
     at.selectbox(key="lessons_keep_model").set_value("scribe-alpha_latest").run()
-    ok(at)
+    without_errors(at)
     learned = at.table[0].value
     assert learned["cell"].tolist() == ["GRU (z overwrites)", "GRU (z overwrites)"]
     layer = int(re.search(r"in its layer (\d+)", notice(at)).group(1))  # the layer with the longest memories
@@ -270,7 +265,7 @@ def test_keep_or_overwrite_turns_a_bias_into_a_half_life_and_reads_the_trained_b
 
 def test_why_the_rnn_forgets_fits_a_decay_per_step_that_moves_with_training():
     at = lesson("vanilla-forgets", lessons_forget_steps=40)
-    ok(at)
+    without_errors(at)
     trained = metrics(at)
     assert set(trained) == {f"{bundled_title(m)}: per step g" for m in ("char-rnn", "char-gru-torch", "char-lstm")}
     factors = {label.split(":")[0]: float(g) for label, g in trained.items()}
@@ -280,7 +275,7 @@ def test_why_the_rnn_forgets_fits_a_decay_per_step_that_moves_with_training():
     assert f"**{fastest}** loses fastest, g = {factors[fastest]:.3f}" in said
     assert f"**{slowest}** keeps the most, g = {factors[slowest]:.3f}" in said
     at.toggle(key="lessons_forget_trained").set_value(False).run()
-    ok(at)
+    without_errors(at)
     assert metrics(at) != trained
     assert full_page_link(at) == ("Memory", {"section": "gradients", "steps": "40"})
     assert "0.990" in answer(at)
@@ -288,11 +283,11 @@ def test_why_the_rnn_forgets_fits_a_decay_per_step_that_moves_with_training():
 
 def test_characters_or_subwords_counts_steps_and_compares_nats_per_char():
     at = lesson("chars-or-subwords", lessons_tokens_text="To be, or not to be.")
-    ok(at)
+    without_errors(at)
     first = metrics(at)
     assert first["character steps"] == "20" and int(first["subword steps"]) < 20
     at.text_area(key="lessons_tokens_text").set_value("Whether 'tis nobler in the mind to suffer").run()
-    ok(at)
+    without_errors(at)
     second = metrics(at)
     subword = f"{bundled_title('scribe-alpha')}, nats/char"
     assert second["character steps"] == "41" and second[subword] != first[subword]
@@ -309,13 +304,13 @@ def test_characters_the_subword_model_cannot_read_give_an_error_not_a_traceback(
 
 def test_a_recurrence_you_can_scan_agrees_and_is_timed_at_the_chosen_width():
     at = lesson("scan")
-    ok(at)
+    without_errors(at)
     race = at.table[0].value
     assert race["length T"].tolist() == ui.lessons.scanning.SCAN_LENGTHS
     assert (race["largest difference"] < 1e-5).all()
     assert "H = 64 units" in notice(at)
     at.select_slider(key="lessons_scan_hidden").set_value(8).run()
-    ok(at)
+    without_errors(at)
     narrow = at.table[0].value
     assert "H = 8 units" in notice(at) and not narrow["loop (ms)"].equals(race["loop (ms)"])
     at.button(key="lessons_scan_again").click().run()
@@ -329,7 +324,7 @@ def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
 
     study = load_results(SHIPPED_DIR)
     at = lesson("gate-biases")
-    ok(at)
+    without_errors(at)
     accuracy = metrics(at)
     assert set(accuracy) == {f"{arm}: final test accuracy" for arm in study["summary"]}
     assert f"**What the study says:** {conclusion(study)}" in notice(at)  # the numbers' own verdict, as lab writes it
@@ -337,7 +332,7 @@ def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
     learned = max(s["val_accuracy_mean"] for s in study["summary"].values()) >= 0.5
     assert ("What it means" if learned else "What it cannot show") in notice(at)
     at.radio(key="lessons_study_metric").set_value("z_mean").run()
-    ok(at)
+    without_errors(at)
     gates = metrics(at)
     assert float(gates["baseline: final mean update gate z (keeps)"]) > float(
         gates["ablated: final mean update gate z (keeps)"]
@@ -350,7 +345,7 @@ def test_the_gate_bias_study_is_read_with_what_it_shows_and_what_it_cannot():
 def test_watch_it_learn_trains_on_the_paragraph_given_and_replays_its_samples_at_a_reading_pace(monkeypatch):
     monkeypatch.setattr(ui.lessons.learning, "LEARN_STEPS", 40)  # a short run: the same code, fewer samples
     at = lesson("learn-your-text")
-    ok(at)
+    without_errors(at)
     assert any("Press **Start**" in i.value for i in at.info)
     assert full_page_link(at) == (
         "Train",
@@ -366,13 +361,13 @@ def test_watch_it_learn_trains_on_the_paragraph_given_and_replays_its_samples_at
         },
     )
     at.button(key="lessons_learn_start").click().run()
-    ok(at)
+    without_errors(at)
     first_job = at.session_state["lessons_learn_job"]
     assert first_job.wait(120) == "finished"
     written = [e["step"] for e in first_job.events() if e["type"] == "sample" and e["text"] is not None]
     assert written == ui.lessons.learning.sample_steps(40)  # at its log-spaced steps, and only there
     at.run()
-    ok(at)
+    without_errors(at)
     shown = at.table[0].value
     assert 1 <= len(shown) < len(written)  # the replay shows them one at a time, not all at once
     at.session_state["lessons_learn_replay_from"] -= 1000  # as if the student had watched for minutes
@@ -408,7 +403,7 @@ def chart_data(at, key):
 
 def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     at = lesson("toy-tasks", lessons_toy_seconds=5)
-    ok(at)
+    without_errors(at)
     shipped = metrics(at)
     assert list(shipped) == [f"{cell_label(c)}, shipped" for c in TOY_CELLS]
     recall = chart_data(at, "lessons_toy_chart")
@@ -418,7 +413,7 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     example = preformatted_texts(at)[0]
     assert "→" in example and example.count(" ") > 20  # an example sequence of 21 tokens
     at.radio(key="lessons_toy_task").set_value("brackets").run()
-    ok(at)
+    without_errors(at)
     assert chart_data(at, "lessons_toy_chart") != recall and at.query_params["task"] == "brackets"
     at.select_slider(key="lessons_toy_k").set_value("5").run()
     assert "At k = 5" in notice(at) and at.query_params["distance"] == "5"
@@ -426,7 +421,7 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     assert full_page_link(at) == ("Memory", {"section": "probe", "probe_task": "brackets"})
     # the live run: all four cells at once, each a job of its own that reports its accuracy
     at.button(key="lessons_toy_start").click().run()
-    ok(at)
+    without_errors(at)
     jobs = at.session_state["lessons_toy_jobs"]
     assert list(jobs) == list(TOY_CELLS) and all(job.wait(120) == "finished" for job in jobs.values())
     at.run()

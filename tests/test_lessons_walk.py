@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from helpers import RNN_VERDICTS, vanilla_rnn_verdict
+from helpers import RNN_VERDICTS, vanilla_rnn_verdict, without_errors
 from streamlit.testing.v1 import AppTest
 
 from lab.experiments.ablation import LEARNED
@@ -42,8 +42,7 @@ def lesson(slug, **state):
 
 
 def checked(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    without_errors(at)
     page = " ".join(m.value for m in [*at.markdown, *at.caption])
     assert "Leviathan" not in page and "`" not in page  # no model it does not use, no code
     return at

@@ -15,6 +15,7 @@ import math
 import re
 from pathlib import Path
 
+from helpers import without_errors
 from streamlit.testing.v1 import AppTest
 from test_lessons_walk import numbers
 
@@ -33,13 +34,7 @@ def opened(page, **state):
     at.switch_page(page)
     for key, value in state.items():
         at.session_state[key] = value
-    return checked(at.run())
-
-
-def checked(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
+    return without_errors(at.run())
 
 
 def words(elements):
@@ -72,7 +67,7 @@ def test_memory_says_what_its_charts_show_at_every_longest_lag_steps_and_text():
         at.slider(key="memory_max_lag").set_value(lag).run()
         text = at.session_state["memory_text"]
         said = words(m for m in at.markdown if m.value.startswith("**What the chart shows.**"))
-        lines = curves(checked(at), "memory_spread_chart")
+        lines = curves(without_errors(at), "memory_spread_chart")
         followed = min(lag, len(text) - 1)  # a character model: one token per character
         assert {x[-1] for x, _ in lines.values()} == {followed}, lag  # the chart ends where the sentence says
         why = (
@@ -108,7 +103,7 @@ def test_memory_says_what_its_charts_show_at_every_longest_lag_steps_and_text():
             at.text_area(key="memory_text").set_value(text)
         at.slider(key="memory_grad_steps").set_value(steps).run()
         text = at.session_state["memory_text"]
-        shorter = [c.value for c in checked(at).caption if "so T is shorter" in c.value]
+        shorter = [c.value for c in without_errors(at).caption if "so T is shorter" in c.value]
         assert bool(shorter) == (len(text) < steps + 1)
         if shorter:
             assert f"The text has only {count(len(text), 'character')}" in shorter[0]
@@ -119,7 +114,7 @@ def test_memory_says_what_its_charts_show_at_every_longest_lag_steps_and_text():
     for chosen in (None, ["char-lstm_latest"]):
         if chosen is not None:
             at.multiselect(key="memory_reach_checkpoints").set_value(chosen).run()
-        said = words(m for m in checked(at).markdown if m.value.startswith("**What the chart shows.**"))
+        said = words(m for m in without_errors(at).markdown if m.value.startswith("**What the chart shows.**"))
         travels = {}
         for name, (x, y) in curves(at, "memory_reach_chart").items():
             above = [k for k, kept in zip(x, y) if kept == kept and kept > 0.01]
@@ -186,7 +181,7 @@ def test_gates_at_every_length_of_text_and_every_end_of_the_span_calls_a_finding
         assert all(round(r, 2) == 1.0 for r, _ in cards(at)) == (len(text) == 2)  # two tokens: every r is ±1
         for span in ((0, 0), (len(text) - 1, len(text) - 1), (0, len(text) - 1)):
             at.select_slider(key="gates_span").set_range(*span).run()
-            heading = words(m for m in checked(at).markdown if m.value.startswith("**The units that fire on"))
+            heading = words(m for m in without_errors(at).markdown if m.value.startswith("**The units that fire on"))
             assert f"“{text[span[0] : span[1] + 1].replace(chr(10), '↵')}”" in heading or span[1] - span[0] > 40
             if span == (0, len(text) - 1):  # the whole text: nothing outside to stand out from
                 assert "This span is the whole text" in words(at.info) and not units(at)
@@ -218,10 +213,10 @@ def live_run(at, size, n_train, n_test, epochs, batch, seeds):
     at.selectbox(key="ablation_size").set_value(size)
     for key, value in (("train", n_train), ("test", n_test), ("epochs", epochs), ("batch", batch), ("seeds", seeds)):
         at.number_input(key=f"ablation_{key}").set_value(value)
-    checked(at.button(key="FormSubmitter:ablation_live_form-Train both arms").click().run())
+    without_errors(at.button(key="FormSubmitter:ablation_live_form-Train both arms").click().run())
     job = at.session_state["ablation_job"]
     assert isinstance(job, AblationJob) and job.wait(600) == "finished", job.message
-    return checked(at.run())
+    return without_errors(at.run())
 
 
 def test_the_live_ablation_says_what_its_table_shows_at_its_smallest_and_largest_settings(monkeypatch, tmp_path):
