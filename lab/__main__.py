@@ -82,7 +82,7 @@ def _list(args):
 
 def build_parser():
     from lab.nets.backends import BACKENDS
-    from lab.nets.cells import CELLS
+    from lab.nets.families import CELLS
     from lab.training.presets import PRESETS
 
     parser = argparse.ArgumentParser(

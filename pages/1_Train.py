@@ -10,8 +10,8 @@ opens with the same settings.
 import streamlit as st
 
 from lab.instruments.race import long_race
-from lab.nets.cells import CELLS, ScanLayer
 from lab.nets.cost import check_training_memory, training_memory_bytes
+from lab.nets.families import CELLS, FAMILIES
 from lab.nets.models import config_to_dict
 from lab.server.capacity import server_budget
 from lab.server.jobs import TrainingJob
@@ -21,7 +21,7 @@ from ui import train_chart as chart
 from ui import train_memory_race as memory_race
 from ui import train_runs as runs
 from ui import train_settings as ts
-from ui.cell_labels import backend_label
+from ui.cell_labels import backend_label, cell_choice
 from ui.class_board import show_on_board_switch
 from ui.common import page_link, parameter_count, preset_label, setup_page, show_anchors
 from ui.model_names import TOKENIZER_LABELS, run_title
@@ -32,8 +32,8 @@ from ui.train_corpus import describe_task, load_task
 setup_page("Train")
 st.title("🏋️ Train")
 st.caption(
-    "Train a recurrent language model in the background and watch its loss fall; a race trains four "
-    "kinds of cell at once on one chart. Closing this browser tab stops your runs."
+    "Train a recurrent language model in the background and watch its loss fall; a race trains one cell "
+    "of each kind at once on one chart. Closing this browser tab stops your runs."
 )
 # settings: URL at page load, then the session's own values
 saved = ts.restore_settings()
@@ -51,7 +51,7 @@ with preset_col:
         help="A model family with its training recipe; it fills in the other fields, which you can then change.",
     )
 fixed = ts.is_scan_markov({"preset": st.session_state[ts.key("preset")]})
-cell_col.selectbox(F["cell"].label, list(CELLS), key=ts.key("cell"), format_func=ts.CELL_LABELS.get, disabled=fixed)
+cell_col.selectbox(F["cell"].label, list(CELLS), key=ts.key("cell"), format_func=cell_choice, disabled=fixed)
 ts.number_input(hidden_col, "hidden", step=16, disabled=fixed)
 ts.number_input(
     seconds_col,
@@ -158,7 +158,7 @@ with notices:
     elif task is not None:
         with user_errors("This model"):
             candidate = ts.model_config(values, task.vocab_size)
-            convention = ScanLayer.convention if ts.is_scan_markov(values) else CELLS[values["cell"]].convention
+            convention = FAMILIES["scan" if ts.is_scan_markov(values) else values["cell"]].convention
             steps = task.sequence_length(ts.train_config(values))  # the window, or a ScanMarkov context
             need_mb = training_memory_bytes(candidate, values["batch"], steps) / 2**20
             st.caption(
@@ -192,7 +192,7 @@ if buttons.button(
 if buttons.button(
     "🧠 Memory race",
     key="train_memory_race",
-    help="The same four cells, small, on a task only a memory solves: which answers right first?",
+    help="The same cells, small, on a task only a memory solves: which answers right first?",
 ):
     with user_errors("Starting the memory race"):
         runs.wait_for_first_steps(memory_race.start(values["seconds"]))

@@ -11,7 +11,6 @@ import streamlit as st
 
 from lab.experiments.probe import TOY_TASKS
 from lab.instruments.memory import (
-    KEEP_GATE_LABELS,
     MAX_RETENTION_LAG,
     MEMORY_SPANS,
     bias_time_constants,
@@ -19,7 +18,7 @@ from lab.instruments.memory import (
     memory_spread,
 )
 from lab.lessons.memory import half_life_words, memory_spread_sentence, reach_sentence
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS, FAMILIES
 from lab.words import count
 from ui.cached_calls import cached_gradient, cached_reach, cached_retention, cached_trace, checkpoint_key
 from ui.cell_labels import cell_label
@@ -174,7 +173,7 @@ def unit_memory(text):
         "$h_t = a_t \\odot h_{t-1} + \\dots$ What unit $j$ held at step $t$ survives to $t+k$ scaled by "
         "$a_{t+1} \\cdots a_{t+k}$, averaged here over every start $t$ in the text. A unit's **half-life** "
         "is the first $k$ at which less than half survives. Keep factors: "
-        + ", ".join(f"{cell_label(c)} `{g}`" for c, g in KEEP_GATE_LABELS.items())
+        + ", ".join(f"{f.name} `{f.keep_label}`" for f in FAMILIES.values() if f.keep)
         + ". The vanilla RNN has no keep gate: section 1 measures its memory with the others', and so do the "
         "gradients (section 4)."
     )
@@ -189,10 +188,11 @@ def unit_memory(text):
     max_lag = cols[1].slider("Longest lag", 8, MAX_RETENTION_LAG, step=8, key="memory_max_lag")
     measured = []  # (name, layer, Retention)
     for name in chosen:
-        if by_name[name].cell == "rnn":
+        if FAMILIES[by_name[name].cell].keep is None:
             st.info(
-                f"**{plain(model_label(name))}** is a vanilla RNN: it has no keep gate, so there is no retention "
-                "to measure. Section 1 follows a change through its state, and section 4 its gradients."
+                f"**{plain(model_label(name))}** is a {cell_label(by_name[name].cell)}: it has no keep gate, so "
+                "there is no retention to measure. Section 1 follows a change through its state, and section 4 its "
+                "gradients."
             )
             continue
         with user_errors(f"Retention of {model_label(name)}"):
@@ -237,7 +237,7 @@ def longest_memories(measured, text):
         trace = cached_trace(*key_of(name), text)
     if trace is None:
         return
-    state = "c" if r.cell == "lstm" else "h"  # what the unit holds: the LSTM's cell state, else the state h
+    state = FAMILIES[r.cell].memory  # what the unit holds: the LSTM's cell state, else the state h
     half_lives = r.unit_half_lives
     with right:
         st.caption(

@@ -61,6 +61,13 @@ RECIPES = {
         {"cell": "scan", "embed_dim": 64, "hidden_size": 256, "num_layers": 4, "norm": "every", "dropout": 0.2},
         {"lr": 2e-3, **GPU_BATCH},
     ),
+    # the minGRU (issue 40's proof of the cell record): three layers, LayerNorm after each as the scan has (a
+    # linear recurrence with no tanh keeps its scale only so), under 5 MB in float16; no DropConnect, as it has no U
+    "char-min-gru": (
+        "astra-alpha",
+        {"cell": "min_gru", "embed_dim": 64, "hidden_size": 640, "num_layers": 3, "norm": "every", "dropout": 0.2},
+        {"lr": 2e-3, **GPU_BATCH},
+    ),
     # seed 004's recipe as the seed trains it: 10 epochs of mixed 2-5-gram samples (an epoch budget, so
     # --minutes does not apply); its contexts are cheap to score, so validation uses more of them, less often
     "scan-markov": ("scan-markov", {}, {"max_epochs": 10, "eval_interval": 2000, "eval_windows": 2048}),

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig, results_table, run_memory_probe  # noqa: E402
-from lab.nets.cells import CELLS  # noqa: E402
+from lab.nets.families import CELLS  # noqa: E402
 
 # the settings written beside the results, one column each ("steps" is a row's own: the steps it took)
 SETTINGS = {

@@ -9,7 +9,6 @@ import torch.nn as nn
 
 from lab.nets.backends import BACKENDS, FUSED_MODULES, FusedLayer, check_cell, default_backend, make_layer
 from lab.nets.cells import (
-    CELLS,
     LSTMLayer,
     RecurrentStack,
     ScanLayer,
@@ -19,7 +18,9 @@ from lab.nets.cells import (
     scan_sequential,
     sigmoid_time_constant,
 )
+from lab.nets.families import CELLS, FAMILIES
 from lab.nets.kernels import LSTMFunction, TorchGRUFunction
+from lab.nets.models import LMConfig
 
 TORCH_TWINS = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
 # every (cell, backend) whose code differs from the reference's
@@ -259,7 +260,8 @@ def test_backend_registry_names_the_valid_choices():
 def test_default_backend_is_cudnn_on_cuda_and_the_fastest_measured_on_cpu():
     assert {cell: default_backend(cell, "cpu") for cell in CELLS} == {**dict.fromkeys(CELLS, "fast"), "lstm": "fused"}
     on_cuda = {cell: default_backend(cell, torch.device("cuda")) for cell in CELLS}
-    assert on_cuda == {"rnn": "fused", "gru_torch": "fused", "lstm": "fused", "gru_seed": "fast", "scan": "fast"}
+    assert on_cuda == {cell: "fused" if FAMILIES[cell].fused else "fast" for cell in CELLS}
+    assert [c for c in CELLS if on_cuda[c] == "fused"] == ["rnn", "gru_torch", "lstm"]
 
 
 def test_initialisation_follows_seed_003():
@@ -327,6 +329,8 @@ EQUATION_NAMES = {
     },
     "lstm": {"weight_ih": "W_i W_f W_g W_o", "weight_hh": "U_i U_f U_g U_o", "bias": "b_i b_f b_g b_o"},
     "scan": {},
+    "min_gru": {"weight_ih": "W_z W_h", "bias": "b_z b_h"},
+    "min_lstm": {"weight_ih": "W_f W_i W_h", "bias": "b_f b_i b_h"},
 }
 
 
@@ -359,10 +363,91 @@ def test_the_equations_a_page_shows_are_what_the_cell_computes(cell):
         blocks = getattr(layer, parameter).chunk(len(stacked_names.split()))
         names.update(zip(stacked_names.split(), blocks))
     with torch.no_grad():
-        for equation in layer.equations:
+        for equation in FAMILIES[cell].latex:
             exec(as_python(equation), {}, names)
         trace = {}
         state = (h_prev[None], c_prev[None]) if cell == "lstm" else h_prev[None]
         layer(x[None, None], state, trace)
     for gate in layer.gate_names:
         torch.testing.assert_close(names[gate], trace[gate][0, 0], msg=f"{cell}: {gate}")
+
+
+def docstring_equations(cell):
+    """The equation lines of a reference cell's docstring ("z_t = sigmoid(...)", indented below the
+    prose), trailing notes cut."""
+    lines = [line.split("#")[0].strip() for line in CELLS[cell].__doc__.splitlines() if line.startswith(" " * 8)]
+    return [line for line in lines if re.match(r"^(\[[^]]*\]|[A-Za-z]\w*) = ", line)]
+
+
+def docstring_as_python(line):
+    """A docstring equation as Python over one sample's vectors, as `as_python` reads the LaTeX."""
+    text = line.replace("sigmoid(", "torch.sigmoid(").replace("tanh(", "torch.tanh(")
+    text = text.replace("torch.torch.", "torch.")
+    text = re.sub(r"_\{t-1\}", "_prev", text)
+    text = re.sub(r"\b([A-Za-z])_t\b", r"\1", text)
+    text = re.sub(r"\b([WU]_\w+) (?=[\w(])", r"\1 @ ", text)
+    if text.startswith("[A, B] = "):
+        text = f"A, B = ({text.removeprefix('[A, B] = ')}).chunk(2, -1)"
+    return text
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_the_docstring_a_student_reads_states_the_same_equations_as_the_record(cell):
+    """The docstring's equations, run line by line, compute what the record's LaTeX computes (which the test
+    above runs against the cell): the equations are written in two notations and agree."""
+    torch.manual_seed(1)
+    layer = CELLS[cell](5, 5)
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.normal_(0, 0.5)
+    lines = docstring_equations(cell)
+    assert len(lines) == len(FAMILIES[cell].latex), lines
+    x, h_prev, c_prev = torch.randn(5), torch.randn(5), torch.randn(5)
+    results = []
+    for run, equations in ((as_python, FAMILIES[cell].latex), (docstring_as_python, lines)):
+        names = {"x": x, "e": x, "h_prev": h_prev, "c_prev": c_prev, "torch": torch}
+        if cell == "scan":
+            names.update(e=layer.in_proj(x), gate=layer.gate)
+        for parameter, stacked_names in EQUATION_NAMES[cell].items():
+            names.update(zip(stacked_names.split(), getattr(layer, parameter).chunk(len(stacked_names.split()))))
+        with torch.no_grad():
+            for equation in equations:
+                exec(run(equation), {}, names)
+        results.append({gate: names[gate] for gate in layer.gate_names})
+    for gate in layer.gate_names:
+        torch.testing.assert_close(results[1][gate], results[0][gate], msg=f"{cell}: {gate}")
+
+
+SCANNED = [f.id for f in FAMILIES.values() if not f.gates_read_state and f.fast is not f.reference]
+
+
+@pytest.mark.parametrize("cell", SCANNED)
+def test_the_loop_and_the_parallel_scan_compute_the_same_cell_in_float64(cell):
+    """minGRU and minLSTM run as one scan: its loop and its parallel form agree, outputs and every gradient,
+    from a non-zero initial state, and with the reference's equations."""
+    g = torch.Generator().manual_seed(3)
+    layers = {mode: make_layer(cell, 4, 6, "fast", scan_mode=mode).double() for mode in ("sequential", "parallel")}
+    reference = make_layer(cell, 4, 6, "reference").double()
+    _perturb(reference, g)
+    for layer in layers.values():
+        layer.load_state_dict(reference.state_dict())
+    x = torch.randn(3, 37, 4, generator=g, dtype=torch.float64)
+    h0 = torch.randn(3, 6, generator=g, dtype=torch.float64)
+    weights = torch.randn(3, 37, 6, generator=g, dtype=torch.float64)
+    results = []
+    for layer in (reference, *layers.values()):
+        xi, hi = x.clone().requires_grad_(), h0.clone().requires_grad_()
+        out, last = layer(xi, hi)
+        ((out * weights).sum() + last.sum()).backward()
+        results.append((out, last, xi.grad, hi.grad, *(p.grad for p in layer.parameters())))
+    for other in results[1:]:
+        for e, o in zip(results[0], other):
+            torch.testing.assert_close(o, e, atol=1e-10, rtol=1e-10)
+
+
+def test_a_cell_whose_gates_read_only_the_input_has_no_recurrent_matrix_and_no_weight_dropout():
+    for cell in SCANNED:
+        layer = make_layer(cell, 3, 4)
+        assert layer.weight_hh is None and not FAMILIES[cell].gates_read_state
+        with pytest.raises(ValueError, match="no hidden-to-hidden weight matrix"):
+            LMConfig(cell=cell, weight_dropout=0.1)

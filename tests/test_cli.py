@@ -350,7 +350,7 @@ def test_bad_corpus_exits_2_with_one_line(content, message, tmp_path):
         (["--weight-dropout", "1"], "weight_dropout: input should be less than 1"),
         (["--weight-dropout", "nan"], "weight_dropout: input should be a finite number, got nan"),
         (["--embed-dropout", "inf"], "embed_dropout: input should be a finite number, got inf"),
-        (["--cell", "scan", "--weight-dropout", "0.2"], "weight_dropout: the scan cell has no hidden-to-hidden"),
+        (["--cell", "scan", "--weight-dropout", "0.2"], "weight_dropout: the selective scan has no hidden-to-hidden"),
         (["--preset", "seq-cifar-gru"], "for the sequence-classification preset"),
         (["--name", ".."], "name: '..' has no usable characters"),
         # issue 14's hostile values: each used to hang, be ignored, or fail after training or with a traceback

@@ -7,7 +7,6 @@ import torch
 
 from lab.errors import LabError
 from lab.nets.backends import BACKENDS, FUSED_MODULES
-from lab.nets.cells import CELLS
 from lab.nets.cost import (
     CostError,
     activation_floats_per_token,
@@ -16,6 +15,7 @@ from lab.nets.cost import (
     parameter_count,
     training_memory_bytes,
 )
+from lab.nets.families import CELLS
 from lab.nets.models import ClassifierConfig, LMConfig, ScanMarkovConfig, build_model, count_parameters
 from lab.training.presets import PRESETS
 

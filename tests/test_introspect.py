@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from lab.data import CharTokenizer, load_bundled_corpus
-from lab.instruments.introspect import GATE_KINDS, SIGMOID_GATES, gate_summary, trace_chunks, trace_text
+from lab.instruments.introspect import SIGMOID_GATES, gate_kind, gate_summary, trace_chunks, trace_text
 from lab.nets.backends import FUSED_MODULES
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS
 from lab.nets.models import LMConfig, ScanMarkovConfig, build_model
 
 TEXT = load_bundled_corpus()[20000:26000]
@@ -37,7 +37,7 @@ def test_trace_shapes_and_gate_ranges(tok, cell):
         assert tuple(gates) == names == CELLS[cell].gate_names
         for name, values in gates.items():
             assert values.shape == (T, 12) and values.dtype == np.float32
-            low, high = RANGES.get(GATE_KINDS[name], (-np.inf, np.inf))
+            low, high = RANGES.get(gate_kind(cell, name), (-np.inf, np.inf))
             assert low <= values.min() and values.max() <= high, name
 
 

@@ -179,13 +179,11 @@ def test_step_through_opens_from_a_link_on_any_cell_and_step(cell, columns):
 
 
 def test_the_step_throughs_equations_are_the_cells_and_its_settings_are_its_own():
-    from lab.instruments.stepping import EQUATIONS
-    from lab.nets.cells import CELLS
+    from lab.nets.families import FAMILIES
     from ui.lessons import URL_SETTINGS
 
-    assert {cell: len(e) for cell, e in EQUATIONS.items()} == {
-        cell: len(layer.equations) for cell, layer in CELLS.items()
-    }
+    for family in FAMILIES.values():  # every value the cell traces is written by one line of its equations
+        assert [name for e in family.equations for name in e.writes] == list(family.reference.gate_names)
     names = [name for lesson in LESSONS.values() for name in lesson.settings]
     assert len(names) == len(set(names)) == len(URL_SETTINGS) and "lesson" not in names
 

@@ -11,8 +11,6 @@ import torch
 from lab.data import CharTokenizer, load_bundled_corpus
 from lab.instruments.introspect import gate_summary, trace_text
 from lab.instruments.memory import (
-    KEEP_GATE_LABELS,
-    KEEP_GATES,
     bias_time_constants,
     constant_gate_retention,
     gradient_through_time,
@@ -20,10 +18,11 @@ from lab.instruments.memory import (
     retention,
 )
 from lab.instruments.units import top_units
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS, FAMILIES
 from lab.nets.models import LMConfig, ScanMarkovConfig, build_model, recurrent_layers
 
 TEXT = load_bundled_corpus()[20000:26000]
+WITH_KEEP_GATES = [f.id for f in FAMILIES.values() if f.keep]
 
 
 @pytest.fixture(scope="module")
@@ -45,21 +44,27 @@ def _hold_keep_gate(layer, cell, bias):
         if cell == "scan":
             layer.gate[2].weight.zero_()
             layer.gate[2].bias[:H] = bias  # A = sigmoid(bias)
+        elif cell == "min_lstm":  # keep f / (f + i) = sigmoid(b) / (sigmoid(b) + sigmoid(-b)) = sigmoid(b)
+            layer.weight_ih.zero_()
+            layer.bias[:H], layer.bias[H : 2 * H] = bias, -bias
+        elif cell == "min_gru":  # z is the first block
+            layer.weight_ih.zero_()
+            layer.bias[:H] = bias
         else:
             layer.weight_ih.zero_()
             layer.weight_hh.zero_()
             layer.bias[H : 2 * H] = bias  # z (GRUs) or f (LSTM): the second gate block
 
 
-@pytest.mark.parametrize("cell", sorted(KEEP_GATES))
+@pytest.mark.parametrize("cell", WITH_KEEP_GATES)
 def test_a_constant_keep_gate_retains_g_to_the_k(tok, cell):
     model = small_lm(tok.vocab_size, cell)
     # keep factor sigmoid(2) = 0.88 everywhere; the seeds' GRU keeps 1 - z = sigmoid(-b_z), so b_z = -2
-    _hold_keep_gate(recurrent_layers(model)[0], cell, -2.0 if cell == "gru_seed" else 2.0)
+    _hold_keep_gate(recurrent_layers(model)[0], cell, -2.0 if FAMILIES[cell].keep_label == "1 - z" else 2.0)
     g = 1 / (1 + math.exp(-2.0))
     r = retention(model, tokenizer=tok, text=TEXT[:80], max_lag=30)
     expected = constant_gate_retention(g, np.arange(1, 31))  # (K,)
-    assert r.per_unit.shape == (30, 16) and r.cell == cell and r.keep_gate == KEEP_GATE_LABELS[cell]
+    assert r.per_unit.shape == (30, 16) and r.cell == cell and r.keep_gate == FAMILIES[cell].keep_label
     np.testing.assert_allclose(r.per_unit, np.repeat(expected[:, None], 16, 1), rtol=1e-5)
     np.testing.assert_allclose(r.median, expected, rtol=1e-5)
 
@@ -103,7 +108,7 @@ def test_retention_of_a_trace_is_a_decaying_average(tok):
 def test_vanilla_rnn_has_no_keep_gate(tok):
     with pytest.raises(ValueError, match="gradient"):
         retention(small_lm(tok.vocab_size, "rnn"), tokenizer=tok, text=TEXT[:50])
-    assert set(KEEP_GATES) == set(KEEP_GATE_LABELS)
+    assert all(bool(f.keep) == bool(f.keep_label) for f in FAMILIES.values())
 
 
 def test_seed_002_example_and_bias_time_constants():
@@ -174,7 +179,7 @@ def test_gate_and_memory_views_work_for_a_one_unit_model(cell):
     assert set(summary.gate) == set(trace.gate_names[0]) and summary["mean"].notna().all()
     for gate in trace.gate_names[0]:
         assert len(top_units(trace, "is_space", layer=1, gate=gate, k=5)) == 1  # one unit, not five
-    if cell in KEEP_GATES:
+    if cell in WITH_KEEP_GATES:
         assert retention(trace, 1).per_unit.shape == (64, 1)
     assert gradient_through_time(model, TEXT[:30], tok).shape == (29,)
     table = bias_time_constants([40.0, -1000.0, 0.0])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lab.nets.backends import BACKENDS, FUSED_MODULES, default_backend
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS, FAMILIES
 from lab.nets.models import (
     ClassifierConfig,
     LMConfig,
@@ -140,7 +140,8 @@ def test_to_reference_keeps_the_function_and_traces(backend, cell):
 
 
 @pytest.mark.parametrize(
-    "backend, cell", [(backend, cell) for backend in BACKENDS for cell in BACKENDS[backend] if cell != "scan"]
+    "backend, cell",
+    [(backend, cell) for backend in BACKENDS for cell in BACKENDS[backend] if FAMILIES[cell].gates_read_state],
 )
 def test_weight_dropout_masks_the_hidden_weights_while_training_only(backend, cell):
     """DropConnect: in training, the layer runs with F.dropout(weight_hh) (one mask for the
@@ -237,12 +238,12 @@ def test_summary_names_convention_size_and_every_parameter():
     summary = model_summary(model, "Scribe-alpha")
     assert summary.total == 1_075_688
     assert round(summary.size_mb, 2) == 4.10  # seed 000's table
-    assert any("Scribe-α's convention" in c for c in summary.conventions)
+    assert any(c.startswith("GRU (z overwrites): h_t = (1 − z_t)") for c in summary.conventions)
     assert {row[0] for row in summary.rows} == {n for n, _ in model.named_parameters()}
     text = summary.format()
     assert "1,075,688" in text and "z overwrites" in text
     torch_summary = model_summary(build_model(dataclasses.replace(get_preset("scribe-alpha").model, cell="gru_torch")))
-    assert any("PyTorch convention" in c for c in torch_summary.conventions)
+    assert any(c.startswith("GRU (z keeps): h_t = (1 − z_t) ⊙ n_t") for c in torch_summary.conventions)
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

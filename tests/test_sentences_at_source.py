@@ -24,7 +24,7 @@ from test_plain_words import FORBIDDEN, LAB_WORDS
 from lab.experiments.ablation import SHIPPED_DIR, answer, conclusion, load_results, time_constant_table
 from lab.experiments.probe.tasks import TOY_TASKS
 from lab.nets.backends import BACKENDS
-from lab.nets.cells import CELLS, ScanLayer
+from lab.nets.families import CELLS, FAMILIES
 from lab.nets.models import LMConfig, build_model, model_summary
 from lab.words import count
 
@@ -134,7 +134,7 @@ def test_the_scan_finds_the_rewrites_the_pages_used_to_make():
     """The two patches that once sat in ui/common.py, and their kin, are each found, with lab's names."""
     old = """
 from lab.experiments.ablation import conclusion
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS
 
 def plain_convention(text):
     return text.replace("GRU, seed convention", "GRU, Scribe-α's convention").replace(" [fused", " (")
@@ -197,8 +197,8 @@ def test_the_studys_sentences_cite_no_document():
 
 @pytest.mark.parametrize("cell", sorted(CELLS))
 def test_a_cells_convention_and_summary_cite_no_document_on_any_backend(cell):
-    shown = [ScanLayer.convention] if cell == "scan" else []
-    for backend in (b for b, cells in BACKENDS.items() if cell in cells):  # PyTorch has no selective scan
+    shown = [FAMILIES[cell].convention, FAMILIES[cell].note, FAMILIES[cell].origin]
+    for backend in (b for b, cells in BACKENDS.items() if cell in cells):  # PyTorch has no selective scan, ...
         model = build_model(LMConfig(cell=cell, backend=backend, vocab_size=5, embed_dim=4, hidden_size=4))
         summary = model_summary(model, "a model")
         assert summary.conventions

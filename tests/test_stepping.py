@@ -10,9 +10,9 @@ import torch
 
 from lab.data import CharTokenizer
 from lab.instruments.introspect import trace_text
-from lab.instruments.stepping import EQUATIONS, step_through
+from lab.instruments.stepping import step_through
 from lab.nets.backends import FUSED_MODULES
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS
 from lab.nets.models import LMConfig, ScanMarkovConfig, build_model
 from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint
 
@@ -137,7 +137,7 @@ def test_a_step_table_lists_the_equations_operands_for_the_units_asked(tok):
     table = step.table(cell_state, [3, 0])
     assert list(table.columns) == ["unit", "f", "c_prev", "i", "g", "c"] and table["unit"].tolist() == [3, 0]
     np.testing.assert_array_equal(table["c"], step.values["c"][[3, 0]])
-    assert [e.writes for e in EQUATIONS["lstm"]] == [("i",), ("f",), ("g",), ("o",), ("c",), ("h",)]
+    assert [e.writes for e in step.equations] == [("i",), ("f",), ("g",), ("o",), ("c",), ("h",)]
 
 
 def test_bad_steps_layers_and_texts_are_refused(tok):

@@ -22,7 +22,7 @@ from streamlit.testing.v1.element_tree import Dataframe, Table
 from test_plain_words import QUOTED, chart_strings, component_strings, frame_strings
 
 from lab.nets.backends import BACKENDS
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS
 from lab.server.spaces import new_space_key
 from lab.training.checkpoints import list_checkpoints
 from lab.training.presets import PRESETS

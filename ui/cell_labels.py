@@ -1,27 +1,11 @@
-"""Each cell of lab.nets.cells as the pages show it: its name, its colour on every chart, a note on its
-convention and its equations as one LaTeX block; and each backend (lab.nets.backends) in plain words."""
+"""Each cell family as the pages show it, read from its record (lab.nets.families): its name, its colour
+on every chart, its note and its equations as one LaTeX block; and each backend (lab.nets.backends) in
+plain words."""
 
-from lab.nets.cells import CELLS
+from lab.nets.families import FAMILIES
+from lab.nets.families import name as cell_label
 
-# one colour per cell family, the same on every chart
-CELL_COLOURS = {"rnn": "#7f7f7f", "gru_seed": "#1f77b4", "gru_torch": "#17becf", "lstm": "#d62728", "scan": "#2ca02c"}
-CELL_NAMES = {
-    "rnn": "vanilla RNN",
-    "gru_seed": "GRU (z overwrites)",
-    "gru_torch": "GRU (z keeps)",
-    "lstm": "LSTM",
-    "scan": "selective scan",
-}
-CELL_NOTES = {
-    "rnn": "No gate: every step squashes the whole state through tanh.",
-    "gru_seed": "The convention of Scribe-α and the Character GRU (z overwrites): **z overwrites**, z → 0 keeps "
-    "the memory; the reset gate acts before U_h. The candidate h̃ is the trace's gate n.",
-    "gru_torch": "PyTorch's convention (its built-in GRU, and the Ablation page's study): **z keeps**, z → 1 keeps "
-    "the memory; the reset gate multiplies W_hn h + b_hn.",
-    "lstm": "The standard LSTM: **f keeps** the cell state c; f = 1 holds it untouched, which no GRU can.",
-    "scan": "A Mamba-style selective scan: the gates read the input only, never h, so the recurrence is an "
-    "associative scan; **A keeps**.",
-}
+OTHER_COLOUR = "#444444"  # a cell no family has (an old file's)
 
 # lab.nets.backends.BACKENDS' keys (kept as the widgets' values and in links) -> what a student reads
 BACKEND_LABELS = {
@@ -35,8 +19,17 @@ def backend_label(backend):
     return BACKEND_LABELS.get(backend, backend)
 
 
-def cell_label(cell):
-    return CELL_NAMES.get(cell, cell)
+def cell_colour(cell):
+    return FAMILIES[cell].colour if cell in FAMILIES else OTHER_COLOUR
+
+
+def cell_note(cell):
+    return FAMILIES[cell].note
+
+
+def cell_choice(cell):
+    """A cell in the Train page's list: its name and where its convention comes from."""
+    return f"{cell_label(cell)} ({FAMILIES[cell].origin})"
 
 
 def with_cell_labels(frame):
@@ -51,5 +44,5 @@ def checkpoint_cell(checkpoint):
 
 def equations_latex(cell):
     """One aligned LaTeX block of a cell's equations (for st.latex)."""
-    lines = [equation.replace(" = ", " &= ", 1) for equation in CELLS[cell].equations]
+    lines = [equation.replace(" = ", " &= ", 1) for equation in FAMILIES[cell].latex]
     return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"

@@ -24,7 +24,7 @@ from lab.errors import LabError
 from lab.instruments.race import plain_name
 from lab.server.board import MAX_NAME, BoardStore, Curve, equal_time, leaderboard, owner_id, run_facts
 from lab.settings import server_settings
-from ui.cell_labels import CELL_COLOURS, cell_label
+from ui.cell_labels import cell_colour, cell_label
 from ui.plain_text import said
 from ui.sessions import session_key, users_root
 from ui.sign_in import try_teacher_key
@@ -181,7 +181,7 @@ def loss_chart(rows, at_seconds, labelled):
                 x=np.array(xs),
                 y=np.array(ys),
                 mode="lines",
-                line={"color": CELL_COLOURS.get(cell, "#444444"), "width": 3},
+                line={"color": cell_colour(cell), "width": 3},
                 name=cell_label(cell),
                 hovertext=np.array(texts, dtype=object),
                 hoverinfo="text+y",
@@ -219,7 +219,7 @@ def difference_chart(rows):
                     x=[read(row["run"]) for row, _ in ended],
                     y=[loss for _, loss in ended],
                     mode="markers",
-                    marker={"color": CELL_COLOURS.get(cell, "#444444"), "size": 18, "line": {"width": 1}},
+                    marker={"color": cell_colour(cell), "size": 18, "line": {"width": 1}},
                     hovertext=texts,
                     hoverinfo="text+y",
                     showlegend=False,

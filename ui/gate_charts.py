@@ -7,7 +7,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from lab.instruments.introspect import GATE_KINDS, SATURATION
+from lab.instruments.introspect import SATURATION
 from ui.coloured_text import chart_piece, gate_range
 
 
@@ -51,7 +51,7 @@ def _token_xaxis(pieces):
     )
 
 
-def gate_heatmap(values, pieces, gate, units):
+def gate_heatmap(values, pieces, gate, units, kind=""):
     """Heatmap of one gate (T, H): tokens along x (labelled with pieces), the given units along y, top
     to bottom in the order given (lab.instruments.units.unit_order)."""
     shown = values[:, units].T  # (U, T)
@@ -71,7 +71,7 @@ def gate_heatmap(values, pieces, gate, units):
         )
     )
     fig.update_layout(
-        title=dict(text=f"{gate} · {GATE_KINDS.get(gate, '')}", font=dict(size=14)),
+        title=dict(text=f"{gate} · {kind}", font=dict(size=14)),
         height=96 + int(min(max(2.5 * len(units), 184), 640)),  # 64 units in 280 px; more units, taller rows
         margin=dict(l=50, r=10, t=36, b=60),
         xaxis=_token_xaxis(pieces),

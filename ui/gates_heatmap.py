@@ -7,12 +7,12 @@ import inspect
 import streamlit as st
 
 from lab.instruments.features import FEATURES
-from lab.instruments.introspect import GATE_KINDS, SIGMOID_GATES, gate_summary
+from lab.instruments.introspect import SIGMOID_GATES, gate_kind, gate_summary
 from lab.instruments.units import UNIT_ORDERS, top_units
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS
 from lab.words import count
 from ui.cached_calls import cached_unit_order
-from ui.cell_labels import CELL_NOTES, cell_label, equations_latex
+from ui.cell_labels import cell_label, cell_note, equations_latex
 from ui.common import show_table
 from ui.gate_charts import gate_heatmap, saturation_histogram
 from ui.gates_settings import DEFAULTS, MAX_HEATMAP_UNITS, UNIT_COLUMNS, choose_layer, mirror, show_unit_button
@@ -28,7 +28,7 @@ def layer_details(trace, key, text):
     layer, gates, H = choose_layer(controls[0], trace, "gates_heatmap_layer", "gates_heatmap_gate")
     cell = trace.cells[layer]
     gate = controls[1].selectbox(
-        "Gate", trace.gate_names[layer], key="gates_heatmap_gate", format_func=lambda g: f"{g}: {GATE_KINDS[g]}"
+        "Gate", trace.gate_names[layer], key="gates_heatmap_gate", format_func=lambda g: f"{g}: {gate_kind(cell, g)}"
     )
     order = controls[2].radio(
         "Order the units",
@@ -61,7 +61,10 @@ def layer_details(trace, key, text):
         with user_errors(f"Ordering the units of {gate}"):
             units = cached_unit_order(*key, text, layer, gate, order, feature if order == "feature" else None)
         if units is not None:
-            st.plotly_chart(gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units]), key="gates_heatmap")
+            st.plotly_chart(
+                gate_heatmap(gates[gate], trace.pieces, gate, units[:n_units], gate_kind(cell, gate)),
+                key="gates_heatmap",
+            )
             st.caption(
                 f"{count(len(trace.token_ids), 'token')} · {n_units} of the {count(H, 'unit')} of this layer · "
                 "hover a cell for the token, the unit and the value. Sigmoid gates on [0, 1] (dark: shut, yellow: "
@@ -73,7 +76,7 @@ def layer_details(trace, key, text):
     left, right = st.columns([3, 2])
     with left:
         st.markdown(f"**{cell_label(cell)}**, as the lab implements it")
-        st.markdown(CELL_NOTES[cell])
+        st.markdown(cell_note(cell))
         st.caption(f"convention: `{trace.conventions[layer]}`")
     with right:
         st.latex(equations_latex(cell))

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from lab.instruments.memory import MEMORY_SPANS, constant_gate_retention
 from lab.lessons.memory import CHART_FLOOR
 from lab.words import count
-from ui.cell_labels import CELL_COLOURS, cell_label
+from ui.cell_labels import cell_colour, cell_label
 
 
 def memory_spread_figure(curves, spans=MEMORY_SPANS):
@@ -28,7 +28,7 @@ def memory_spread_figure(curves, spans=MEMORY_SPANS):
                 y=np.where(share > 0, share, np.nan),  # a log axis has no 0: the line ends there
                 mode="lines",
                 name=name,
-                line=dict(color=CELL_COLOURS.get(cell), width=2.5, dash="dash" if deeper else None),
+                line=dict(color=cell_colour(cell), width=2.5, dash="dash" if deeper else None),
                 hovertemplate="after %{x} steps: %{y:.1%} of the units<extra>" + html.escape(name) + "</extra>",
             )
         )
@@ -73,7 +73,7 @@ def reach_figure(curves, spans=MEMORY_SPANS):
                 y=np.where(reach.kept >= REACH_FLOOR, reach.kept, np.nan),  # below the floor: the line ends
                 mode="lines",
                 name=name,
-                line=dict(color=CELL_COLOURS.get(cell), width=3),
+                line=dict(color=cell_colour(cell), width=3),
                 hovertemplate="after %{x} tokens: %{y:.2%} of the change<extra>" + html.escape(name) + "</extra>",
             )
         )
@@ -104,7 +104,7 @@ def retention_band_figure(r, name, reference=None):
     `reference` (label, values (K,)) a dotted line. Log y: a constant keep gate g is a straight line."""
     low, median, high = np.quantile(r.per_unit, [0.1, 0.5, 0.9], axis=1)  # (K,) each
     longest = r.per_unit[:, r.longest_units(1)[0]]
-    colour = CELL_COLOURS.get(r.cell, "#555")
+    colour = cell_colour(r.cell)
     floor = CHART_FLOOR
     fig = go.Figure(
         [
@@ -198,7 +198,7 @@ def gradient_figure(curves, title, y_range=None):
                 y=np.maximum(norms, 1e-30),
                 mode="lines",
                 name=name,
-                line=dict(color=CELL_COLOURS.get(cell), width=2),
+                line=dict(color=cell_colour(cell), width=2),
             )
         )
     fig.update_layout(
@@ -239,7 +239,7 @@ def probe_figure(results, live=None, marked=None):
                     y=rows["accuracy"],
                     mode="lines+markers" if not is_live else "markers",
                     name=name,
-                    line=dict(color=CELL_COLOURS.get(cell), width=2.5),
+                    line=dict(color=cell_colour(cell), width=2.5),
                     marker=dict(symbol="diamond", size=12) if is_live else None,
                     customdata=rows["steps"],
                     hovertemplate="k = %{x}: %{y:.2f} after %{customdata} steps<extra></extra>",

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from lab.experiments.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS
 from lab.training.checkpoints import BUNDLED_DIR
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels

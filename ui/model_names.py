@@ -13,8 +13,8 @@ show them through `model_title` and friends, never raw:
 import re
 
 from lab.instruments.race import short_count
-from lab.nets.cells import CELLS
 from lab.nets.cost import parameter_count
+from lab.nets.families import CELLS
 from lab.nets.models import config_from_dict
 from lab.training.presets import PRESETS
 from lab.words import count

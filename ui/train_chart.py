@@ -13,6 +13,7 @@ import plotly.io as pio
 
 from lab.instruments.race import long_race_verdict, race_story, race_verdict, short_count, verdict_sentence
 from lab.words import count
+from ui.cell_labels import cell_colour
 from ui.model_names import bundled_title
 
 BUSY_SERVER_RUNS = 6  # from this many runs on the server, the watching students' charts redraw less often
@@ -196,9 +197,6 @@ def long_race_caption(curves):
     return caption
 
 
-LONG_RACE_COLORS = {"LSTM": "#d62728", "GRU": "#17becf", "GRU (z overwrites)": "#1f77b4", "RNN": "#7f7f7f"}
-
-
 def long_race_figure(curves):
     """The bundled models' validation curves (lab.instruments.race.long_race) against minutes of training."""
     fig = go.Figure()
@@ -212,7 +210,7 @@ def long_race_figure(curves):
                 hovertemplate=f"{title}: %{{y:.3f}} nats/char at step %{{customdata:,}}<extra></extra>",
                 mode="lines+markers",
                 name=f"{title} · {short_count(curve.parameters)} parameters · {count(curve.steps, 'step')}",
-                line=dict(color=LONG_RACE_COLORS.get(curve.name, "#2ca02c"), width=2),
+                line=dict(color=cell_colour(curve.cell), width=2),
                 marker=dict(size=4),
             )
         )

@@ -20,11 +20,11 @@ from lab.experiments.memory_race import (
     race_curves,
     toy_race_jobs,
 )
-from lab.experiments.probe import TOY_TASKS
+from lab.experiments.probe import TOY_CELLS, TOY_TASKS
 from lab.instruments.race import CELL_NAMES
 from lab.server.capacity import lane_share, server_budget, step_lanes
 from lab.server.jobs import start_together
-from ui.cell_labels import CELL_COLOURS
+from ui.cell_labels import cell_colour
 from ui.lessons.toy_tasks import live_rows, shipped_results
 from ui.memory_charts import probe_figure
 from ui.plain_text import plain, said
@@ -65,7 +65,8 @@ def what_it_does(seconds):
     outlook = forecast(seconds, running + queued, lanes, lane_share(lanes, running))
     spec = TOY_TASKS[TASK]
     line = (
-        f"**Memory race**: the same four, about 5,000 parameters each, on a task where memory decides: "
+        f"**Memory race**: the same {len(TOY_CELLS)} cells, about 5,000 parameters each, on a task where memory "
+        "decides: "
         f"{spec.in_a_sentence} of {DISTANCE + 1} (“{spec.example(DISTANCE, longest=12)}”)."
     )
     return line, outlook
@@ -81,7 +82,7 @@ def accuracy_figure(curves, chance, x_axis):
                 y=np.asarray(accuracies, dtype=float),
                 mode="lines+markers",
                 name=CELL_NAMES[cell],
-                line=dict(color=CELL_COLOURS.get(cell), width=2.5),
+                line=dict(color=cell_colour(cell), width=2.5),
                 marker=dict(size=5),
                 hovertemplate=f"{CELL_NAMES[cell]}: %{{y:.0%}} right<extra></extra>",
             )

@@ -17,6 +17,7 @@ from lab.instruments.race import short_count, width_for_parameters
 from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
+from lab.nets.families import one_of_each_kind
 from lab.nets.models import build_model, config_to_dict
 from lab.server.jobs import TrainingJob, start_together
 from lab.training.checkpoints import sanitize_name, why_not_resumable
@@ -32,7 +33,7 @@ from ui.sessions import register_job, room_check, session_jobs, session_key, tra
 from ui.train_chart import legend_names
 from ui.train_settings import CORPUS_CHOICES, FIELDS, default_run_name, is_scan_markov, train_config
 
-RACE_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # the four families of the Race button
+RACE_CELLS = one_of_each_kind()  # the runners of the Race button
 
 
 class RunLog:
@@ -186,7 +187,7 @@ def race_values(values, model_config, cell):
 
 
 def start_race(values, model_config, task, corpus_label):
-    """One run per family, at equal parameter counts: the four race on one chart. All four start or none:
+    """One run per kind of cell, at equal parameter counts, racing on one chart. All start or none:
     each is checked and built first, then the budget admits them as one (a cap or a full budget that
     would leave one out refuses or queues them all, lab.server.jobs.start_together)."""
     runs = []

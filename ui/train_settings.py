@@ -14,7 +14,7 @@ import streamlit as st
 
 from lab.data import TOKENIZERS, SentencePieceTokenizer
 from lab.nets.backends import BACKENDS, FUSED_MODULES, default_backend, default_scan_mode
-from lab.nets.cells import CELLS
+from lab.nets.families import CELLS, FAMILIES
 from lab.schema import declared_settings
 from lab.training.presets import PRESETS
 from lab.training.train import TrainConfig, resolve_device
@@ -50,14 +50,6 @@ FIELDS = {
     **{s.names.url: Field.declared(s) for s in TRAINING.values()},
     "name": Field("text", "Run name (checkpoint name)"),
     "x": Field("choice", "Chart x axis", choices=("elapsed", "step")),
-}
-# lab's cell names (the widget's values, in links) -> what the list of cells says
-CELL_LABELS = {
-    "rnn": "vanilla RNN",
-    "gru_seed": "GRU (z overwrites, the convention of Scribe-α)",
-    "gru_torch": "GRU (z keeps, PyTorch's convention)",
-    "lstm": "LSTM",
-    "scan": "selective scan (Mamba-style)",
 }
 
 
@@ -135,10 +127,7 @@ def fused_problem(values):
     """Why the fused backend cannot be used with these settings, or None."""
     if values["backend"] != "fused" or is_scan_markov(values) or values["cell"] in FUSED_MODULES:
         return None
-    why = {
-        "gru_seed": "PyTorch's built-in GRU computes the other convention (z keeps), not this cell's (z overwrites)",
-        "scan": "PyTorch has no built-in selective scan",
-    }.get(values["cell"], "PyTorch has no such built-in layer")
+    why = FAMILIES[values["cell"]].no_fused_because
     fused = listing(cell_label(cell) for cell in CELLS if cell in FUSED_MODULES)
     return f"The fused backend exists only for the {fused}: {why}. Choose one of the other two backends for this cell."
 

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 
 from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, TOY_TASKS, ProbeConfig, probe_run
-from lab.instruments.race import CELL_NAMES, race_verdict
-from lab.nets.cells import CELLS
+from lab.instruments.race import race_verdict
+from lab.nets.families import FAMILIES, keeps_with_gates
 from lab.server.jobs import TrainingJob
 from lab.words import count, listing
 
@@ -37,12 +37,6 @@ STEPS_TO_CALL = 400
 LANE_STEPS_PER_SECOND = 80
 EVAL_EVERY = 25  # steps between accuracy points on the chart
 EVAL_SEQUENCES = 256  # fresh sequences each accuracy is measured on (±3 points)
-
-
-def keeps_with_gates(cell):
-    """True for a cell whose gates read its state (the GRUs, the LSTM): it can shut them on a symbol it
-    holds and keep it. The RNN has no gate; the selective scan's gates read only the input."""
-    return getattr(CELLS[cell], "n_gates", 1) > 1
 
 
 def toy_race_jobs(task, distance, seconds=None, steps=None, seed=0, **job_options):
@@ -62,7 +56,7 @@ def toy_race_jobs(task, distance, seconds=None, steps=None, seed=0, **job_option
     jobs = {}
     for cell in TOY_CELLS:
         model, probe_task, train_config = probe_run(config, task, cell, distance)
-        name = f"{CELL_NAMES[cell]} · {TOY_TASKS[task].in_a_sentence}"  # in words: a queue's message names it
+        name = f"{FAMILIES[cell].name} · {TOY_TASKS[task].in_a_sentence}"  # in words: a queue's message names it
         jobs[cell] = TrainingJob(name, model, probe_task, train_config, **job_options)
     return jobs
 
@@ -93,7 +87,7 @@ def memory_verdict(curves, chance, x="elapsed", distance=MEMORY_RACE[1], shipped
         return f"Too early to call: every runner needs two accuracy points, at overlapping times. {ends}".strip()
     when = f"{verdict.at:.0f} s" if x == "elapsed" else count(round(verdict.at), "step")
     right = {cell: 1 - error for cell, error in verdict.standings}
-    standings = ", ".join(f"the {CELL_NAMES[cell]} {right[cell]:.0%}" for cell in right)
+    standings = ", ".join(f"the {FAMILIES[cell].name} {right[cell]:.0%}" for cell in right)
     against = f"against {chance:.0%} for always giving the commonest answer"
     level = verdict.level
     leader = level[0]
@@ -109,9 +103,9 @@ def memory_verdict(curves, chance, x="elapsed", distance=MEMORY_RACE[1], shipped
         sentence = f"After {when}, all {everyone} are level ({standings} right, {against}): too close to call."
     else:
         who = (
-            f"the {CELL_NAMES[leader]} leads"
+            f"the {FAMILIES[leader].name} leads"
             if len(level) == 1
-            else f"{listing(f'the {CELL_NAMES[c]}' for c in level)} lead"
+            else f"{listing(f'the {FAMILIES[c].name}' for c in level)} lead"
         )
         sentence = f"After {when}, {who}: {standings} right, {against}."
         sentence += " " + _why(level, [cell for cell, _ in behind], distance)
@@ -131,19 +125,11 @@ def _why(ahead, behind, distance):
             "Every cell here has gates that read its state: the one that learns sooner to shut them on the "
             "first symbol leads."
         )
-    clauses = "; ".join(
-        f"the {CELL_NAMES[c]} {WHY_IT_FORGETS.get(c, 'has no gate that reads its state')}" for c in ungated_behind
-    )
+    clauses = "; ".join(f"the {FAMILIES[c].name} {FAMILIES[c].forgets_a_symbol_because}" for c in ungated_behind)
     return (
         "The gated cells pull ahead once they learn to keep the first symbol: their gates read the state, so "
         f"they can shut on the symbol and hold it through the {distance - 1} after it. The others cannot: {clauses}."
     )
-
-
-WHY_IT_FORGETS = {  # why a cell without gates that read its state cannot hold the first symbol
-    "rnn": "rewrites its whole state at every step, so the symbol fades under the ones after it",
-    "scan": "has gates that read only the current symbol, which looks to them like any other",
-}
 
 
 def long_runs_sentence(shipped, chance):
@@ -152,10 +138,10 @@ def long_runs_sentence(shipped, chance):
     stuck = [cell for cell, (accuracy, _) in shipped.items() if accuracy < chance + AT_CHANCE]
     between = [(cell, acc) for cell, (acc, _) in shipped.items() if chance + AT_CHANCE <= acc < HOLDS]
     longest = max(steps for _, steps in shipped.values())
-    parts = [f"the {CELL_NAMES[c]} solved it in {count(int(s), 'step')}" for c, s in solved]
-    parts += [f"the {CELL_NAMES[c]} reached {a:.0%}" for c, a in between]
+    parts = [f"the {FAMILIES[c].name} solved it in {count(int(s), 'step')}" for c, s in solved]
+    parts += [f"the {FAMILIES[c].name} reached {a:.0%}" for c, a in between]
     if stuck:
-        parts.append(f"{listing(f'the {CELL_NAMES[c]}' for c in stuck)} stayed at chance")
+        parts.append(f"{listing(f'the {FAMILIES[c].name}' for c in stuck)} stayed at chance")
     return f"In this lab's longer runs (up to {count(int(longest), 'step')} each), {listing(parts)}."
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from lab.errors import LabError
+from lab.nets.families import FAMILIES
 from lab.nets.models import evaluating, recurrent_layers, to_reference
 from lab.words import count
 
@@ -30,12 +31,16 @@ MAX_TRACE_TOKENS = 2000  # a (T, H) array per gate; 2000 x 1024 x 6 gates is ~50
 SIGMOID_GATES = frozenset({"r", "z", "i", "f", "o", "A", "B"})
 GATE_KINDS = {
     **{g: "sigmoid gate" for g in SIGMOID_GATES},
-    "n": "tanh candidate",  # GRU's n_t (the seeds' h~_t)
-    "g": "tanh candidate",  # LSTM's g_t
     "c": "cell state",  # LSTM's long-term memory, unbounded
     "h": "hidden output",
 }
 SATURATION = (0.1, 0.9)
+CANDIDATES = frozenset({"n", "g"})  # the GRUs' n_t (the seeds' h~_t), the LSTM's g_t: their kind is the family's
+
+
+def gate_kind(cell, name):
+    """What a traced value of a cell is: "sigmoid gate", "tanh candidate", "cell state", ..."""
+    return FAMILIES[cell].candidate if name in CANDIDATES else GATE_KINDS[name]
 
 
 def encode_text(tokenizer, text, what="text", max_tokens=None):
@@ -106,7 +111,7 @@ def _gate_trace(model, tokenizer, ids, layer_values):
         layers=[{g: values[g] for g in layer.gate_names} for values, layer in zip(layer_values, layers)],
         cells=[layer.cell for layer in layers],
         gate_names=[tuple(layer.gate_names) for layer in layers],
-        conventions=[layer.convention for layer in layers],
+        conventions=[FAMILIES[layer.cell].convention for layer in layers],
         inputs=[values["x"] for values in layer_values],
     )
 
@@ -150,7 +155,7 @@ def gate_summary(trace):
                     "layer": l,
                     "cell": cell,
                     "gate": name,
-                    "kind": GATE_KINDS[name],
+                    "kind": gate_kind(cell, name),
                     "mean": float(v.mean()),
                     "std": float(v.std()),
                     "min": float(v.min()),

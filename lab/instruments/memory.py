@@ -10,8 +10,8 @@ Two views of memory (seed 002):
   a_{t+1} * ... * a_{t+k}. A constant gate g gives g**k, so even seed 002's
   nearly shut update gate z = 0.00001 (keep 0.99999) leaves 0.99999**100 = 0.999
   after 100 steps, and less and less after that: the GRU cannot hold a memory
-  untouched, the LSTM's f = 1 can. The keep factor of each cell is in the
-  registry KEEP_GATES. The vanilla RNN has none: its memory is only visible
+  untouched, the LSTM's f = 1 can. The keep factor of each cell is in its
+  family's record (lab.nets.families). The vanilla RNN has none: its memory is only visible
   through gradients.
 * Gradients through time. ||dL_T / dh_t|| says how strongly the loss at the
   last step still depends on the hidden output t steps back (the vanishing
@@ -34,29 +34,13 @@ from lab.data import chars_per_token
 from lab.errors import LabError
 from lab.instruments.introspect import GateTrace, encode_text, trace_text
 from lab.nets.cells import sigmoid_time_constant
+from lab.nets.families import FAMILIES
 from lab.nets.models import evaluating, recurrent_layers, to_reference
 
 MAX_RETENTION_LAG = 256  # retention is measured once up to this lag; a chart shows any shorter part
 MEMORY_SPANS = (10, 100)  # memories a student can picture: a few words, a few lines
 MAX_GRADIENT_TOKENS = 1000  # one forward call per token, then one backward pass
 MAX_RESET_TOKENS = 20_000  # state_reset_curve's k = 1 point is a batch of T one-token rows
-
-# keep factor a_t (T, H) of a layer's trace: the factor multiplying the old memory
-KEEP_GATES = {
-    "gru_seed": lambda tr: 1 - tr["z"],  # h = (1-z)*h + z*n: z overwrites (seed 001 A.2)
-    "gru_torch": lambda tr: tr["z"],  # h = (1-z)*n + z*h: z keeps (torch.nn.GRU)
-    "lstm": lambda tr: tr["f"],  # c = f*c + i*g: the cell state's retention (seed 002)
-    "scan": lambda tr: tr["A"],  # h = A*h + B*e (seed 004)
-}
-KEEP_GATE_LABELS = {"gru_seed": "1 - z", "gru_torch": "z", "lstm": "f (cell state c)", "scan": "A"}
-# the bias b of a scratch layer's keep factor, so that the factor is sigmoid(W x + U h + b) (H,); weights
-# stack [r; z; n] for the GRUs, [i; f; g; o] for the LSTM (lab.nets.cells). The scan's A comes from an MLP of
-# the input, with no bias of its own to read.
-KEEP_BIASES = {
-    "gru_seed": lambda layer: -layer.bias.chunk(3)[1],  # keep = 1 - sigmoid(b_z) = sigmoid(-b_z)
-    "gru_torch": lambda layer: layer.bias.chunk(3)[1] + layer.bias_hh.chunk(3)[1],  # b_iz + b_hz
-    "lstm": lambda layer: layer.bias.chunk(4)[1],  # b_f
-}
 
 
 @dataclass
@@ -105,12 +89,13 @@ class Retention:
 def keep_factor(trace, layer=0):
     """The keep factor a_t (T, H) of one traced layer; ValueError for the vanilla RNN."""
     gates, cell = trace.gates(layer), trace.cells[layer]
-    if cell not in KEEP_GATES:
+    if FAMILIES[cell].keep is None:
+        with_one = [f.id for f in FAMILIES.values() if f.keep]
         raise LabError(
-            f"cell: the {cell!r} layer has no keep gate (cells with one: {sorted(KEEP_GATES)}); "
+            f"cell: the {cell!r} layer has no keep gate (cells with one: {with_one}); "
             "the vanilla RNN's memory is measured by gradient_through_time"
         )
-    return KEEP_GATES[cell](gates).astype(np.float64)
+    return FAMILIES[cell].keep(gates).astype(np.float64)
 
 
 def retention(source, layer=0, *, tokenizer=None, text=None, max_lag=64):
@@ -142,7 +127,7 @@ def retention(source, layer=0, *, tokenizer=None, text=None, max_lag=64):
         per_unit=per_unit,
         median=np.median(per_unit, 1),
         cell=cell,
-        keep_gate=KEEP_GATE_LABELS[cell],
+        keep_gate=FAMILIES[cell].keep_label,
         limit=max_lag,
     )
 
@@ -196,22 +181,22 @@ def bias_time_constants(biases):
 def keep_gate_biases(model):
     """What training did to the keep-gate biases: one row per recurrent layer with a keep gate
     (the scan's A has no bias of its own and is left out), with the median, 10th and 90th
-    percentiles over units of the keep factor's bias (KEEP_BIASES), and what the median alone
+    percentiles over units of the keep factor's bias (its family's keep_bias), and what the median alone
     implies with the inputs at zero (bias_time_constants). Compare with the measured retention,
     where the inputs and the state move the gate."""
     rows = []
     for l, layer in enumerate(recurrent_layers(to_reference(model))):
         cell = layer.cell
-        if cell not in KEEP_BIASES:
+        if FAMILIES[cell].keep_bias is None:
             continue
-        b = KEEP_BIASES[cell](layer).detach().double().cpu().numpy()  # (H,)
+        b = FAMILIES[cell].keep_bias(layer).detach().double().cpu().numpy()  # (H,)
         median = float(np.median(b))
         implied = bias_time_constants([median]).iloc[0]
         rows.append(
             {
                 "layer": l,
                 "cell": cell,
-                "keep_gate": KEEP_GATE_LABELS[cell],
+                "keep_gate": FAMILIES[cell].keep_label,
                 "bias_median": median,
                 "bias_q10": float(np.quantile(b, 0.1)),
                 "bias_q90": float(np.quantile(b, 0.9)),

@@ -23,8 +23,8 @@ import pandas as pd
 import torch
 
 from lab.errors import LabError
-from lab.instruments.memory import KEEP_GATES
 from lab.instruments.sampling import encode_prompt
+from lab.nets.families import FAMILIES
 from lab.nets.models import evaluating, recurrent_layers, to_reference
 from lab.words import count
 
@@ -97,7 +97,7 @@ class TypingReader:
 
     probs: (V,) the model's next-token distribution after the text; keep: (L,) for each recurrent layer
     the share of its memory its keep gate holds on to at the last token, averaged over the layer's units
-    (lab.instruments.memory.KEEP_GATES; None for a layer without one, the vanilla RNN's); new_tokens: how
+    (its family's keep factor; None for a layer without one, the vanilla RNN's); new_tokens: how
     many tokens the last `read` fed the model; ids: the tokens read so far.
     """
 
@@ -120,7 +120,7 @@ class TypingReader:
                 logits, _, self.state = self.model(idx, state=self.state, trace=gates)  # (1, new, V)
             self.probs = torch.softmax(logits[0, -1].float().cpu(), -1)  # (V,)
             self.keep = [
-                float(KEEP_GATES[cell](layer)[0, -1].float().mean()) if cell in KEEP_GATES else None
+                float(FAMILIES[cell].keep(layer)[0, -1].float().mean()) if FAMILIES[cell].keep else None
                 for cell, layer in zip(self.cells, gates)
             ]
             self.ids = ids

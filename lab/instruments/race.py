@@ -13,17 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.nets.cost import parameter_count
+from lab.nets.families import keeps_with_gates
+from lab.nets.families import name as cell_name
 from lab.nets.models import config_from_dict
 from lab.words import count, listing
 
-# what a student reads for each cell family
-CELL_NAMES = {
-    "rnn": "RNN",
-    "gru_torch": "GRU",
-    "gru_seed": "GRU (z overwrites)",
-    "lstm": "LSTM",
-    "scan": "selective scan",
-}
 # Losses this close count as level: a validation figure on a few dozen windows moves by about 0.01-0.02
 # nats/char from one evaluation to the next with the weights barely changed.
 LEVEL_WITHIN = 0.02
@@ -100,8 +94,6 @@ def verdict_sentence(verdict, when, unit="nats/char"):
     return f"{sentence} ({figures})."
 
 
-# cells whose gates read the state: they can learn what to keep, which the text race rewards only later
-GATED = {"gru_torch", "gru_seed", "lstm"}
 FASTER = 1.25  # a leader that took this many times the steps of every runner behind it led on speed
 
 
@@ -134,8 +126,8 @@ def _why_it_leads(verdict, families, steps):
             f"T{_names(ahead)[1:]} took {listing(count(steps[a], 'step') for a in ahead)} in that time to the "
             f"{slowest}'s {steps[slowest]:,}: a cheaper step, so more of them in the same seconds."
         )
-    gated_ahead = {families.get(a) in GATED for a in ahead}
-    gated_behind = {families.get(b) in GATED for b in behind}
+    gated_ahead = {keeps_with_gates(families.get(a)) for a in ahead}
+    gated_behind = {keeps_with_gates(families.get(b)) for b in behind}
     if gated_ahead == {False} and True in gated_behind:
         why.append(
             "Early in training the simpler cell often leads: it has fewer things to learn, no gates that read its "
@@ -155,7 +147,7 @@ def _where_it_ends(verdict, families, long_verdict, long_when):
     ending = f"The long race beside it ends, after {long_when} on a GPU, with the {first} ahead and the {last} last"
     if verdict is None or not verdict.trailing:
         return ending + "."
-    leaders = {CELL_NAMES.get(families.get(name), name) for name in verdict.level}
+    leaders = {cell_name(families.get(name, name)) for name in verdict.level}
     if first in leaders:
         return ending + ": the same leader as here."
     return ending + ": this lead is an early one."
@@ -167,7 +159,7 @@ def _where_it_ends(verdict, families, long_verdict, long_when):
 
 def plain_name(config):
     """ "GRU · 256 units", "LSTM · 2 layers of 640 units": a model config as a student reads it."""
-    cell = CELL_NAMES.get(config.cell, config.cell)
+    cell = cell_name(config.cell)
     if not hasattr(config, "hidden_size"):  # the fixed-architecture scan models: only the width changes
         return f"{cell} · {config.embed_dim} wide"
     if config.num_layers == 1:
@@ -208,7 +200,8 @@ def width_for_parameters(config, cell, target):
 class LongRaceCurve:
     """One bundled model's validation curve over its training."""
 
-    name: str  # its cell family, for the verdict
+    name: str  # its cell family's name, for the verdict
+    cell: str  # its cell family's id, for its colour
     title: str  # "LSTM · 2 layers of 640 units"
     parameters: int
     steps: int  # training steps it took in its time
@@ -233,7 +226,8 @@ def long_race(infos):
         config = config_from_dict(info.config)
         curves.append(
             LongRaceCurve(
-                CELL_NAMES.get(config.cell, config.cell),
+                cell_name(config.cell),
+                config.cell,
                 plain_name(config),
                 parameter_count(config),
                 int(info.metrics.get("steps", evals[-1]["step"])),

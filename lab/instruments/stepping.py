@@ -28,37 +28,10 @@ import torch
 
 from lab.errors import LabError
 from lab.instruments.introspect import GateTrace, trace_text
-from lab.instruments.memory import KEEP_GATES
+from lab.nets.families import FAMILIES
 from lab.nets.models import recurrent_layers
 
 MAX_STEP_TOKENS = 400  # a text to step through by hand, not a corpus
-
-
-@dataclass(frozen=True)
-class Equation:
-    """One line of a cell's docstring: the values it computes and the per-unit values it combines.
-    x_t reaches every gate through a weight matrix, so it is not a per-unit value: it is shown whole."""
-
-    writes: tuple
-    reads: tuple
-
-
-_GATE = ("h_prev",)  # a gate reads x_t and h_{t-1}, through its W and U
-_GRU = (Equation(("r",), _GATE), Equation(("z",), _GATE), Equation(("n",), ("r", "h_prev")))
-EQUATIONS = {  # each cell's equations in its docstring's order (lab.nets.cells)
-    "rnn": (Equation(("h",), _GATE),),
-    "gru_seed": _GRU + (Equation(("h",), ("z", "h_prev", "n")),),  # h = (1 - z) * h_prev + z * n
-    "gru_torch": _GRU + (Equation(("h",), ("z", "n", "h_prev")),),  # h = (1 - z) * n + z * h_prev
-    "lstm": (
-        Equation(("i",), _GATE),
-        Equation(("f",), _GATE),
-        Equation(("g",), _GATE),
-        Equation(("o",), _GATE),
-        Equation(("c",), ("f", "c_prev", "i", "g")),
-        Equation(("h",), ("o", "c")),
-    ),
-    "scan": (Equation(("A", "B"), ("e",)), Equation(("h",), ("A", "h_prev", "B", "e"))),
-}
 
 
 @dataclass
@@ -71,13 +44,14 @@ class RecurrentStep:
     convention: str  # the layer's equations in one line
     x: np.ndarray  # (I,) the layer's input at step t (layer 0: the token's embedding)
     values: dict  # name -> (H,): h_prev (and c_prev), every traced gate and state, e for the scan
-    equations: tuple  # Equation per line of the cell's docstring
+    equations: tuple  # lab.nets.equations.Equation per line of the cell's equations
 
     @property
     def keep(self):
-        """(H,) the factor that multiplies the old memory (lab.instruments.memory.KEEP_GATES: 1 - z in the seeds'
-        GRU, z in PyTorch's, f, A), or None for the vanilla RNN, which has none."""
-        return KEEP_GATES[self.cell](self.values) if self.cell in KEEP_GATES else None
+        """(H,) the factor that multiplies the old memory (its family's keep: 1 - z in the seeds' GRU, z in
+        PyTorch's, f, A, ...), or None for the vanilla RNN, which has none."""
+        keep = FAMILIES[self.cell].keep
+        return keep(self.values) if keep else None
 
     def table(self, equation, units):
         """One equation's numbers for some units: a row per unit, its reads then its writes."""
@@ -117,7 +91,7 @@ class SteppedText:
             convention=self.trace.conventions[self.layer],
             x=self.trace.inputs[self.layer][t - 1],
             values=values,
-            equations=EQUATIONS[cell],
+            equations=FAMILIES[cell].equations,
         )
 
 
@@ -130,8 +104,8 @@ def step_through(model, tokenizer, text, layer=0, max_tokens=MAX_STEP_TOKENS):
     trace = trace_text(model, tokenizer, text, max_tokens)
     trace.gates(layer)  # ValueError naming the valid layers
     projected = None
-    if trace.cells[layer] == "scan":
-        scan = recurrent_layers(model)[layer]
+    scan = recurrent_layers(model)[layer]
+    if hasattr(scan, "in_proj"):  # the selective scan: its gates and update read e_t, x_t projected
         p = next(scan.parameters())
         with torch.no_grad():
             x = torch.from_numpy(trace.inputs[layer]).to(p.device, p.dtype)  # (T, I)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from lab.experiments.ablation import LEARNED, SIGNIFICANT
 from lab.instruments.memory import bias_time_constants
 from lab.lessons.words import power, share_kept, steps
+from lab.nets.families import FAMILIES
 from lab.words import count, listing
 
 # ---------------------------------------------------------------------------
@@ -248,7 +249,7 @@ def forgetting_sentences(fits, cells, read):
             f"{decay_words(low, distance)}. **{listing(slowest)}** {'keeps' if len(slowest) == 1 else 'keep'} "
             f"the most, g = {high:.3f}: {decay_words(high, distance)}."
         )
-    rnn = [label for label in fits if cells[label] == "rnn"]
+    rnn = [label for label in fits if FAMILIES[cells[label]].keep is None]  # the gateless vanilla RNN
     gated_path = (
         "A gated cell has a path where the factor is its keep gate: training can push it towards 1, but nothing "
         "forces the gates to keep on this text, and a gate that overwrites passes as little gradient back as tanh does."

@@ -2,19 +2,11 @@
 does with the rest, which differs by cell), and the selective scan's recurrence computed two ways and
 raced (which way wins is read from the timings, never assumed)."""
 
+from lab.nets.families import FAMILIES
 from lab.words import count, listing
 
 # ---------------------------------------------------------------------------
 # one step of a cell
-
-# what a cell does besides keeping a share of its memory (lab.nets.cells' equations): only the GRU
-# takes exactly the rest from its candidate; the LSTM and the scan add a term of their own
-BESIDES_KEEPING = {
-    "gru_seed": "of its old state and takes the rest from its candidate",
-    "gru_torch": "of its old state and takes the rest from its candidate",
-    "lstm": "of its cell state c and adds i_t ⊙ g_t on top, a separate gate's share of its candidate",
-    "scan": "of its old state and adds B_t ⊙ e_t on top, a separate gate's share of its input",
-}
 
 
 def step_gist(kept, moved=None):
@@ -27,7 +19,7 @@ def step_gist(kept, moved=None):
         )
     return (
         "Averaged over all its units, at this step "
-        + "; ".join(f"{name} keeps **{share:.0%}** {BESIDES_KEEPING[cell]}" for name, cell, share in kept)
+        + "; ".join(f"{name} keeps **{share:.0%}** {FAMILIES[cell].besides_keeping}" for name, cell, share in kept)
         + "."
     )
 

@@ -17,10 +17,9 @@ import torch
 import torch.nn as nn
 
 from lab.errors import LabError
-from lab.nets.cells import CELLS, ScanLayer
-from lab.nets.kernels import FAST_CELLS
+from lab.nets.families import CELLS, FAMILIES
 
-FUSED_MODULES = {"rnn": nn.RNN, "gru_torch": nn.GRU, "lstm": nn.LSTM}
+FUSED_MODULES = {f.id: f.fused for f in FAMILIES.values() if f.fused}
 
 
 class FusedLayer(nn.Module):
@@ -38,7 +37,7 @@ class FusedLayer(nn.Module):
         self.rnn = FUSED_MODULES[cell](input_size, hidden_size, batch_first=True)
         twin = CELLS[cell](input_size, hidden_size, keep_bias, chrono_tmax)
         self.load_reference(twin)
-        self.gate_names, self.convention = twin.gate_names, twin.convention + " (computed by PyTorch's built-in layer)"
+        self.gate_names = twin.gate_names
 
     def load_reference(self, layer):
         """Copy a reference (or fast) layer's weights in (one lab bias -> b_ih, b_hh = 0)."""
@@ -78,7 +77,7 @@ class FusedLayer(nn.Module):
 
 BACKENDS = {
     "reference": CELLS,
-    "fast": FAST_CELLS,
+    "fast": {f.id: f.fast for f in FAMILIES.values()},
     "fused": {cell: functools.partial(FusedLayer, cell) for cell in FUSED_MODULES},
 }
 
@@ -125,11 +124,14 @@ def make_layer(
     scan_mode="parallel",
     gate_hidden=None,
 ):
-    """Build one recurrent layer from the registry."""
+    """Build one recurrent layer from the registry, given the options its family's forms take."""
     check_cell(cell, backend)
-    if cell == "scan":  # one implementation serves both backends (see lab.nets.cells)
-        return ScanLayer(input_size, hidden_size, gate_hidden=gate_hidden, scan_mode=scan_mode)
-    return BACKENDS[backend][cell](input_size, hidden_size, keep_bias, chrono_tmax)
+    family = FAMILIES[cell]
+    options = dict(keep_bias=keep_bias, chrono_tmax=chrono_tmax, scan_mode=scan_mode, gate_hidden=gate_hidden)
+    if backend == "reference" and family.reference is not family.fast:
+        options.pop("scan_mode")  # a reference loop as written, with no scan to choose
+    taken = {k: v for k, v in options.items() if k in family.options}
+    return BACKENDS[backend][cell](input_size, hidden_size, **taken)
 
 
 def to_reference_layer(layer):

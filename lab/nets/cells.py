@@ -14,18 +14,20 @@ one introspection path serve them all:
 * Pass a dict as `trace` and the layer fills it with every gate, (B, T, H) each,
   for the gate heatmaps and memory-decay measurements.
 
-Cells (registry `CELLS`):
+Cells (each family's record, with its name, colour, equations and forms, is in lab/nets/families.py):
     rnn        vanilla RNN (seed 001 A.1)
     gru_seed   GRU, the seeds' own convention (seed 001 A.2, seed 000): z overwrites
     gru_torch  GRU, PyTorch's convention (seed 003, torch.nn.GRU): z keeps
     lstm       LSTM (seed 001 A.3, seed 002), forget-gate bias 1
     scan       selective linear recurrence (seed 004, Mamba-style)
+    min_gru    minGRU (Feng et al. 2024): the GRU with gates that read x_t alone
+    min_lstm   minLSTM (Feng et al. 2024): the LSTM's forget and input gates from x_t alone
 
 This file is the `reference` backend. The same cells run faster, with the same
 parameters, in lab/nets/kernels.py (`fast`) and torch.nn (`fused`); lab/nets/backends.py
 picks one by name, and tests/test_cells.py proves all three equal.
 
-One file for the five cells (longer than most here) because a student reads them side by side: the
+One file for the seven cells (longer than most here) because a student reads them side by side: the
 same stacked parameters, the same loop, and the one line where each differs.
 """
 
@@ -68,14 +70,11 @@ class RecurrentLayer(nn.Module):
     forward unstacks them into named gate blocks with `chunk`.
     """
 
-    cell = ""  # key in CELLS
+    cell = ""  # its family's id (lab.nets.families.FAMILIES)
     n_gates = 1  # G: gate blocks stacked in weight_ih / weight_hh
     two_biases = False
     gate_names = ()  # keys this layer writes into `trace`, the hidden output h last
-    convention = ""  # one line naming the equations, shown in every summary and on the pages: plain words
-    # the equations as the pages show them (LaTeX), one per line of `forward`'s loop; tests/test_cells.py
-    # runs them against `forward`, so what a student reads is what the cell computes
-    equations = ()
+    gates_read_state = True  # False: the gates read x_t alone, so there is no U (weight_hh) and h is a scan
 
     def __init__(self, input_size, hidden_size, keep_bias=1.0, chrono_tmax=None):
         super().__init__()
@@ -85,14 +84,15 @@ class RecurrentLayer(nn.Module):
         self.chrono_tmax = chrono_tmax
         G, H = self.n_gates, hidden_size
         self.weight_ih = nn.Parameter(torch.empty(G * H, input_size))
-        self.weight_hh = nn.Parameter(torch.empty(G * H, H))
+        self.weight_hh = nn.Parameter(torch.empty(G * H, H)) if self.gates_read_state else None
         self.bias = nn.Parameter(torch.zeros(G * H))
         self.bias_hh = nn.Parameter(torch.zeros(G * H)) if self.two_biases else None
         self.reset_parameters()
 
     def reset_parameters(self):
         _init_blocks(self.weight_ih, self.n_gates, nn.init.xavier_uniform_)
-        _init_blocks(self.weight_hh, self.n_gates, nn.init.orthogonal_)
+        if self.weight_hh is not None:
+            _init_blocks(self.weight_hh, self.n_gates, nn.init.orthogonal_)
         with torch.no_grad():
             self.bias.zero_()
             if self.bias_hh is not None:
@@ -118,8 +118,6 @@ class RNNLayer(RecurrentLayer):
 
     cell = "rnn"
     gate_names = ("h",)
-    convention = "vanilla RNN: h_t = tanh(W_xh x_t + W_hh h_{t-1} + b_h)"
-    equations = (r"h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b_h)",)
 
     def forward(self, x, state=None, trace=None):
         W_xh, W_hh, b_h = self.weight_ih, self.weight_hh, self.bias  # (H, I), (H, H), (H,)
@@ -147,13 +145,6 @@ class SeedGRULayer(RecurrentLayer):
     cell = "gru_seed"
     n_gates = 3
     gate_names = ("r", "z", "n", "h")
-    convention = "GRU, Scribe-α's convention: h_t = (1-z)*h_{t-1} + z*n_t, reset before U_h (z overwrites)"
-    equations = (
-        r"r_t = \sigma(W_r x_t + U_r h_{t-1} + b_r)",
-        r"z_t = \sigma(W_z x_t + U_z h_{t-1} + b_z)",
-        r"\tilde h_t = \tanh\big(W_h x_t + U_h (r_t \odot h_{t-1}) + b_h\big)",
-        r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t",
-    )
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -197,13 +188,6 @@ class TorchGRULayer(RecurrentLayer):
     n_gates = 3
     two_biases = True  # b_hn sits inside r * (...), so it cannot merge with b_in
     gate_names = ("r", "z", "n", "h")
-    convention = "GRU, PyTorch convention: h_t = (1-z)*n_t + z*h_{t-1}, r*(W_hn h + b_hn) (z keeps)"
-    equations = (
-        r"r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})",
-        r"z_t = \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})",
-        r"n_t = \tanh\big(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})\big)",
-        r"h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}",
-    )
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -248,15 +232,6 @@ class LSTMLayer(RecurrentLayer):
     cell = "lstm"
     n_gates = 4
     gate_names = ("i", "f", "g", "o", "c", "h")
-    convention = "LSTM: c_t = f*c_{t-1} + i*g, h_t = o*tanh(c_t) (f keeps)"
-    equations = (
-        r"i_t = \sigma(W_i x_t + U_i h_{t-1} + b_i)",
-        r"f_t = \sigma(W_f x_t + U_f h_{t-1} + b_f)",
-        r"g_t = \tanh(W_g x_t + U_g h_{t-1} + b_g)",
-        r"o_t = \sigma(W_o x_t + U_o h_{t-1} + b_o)",
-        r"c_t = f_t \odot c_{t-1} + i_t \odot g_t",
-        r"h_t = o_t \odot \tanh(c_t)",
-    )
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -333,8 +308,8 @@ SCAN_MODES = {"parallel": scan_parallel, "sequential": scan_sequential}
 class ScanLayer(nn.Module):
     """Selective linear recurrence, seed 004 (Mamba-style input-dependent gates):
 
-        [A_t, B_t] = sigmoid(gate(e_t))         gate: H -> gate_hidden (GELU) -> 2H
-        h_t = A_t * h_{t-1} + B_t * e_t          (h_{-1} = 0 gives seed's h_0 = B_0 e_0)
+        [A_t, B_t] = sigmoid(gate(e_t))         # gate: H -> gate_hidden (GELU) -> 2H
+        h_t = A_t * h_{t-1} + B_t * e_t          # h_{-1} = 0 gives seed's h_0 = B_0 e_0
 
     e_t is the input, projected to H features when input_size != H. The gates
     depend on the input only, never on h, so the recurrence is an associative
@@ -344,11 +319,7 @@ class ScanLayer(nn.Module):
 
     cell = "scan"
     gate_names = ("A", "B", "h")
-    convention = "selective scan: [A,B] = sigmoid(gate(e_t)), h_t = A*h_{t-1} + B*e_t (A keeps)"
-    equations = (
-        r"[A_t, B_t] = \sigma\big(\mathrm{gate}(e_t)\big)",
-        r"h_t = A_t \odot h_{t-1} + B_t \odot e_t",
-    )
+    gates_read_state = False
 
     def __init__(self, input_size, hidden_size, gate_hidden=None, scan_mode="parallel"):
         super().__init__()
@@ -370,13 +341,83 @@ class ScanLayer(nn.Module):
         return h, h[:, -1]
 
 
-CELLS = {
-    "rnn": RNNLayer,
-    "gru_seed": SeedGRULayer,
-    "gru_torch": TorchGRULayer,
-    "lstm": LSTMLayer,
-    "scan": ScanLayer,
-}
+# ---------------------------------------------------------------------------
+# minimal gated cells (Feng, Tung, Ahmed, Bengio and Hajimirsadeghi 2024, "Were RNNs All We Needed?"):
+# a GRU and an LSTM whose gates read x_t alone. Without h in the gates the update is the scan's
+# h_t = a_t * h_{t-1} + b_t, so the fast backend (lab/nets/kernels.py) runs a whole sequence as one scan.
+
+
+class MinGRULayer(RecurrentLayer):
+    """minGRU: the GRU with its gates and candidate computed from x_t alone, one bias per gate:
+
+        z_t = sigmoid(W_z x_t + b_z)
+        n_t = W_h x_t + b_h                        # the candidate h~_t, no tanh
+        h_t = (1 - z_t) * h_{t-1} + z_t * n_t
+
+    z_t overwrites, as in the seeds' GRU: z -> 0 keeps the memory, so the remember-more bias is
+    b_z = -keep_bias. Weights stack [z; h]; there is no U.
+    """
+
+    cell = "min_gru"
+    n_gates = 2
+    gates_read_state = False
+    gate_names = ("z", "n", "h")
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        H = self.hidden_size
+        with torch.no_grad():
+            self.bias[:H] = -chrono_bias(H, self.chrono_tmax) if self.chrono_tmax else -self.keep_bias
+
+    def forward(self, x, state=None, trace=None):
+        W_z, W_h = self.weight_ih.chunk(2)  # (H, I) each
+        b_z, b_h = self.bias.chunk(2)  # (H,) each
+        h = self._zeros(x) if state is None else state  # (B, H)
+        steps = []
+        for x_t in x.unbind(1):  # (B, I)
+            z = torch.sigmoid(x_t @ W_z.T + b_z)
+            n = x_t @ W_h.T + b_h
+            h = (1 - z) * h + z * n
+            steps.append((z, n, h))
+        return self._outputs(steps, trace), h
+
+
+class MinLSTMLayer(RecurrentLayer):
+    """minLSTM: the LSTM's forget and input gates from x_t alone, normalised to share one update:
+
+        f_t = sigmoid(W_f x_t + b_f)
+        i_t = sigmoid(W_i x_t + b_i)
+        n_t = W_h x_t + b_h                        # the candidate h~_t, no tanh
+        h_t = (f_t * h_{t-1} + i_t * n_t) / (f_t + i_t)
+
+    Dividing by f_t + i_t makes the two shares sum to 1, so the state stays on the candidates' scale
+    without an output gate or a separate cell state: the keep factor is f_t / (f_t + i_t). b_f starts
+    at keep_bias. Weights stack [f; i; h]; there is no U.
+    """
+
+    cell = "min_lstm"
+    n_gates = 3
+    gates_read_state = False
+    gate_names = ("f", "i", "n", "h")
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        H = self.hidden_size
+        with torch.no_grad():
+            self.bias[:H] = chrono_bias(H, self.chrono_tmax) if self.chrono_tmax else self.keep_bias
+
+    def forward(self, x, state=None, trace=None):
+        W_f, W_i, W_h = self.weight_ih.chunk(3)  # (H, I) each
+        b_f, b_i, b_h = self.bias.chunk(3)  # (H,) each
+        h = self._zeros(x) if state is None else state  # (B, H)
+        steps = []
+        for x_t in x.unbind(1):  # (B, I)
+            f = torch.sigmoid(x_t @ W_f.T + b_f)
+            i = torch.sigmoid(x_t @ W_i.T + b_i)
+            n = x_t @ W_h.T + b_h
+            h = (f * h + i * n) / (f + i)
+            steps.append((f, i, n, h))
+        return self._outputs(steps, trace), h
 
 
 # ---------------------------------------------------------------------------

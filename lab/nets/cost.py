@@ -21,7 +21,8 @@ room for the app itself and a second job.
 """
 
 from lab.errors import LabError
-from lab.nets.cells import CELLS
+from lab.nets.cells import RecurrentLayer
+from lab.nets.families import CELLS, FAMILIES
 from lab.settings import server_settings
 from lab.words import count
 
@@ -62,14 +63,14 @@ def _scan_layer(n_in, H, gate_hidden):
 
 
 def _recurrent_layer(cell, backend, n_in, H):
-    if cell == "scan":
-        return _scan_layer(n_in, H, None)
     layer = CELLS[cell]
+    if not issubclass(layer, RecurrentLayer):  # the selective scan: an MLP of the input for its gates
+        return _scan_layer(n_in, H, None)
     # torch.nn.RNN/GRU/LSTM always carry b_ih and b_hh; lab's own cells one bias, or two where the
     # equations need them apart (RecurrentLayer.two_biases)
     biases = 2 if backend == "fused" or layer.two_biases else 1
-    G = layer.n_gates
-    return G * H * (n_in + H) + biases * G * H
+    G, recurrent = layer.n_gates, H if layer.gates_read_state else 0  # minGRU and minLSTM have no U
+    return G * H * (n_in + recurrent) + biases * G * H
 
 
 def _stack(c, first_input):
@@ -115,21 +116,13 @@ def parameter_count(config):
 # training memory
 
 
-# float32 values autograd saves per token and hidden unit of one recurrent layer for the
-# backward pass (gates, candidates, states, the input projection), the larger of the two
-# backends: measured with torch.autograd.graph.saved_tensors_hooks (tests/test_cost.py
-# checks the estimate stays between 1x and 3x of that) and rounded up. torch.nn.LSTM on
-# the CPU keeps twice what the hand-written LSTM does.
-SAVED_PER_UNIT = {"rnn": 3, "gru_seed": 7, "gru_torch": 9, "lstm": 20, "scan": 22}
-
-
 def activation_floats_per_token(config):
     """float32 values one training step keeps per token (B*T of them) until backward."""
     c = config
     if c.family == "scan_markov":
         E = c.embed_dim
         return 14 * E + 6 * c.gate_hidden + 4 * c.decoder_hidden + 3 * c.vocab_size
-    per_layer = (SAVED_PER_UNIT[c.cell] + (1 if c.dropout else 0)) * c.hidden_size  # + a dropout mask
+    per_layer = (FAMILIES[c.cell].saved_per_unit + (1 if c.dropout else 0)) * c.hidden_size  # + a dropout mask
     if c.family == "classifier":  # only the last step reaches the head
         return c.input_size + c.num_layers * per_layer
     # embedding output, the layers, LayerNorms, then logits and their softmax for the loss

@@ -19,12 +19,15 @@ What makes them fast (BENCHMARKS-HISTORY.md has the measurements):
   written by hand (LSTMFunction, TorchGRUFunction), time-major (T, B, ·) so
   every step's slice is contiguous.
 * scan has no kernel of its own: ScanLayer serves every backend (see lab/nets/cells.py).
+* min_gru and min_lstm, whose gates read x_t alone, run as one scan (`_ScannedLayer`): the
+  selective scan's loop or parallel scan, whichever `scan_mode` names.
 """
 
 import torch
 import torch.nn.functional as F
 
-from lab.nets.cells import LSTMLayer, RNNLayer, ScanLayer, SeedGRULayer, TorchGRULayer
+from lab.errors import LabError
+from lab.nets.cells import SCAN_MODES, LSTMLayer, MinGRULayer, MinLSTMLayer, RNNLayer, SeedGRULayer, TorchGRULayer
 
 
 def _hoisted_loop(layer, x, state, step):
@@ -88,13 +91,39 @@ class FastLSTMLayer(LSTMLayer):
         return out, (out[:, -1], c)
 
 
-FAST_CELLS = {
-    "rnn": FastRNNLayer,
-    "gru_seed": FastSeedGRULayer,
-    "gru_torch": FastTorchGRULayer,
-    "lstm": FastLSTMLayer,
-    "scan": ScanLayer,
-}
+class _ScannedLayer:
+    """The fast form of a cell whose gates read x_t alone: every gate of every step in one matmul, then
+    h_t = a_t * h_{t-1} + b_t as the selective scan's loop or parallel scan (`scan_mode`)."""
+
+    def __init__(self, input_size, hidden_size, keep_bias=1.0, chrono_tmax=None, scan_mode="parallel"):
+        if scan_mode not in SCAN_MODES:
+            raise LabError(f"scan_mode must be one of {sorted(SCAN_MODES)}, got {scan_mode!r}")
+        super().__init__(input_size, hidden_size, keep_bias, chrono_tmax)
+        self.scan_mode = scan_mode
+
+    def forward(self, x, state=None, trace=None):
+        if trace is not None:
+            return super().forward(x, state, trace)
+        a, b = self.factors(F.linear(x, self.weight_ih, self.bias).chunk(self.n_gates, -1))
+        h = SCAN_MODES[self.scan_mode](a, b, state)
+        return h, h[:, -1]
+
+
+class FastMinGRULayer(_ScannedLayer, MinGRULayer):
+    """MinGRULayer's function as one scan: a = 1 - z, b = z * n."""
+
+    def factors(self, gates):
+        z, n = torch.sigmoid(gates[0]), gates[1]
+        return 1 - z, z * n
+
+
+class FastMinLSTMLayer(_ScannedLayer, MinLSTMLayer):
+    """MinLSTMLayer's function as one scan: a = f / (f + i), b = i * n / (f + i)."""
+
+    def factors(self, gates):
+        f, i, n = torch.sigmoid(gates[0]), torch.sigmoid(gates[1]), gates[2]
+        total = f + i
+        return f / total, i * n / total
 
 
 # ---------------------------------------------------------------------------

@@ -30,8 +30,9 @@ from pydantic import Field
 
 from lab.errors import LabError
 from lab.nets.backends import check_cell, default_backend, default_scan_mode, make_layer, to_reference_layer
-from lab.nets.cells import CELLS, SCAN_MODES, RecurrentStack, ScanLayer
+from lab.nets.cells import SCAN_MODES, RecurrentStack, ScanLayer
 from lab.nets.cost import check_model_size
+from lab.nets.families import CELLS, FAMILIES
 from lab.schema import Fraction, PositiveInt, config
 
 NORMS = ("every", "last")
@@ -50,7 +51,7 @@ class LMConfig:
     """A recurrent language model (character or subword)."""
 
     family: ClassVar[str] = "lm"
-    cell: str = "gru_torch"  # key of lab.nets.cells.CELLS: rnn, gru_seed, gru_torch, lstm, scan
+    cell: str = "gru_torch"  # a family's id (lab.nets.families.FAMILIES): rnn, gru_seed, gru_torch, lstm, ...
     backend: str = "fast"  # key of lab.nets.backends.BACKENDS: "reference", "fast" or "fused" (torch.nn)
     vocab_size: PositiveInt = 65  # set from the tokenizer when training
     embed_dim: PositiveInt = 64  # E: token embedding width
@@ -63,13 +64,14 @@ class LMConfig:
     keep_bias: KeepBias = 1.0  # initial keep-gate bias: retention sigmoid(1) = 0.73 (seed 003); LSTM forget bias
     # (finite, as every float in a config: inf or NaN would shut every keep gate from step 1)
     chrono_tmax: ChronoTmax = None  # chrono initialisation of keep gates, b ~ log U[1, T_max-1]
-    scan_mode: ScanMode = "parallel"  # scan cell only: "parallel" (associative) or "sequential" loop
+    scan_mode: ScanMode = "parallel"  # cells run as a scan: "parallel" (associative) or "sequential" loop
 
     def __post_init__(self):
         check_cell(self.cell, self.backend)
-        if self.weight_dropout and self.cell == "scan":
+        if self.weight_dropout and not FAMILIES[self.cell].gates_read_state:
             raise LabError(
-                "weight_dropout: the scan cell has no hidden-to-hidden weight matrix to drop; use dropout instead"
+                f"weight_dropout: the {FAMILIES[self.cell].name} has no hidden-to-hidden weight matrix to drop; "
+                "use dropout instead"
             )
 
 
@@ -272,7 +274,7 @@ def recurrent_layers(model):
 
 def conventions(model):
     """One line per distinct cell convention used by the model."""
-    return sorted({layer.convention for layer in recurrent_layers(model)})
+    return sorted({FAMILIES[layer.cell].convention for layer in recurrent_layers(model)})
 
 
 def to_reference(model):

@@ -18,9 +18,10 @@ from lab.lessons.memory import (
     study_reading,
 )
 from lab.lessons.words import power, share_kept, steps, steps_figure
+from lab.nets.families import FAMILIES
 from lab.words import count
 from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
-from ui.cell_labels import checkpoint_cell, with_cell_labels
+from ui.cell_labels import cell_label, checkpoint_cell, with_cell_labels
 from ui.common import ARM_COLORS
 from ui.lessons.common import (
     PASSAGE,
@@ -102,10 +103,10 @@ def keep_or_overwrite():
             hide_index=True,
         )
     biases = learned[learned["layer"] == layer].iloc[0]
-    seed_note = (
-        " In this GRU's convention z overwrites, so the factor that keeps is 1 − z and its bias is "
+    seed_note = (  # the families where z overwrites (the seeds' GRU, the minGRU) keep by 1 - z
+        f" In the {cell_label(biases['cell'])} z overwrites, so the factor that keeps is 1 − z and its bias is "
         "−b_z: the numbers show −b_z."
-        if biases["cell"] == "gru_seed"
+        if FAMILIES[biases["cell"]].keep_label == "1 - z"
         else ""
     )
     spread = memory_spread([(label, layer, measured)])

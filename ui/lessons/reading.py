@@ -18,7 +18,7 @@ from lab.lessons.reading import (
 )
 from lab.words import count
 from ui.cached_calls import cached_generation, checkpoint_key
-from ui.cell_labels import CELL_COLOURS, checkpoint_cell
+from ui.cell_labels import cell_colour, checkpoint_cell
 from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
 from ui.lessons.common import (
     CHAR_MODELS,
@@ -69,7 +69,7 @@ def state_is_memory():
                 mode="lines+markers",
                 text=hovers,
                 hovertemplate="%{text}: %{y:.3f} nats/char<extra></extra>",
-                line=dict(color=CELL_COLOURS.get(checkpoint_cell(checkpoint))),
+                line=dict(color=cell_colour(checkpoint_cell(checkpoint))),
             )
         )
         fig.update_layout(

@@ -5,7 +5,7 @@ import streamlit as st
 
 from lab.instruments.scans import race_scans
 from lab.lessons.stepping import race_sentences
-from lab.nets.cells import CELLS
+from lab.nets.families import FAMILIES
 from ui.common import show_table
 from ui.lessons.common import background, check_yourself, notice, open_full_page
 
@@ -29,7 +29,7 @@ def cached_race(hidden, measurement):
 
 def a_recurrence_you_can_scan():
     background("scan")
-    st.latex(CELLS["scan"].equations[-1])
+    st.latex(FAMILIES["scan"].latex[-1])
     cols = st.columns([2, 1])
     hidden = cols[0].select_slider("Units H (the width of h)", SCAN_WIDTHS, 64, key="lessons_scan_hidden")
     if cols[1].button("Measure again", key="lessons_scan_again"):

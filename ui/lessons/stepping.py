@@ -10,9 +10,11 @@ import streamlit as st
 
 from lab.instruments.stepping import MAX_STEP_TOKENS, step_through
 from lab.lessons.stepping import step_gist
-from lab.nets.cells import CELLS
+from lab.nets.equations import symbol, worked
+from lab.nets.families import CELLS, FAMILIES, kinds
+from lab.words import listing
 from ui.cached_calls import checkpoint_key
-from ui.cell_labels import CELL_COLOURS, cell_label, equations_latex
+from ui.cell_labels import cell_colour, cell_label, equations_latex
 from ui.checkpoint_picker import cached_checkpoint
 from ui.coloured_text import span_html
 from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page, uses
@@ -21,60 +23,34 @@ from ui.model_names import bundled_title
 from ui.plain_text import piece_label, plain, user_errors
 
 SEED_GRU = bundled_title("char-gru-seed")  # the z-overwrites GRU, as every page names it
-STEP_MODELS = {  # the student's choice -> the bundled models shown, side by side
-    "rnn": ("char-rnn_latest",),
-    "gru": ("char-gru-seed_latest", "char-gru-torch_latest"),
-    "lstm": ("char-lstm_latest",),
-    "scan": ("char-scan_latest",),
-}
-STEP_CHOICES = {
-    "rnn": "vanilla RNN",
-    "gru": "GRU, both conventions side by side",
-    "lstm": "LSTM",
-    "scan": "selective scan",
-}
+# the lesson's choices: each kind of cell with a bundled model; a kind of several families (the two GRU
+# conventions) shows their models side by side
+STEP_KINDS = {kind: members for kind, members in kinds().items() if all(f.bundled for f in members)}
 STEP_MAX_CHARS = 200
 UNITS_SHOWN = 6  # the most units a table shows
 # the lesson's settings in a link (?lesson=step-through&cell=lstm&t=4&text=...)
 SETTINGS = {
-    "cell": (Field("choice", "Cell", choices=tuple(STEP_MODELS)), "lessons_step_cell"),
+    "cell": (Field("choice", "Cell", choices=tuple(STEP_KINDS)), "lessons_step_cell"),
     "text": (Field("text", "Text", high=STEP_MAX_CHARS), "lessons_step_text"),
     "t": (Field("int", "Step", 1, MAX_STEP_TOKENS), "lessons_step_t"),
 }
 DEFAULTS = {"cell": "gru", "text": "To be, or not to be", "t": 1}
 
-SYMBOLS = {
-    "h_prev": "h_{t−1}",
-    "c_prev": "c_{t−1}",
-    "h": "h_t",
-    "c": "c_t",
-    "r": "r_t",
-    "z": "z_t",
-    "n": "n_t",
-    "i": "i_t",
-    "f": "f_t",
-    "g": "g_t",
-    "o": "o_t",
-    "A": "A_t",
-    "B": "B_t",
-    "e": "e_t",
-}
-# each cell's state update with one unit's numbers written in: the student checks the arithmetic
-WORKED = {
-    "rnn": "h_t = tanh(W_xh x_t + W_hh h_{{t−1}} + b_h) = {h}, from h_{{t−1}} = {h_prev}",
-    "gru_seed": "h_t = (1 − {z}) · {h_prev} + {z} · {n} = {h}",
-    "gru_torch": "h_t = (1 − {z}) · {n} + {z} · {h_prev} = {h}",
-    "lstm": "c_t = {f} · {c_prev} + {i} · {g} = {c}, then h_t = {o} · tanh({c}) = {h}",
-    "scan": "h_t = {A} · {h_prev} + {B} · {e} = {h}",
-}
-
-
-def symbol(cell, name):
-    return "h̃_t" if cell == "gru_seed" and name == "n" else SYMBOLS[name]  # the seeds write the candidate h̃
-
 
 def number(value):
     return f"{value:.3f}".replace("-", "−")
+
+
+def kind_label(kind):
+    """A choice of the lesson's list: the cell's name, or the names of a kind's conventions side by side."""
+    names = [f.name for f in STEP_KINDS[kind]]
+    return names[0] if len(names) == 1 else f"{listing(names)}, side by side"
+
+
+def worked_line(step, unit):
+    """The cell's state update with unit `unit`'s numbers written in."""
+    values = {name: number(v[unit]) for name, v in step.values.items()}
+    return ", then ".join(worked(e, values) for e in step.equations if e.updates_state)
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading your text through the cell…")
@@ -115,7 +91,7 @@ def embedding_chart(step, name):
     fig = go.Figure(
         go.Bar(
             y=step.x,
-            marker_color=CELL_COLOURS.get(step.cell),
+            marker_color=cell_colour(step.cell),
             hovertemplate="feature %{x}: %{y:.3f}<extra></extra>",
         )
     )
@@ -137,7 +113,7 @@ def show_equations(step, name, units):
     tables = [step.table(equation, units).set_index("unit") for equation in step.equations]
     table = pd.concat(tables, axis=1)
     table = table.loc[:, ~table.columns.duplicated()].reset_index()  # h_{t-1} is read by several equations
-    table = table.rename(columns=lambda c: c if c == "unit" else symbol(step.cell, c))
+    table = table.rename(columns=lambda c: c if c == "unit" else symbol(FAMILIES[step.cell].latex, c))
     st.table(table.style.format({c: "{:.3f}" for c in table.columns if c != "unit"}), hide_index=True)
 
 
@@ -166,8 +142,9 @@ def one_step():
         st.session_state.setdefault(key, DEFAULTS[name])
     cols = st.columns([2, 1])
     text = cols[0].text_input("Your text (a few words)", max_chars=STEP_MAX_CHARS, key="lessons_step_text")
-    choice = cols[1].selectbox("Cell", list(STEP_MODELS), format_func=STEP_CHOICES.get, key="lessons_step_cell")
-    checkpoints = [bundled(name) for name in STEP_MODELS[choice]]
+    choice = cols[1].selectbox("Cell", list(STEP_KINDS), format_func=kind_label, key="lessons_step_cell")
+    models = [f.bundled for f in STEP_KINDS[choice]]
+    checkpoints = [bundled(name) for name in models]
     if None in checkpoints:
         return
     stepped = []
@@ -179,7 +156,7 @@ def one_step():
     hidden = min(len(s.step(1).values["h"]) for s in stepped)
     t = step_controls(length)
     steps = [s.step(t) for s in stepped]
-    names = [bundled_title(name) for name in STEP_MODELS[choice]]
+    names = [bundled_title(name) for name in models]
     st.html(span_html(stepped[0].trace.token_texts, t - 1, t))
     if [u for u in st.session_state.get("lessons_step_units", []) if u >= hidden]:
         del st.session_state["lessons_step_units"]  # units another model had
@@ -197,14 +174,11 @@ def one_step():
     for column, step, name in zip(st.columns(len(steps)), steps, names):
         with column:
             show_equations(step, name, units)
-    if choice == "gru":
+    side_by_side = len(steps) > 1  # the two GRU conventions
+    if side_by_side:
         same_decision(*steps, units)
     unit = units[0]
-    worked = "\n".join(
-        f"- {plain(name)}, unit {unit}: "
-        + WORKED[step.cell].format(**{k: number(v[unit]) for k, v in step.values.items()})
-        for step, name in zip(steps, names)
-    )
+    worked = "\n".join(f"- {plain(name)}, unit {unit}: " + worked_line(step, unit) for step, name in zip(steps, names))
     kept = [(name, step.cell, float(np.mean(step.keep))) for step, name in zip(steps, names) if step.keep is not None]
     moved = None if kept else float(np.mean(np.abs(steps[0].values["h"] - steps[0].values["h_prev"])))
     gist = step_gist([(plain(name), cell, share) for name, cell, share in kept], moved)
@@ -213,10 +187,10 @@ def one_step():
         f"read the table above: the convention of the {SEED_GRU} writes the share it overwrites as "
         "z and keeps 1 − z; PyTorch's writes the share it keeps as z. The same decision, opposite "
         "letters."
-        if choice == "gru"
+        if side_by_side
         else ""
     )
-    uses(*zip(STEP_MODELS[choice], checkpoints))
+    uses(*zip(models, checkpoints))
     notice(
         "Every number above is the cell's own, recorded while it read your text (not recomputed). Check the "
         f"last equation by hand for unit {unit}:\n{worked}\n\n{gist}{conventions}\n\nPress **Next ▶** and "
@@ -239,7 +213,7 @@ def one_step():
         "Gates",
         f"Open the Gates page on {names[0]} with your text (one unit at every step)",
         section="unit",
-        model=STEP_MODELS[choice][0],
+        model=models[0],
         text=text,
         unit=unit,
     )

@@ -47,11 +47,11 @@ def shipped_results():
 
 
 def start_live_run(task, distance, seconds):
-    """All four cells at once, each a TrainingJob of `seconds` where the runs train."""
+    """Every toy cell at once, each a TrainingJob of `seconds` where the runs train."""
     for job in st.session_state.get("lessons_toy_jobs", {}).values():
         job.stop()
     jobs = toy_race_jobs(task, distance, seconds=seconds, owner=session_key(), in_process=train_in_process())
-    start_together(jobs.values(), "the four cells")  # all four or none, as the Train page's races
+    start_together(jobs.values(), "the cells")  # all or none, as the Train page's races
     for job in jobs.values():
         register_job(job)
     st.session_state.lessons_toy_jobs, st.session_state.lessons_toy_for = jobs, (task, distance)
@@ -83,7 +83,7 @@ def live_view(results, task, distance):
     jobs = st.session_state.get("lessons_toy_jobs")
     if jobs is None:
         st.plotly_chart(probe_figure(results, marked=distance), key="lessons_toy_chart")
-        st.info("Press **Train** to train all four cells from scratch at this distance, side by side.")
+        st.info(f"Press **Train** to train all {len(TOY_CELLS)} cells from scratch at this distance, side by side.")
         return
     ran = st.session_state.lessons_toy_for
     live = live_rows(jobs, *ran)
@@ -129,7 +129,7 @@ def toy_tasks():
     rows = results[results["task"] == task] if results is not None else None
     cols = st.columns([2, 1])
     seconds = cols[0].slider(
-        "Live run: seconds of training (all four cells at once)", 5, 45, 20, 5, key="lessons_toy_seconds"
+        f"Live run: seconds of training (all {len(TOY_CELLS)} cells at once)", 5, 45, 20, 5, key="lessons_toy_seconds"
     )
     if cols[1].button("▶ Train", key="lessons_toy_start", type="primary"):
         with user_errors("Starting the run"):

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from lab.errors import LabError
 from lab.nets.backends import default_backend, default_scan_mode
-from lab.nets.cells import CELLS
 from lab.nets.cost import parameter_count, run_memory_mb
+from lab.nets.families import CELLS
 from lab.nets.models import LMConfig, build_model, count_parameters
 from lab.schema import Device, PositiveInt, PositiveNumber, Seed, config
 from lab.server.jobs import BackgroundJob

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from lab.errors import LabError
+from lab.nets.families import one_of_each_kind
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: the steps with no answer due
 MAX_DISTANCE = 1000
@@ -133,7 +134,7 @@ TOY_TASKS = {
     ),
     "parity": ToyTask("Parity of the bits", "is the number of 1s odd?", ("0", "1", "?"), ("even", "odd"), make_parity),
 }
-TOY_CELLS = ("rnn", "gru_torch", "lstm", "scan")  # one of each kind; the GRU in PyTorch's convention
+TOY_CELLS = one_of_each_kind()
 
 
 def toy_task(name):
