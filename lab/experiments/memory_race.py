@@ -125,7 +125,12 @@ def _why(ahead, behind, distance):
             "Every cell here has gates that read its state: the one that learns sooner to shut them on the "
             "first symbol leads."
         )
-    clauses = "; ".join(f"the {FAMILIES[c].name} {FAMILIES[c].forgets_a_symbol_because}" for c in ungated_behind)
+    by_reason = {}  # the scans share one reason: said once, for all of them
+    for c in ungated_behind:
+        by_reason.setdefault(FAMILIES[c].forgets_a_symbol_because, []).append(f"the {FAMILIES[c].name}")
+    clauses = "; ".join(
+        f"{listing(names)} {'each ' if len(names) > 1 else ''}{reason}" for reason, names in by_reason.items()
+    )
     return (
         "The gated cells pull ahead once they learn to keep the first symbol: their gates read the state, so "
         f"they can shut on the symbol and hold it through the {distance - 1} after it. The others cannot: {clauses}."
