@@ -21,10 +21,9 @@ from lab.experiments.memory_race import (
     toy_race_jobs,
 )
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS
-from lab.instruments.race import CELL_NAMES
 from lab.server.capacity import lane_share, server_budget, step_lanes
 from lab.server.jobs import start_together
-from ui.cell_labels import cell_colour
+from ui.cell_labels import cell_colour, cell_label
 from ui.lessons.toy_tasks import live_rows, shipped_results
 from ui.memory_charts import probe_figure
 from ui.plain_text import plain, said
@@ -81,10 +80,10 @@ def accuracy_figure(curves, chance, x_axis):
                 x=np.asarray(xs, dtype=float),
                 y=np.asarray(accuracies, dtype=float),
                 mode="lines+markers",
-                name=CELL_NAMES[cell],
+                name=cell_label(cell),
                 line=dict(color=cell_colour(cell), width=2.5),
                 marker=dict(size=5),
-                hovertemplate=f"{CELL_NAMES[cell]}: %{{y:.0%}} right<extra></extra>",
+                hovertemplate=f"{cell_label(cell)}: %{{y:.0%}} right<extra></extra>",
             )
         )
     fig.add_shape(type="line", xref="paper", x0=0, x1=1, y0=chance, y1=chance, line=dict(color="grey", dash="dot"))
@@ -128,7 +127,7 @@ def view(x_axis):
         st.plotly_chart(accuracy_figure(curves, chance, x_axis), key="train_memory_chart", width="stretch")
         st.caption(
             f"**{plain(verdict)}** Steps taken: "
-            + ", ".join(f"the {CELL_NAMES[cell]} {n:,}" for cell, n in steps.items())
+            + ", ".join(f"the {cell_label(cell)} {n:,}" for cell, n in steps.items())
             + ". Each point: the share of 256 fresh sequences answered right."
         )
     with long_column:
@@ -139,7 +138,7 @@ def view(x_axis):
         )
     for job in jobs.values():
         if job.status == "failed":
-            st.error(f"The memory race's {plain(CELL_NAMES[_cell(job, jobs)])} failed: {said(job.message)}")
+            st.error(f"The memory race's {plain(cell_label(_cell(job, jobs)))} failed: {said(job.message)}")
 
 
 def _steps(job):
