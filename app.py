@@ -9,6 +9,7 @@ draws the sidebar that names them (Home first).
 import pandas as pd
 import streamlit as st
 
+from lab.nets.families import FAMILIES
 from lab.nets.models import config_to_dict
 from lab.training.presets import PRESETS
 from ui.cell_labels import equations_latex
@@ -55,46 +56,13 @@ families.caption(
     "Each cell is written in the lab from plain tensor operations, one line per equation (the Gates page "
     "shows its code)."
 )
-FAMILIES = [  # (cell, title, what to notice), in reading order
-    (
-        "rnn",
-        "Vanilla RNN",
-        "The plainest recurrence: one matrix remembers, nothing protects the memory from being rewritten.",
-    ),
-    (
-        "gru_seed",
-        "GRU, z overwrites",
-        "The GRU of Scribe-α, the bundled subword model, and of the Character GRU (z overwrites). The update "
-        "gate z says how much to **overwrite**: z → 0 keeps the memory. The reset gate acts *before* U_h, "
-        "inside the matrix product.",
-    ),
-    (
-        "gru_torch",
-        "GRU, z keeps",
-        "PyTorch's own GRU, the Character GRU (z keeps) and the GRU of the Ablation page's gate-bias study "
-        "(1024-step pixel sequences). Here z says how much to **keep**: z → 1 keeps the memory, so that study's "
-        "bias +1 means *remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix product.",
-    ),
-    (
-        "lstm",
-        "LSTM",
-        "The standard LSTM, the cell of the Character LSTM and of the Leviathan preset (a large character "
-        "LSTM for a GPU): a separate cell state c_t; the forget gate f **keeps** (its bias starts at 1).",
-    ),
-    (
-        "scan",
-        "Selective scan (Mamba-style)",
-        "A Mamba-style selective recurrence, trained on character n-grams: the gates depend on the "
-        "input only, never on h, so the recurrence is linear and runs as a parallel associative scan. A **keeps**, "
-        "B writes; the gate is a small MLP (H → 4H → 2H, GELU) of the input e_t.",
-    ),
-]
 left, right = families.columns(2, gap="large")
-for n, (cell, title, caption) in enumerate(FAMILIES):
-    with left if n < 3 else right:
-        st.subheader(title)
-        st.caption(caption)
-        st.latex(equations_latex(cell))
+half = (len(FAMILIES) + 1) // 2
+for n, family in enumerate(FAMILIES.values()):
+    with left if n < half else right:
+        st.subheader(family.name)
+        st.caption(family.note)
+        st.latex(equations_latex(family.id))
 with right:
     st.info(
         "Two GRU conventions, one name: the same trained weights mean different things under each. "

@@ -14,7 +14,7 @@ import re
 
 from lab.instruments.race import short_count
 from lab.nets.cost import parameter_count
-from lab.nets.families import CELLS
+from lab.nets.families import CELLS, FAMILIES
 from lab.nets.models import config_from_dict
 from lab.training.presets import PRESETS
 from lab.words import count
@@ -33,14 +33,9 @@ PRESET_TITLES = {
     "scan-markov": "Four-character scan",
     "scan-markov-windows": "Window scan",
 }
-# the bundled files not named after a preset (scripts/build_checkpoints.py's recipes): one per cell family
-BUNDLED_TITLES = {
-    "char-rnn": "Character RNN",
-    "char-gru-torch": "Character GRU (z keeps)",
-    "char-gru-seed": "Character GRU (z overwrites)",
-    "char-lstm": "Character LSTM",
-    "char-scan": "Character scan",
-}
+# the bundled files not named after a preset (scripts/build_checkpoints.py's recipes): one per cell family,
+# named in its record
+BUNDLED_TITLES = {f.bundled.removesuffix("_latest"): f"Character {f.name}" for f in FAMILIES.values() if f.bundled}
 # lab.data's tokenizer kinds (the Train page's values, in links) -> what a student reads
 TOKENIZER_LABELS = {"char": "characters", "sentencepiece": "subwords (SentencePiece)"}
 # what "yours: " stands before (ui.checkpoint_picker.YOURS, repeated here so that this module imports no page part)

@@ -4,6 +4,7 @@ paragraph (what its samples show so far, and whether it memorised or learned).""
 
 from lab.experiments.probe import AT_CHANCE, HOLDS
 from lab.instruments.learning import milestones_sentence
+from lab.nets.families import keeps_with_gates
 from lab.words import count, listing
 
 # ---------------------------------------------------------------------------
@@ -78,10 +79,11 @@ def toy_sentences(rows, distance, label, at_chance=AT_CHANCE):
     return "\n".join(lines) + "\n\n" + at_k
 
 
-def gated_recall_words(recall, label, gated=("gru_torch", "lstm"), scan="scan", holds=HOLDS):
-    """How far the gated cells recall the first symbol against the scan, in the shipped recall curves (recall:
-    the recall task's rows; label: cell -> its name): said to reach further only where each of them holds at
-    more distances in a row than the scan does."""
+def gated_recall_words(recall, label, scan="scan", holds=HOLDS):
+    """How far the gated cells (those whose gates read their state) recall the first symbol against the
+    selective scan, in the shipped recall curves (recall: the recall task's rows; label: cell -> its name):
+    said to reach further only where each of them holds at more distances in a row than the scan does."""
+    gated = [cell for cell in dict.fromkeys(recall["cell"]) if keeps_with_gates(cell)]
 
     reach = {cell: held_distances(recall[recall["cell"] == cell], holds)[1] for cell in (*gated, scan)}
 

@@ -69,7 +69,8 @@ FAMILIES = {
             "vanilla RNN",
             "no gates",
             "#7f7f7f",
-            "No gate: every step squashes the whole state through tanh.",
+            "The plainest recurrence: one matrix remembers, and no gate protects the memory: every step squashes "
+            "the whole state through tanh.",
             (r"h_t = \tanh(W_{xh} x_t + W_{hh} h_{t-1} + b_h)",),
             cells.RNNLayer,
             kernels.FastRNNLayer,
@@ -84,8 +85,9 @@ FAMILIES = {
             "GRU (z overwrites)",
             "the convention of Scribe-α",
             "#1f77b4",
-            "The convention of Scribe-α and the Character GRU: **z overwrites**, z → 0 keeps the memory; the "
-            "reset gate acts before U_h. The candidate h̃ is the trace's gate n.",
+            "The GRU of Scribe-α, the bundled subword model, and of the Character GRU (z overwrites). The update "
+            "gate z says how much to **overwrite**: z → 0 keeps the memory. The reset gate acts *before* U_h, "
+            "inside the matrix product; the candidate h̃ is the gate the Gates page calls n.",
             (
                 r"r_t = \sigma(W_r x_t + U_r h_{t-1} + b_r)",
                 r"z_t = \sigma(W_z x_t + U_z h_{t-1} + b_z)",
@@ -109,8 +111,10 @@ FAMILIES = {
             "GRU (z keeps)",
             "PyTorch's convention",
             "#17becf",
-            "PyTorch's convention (its built-in GRU, and the Ablation page's study): **z keeps**, z → 1 keeps "
-            "the memory; the reset gate multiplies W_hn h + b_hn.",
+            "PyTorch's own GRU, the Character GRU (z keeps) and the GRU of the Ablation page's gate-bias study "
+            "(1024-step pixel sequences). Here z says how much to **keep**: z → 1 keeps the memory, so that "
+            "study's bias +1 means *remember more*. The reset gate multiplies (W_hn h + b_hn) *after* the matrix "
+            "product.",
             (
                 r"r_t = \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})",
                 r"z_t = \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})",
@@ -133,7 +137,9 @@ FAMILIES = {
             "LSTM",
             "the standard LSTM",
             "#d62728",
-            "The standard LSTM: **f keeps** the cell state c; f = 1 holds it untouched, which no GRU can.",
+            "The standard LSTM, the cell of the Character LSTM and of the large character LSTM preset for a GPU: "
+            "a separate cell state c_t, which the forget gate f **keeps** (its bias starts at 1); f = 1 holds it "
+            "untouched, which no GRU can.",
             (
                 r"i_t = \sigma(W_i x_t + U_i h_{t-1} + b_i)",
                 r"f_t = \sigma(W_f x_t + U_f h_{t-1} + b_f)",
@@ -158,8 +164,9 @@ FAMILIES = {
             "selective scan",
             "Mamba-style",
             "#2ca02c",
-            "A Mamba-style selective scan: the gates read the input only, never h, so the recurrence is an "
-            "associative scan; **A keeps**.",
+            "A Mamba-style selective recurrence, trained on character n-grams: the gates depend on the input "
+            "only, never on h, so the recurrence is linear and runs as a parallel associative scan. A **keeps**, "
+            "B writes; the gate is a small network (H → 4H → 2H) of the input e_t.",
             (
                 r"[A_t, B_t] = \sigma\big(\mathrm{gate}(e_t)\big)",
                 r"h_t = A_t \odot h_{t-1} + B_t \odot e_t",
