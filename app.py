@@ -2,7 +2,7 @@
 the model families' equations, one click to every page, and the seeds' presets with their
 parameter counts.
 
-The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.common.setup_page
+The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.shared.common.setup_page
 draws the sidebar that names them (Home first).
 """
 
@@ -11,9 +11,10 @@ import streamlit as st
 
 from lab.nets.models import config_to_dict
 from lab.training.presets import PRESETS
+from ui.app.frame import setup_page
 from ui.cell_labels import equations_latex
-from ui.common import page_link, parameter_count, preset_words, setup_page, show_anchors
-from ui.model_names import PRESET_TITLES, TOKENIZER_LABELS
+from ui.shared.common import page_link, parameter_count, preset_words, show_anchors
+from ui.shared.model_names import PRESET_TITLES, TOKENIZER_LABELS
 
 setup_page("Home")
 st.title("🧠 RNN Lab")

@@ -1,9 +1,9 @@
 """Train: pick a model family and a corpus, start a background run, watch the loss race live.
 
-Widgets -> ui.train_settings (settings, their URL form, the lab configs) -> ui.train_runs (a
-lab.server.jobs.TrainingJob per run, read into run logs) -> ui.train_chart; a fragment polls the
+Widgets -> ui.train.settings (settings, their URL form, the lab configs) -> ui.train.runs (a
+lab.server.jobs.TrainingJob per run, read into run logs) -> ui.train.chart; a fragment polls the
 session's jobs every two seconds (less often on a busy server) and draws their events. The corpus
-and its tokenized task come from ui.train_corpus. The settings are mirrored in the URL, so a link
+and its tokenized task come from ui.train.corpus. The settings are mirrored in the URL, so a link
 opens with the same settings.
 """
 
@@ -17,17 +17,16 @@ from lab.server.capacity import server_budget
 from lab.server.jobs import TrainingJob
 from lab.training.checkpoints import list_checkpoints
 from lab.training.presets import PRESETS
-from ui import train_chart as chart
-from ui import train_memory_race as memory_race
-from ui import train_runs as runs
-from ui import train_settings as ts
+from ui.app.frame import setup_page
 from ui.cell_labels import backend_label
-from ui.class_board import show_on_board_switch
-from ui.common import page_link, parameter_count, preset_label, setup_page, show_anchors
-from ui.model_names import TOKENIZER_LABELS, run_title
-from ui.plain_text import plain, user_errors
-from ui.sessions import forget_jobs
-from ui.train_corpus import describe_task, load_task
+from ui.shared.common import page_link, parameter_count, preset_label, show_anchors
+from ui.shared.model_names import TOKENIZER_LABELS, run_title
+from ui.shared.plain_text import plain, user_errors
+from ui.shared.sessions import forget_jobs
+from ui.train import chart, memory_race, runs
+from ui.train import settings as ts
+from ui.train.board_switch import show_on_board_switch
+from ui.train.corpus import describe_task, load_task
 
 setup_page("Train")
 st.title("🏋️ Train")

@@ -16,22 +16,22 @@ from lab.instruments.sampling import (
     repetition_report,
 )
 from lab.words import count
-from ui.cached_calls import cached_generation, cached_influence, checkpoint_key, reference_model
-from ui.checkpoint_picker import checkpoint_picker
-from ui.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
-from ui.common import setup_page, show_anchors
-from ui.links import Field, mirror_to_url, restore_from_url
-from ui.model_names import describe_checkpoint, model_title
-from ui.plain_text import piece_label, plain, user_errors
-from ui.sample_views import (
+from ui.app.frame import setup_page
+from ui.sample.typing_box import bars_data, proposed_text, typing_box
+from ui.sample.views import (
     DEFAULTS,
-    STRATEGY_TITLES,
     latest_val_loss,
-    mean,
     repetition_markdown,
     strategy_config,
 )
-from ui.typing_box import bars_data, proposed_text, typing_box
+from ui.shared.cached_calls import cached_generation, cached_influence, checkpoint_key, reference_model
+from ui.shared.checkpoint_picker import checkpoint_picker
+from ui.shared.coloured_text import influence_html, influence_legend_html, prob_html, prob_legend_html, token_texts
+from ui.shared.common import show_anchors
+from ui.shared.links import Field, mirror_to_url, restore_from_url
+from ui.shared.model_names import describe_checkpoint, model_title
+from ui.shared.plain_text import piece_label, plain, user_errors
+from ui.shared.samples import STRATEGY_TITLES, mean
 
 setup_page("Sample")
 st.title("💬 Sample")

@@ -21,13 +21,16 @@ from lab.instruments.memory import (
 from lab.lessons.memory import half_life_words, memory_spread_sentence, reach_sentence
 from lab.nets.cells import CELLS
 from lab.words import count
-from ui.cached_calls import cached_gradient, cached_reach, cached_retention, cached_trace, checkpoint_key
+from ui.app.frame import setup_page
 from ui.cell_labels import cell_label
-from ui.checkpoint_picker import NO_CHECKPOINTS, by_listed_name, checkpoint_infos
-from ui.coloured_text import activation_html
-from ui.common import section_choice, setup_page, show_table
-from ui.links import Field, mirror_to_url, restore_from_url
-from ui.memory_charts import (
+from ui.memory.defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
+from ui.memory.probe import probe_section
+from ui.shared.cached_calls import cached_gradient, cached_reach, cached_retention, cached_trace, checkpoint_key
+from ui.shared.checkpoint_picker import NO_CHECKPOINTS, by_listed_name, checkpoint_infos
+from ui.shared.coloured_text import activation_html
+from ui.shared.common import section_choice, show_table
+from ui.shared.links import Field, mirror_to_url, restore_from_url
+from ui.shared.memory_charts import (
     analytic_figure,
     gradient_figure,
     log_range,
@@ -36,10 +39,8 @@ from ui.memory_charts import (
     reach_figure,
     retention_band_figure,
 )
-from ui.memory_defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
-from ui.memory_probe import probe_section
-from ui.model_names import model_title
-from ui.plain_text import plain, said, user_errors
+from ui.shared.model_names import model_title
+from ui.shared.plain_text import plain, said, user_errors
 
 setup_page("Memory")
 st.title("🧠 Memory")
@@ -129,7 +130,7 @@ def mirror():
 
 
 def model_label(name):
-    """A checkpoint's listed name as every page names it (ui.model_names)."""
+    """A checkpoint's listed name as every page names it (ui.shared.model_names)."""
     return model_title(name)
 
 

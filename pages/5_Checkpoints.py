@@ -23,8 +23,10 @@ from lab.training.checkpoints import (
     scan_checkpoints,
 )
 from lab.words import count
+from ui.app.frame import setup_page
 from ui.cell_labels import cell_label, equations_latex
-from ui.checkpoint_picker import (
+from ui.shared.chart_style import WHITE
+from ui.shared.checkpoint_picker import (
     NO_CHECKPOINTS,
     cached_checkpoint,
     choose_checkpoint,
@@ -32,12 +34,11 @@ from ui.checkpoint_picker import (
     listed_name,
     reads_text,
 )
-from ui.common import page_link, parameter_count, setup_page, show_anchors
-from ui.links import Field, mirror_to_url, restore_from_url
-from ui.model_names import TOKENIZER_LABELS, describe_info, info_title
-from ui.plain_text import plain, preformatted, said, user_errors, without_paths
-from ui.sessions import room_check, session_key, user_dir
-from ui.train_chart import WHITE
+from ui.shared.common import page_link, parameter_count, show_anchors
+from ui.shared.links import Field, mirror_to_url, restore_from_url
+from ui.shared.model_names import TOKENIZER_LABELS, describe_info, info_title
+from ui.shared.plain_text import plain, preformatted, said, user_errors, without_paths
+from ui.shared.sessions import room_check, session_key, user_dir
 
 setup_page("Checkpoints")
 st.title("📦 Checkpoints")

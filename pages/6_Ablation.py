@@ -18,11 +18,12 @@ from lab.experiments.ablation import (
 )
 from lab.settings import server_settings
 from lab.words import count
-from ui.ablation_views import show_answer, show_details, show_gate_statistics, show_loss
-from ui.common import section_choice, setup_page, show_anchors
-from ui.links import Field, mirror_to_url, restore_from_url
-from ui.plain_text import plain, said, user_errors
-from ui.sessions import register_job, session_key, train_in_process
+from ui.ablation.views import show_answer, show_details, show_gate_statistics, show_loss
+from ui.app.frame import setup_page
+from ui.shared.common import section_choice, show_anchors
+from ui.shared.links import Field, mirror_to_url, restore_from_url
+from ui.shared.plain_text import plain, said, user_errors
+from ui.shared.sessions import register_job, session_key, train_in_process
 
 setup_page("Ablation")
 RESULTS_DIR = server_settings().ablation_dir or SHIPPED_DIR  # after setup_page, which refuses bad settings
@@ -109,7 +110,7 @@ def show_shipped(show, missing):
 
 def the_answer():
     """The first screen: the study's question in a student's words, one chart of its arms, and its answer
-    in a sentence a student can repeat (ui.ablation_views.show_answer), computed from the shipped results."""
+    in a sentence a student can repeat (ui.ablation.views.show_answer), computed from the shipped results."""
     results = None
     with user_errors("Reading the shipped results"):
         results = shipped_results()

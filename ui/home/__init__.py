@@ -1,0 +1,1 @@
+"""Home (app.py): the model families' equations and the presets' table."""
