@@ -1,1 +1,1 @@
-"""Home (app.py): the model families' equations and the presets' table."""
+"""Home (app.py): the presets' table (the model families' equations are drawn by app.py itself)."""
