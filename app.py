@@ -2,7 +2,7 @@
 the model families' equations, one click to every page, and the seeds' presets with their
 parameter counts.
 
-The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.shared.common.setup_page
+The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.app.frame.setup_page
 draws the sidebar that names them (Home first).
 """
 

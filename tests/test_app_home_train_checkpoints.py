@@ -102,7 +102,7 @@ def test_training_warms_up_once_a_first_page_is_drawn_not_beside_its_first_run(m
     session's second heartbeat (the page's first script has ended), once per server process."""
     warm_ups = []
     monkeypatch.setattr(ui.app.warm_up, "warm_up", lambda: warm_ups.append(1))
-    ui.shared.sessions.start_warm_up.clear()
+    ui.app.warm_up.start_warm_up.clear()
     at = open_page()
     assert_clean(at)
     assert warm_ups == []

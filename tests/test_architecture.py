@@ -218,6 +218,8 @@ def ui_graph():
 
 def may_import(source, target):
     source_kind, target_kind = kind_of(source), kind_of(target)
+    if source_kind is None or target_kind is None:  # a module outside the layout: the test above names it
+        return False
     if target_kind == "shared":
         return True
     if source_kind == "shared":

@@ -35,8 +35,12 @@ PATTERN_REWRITES = {"sub", "subn"}
 
 # (file, function, the text rewritten) -> whose text it is, and why it is rewritten
 ALLOWED = {
-    ("pages/4_Memory.py", "bias_table", "biases_text"): "the student's list of biases: ';' read as ','",
-    ("pages/5_Checkpoints.py", "<module>", "i.timestamp"): "a checkpoint's timestamp (data): its date, UTC time",
+    ("ui/memory/analytic.py", "bias_table", "biases_text"): "the student's list of biases: ';' read as ','",
+    (
+        "ui/checkpoints/listing.py",
+        "checkpoint_table",
+        "i.timestamp",
+    ): "a checkpoint's timestamp (data): its date, UTC time",
     ("ui/cell_labels.py", "equations_latex", "equation"): "LaTeX layout: lab's equations aligned at their first '='",
     (
         "ui/shared/coloured_text.py",
