@@ -281,7 +281,7 @@ def test_latex_and_plain_words_are_not_taken_for_a_shell_command(text):
 
 
 def test_the_glossary_explains_the_words_the_pages_lean_on():
-    from ui.shared.common import GLOSSARY
+    from ui.app.frame import GLOSSARY
 
     for term in ("token", "embedding", "softmax", "entropy", "epoch", "state", "gate", "BPTT", "nats/char"):
         assert term in GLOSSARY and len(GLOSSARY[term]) > 40, term

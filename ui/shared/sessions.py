@@ -101,10 +101,11 @@ def _start_warm_actors():
         ray_runs.log.exception("starting the warm Ray actors failed")
 
 
-SERVER_LOG = logging.StreamHandler()  # the server's log: the teacher reads it beside Streamlit's own lines
-SERVER_LOG.setFormatter(
-    logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+SERVER_LOG_FORMAT = logging.Formatter(
+    "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"
 )
+SERVER_LOG = logging.StreamHandler()  # the server's log: the teacher reads it beside Streamlit's own lines
+SERVER_LOG.setFormatter(SERVER_LOG_FORMAT)
 
 
 def to_the_server_log(log):
