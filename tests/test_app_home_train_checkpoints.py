@@ -445,11 +445,11 @@ def test_wrong_architecture_upload_is_refused(user_dir):
 
 
 def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir, monkeypatch):
-    import lab.server.uploads
+    import ui.checkpoints.upload
 
     reads = []
-    read = lab.server.uploads.load_upload
-    monkeypatch.setattr(lab.server.uploads, "load_upload", lambda *args: reads.append(1) or read(*args))
+    read = ui.checkpoints.upload.load_upload  # the Checkpoints page's reader of uploads (lab.server.uploads)
+    monkeypatch.setattr(ui.checkpoints.upload, "load_upload", lambda *args: reads.append(1) or read(*args))
     at = open_page(CHECKPOINTS)
     at.file_uploader(key="ckpt_upload_0").set_value(("my model!.safetensors", tiny_checkpoint("my model!"), "")).run()
     assert_clean(at)

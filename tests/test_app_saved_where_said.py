@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import lab.training.checkpoints
+import ui.checkpoints.listing
 import ui.shared.checkpoint_picker
 import ui.shared.sessions
 from lab.data import CharTokenizer
@@ -235,9 +236,9 @@ def test_with_no_models_a_page_says_so_in_plain_words_not_with_a_command(page, m
     )
     monkeypatch.setattr(ui.shared.checkpoint_picker, "list_checkpoints", no_bundled)
     scan = lab.training.checkpoints.scan_checkpoints
-    monkeypatch.setattr(
-        lab.training.checkpoints, "scan_checkpoints", lambda user_dir=None, *a, **k: scan(user_dir, None)
-    )
+    without_bundled = lambda user_dir=None, *a, **k: scan(user_dir, None)  # noqa: E731
+    monkeypatch.setattr(lab.training.checkpoints, "scan_checkpoints", without_bundled)
+    monkeypatch.setattr(ui.checkpoints.listing, "scan_checkpoints", without_bundled)  # the Checkpoints page's list
     at = clean(AppTest.from_file(APP, default_timeout=120).switch_page(page).run())
     warning = said(at.warning)
     assert ui.shared.checkpoint_picker.NO_CHECKPOINTS in warning
