@@ -2,19 +2,17 @@
 the model families' equations, one click to every page, and the seeds' presets with their
 parameter counts.
 
-The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.common.setup_page
+The other pages are the scripts in pages/, served by Streamlit's own pages/ router; ui.app.frame.setup_page
 draws the sidebar that names them (Home first).
 """
 
-import pandas as pd
 import streamlit as st
 
 from lab.nets.families import FAMILIES
-from lab.nets.models import config_to_dict
-from lab.training.presets import PRESETS
+from ui.app.frame import setup_page
 from ui.cell_labels import equations_latex
-from ui.common import page_link, parameter_count, preset_words, setup_page, show_anchors
-from ui.model_names import PRESET_TITLES, TOKENIZER_LABELS
+from ui.home.presets import show_presets
+from ui.shared.common import page_link, show_anchors
 
 setup_page("Home")
 st.title("🧠 RNN Lab")
@@ -72,34 +70,5 @@ with right:
     )
 
 
-@st.cache_data(show_spinner=False)
-def preset_table():
-    rows = []
-    for preset in PRESETS.values():
-        model = preset.model
-        rows.append(
-            {
-                "preset": PRESET_TITLES[preset.name],
-                "what it is": preset_words(preset.name),
-                "reads": TOKENIZER_LABELS.get(preset.tokenizer, "pixels"),
-                "parameters": parameter_count(config_to_dict(model)),
-                "published count": f"{preset.expected_params:,}" if preset.expected_params else "",
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-presets.caption(
-    "The lab's model families as named presets; the Train page starts from one. "
-    "Character models are counted at 65 characters, subword models at 1,000 pieces."
-)
-presets.dataframe(
-    preset_table(),
-    hide_index=True,
-    width="stretch",
-    column_config={
-        "parameters": st.column_config.NumberColumn(format="localized"),
-        "what it is": st.column_config.TextColumn(width="large"),
-    },
-)
+show_presets(presets)
 show_anchors("nanogpt_cpu", "nanogpt_gpu", "leviathan", "uniform_char")

@@ -177,7 +177,7 @@ def _keep_niced(mark, niceness, every_seconds=0.5):
 
 def app_pages():
     """(url path, file name) of every page app.py serves, in the sidebar's order (Home at the root)."""
-    from ui.common import PAGES
+    from ui.shared.common import PAGES
 
     return [("" if n == 0 else name, Path(path).name) for n, (name, (path, _)) in enumerate(PAGES.items())]
 

@@ -1,7 +1,7 @@
 """The Class page's redraws, timed inside the app server (for benchmarks.class_of_30).
 
 benchmarks.class_of_30 starts the server with a folder on its PYTHONPATH whose sitecustomize.py imports
-this module, and names a file in CLASS_BOARD_REDRAWS. As the server imports ui.class_board, `live_board`
+this module, and names a file in CLASS_BOARD_REDRAWS. As the server imports ui.class_board.board, `live_board`
 (what the Class page's fragment reruns every BOARD_REFRESH_SECONDS) is wrapped, and each redraw that
 ends appends one JSON line to that file: the seconds of CPU its script thread used (time.thread_time: this
 redraw's own, from the board's file to the figures serialised for the browser, whatever the server's other
@@ -20,7 +20,7 @@ import sys
 import time
 
 LOG_VARIABLE = "CLASS_BOARD_REDRAWS"
-TARGET = "ui.class_board"
+TARGET = "ui.class_board.board"
 
 
 def timed(live_board, board_runs, log):
@@ -40,7 +40,7 @@ def timed(live_board, board_runs, log):
 
 
 class WrapOnImport(importlib.abc.MetaPathFinder):
-    """Finds ui.class_board as Python would, and wraps its `live_board` once the module has run."""
+    """Finds ui.class_board.board as Python would, and wraps its `live_board` once the module has run."""
 
     def __init__(self, log):
         self.log = log

@@ -4,7 +4,7 @@
 
 Posts `--students` runs to a board in a temporary user directory, each a job whose event log holds
 `--steps` training steps (3,000: two minutes at 25 steps a second), and times what the Class page's
-fragment computes every BOARD_REFRESH_SECONDS: the runs read from their events (ui.class_board.shown_runs),
+fragment computes every BOARD_REFRESH_SECONDS: the runs read from their events (ui.class_board.board.shown_runs),
 the leaderboard table, the chart, the leaderboard's HTML and what-made-the-difference figure, and the
 figures' JSON as st.plotly_chart sends it. The first redraw reads every event; each later one reads the
 50 steps per run that came since. No browser and no Streamlit script run: what the board's own code costs.
@@ -16,8 +16,9 @@ import tempfile
 import time
 from types import SimpleNamespace
 
-from lab.server.board import BoardStore, owner_id
-from ui import class_board
+from lab.server.board import BoardStore, Curve, owner_id
+from ui.class_board import board as class_board
+from ui.shared.board import board_runs
 
 CELLS = ("rnn", "gru_torch", "lstm", "scan")
 
@@ -60,7 +61,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     store = BoardStore(tempfile.mkdtemp(prefix="rnnlab-board-"))
-    registry = class_board.board_runs()
+    registry = board_runs()
     jobs = []
     for n in range(args.students):
         owner = owner_id(f"student-{n}")
@@ -71,7 +72,7 @@ def main():
         job = FakeJob(n)
         job.more(args.steps)
         jobs.append(job)
-        registry["jobs"][run_id], registry["curves"][run_id] = job, class_board.Curve()
+        registry["jobs"][run_id], registry["curves"][run_id] = job, Curve()
     first = redraw(store)
     later = []
     for _ in range(args.repeats):

@@ -52,8 +52,8 @@ from benchmarks.classroom import first_steps, runs_on_server
 from lab.server.board import BoardStore, owner_id
 from lab.server.spaces import new_space_key
 from ui.lessons import LESSONS
-from ui.sessions import SPACE_COOKIE
-from ui.train_settings import default_backend, default_values, query_from_values
+from ui.shared.sessions import SPACE_COOKIE
+from ui.train.settings import default_backend, default_values, query_from_values
 
 TEACHER_KEY = "class-of-30-teacher"
 PROJECTOR = {"width": 1920, "height": 1080}

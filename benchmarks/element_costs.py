@@ -7,7 +7,7 @@ script has finished (benchmarks.page_loads' visit), warm, median of `--repeats`.
 A full load fetches and compiles each element's script anew (Streamlit loads them when a page first
 draws such an element); issue 28 found the code block's syntax highlighter and the data grid among the
 costly ones, which is why text that is not a program is a plain fixed-width block
-(ui.plain_text.preformatted) and a few rows a static table.
+(ui.shared.plain_text.preformatted) and a few rows a static table.
 """
 
 import argparse

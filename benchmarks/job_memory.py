@@ -7,7 +7,7 @@
 
 Each kind runs in a fresh Python that does what the server does: PyTorch's threads capped
 (lab.training.process.configure_cpu), the training process started and warmed up where the runs train
-in one (ui.sessions.train_in_process), the corpus read. Then the memory of every process the jobs live
+in one (ui.shared.sessions.train_in_process), the corpus read. Then the memory of every process the jobs live
 in (this one, the server, and its training process) is summed as PSS (each page shared between
 processes counted once, split between them) and sampled every tenth of a second while the jobs are
 built, started and run: the figure is the peak over that idle baseline. The training process's own
@@ -75,7 +75,7 @@ class Peak:
 
 
 def _train_values(small):
-    from ui.train_settings import default_values
+    from ui.train.settings import default_values
 
     values = default_values()  # the page's time too: a run's memory grows with the steps it takes
     if small:
@@ -95,9 +95,9 @@ def train_jobs(small, race=False, task=None):
     from lab.nets.backends import default_backend
     from lab.nets.models import build_model
     from lab.server.jobs import TrainingJob
-    from ui import train_settings
-    from ui.sessions import train_in_process
-    from ui.train_runs import RACE_CELLS, race_values
+    from ui.shared.sessions import train_in_process
+    from ui.train import settings as train_settings
+    from ui.train.runs import RACE_CELLS, race_values
 
     values = _train_values(small)
     values["backend"] = default_backend(values["cell"], "cpu")
@@ -119,7 +119,7 @@ def train_jobs(small, race=False, task=None):
 
 def probe_jobs(small):
     from lab.experiments.probe import ProbeConfig, ProbeJob
-    from ui.sessions import train_in_process
+    from ui.shared.sessions import train_in_process
 
     config = ProbeConfig(
         tasks=("recall",),
@@ -134,7 +134,7 @@ def probe_jobs(small):
 def toy_jobs(small):
     from lab.experiments.probe import TOY_CELLS, ProbeConfig, probe_run
     from lab.server.jobs import TrainingJob
-    from ui.sessions import train_in_process
+    from ui.shared.sessions import train_in_process
 
     seconds = 3 if small else 20
     config = ProbeConfig(tasks=("recall",), distances=(20,), seconds=seconds, eval_every=25, eval_sequences=256)
@@ -152,7 +152,7 @@ def lesson_jobs(small):
     from lab.server.jobs import TrainingJob
     from lab.training.tasks import LMTask
     from lab.training.train import TrainConfig
-    from ui.sessions import train_in_process
+    from ui.shared.sessions import train_in_process
 
     task = LMTask.from_text(("Shall I compare thee to a summer's day? " * 12)[:480], "char")
     config = TrainConfig(max_steps=60 if small else LEARN_STEPS, max_seconds=300, **LEARN_RECIPE)
@@ -178,7 +178,7 @@ def lesson_jobs(small):
 def ablation_jobs(small):
     from lab.experiments.ablation import AblationConfig
     from lab.experiments.ablation.runner import AblationJob
-    from ui.sessions import train_in_process
+    from ui.shared.sessions import train_in_process
 
     config = AblationConfig(  # the Ablation page's live run at its defaults
         dataset="digits",
@@ -208,14 +208,14 @@ def measure_all(kinds, small):
     from lab.training.process import configure_cpu
 
     configure_cpu()
-    import ui.sessions  # noqa: F401  (the server's imports, before any baseline)
+    import ui.shared.sessions  # noqa: F401  (the server's imports, before any baseline)
     from lab.server import workers
     from lab.training.process import train_two_tiny_steps
 
     rows = []
     with Peak() as peak:
         base = peak.peak
-        if ui.sessions.train_in_process():
+        if ui.shared.sessions.train_in_process():
             workers.run_in_process(train_two_tiny_steps, {}, on_event=lambda e: None, stopped=lambda: False)
     if "training process" in kinds:
         rows.append({"kind": "training process", "added_mb": peak.peak - base, "estimate_mb": workers.PROCESS_MB})

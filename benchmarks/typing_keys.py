@@ -20,7 +20,7 @@ from benchmarks.app import LAPTOP, AppServer, launch_browser, open_page
 from benchmarks.page_loads import server_cpu_seconds
 from lab.instruments.prediction import TypingReader
 from lab.training.checkpoints import list_checkpoints, load_checkpoint
-from ui.sample_views import DEFAULTS
+from ui.sample.views import DEFAULTS
 
 BOX = ".st-key-sample_typing_box"
 ANSWERED_JS = f"""text => {{

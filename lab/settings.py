@@ -6,7 +6,7 @@ and the field's name in capitals), its type, its bounds and what it does, in one
 
 Nothing else reads an RNNLAB_ variable (tests/test_settings.py checks it), so a value out of its bounds
 is refused in one place, before it is used: `streamlit run serve.py` stops with that line before it
-opens, and under `streamlit run app.py` every page shows it instead of its content (ui.sessions). An
+opens, and under `streamlit run app.py` every page shows it instead of its content (ui.shared.sessions). An
 empty value is refused like any other that is not allowed: unset a variable to get its default.
 
 The environment is parsed once: `server_settings` keeps its answer for as long as the RNNLAB_ variables
@@ -111,7 +111,7 @@ class ServerSettings(BaseSettings):
     )
     session_share: float = _number(0.5, 0, 1, "the part of the budget one session may hold at a time", above=True)
     session_runs: int = _number(8, 1, 1000, "the runs one session may have training or waiting at once")
-    # a page sends its heartbeat every 5 s (ui.sessions.HEARTBEAT_SECONDS): less would stop an open page's runs
+    # a page sends its heartbeat every 5 s (ui.shared.sessions.HEARTBEAT_SECONDS): less would stop an open page's runs
     unattended_seconds: float = _number(
         150.0, 6, 86_400, "a session's runs stop this long after its last open page closed"
     )

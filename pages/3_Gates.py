@@ -4,18 +4,16 @@ select and the units that fire on it; one unit colouring the text; which earlier
 prediction; one gate of one layer as a heatmap, its saturation, the cell's equations and code, each
 drawn when asked for. Only the section shown is computed and drawn.
 
-Each part is a fragment of its own module (ui.gates_units, ui.gates_span, ui.gates_prediction,
-ui.gates_heatmap; what they share is ui.gates_settings): moving its slider reruns that part only. A
+Each part is a fragment of its own module (ui.gates.units, ui.gates.span, ui.gates.prediction,
+ui.gates.heatmap; what they share is ui.gates.settings): moving its slider reruns that part only. A
 button that shows a unit in another part reruns the page (its callback has set the unit first)."""
 
 import streamlit as st
 
-from ui.cached_calls import cached_trace, checkpoint_key
-from ui.checkpoint_picker import checkpoint_picker
-from ui.common import section_choice, setup_page, show_anchors
-from ui.gates_heatmap import layer_details
-from ui.gates_prediction import drivers
-from ui.gates_settings import (
+from ui.app.frame import setup_page
+from ui.gates.heatmap import layer_details
+from ui.gates.prediction import drivers
+from ui.gates.settings import (
     DEFAULTS,
     SECTIONS,
     SETTINGS,
@@ -25,11 +23,14 @@ from ui.gates_settings import (
     mirror,
     use_preset,
 )
-from ui.gates_span import span_finder
-from ui.gates_units import gallery, one_unit
-from ui.links import restore_from_url
-from ui.model_names import describe_checkpoint, model_title
-from ui.plain_text import plain, user_errors
+from ui.gates.span import span_finder
+from ui.gates.units import gallery, one_unit
+from ui.shared.cached_calls import cached_trace, checkpoint_key
+from ui.shared.checkpoint_picker import checkpoint_picker
+from ui.shared.common import section_choice, show_anchors
+from ui.shared.links import restore_from_url
+from ui.shared.model_names import describe_checkpoint, model_title
+from ui.shared.plain_text import plain, user_errors
 
 setup_page("Gates")
 st.title("🔬 Gates")

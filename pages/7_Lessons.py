@@ -5,9 +5,9 @@ A link to one lesson: ?lesson=<slug> (ui.lessons.LESSONS)."""
 
 import streamlit as st
 
-from ui.common import setup_page
+from ui.app.frame import setup_page
 from ui.lessons import LESSONS, URL_DEFAULTS, URL_SETTINGS, show_lesson
-from ui.links import Field, mirror_to_url, restore_from_url
+from ui.shared.links import Field, mirror_to_url, restore_from_url
 
 setup_page("Lessons")
 title, choice = st.columns([1, 2], vertical_alignment="bottom")  # one line: the lesson itself fills the screen

@@ -3,15 +3,16 @@ live on one chart for a projector, a leaderboard at equal time, and what made th
 
 The teacher (signed in with one of RNNLAB_TEACHER_EMAILS, or with RNNLAB_TEACHER_KEY typed here) hides
 runs, downloads the table and opens the board to the class, who then see it read-only. The board's
-store and arithmetic: lab.server.board; its drawing: ui.class_board.
+store and arithmetic: lab.server.board; its drawing: ui.class_board.board.
 """
 
 import streamlit as st
 
-from ui import class_board as board
-from ui.common import page_link, setup_page
-from ui.links import Field, mirror_to_url, restore_from_url
-from ui.sign_in import is_teacher
+from ui.app.frame import setup_page
+from ui.class_board import board
+from ui.shared.common import page_link
+from ui.shared.links import Field, mirror_to_url, restore_from_url
+from ui.shared.sign_in import is_teacher
 
 setup_page("Class")
 title, compare = st.columns([2, 1], vertical_alignment="bottom")  # one line: the board fills the screen

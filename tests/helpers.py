@@ -189,9 +189,9 @@ def laptop_page(user_dir, timeout_ms):
 def stop_every_sessions_jobs():
     """Stop the jobs of every session the app's registry holds, and forget the sessions: what a test's
     pages started ends with the test."""
-    import ui.sessions
+    import ui.shared.sessions
 
-    registry = ui.sessions.job_registry()
+    registry = ui.shared.sessions.job_registry()
     with registry["lock"]:
         jobs = [job for session in registry["sessions"].values() for job in session["jobs"]]
         registry["sessions"].clear()
@@ -201,10 +201,10 @@ def stop_every_sessions_jobs():
 
 
 def join_warm_up(timeout=60):
-    """Wait for the server's warm-up thread (ui.warm_up), started by a session's second heartbeat."""
+    """Wait for the server's warm-up thread (ui.app.warm_up), started by a session's second heartbeat."""
     import threading
 
-    from ui.warm_up import THREAD_NAME
+    from ui.app.warm_up import THREAD_NAME
 
     for thread in threading.enumerate():
         if thread.name == THREAD_NAME:
@@ -212,7 +212,7 @@ def join_warm_up(timeout=60):
 
 
 def preformatted_texts(at):
-    """The text of each fixed-width block on an AppTest page (ui.plain_text.preformatted), unescaped."""
+    """The text of each fixed-width block on an AppTest page (ui.shared.plain_text.preformatted), unescaped."""
     import html
     import re
 

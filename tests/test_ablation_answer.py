@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def read(text):
-    return re.sub(r"\\(.)", r"\1", str(text))  # ui.plain_text.plain's escapes, as a student reads them
+    return re.sub(r"\\(.)", r"\1", str(text))  # ui.shared.plain_text.plain's escapes, as a student reads them
 
 
 def numbers(values):

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import lab.server.jobs
-import ui.sessions
+import ui.shared.sessions
 from lab.data import CharTokenizer
 from lab.nets.models import LMConfig, build_model
 from lab.server.capacity import Budget, CapacityError
@@ -132,7 +132,7 @@ def test_the_race_button_with_the_cap_at_three_starts_no_run_and_says_why_in_one
     monkeypatch.setenv("RNNLAB_USER_DIR", str(tmp_path / "user_checkpoints"))
     budget = Budget(capacity=1024, owner_share=0.5, owner_jobs=3)
     monkeypatch.setattr(lab.server.jobs, "server_budget", lambda: budget)
-    registry = ui.sessions.job_registry()
+    registry = ui.shared.sessions.job_registry()
 
     def registered():  # every session's, earlier tests' included: the race must add none
         with registry["lock"]:

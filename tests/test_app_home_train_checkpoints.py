@@ -24,8 +24,8 @@ import lab.data
 import lab.nets.cost
 import lab.server.jobs
 import lab.training.tasks
-import ui.sessions
-import ui.warm_up
+import ui.app.warm_up
+import ui.shared.sessions
 from lab.data import CharTokenizer
 from lab.nets.backends import default_backend, default_scan_mode
 from lab.nets.models import LMConfig, build_model
@@ -39,7 +39,7 @@ from lab.training.checkpoints import (
     sanitize_name,
 )
 from lab.training.presets import PRESETS
-from ui.model_names import PRESET_TITLES, info_title, model_title
+from ui.shared.model_names import PRESET_TITLES, info_title, model_title
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TRAIN = "pages/1_Train.py"
@@ -75,7 +75,7 @@ def open_page(page=None, query=None):
 
 
 def texts(elements):
-    """What the elements show a student: their Markdown with ui.plain_text.plain's escapes read."""
+    """What the elements show a student: their Markdown with ui.shared.plain_text.plain's escapes read."""
     return re.sub(r"\\(.)", r"\1", " ".join(str(e.value) for e in elements))
 
 
@@ -101,12 +101,12 @@ def test_training_warms_up_once_a_first_page_is_drawn_not_beside_its_first_run(m
     """The warm-up's imports would slow the first page through the interpreter's lock: it starts at a
     session's second heartbeat (the page's first script has ended), once per server process."""
     warm_ups = []
-    monkeypatch.setattr(ui.warm_up, "warm_up", lambda: warm_ups.append(1))
-    ui.sessions.start_warm_up.clear()
+    monkeypatch.setattr(ui.app.warm_up, "warm_up", lambda: warm_ups.append(1))
+    ui.app.warm_up.start_warm_up.clear()
     at = open_page()
     assert_clean(at)
     assert warm_ups == []
-    assert sys.getswitchinterval() == ui.sessions.PAGE_WAIT_SECONDS  # the server's, set by its first page
+    assert sys.getswitchinterval() == ui.shared.sessions.PAGE_WAIT_SECONDS  # the server's, set by its first page
     at.run()  # the heartbeat's next beat (here with the page's rerun)
     at.run()
     join_warm_up()
@@ -272,7 +272,7 @@ def test_the_memory_race_trains_the_four_cells_on_recall_and_says_who_leads_from
     from lab.experiments.memory_race import memory_verdict, race_curves
     from lab.experiments.probe import TOY_CELLS
     from lab.training.checkpoints import BUNDLED_DIR
-    from ui.train_memory_race import DISTANCE, TASK, shipped_ends
+    from ui.train.memory_race import DISTANCE, TASK, shipped_ends
 
     at = open_page(TRAIN, {"seconds": "5"})
     (warning,) = at.warning
@@ -445,11 +445,11 @@ def test_wrong_architecture_upload_is_refused(user_dir):
 
 
 def test_upload_save_inspect_and_delete_a_user_checkpoint(user_dir, monkeypatch):
-    import lab.server.uploads
+    import ui.checkpoints.upload
 
     reads = []
-    read = lab.server.uploads.load_upload
-    monkeypatch.setattr(lab.server.uploads, "load_upload", lambda *args: reads.append(1) or read(*args))
+    read = ui.checkpoints.upload.load_upload  # the Checkpoints page's reader of uploads (lab.server.uploads)
+    monkeypatch.setattr(ui.checkpoints.upload, "load_upload", lambda *args: reads.append(1) or read(*args))
     at = open_page(CHECKPOINTS)
     at.file_uploader(key="ckpt_upload_0").set_value(("my model!.safetensors", tiny_checkpoint("my model!"), "")).run()
     assert_clean(at)
@@ -627,8 +627,8 @@ def test_hand_edited_files_are_named_and_removable_and_break_no_page(user_dir):
 def test_the_space_cookie_is_written_again_on_every_visit_so_its_expiry_slides(monkeypatch):
     """A browser that sent its cookie still gets it again with a fresh max-age: files are kept 48 h after
     the student was last seen, not after the first visit."""
-    key = new_space_key(ui.sessions.users_root())
-    monkeypatch.setattr(ui.sessions, "space_cookie", lambda: key)
+    key = new_space_key(ui.shared.sessions.users_root())
+    monkeypatch.setattr(ui.shared.sessions, "space_cookie", lambda: key)
     for _ in range(2):  # two visits: two sessions, each renewing the cookie
         at = open_page()
         assert_clean(at)
@@ -638,8 +638,8 @@ def test_the_space_cookie_is_written_again_on_every_visit_so_its_expiry_slides(m
 
 
 def test_the_cookie_script_shares_one_space_per_browser_and_never_embeds_a_raw_cookie():
-    key = new_space_key(ui.sessions.users_root())
-    script = ui.sessions.space_cookie_script(key, "x';alert(1)//")
+    key = new_space_key(ui.shared.sessions.users_root())
+    script = ui.shared.sessions.space_cookie_script(key, "x';alert(1)//")
     assert "alert" not in script  # a cookie from the browser never reaches the script as code
     assert script.count("window.location.reload()") == 1 and "sessionStorage" in script  # reloads at most once
     assert f"rnnlab_space={key}; path=/; max-age={48 * 3600}" in script

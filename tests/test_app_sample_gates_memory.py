@@ -18,7 +18,7 @@ import streamlit as st
 from helpers import join_warm_up
 from streamlit.testing.v1 import AppTest
 
-from ui import typing_box
+from ui.sample import typing_box
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -204,9 +204,9 @@ def test_gates_one_unit_opens_on_the_gallerys_first_unit_and_a_card_opens_its_ow
     at = page(GATES, gates_section="unit").run()  # a first visit straight to the section
     no_exception(at)
     from lab.instruments.units import unit_gallery
-    from ui.cached_calls import cached_unit_correlations
-    from ui.gates_settings import DEFAULTS
-    from ui.warm_up import bundled_keys
+    from ui.app.warm_up import bundled_keys
+    from ui.gates.settings import DEFAULTS
+    from ui.shared.cached_calls import cached_unit_correlations
 
     first = unit_gallery(cached_unit_correlations(*bundled_keys()[DEFAULTS["model"]], DEFAULTS["text"]), 1).iloc[0]
     assert (at.session_state["gates_unit_gate"], at.number_input(key="gates_unit").value) == (first.gate, first.unit)
@@ -321,7 +321,7 @@ def test_gates_selecting_text_with_the_mouse_shows_the_units_for_that_span():
     ],
 )
 def test_gates_a_selection_in_characters_covers_the_tokens_it_touches(tokens, start, end, expected):
-    from ui.span_select import token_span
+    from ui.gates.span_select import token_span
 
     assert token_span(tokens, start, end) == expected
 
@@ -539,14 +539,14 @@ def test_a_bad_link_is_ignored_with_a_warning(page_path, query):
 
 
 def count_calls(monkeypatch, names):
-    """Count each call ui.cached_calls makes to these lab functions (in the list returned)."""
-    import ui.cached_calls
+    """Count each call ui.shared.cached_calls makes to these lab functions (in the list returned)."""
+    import ui.shared.cached_calls
 
     calls = []
     for name in names:
-        real = getattr(ui.cached_calls, name)
+        real = getattr(ui.shared.cached_calls, name)
         monkeypatch.setattr(
-            ui.cached_calls, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k)
+            ui.shared.cached_calls, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k)
         )
     return calls
 
@@ -556,29 +556,29 @@ def test_the_servers_warm_up_starts_the_training_process_the_first_run_will_trai
     warm-up does both, not the first student's Start."""
     import multiprocessing
 
-    import ui.warm_up
+    import ui.app.warm_up
 
     join_warm_up()
-    ui.warm_up.warm_up()  # once per server process: a no-op if a session's heartbeat has run it already
+    ui.app.warm_up.warm_up()  # once per server process: a no-op if a session's heartbeat has run it already
     assert [p for p in multiprocessing.active_children() if p.name == "lab-training" and p.is_alive()]
 
 
 def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypatch):
-    """ui.warm_up fills the Memory page's caches with the page's own default arguments: the page's first
+    """ui.app.warm_up fills the Memory page's caches with the page's own default arguments: the page's first
     run after it traces nothing and back-propagates nothing."""
-    import ui.cached_calls
-    import ui.warm_up
+    import ui.app.warm_up
+    import ui.shared.cached_calls
 
     join_warm_up()
     calls = count_calls(monkeypatch, ("trace_text", "gradient_through_time", "change_reach"))
     for cached in (
-        ui.cached_calls.cached_trace,
-        ui.cached_calls.cached_retention,
-        ui.cached_calls.cached_gradient,
-        ui.cached_calls.cached_reach,
+        ui.shared.cached_calls.cached_trace,
+        ui.shared.cached_calls.cached_retention,
+        ui.shared.cached_calls.cached_gradient,
+        ui.shared.cached_calls.cached_reach,
     ):
         cached.clear()
-    ui.warm_up.memory_page_defaults()
+    ui.app.warm_up.memory_page_defaults()
     assert calls.count("trace_text") == 4 and calls.count("gradient_through_time") == 10, calls
     assert calls.count("change_reach") == 5, calls  # one model of each cell
     calls.clear()
@@ -595,19 +595,19 @@ def test_the_servers_warm_up_computes_what_the_memory_page_first_shows(monkeypat
 
 
 def test_the_servers_warm_up_computes_what_the_sample_and_gates_pages_first_show(monkeypatch):
-    """ui.warm_up samples and traces with the Sample and Gates pages' own defaults: their first runs
+    """ui.app.warm_up samples and traces with the Sample and Gates pages' own defaults: their first runs
     after it generate nothing and trace nothing (a page with other defaults than the warm-up's
     would)."""
-    import ui.cached_calls
-    import ui.warm_up
+    import ui.app.warm_up
+    import ui.shared.cached_calls
 
     join_warm_up()  # one a page's heartbeat started: its calls are not these
     calls = count_calls(monkeypatch, ("generate", "trace_text"))
-    ui.cached_calls.cached_trace.clear()
+    ui.shared.cached_calls.cached_trace.clear()
     st.cache_data.clear()  # the samples, the units' correlations, the passage's units
-    ui.warm_up.sample_page_defaults()
+    ui.app.warm_up.sample_page_defaults()
     assert calls == ["generate"] * 5, calls  # four columns and the stateless sample
-    ui.warm_up.gates_page_defaults()
+    ui.app.warm_up.gates_page_defaults()
     assert calls.count("trace_text") == 2, calls  # the example text and the longer passage
     calls.clear()
     for name in (SAMPLE, GATES):

@@ -12,8 +12,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import lab.training.checkpoints
-import ui.checkpoint_picker
-import ui.sessions
+import ui.checkpoints.listing
+import ui.shared.checkpoint_picker
+import ui.shared.sessions
 from lab.data import CharTokenizer
 from lab.nets.models import ClassifierConfig, LMConfig, build_model
 from lab.server.spaces import space_dir
@@ -41,7 +42,7 @@ def user_dir(tmp_path, monkeypatch):
 
 
 def said(elements):
-    """What elements show a student: their Markdown with ui.plain_text.plain's escapes read."""
+    """What elements show a student: their Markdown with ui.shared.plain_text.plain's escapes read."""
     return re.sub(r"\\(.)", r"\1", " ".join(str(e.value) for e in elements))
 
 
@@ -233,12 +234,12 @@ def test_with_no_models_a_page_says_so_in_plain_words_not_with_a_command(page, m
     no_bundled = lambda user_dir=None, bundled_dir=None, include_versions=True: list_checkpoints(  # noqa: E731
         user_dir, None, include_versions
     )
-    monkeypatch.setattr(ui.checkpoint_picker, "list_checkpoints", no_bundled)
+    monkeypatch.setattr(ui.shared.checkpoint_picker, "list_checkpoints", no_bundled)
     scan = lab.training.checkpoints.scan_checkpoints
-    monkeypatch.setattr(
-        lab.training.checkpoints, "scan_checkpoints", lambda user_dir=None, *a, **k: scan(user_dir, None)
-    )
+    without_bundled = lambda user_dir=None, *a, **k: scan(user_dir, None)  # noqa: E731
+    monkeypatch.setattr(lab.training.checkpoints, "scan_checkpoints", without_bundled)
+    monkeypatch.setattr(ui.checkpoints.listing, "scan_checkpoints", without_bundled)  # the Checkpoints page's list
     at = clean(AppTest.from_file(APP, default_timeout=120).switch_page(page).run())
     warning = said(at.warning)
-    assert ui.checkpoint_picker.NO_CHECKPOINTS in warning
+    assert ui.shared.checkpoint_picker.NO_CHECKPOINTS in warning
     assert not re.search(r"python|scripts/|streamlit run|\.py\b|`", warning), warning

@@ -74,12 +74,12 @@ def test_tidied_seed_cells_match_the_published_ones():
 
 
 def test_the_class_benchmark_reads_each_first_step_from_the_server_log():
-    """benchmarks.classroom reads the app's log lines (ui.sessions' format) back with their times."""
+    """benchmarks.classroom reads the app's log lines (ui.shared.sessions' format) back with their times."""
     import logging
     import time
 
     from benchmarks.classroom import first_steps
-    from ui.sessions import SERVER_LOG_FORMAT
+    from ui.shared.sessions import SERVER_LOG_FORMAT
 
     record = logging.LogRecord(
         "lab.server.jobs",

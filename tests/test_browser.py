@@ -41,8 +41,8 @@ from benchmarks.app import (
 from lab.data import CharTokenizer
 from lab.nets.models import LMConfig, build_model
 from lab.training.checkpoints import checkpoint_bytes, read_info
-from ui.common import PAGES
 from ui.lessons import LESSONS
+from ui.shared.common import PAGES
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 2200}  # tall: Streamlit scrolls inside the page, not the window

@@ -865,7 +865,7 @@ def test_lab_and_the_app_import_without_fcntl():
     code = (
         "import sys; sys.modules['fcntl'] = None\n"
         "import lab.training.checkpoints, lab.server.jobs, lab.server.workers, lab.server.spaces\n"
-        "import lab.server.capacity, lab.__main__, ui.common\n"
+        "import lab.server.capacity, lab.__main__, ui.shared.common\n"
         "print('imported')"
     )
     done = subprocess.run(

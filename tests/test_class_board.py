@@ -15,7 +15,7 @@ from lab.errors import LabError
 from lab.server.board import BOARD_FILE, BoardStore, Curve, check_display_name, equal_time, leaderboard, owner_id
 from lab.server.capacity import Budget, CapacityError
 from lab.server.spaces import identity_space_key, is_space_key, new_space_key, space_dir
-from ui.sign_in import identity_from
+from ui.shared.sign_in import identity_from
 
 FACTS = {
     "run": "astra-1",
@@ -182,7 +182,7 @@ def test_a_signed_in_persons_key_is_theirs_on_every_device_and_nobody_elses(tmp_
 
 def test_two_browsers_of_one_person_share_one_share_and_one_cap():
     budget = Budget(capacity=100, owner_share=0.5, owner_jobs=2)
-    person = "ada"  # what ui.sessions.session_key gives both of their browsers
+    person = "ada"  # what ui.shared.sessions.session_key gives both of their browsers
     budget.request(30, person)  # first browser
     with pytest.raises(CapacityError):
         budget.request_all([10, 10], person, ["a", "b"])  # second browser: past the cap of 2

@@ -1,7 +1,7 @@
 """A script that opens the app's pages exits with status 0 and no abort, every time (lab.server.shutdown).
 
 The abort ("terminate called without an active exception", exit status 134) came at the interpreter's end,
-from the work a page starts and nobody stopped: the server's warm-up (ui.warm_up), begun by a session's
+from the work a page starts and nobody stopped: the server's warm-up (ui.app.warm_up), begun by a session's
 second heartbeat, on a daemon thread still inside PyTorch, and the training process it starts, killed
 under the warm-up's run (whose thread then raised an uncaught WorkerError). Opening Home twice starts
 exactly that work, and the script then ends at one of the moments the abort came from: while the training
@@ -29,20 +29,20 @@ MOMENTS = ("starting", "charts")  # where a run's script ends: see the module's 
 OPEN_PAGES_IN_A_ROW = """
 import os, sys, threading, time
 from streamlit.testing.v1 import AppTest
-import ui.warm_up  # the pages' imports, made once: no thread, no process started by them
+import ui.app.warm_up  # the pages' imports, made once: no thread, no process started by them
 
 app, runs, moments = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
 assert threading.active_count() == 1, threading.enumerate()
 
 def open_home_and_end_at(moment):
     in_charts = threading.Event()  # the warm-up's two steps are done: it computes the Memory page's first charts
-    memory_page_defaults = ui.warm_up.memory_page_defaults
+    memory_page_defaults = ui.app.warm_up.memory_page_defaults
 
     def mark_then_compute():
         in_charts.set()
         memory_page_defaults()
 
-    ui.warm_up.memory_page_defaults = mark_then_compute
+    ui.app.warm_up.memory_page_defaults = mark_then_compute
     home = AppTest.from_file(app, default_timeout=120)
     home.run()
     home.run()  # the session's second heartbeat: the warm-up starts, and the training process with it

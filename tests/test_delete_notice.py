@@ -12,7 +12,7 @@ from lab.data import CharTokenizer, load_bundled_corpus
 from lab.nets.models import LMConfig, build_model
 from lab.server.spaces import new_space_key, space_dir
 from lab.training.checkpoints import save_checkpoint
-from ui.common import PAGES
+from ui.shared.common import PAGES
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 NEEDED = ["char-rnn", "char-gru-torch", "char-lstm"]

@@ -10,10 +10,10 @@ import pytest
 from helpers import preformatted_texts
 from streamlit.testing.v1 import AppTest
 
-from ui.coloured_text import chart_piece
-from ui.common import PAGES
-from ui.links import parse_query
-from ui.plain_text import piece_label, plain
+from ui.shared.coloured_text import chart_piece
+from ui.shared.common import PAGES
+from ui.shared.links import parse_query
+from ui.shared.plain_text import piece_label, plain
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAYLOADS = [
@@ -37,14 +37,14 @@ def live_syntax(markdown):
 
 
 def show_preformatted(payload):
-    from ui.plain_text import preformatted
+    from ui.shared.plain_text import preformatted
 
     preformatted(payload)
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_a_fixed_width_block_shows_the_characters_it_is_given(payload):
-    """ui.plain_text.preformatted (samples, commands, model summaries): no tag of the payload reaches
+    """ui.shared.plain_text.preformatted (samples, commands, model summaries): no tag of the payload reaches
     the page, and its text reads back exactly."""
     at = AppTest.from_function(show_preformatted, args=(payload,)).run()
     [body] = [h.proto.body for h in at.get("html")]

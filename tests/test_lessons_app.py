@@ -21,9 +21,9 @@ import ui.lessons
 from lab.experiments.probe import TOY_CELLS
 from lab.lessons.reading import SEEDS
 from ui.cell_labels import cell_label
-from ui.common import PAGES
 from ui.lessons import LESSONS
-from ui.model_names import bundled_title
+from ui.shared.common import PAGES
+from ui.shared.model_names import bundled_title
 
 ROOT = Path(__file__).resolve().parent.parent
 

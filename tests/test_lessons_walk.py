@@ -26,7 +26,7 @@ from lab.lessons.words import power
 from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint
 from lab.words import count, listing
 from ui.cell_labels import cell_label
-from ui.model_names import bundled_title
+from ui.shared.model_names import bundled_title
 
 ROOT = Path(__file__).resolve().parent.parent
 NEEDED = ["char-rnn", "char-gru-seed", "char-gru-torch", "char-lstm", "char-scan", "scribe-alpha"]

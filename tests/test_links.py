@@ -1,4 +1,4 @@
-"""ui.links: what a page reads from its URL is a pydantic model of its fields; a malformed or
+"""ui.shared.links: what a page reads from its URL is a pydantic model of its fields; a malformed or
 out-of-range value is refused with one line naming it, and the page opens with its own value for
 that setting while the link's other settings still apply."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui.links import Field, link_model, parse_query
+from ui.shared.links import Field, link_model, parse_query
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 FIELDS = {

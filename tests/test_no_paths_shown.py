@@ -1,7 +1,7 @@
 """No message a page shows holds a path of the server's folders: a student's folder is named by its space key,
 which opens it, and a server path tells a stranger where the files are. "Continue this run" after its file
 was deleted says so in plain words; the common failures of saving, loading and deleting are shown as the
-pages show them (ui.plain_text.user_errors, a job's message) and scanned for the folder and the key."""
+pages show them (ui.shared.plain_text.user_errors, a job's message) and scanned for the folder and the key."""
 
 import re
 import time
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui.plain_text
-import ui.sessions
+import ui.shared.plain_text
+import ui.shared.sessions
 from lab.data import CharTokenizer
 from lab.errors import LabError
 from lab.nets.models import LMConfig, build_model
@@ -41,10 +41,10 @@ def assert_no_server_path(shown, root, key):
 
 
 def shown_by_user_errors(monkeypatch, action):
-    """What ui.plain_text.user_errors shows for the exception `action()` raises (one st.error line)."""
+    """What ui.shared.plain_text.user_errors shows for the exception `action()` raises (one st.error line)."""
     lines = []
-    monkeypatch.setattr(ui.plain_text.st, "error", lines.append)
-    with ui.plain_text.user_errors("That"):
+    monkeypatch.setattr(ui.shared.plain_text.st, "error", lines.append)
+    with ui.shared.plain_text.user_errors("That"):
         action()
     assert len(lines) == 1, "the action did not fail"
     return re.sub(r"\\(.)", r"\1", lines[0])  # plain()'s escapes read
@@ -86,7 +86,7 @@ def test_a_job_whose_save_failed_and_one_whose_file_was_deleted_show_no_path(spa
         "t", model, task, TrainConfig(max_steps=2, batch_size=2, block_size=4), checkpoint_dir=folder / "blocked"
     )
     assert job.start().wait(60) == "failed" and "saving failed" in job.message
-    assert_no_server_path(re.sub(r"\\(.)", r"\1", ui.plain_text.said(job.message)), root, key)
+    assert_no_server_path(re.sub(r"\\(.)", r"\1", ui.shared.plain_text.said(job.message)), root, key)
     job = TrainingJob("u", model, task, TrainConfig(max_steps=2, batch_size=2, block_size=4), checkpoint_dir=folder)
     job.resumable = True
     assert job.start().wait(60) == "finished"

@@ -11,8 +11,8 @@ from lab.__main__ import build_parser, main
 from lab.schema import declared_settings
 from lab.train_command import BUDGETS, train_options
 from lab.training.train import TrainConfig
-from ui.links import parse_query
-from ui.train_settings import FIELDS
+from ui.shared.links import parse_query
+from ui.train.settings import FIELDS
 
 SETTINGS = declared_settings(TrainConfig)
 NUMBERS = [s for s in SETTINGS.values() if s.type in (int, float)]

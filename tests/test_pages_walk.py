@@ -38,7 +38,7 @@ def opened(page, **state):
 
 
 def words(elements):
-    """What elements show a student: their Markdown with ui.plain_text.plain's escapes read."""
+    """What elements show a student: their Markdown with ui.shared.plain_text.plain's escapes read."""
     return re.sub(r"\\(.)", r"\1", " ".join(str(e.value) for e in elements))
 
 

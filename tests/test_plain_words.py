@@ -22,9 +22,10 @@ from streamlit.proto.Element_pb2 import Element as ElementProto
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Dataframe, Expander, Table, UnknownElement
 
-from ui import span_select, typing_box
-from ui.common import PAGES
+from ui.gates import span_select
 from ui.lessons import LESSONS
+from ui.sample import typing_box
+from ui.shared.common import PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -165,7 +166,7 @@ def cited(texts):
     """The forbidden phrases and code names among (text, exempt) pairs, the exempt ones left out."""
     found = []
     for text, exempt in texts:
-        text = re.sub(r"\\(.)", r"\1", text)  # ui.plain_text.plain's escapes, as a student reads them
+        text = re.sub(r"\\(.)", r"\1", text)  # ui.shared.plain_text.plain's escapes, as a student reads them
         if exempt:
             continue
         found += [
@@ -280,7 +281,7 @@ def test_latex_and_plain_words_are_not_taken_for_a_shell_command(text):
 
 
 def test_the_glossary_explains_the_words_the_pages_lean_on():
-    from ui.common import GLOSSARY
+    from ui.app.frame import GLOSSARY
 
     for term in ("token", "embedding", "softmax", "entropy", "epoch", "state", "gate", "BPTT", "nats/char"):
         assert term in GLOSSARY and len(GLOSSARY[term]) > 40, term

@@ -12,8 +12,8 @@ from lab.instruments.reach import change_reach
 from lab.lessons.memory import reach_sentence
 from lab.nets.models import LMConfig, build_model, recurrent_layers
 from lab.training.checkpoints import load_checkpoint
-from ui.memory_charts import reach_figure
-from ui.memory_defaults import REACH_LAG, REACH_MODELS, TEXT
+from ui.memory.defaults import REACH_LAG, REACH_MODELS, TEXT
+from ui.shared.memory_charts import reach_figure
 
 SHORT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
 
@@ -106,7 +106,7 @@ def test_the_unit_spread_charts_guides_sit_at_their_labels_on_its_log_axis():
     """On a log axis plotly places a shape at its data value and an annotation at its log10: "10 tokens"
     is drawn at k = 10, not at k = 1."""
     from lab.instruments.memory import retention
-    from ui.memory_charts import memory_spread_figure
+    from ui.shared.memory_charts import memory_spread_figure
 
     checkpoint = load_checkpoint("checkpoints/char-gru-torch_latest.safetensors")
     r = retention(checkpoint.model, tokenizer=checkpoint.tokenizer, text=TEXT, max_lag=128)

@@ -35,22 +35,38 @@ PATTERN_REWRITES = {"sub", "subn"}
 
 # (file, function, the text rewritten) -> whose text it is, and why it is rewritten
 ALLOWED = {
-    ("pages/4_Memory.py", "bias_table", "biases_text"): "the student's list of biases: ';' read as ','",
-    ("pages/5_Checkpoints.py", "<module>", "i.timestamp"): "a checkpoint's timestamp (data): its date, UTC time",
+    ("ui/memory/analytic.py", "bias_table", "biases_text"): "the student's list of biases: ';' read as ','",
+    (
+        "ui/checkpoints/listing.py",
+        "checkpoint_table",
+        "i.timestamp",
+    ): "a checkpoint's timestamp (data): its date, UTC time",
     ("ui/cell_labels.py", "equations_latex", "equation"): "LaTeX layout: lab's equations aligned at their first '='",
-    ("ui/coloured_text.py", "visible_piece", "piece"): "the model's or student's text: newline, tab, space as signs",
-    ("ui/coloured_text.py", "_span", "shown"): "the model's or student's text (escaped): a newline drawn faint",
-    ("ui/gate_charts.py", "_token_axis", "piece"): "a subword token's text: SentencePiece's '▁' is a space",
+    (
+        "ui/shared/coloured_text.py",
+        "visible_piece",
+        "piece",
+    ): "the model's or student's text: newline, tab, space as signs",
+    ("ui/shared/coloured_text.py", "_span", "shown"): "the model's or student's text (escaped): a newline drawn faint",
+    ("ui/gates/charts.py", "_token_axis", "piece"): "a subword token's text: SentencePiece's '▁' is a space",
     ("ui/lessons/learning.py", "learning_timeline", "continuation"): "the model's sample: a newline as ↵ in a table",
     ("ui/lessons/stepping.py", "number", "f'{value:.3f}'"): "a number: its minus sign typeset as −",
-    ("ui/plain_text.py", "plain", "str(text)"): "text from a file, a link or a user made inert in Markdown",
-    ("ui/plain_text.py", "plain", "escaped"): "the same text, escaped: every autolink in it broken",
-    ("ui/plain_text.py", "without_paths", "str(text)"): "an error's message: the server's folders cut to file names",
-    ("ui/plain_text.py", "without_paths", "text"): "an error's message: a student's space key (a password) hidden",
-    ("ui/sample_views.py", "quoted", "text"): "the model's text in a code span: backticks and newlines",
-    ("ui/sign_in.py", "identity_from", "email.strip()"): "the signed-in address, compared case-blind",
-    ("ui/sign_in.py", "sign_in_buttons", "provider"): "a sign-in provider's name, from the server's settings",
-    ("ui/span_select.py", "span_text", "''.join(token_texts[first:last + 1])"): "the student's selected tokens",
+    ("ui/shared/plain_text.py", "plain", "str(text)"): "text from a file, a link or a user made inert in Markdown",
+    ("ui/shared/plain_text.py", "plain", "escaped"): "the same text, escaped: every autolink in it broken",
+    (
+        "ui/shared/plain_text.py",
+        "without_paths",
+        "str(text)",
+    ): "an error's message: the server's folders cut to file names",
+    (
+        "ui/shared/plain_text.py",
+        "without_paths",
+        "text",
+    ): "an error's message: a student's space key (a password) hidden",
+    ("ui/sample/views.py", "quoted", "text"): "the model's text in a code span: backticks and newlines",
+    ("ui/shared/sign_in.py", "identity_from", "email.strip()"): "the signed-in address, compared case-blind",
+    ("ui/shared/sign_in.py", "sign_in_buttons", "provider"): "a sign-in provider's name, from the server's settings",
+    ("ui/gates/span_select.py", "span_text", "''.join(token_texts[first:last + 1])"): "the student's selected tokens",
 }
 
 
@@ -131,7 +147,7 @@ def test_the_app_rewrites_only_the_texts_it_lists_and_never_labs_sentences():
 
 
 def test_the_scan_finds_the_rewrites_the_pages_used_to_make():
-    """The two patches that once sat in ui/common.py, and their kin, are each found, with lab's names."""
+    """The two patches that once sat in ui/shared/common.py, and their kin, are each found, with lab's names."""
     old = """
 from lab.experiments.ablation import conclusion
 from lab.nets.families import CELLS

@@ -117,7 +117,7 @@ def test_the_teachers_emails_are_a_comma_separated_list_read_without_case(monkey
 
 
 def test_the_unattended_time_is_bounded_above_the_heartbeat_of_an_open_page():
-    from ui.sessions import HEARTBEAT_SECONDS
+    from ui.shared.sessions import HEARTBEAT_SECONDS
 
     assert bounds("unattended_seconds")[0] > HEARTBEAT_SECONDS
 
@@ -221,9 +221,9 @@ def test_under_app_py_every_page_shows_only_the_one_line_of_a_bad_setting(monkey
     and stops, and the server's log says it once however many pages are opened."""
     from streamlit.testing.v1 import AppTest
 
-    import ui.sessions
+    import ui.shared.sessions
 
-    ui.sessions._log_once.cache_clear()  # as in a fresh server process
+    ui.shared.sessions._log_once.cache_clear()  # as in a fresh server process
     monkeypatch.setenv("RNNLAB_SESSION_SHARE", "nan")
     line = "RNNLAB_SESSION_SHARE: 'nan' is not a number above 0 and at most 1"
     for _ in range(2):

@@ -1,7 +1,7 @@
 """Students read words, not the lab's identifiers: no page or lesson shows a cell id (`gru_torch`), a
 backend id as such ("reference / fast / fused"), a run's automatic id (`gru_torch-e8-h16x1-1`), a bundled
 file's or preset's key (`char-lstm_latest`, `scribe-alpha`) or a checkpoint's file name (`x_latest.safetensors`);
-the Checkpoints page's download alone carries a file name. Each model is named by ui.model_names, the same
+the Checkpoints page's download alone carries a file name. Each model is named by ui.shared.model_names, the same
 on every page.
 
 Every page and lesson is opened fresh; then, in one session, a run is trained on the Train page and its
@@ -26,9 +26,9 @@ from lab.nets.families import CELLS
 from lab.server.spaces import new_space_key
 from lab.training.checkpoints import list_checkpoints
 from lab.training.presets import PRESETS
-from ui.common import PAGES
 from ui.lessons import LESSONS
-from ui.model_names import describe_info, info_title, model_title, run_title
+from ui.shared.common import PAGES
+from ui.shared.model_names import describe_info, info_title, model_title, run_title
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -89,7 +89,7 @@ def leaks(at, download=False):
     offers a file, whose name its download button carries."""
     found = []
     for text in [*rendered(at.main), *rendered(at.sidebar)]:
-        text = re.sub(r"\\(.)", r"\1", text)  # ui.plain_text.plain's escapes, as a student reads them
+        text = re.sub(r"\\(.)", r"\1", text)  # ui.shared.plain_text.plain's escapes, as a student reads them
         found += [f"{m.group(0)!r} in {text[:140]!r}" for m in IDS.finditer(text)]
         found += [f"the key {text!r}" for key in KEYS if text.strip() == key]
     if download:
@@ -189,7 +189,7 @@ def test_a_run_and_its_saved_model_are_named_in_words_on_every_page(space):
 def test_a_runs_plain_name_is_unique_among_the_sessions_runs():
     """Two automatic runs of different embedding widths would read alike ("GRU (z keeps) · 256 units ·
     run 1"): the second takes the next number instead."""
-    from ui.train_runs import unused_run_name
+    from ui.train.runs import unused_run_name
 
     taken = {"gru_torch-e64-h256x1-1", "gru_torch-e32-h256x1-2", "lstm-e64-h256x1-1"}
     shown = {run_title(n) for n in taken}

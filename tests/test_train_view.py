@@ -1,12 +1,12 @@
-"""ui.train_chart's pieces (and ui.train_runs.RunLog, which reads a run's events): the race chart's axis,
+"""ui.train.chart's pieces (and ui.train.runs.RunLog, which reads a run's events): the race chart's axis,
 its unit (nats per character) and the reference lines it draws."""
 
 import math
 from types import SimpleNamespace
 
-from ui import train_chart as tv
-from ui.train_chart import NANOGPT_ANCHORS, char_anchors, race_figure
-from ui.train_runs import RunLog, starting_text
+from ui.train import chart as tv
+from ui.train.chart import NANOGPT_ANCHORS, char_anchors, race_figure
+from ui.train.runs import RunLog, starting_text
 
 NANOGPT = [label for _, label in NANOGPT_ANCHORS]
 

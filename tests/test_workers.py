@@ -284,13 +284,13 @@ def test_a_child_does_not_run_the_page_that_started_it(tmp_path, monkeypatch):
 def test_a_training_process_that_dies_in_the_warm_up_leaves_one_log_line_with_its_signal(monkeypatch, caplog):
     """The warm-up's two steps in a training process that is killed: the warm-up goes on to its next part (it
     raises nothing, so no thread's traceback), and the log says once how the process ended."""
-    import ui.warm_up
+    import ui.app.warm_up
 
     monkeypatch.setenv("RNNLAB_TRAINING_PROCESSES", "1")
-    monkeypatch.setattr(ui.warm_up, "train_two_tiny_steps", _die)
+    monkeypatch.setattr(ui.app.warm_up, "train_two_tiny_steps", _die)
     with caplog.at_level(logging.INFO):
-        ui.warm_up._train_two_steps()
-    lines = [r.getMessage() for r in caplog.records if r.name in ("lab.server.workers", "ui.warm_up")]
+        ui.app.warm_up._train_two_steps()
+    lines = [r.getMessage() for r in caplog.records if r.name in ("lab.server.workers", "ui.app.warm_up")]
     assert len(lines) == 1, lines
     assert "ended unexpectedly (killed by signal 9" in lines[0] and "None" not in lines[0]
 

@@ -7,7 +7,7 @@ cannot be unwound, and the whole process aborts ("terminate called without an ac
 status 134). So this module's hook, registered after multiprocessing's and Ray's own (they would end the
 training processes and the Ray connection under their runs), ends the work first:
 
-    1. ENDING is set: the warm-up (ui.warm_up) and the loops that wait on Ray see it and return; every
+    1. ENDING is set: the warm-up (ui.app.warm_up) and the loops that wait on Ray see it and return; every
        `first` given to `close_at_exit` runs (a training process still starting is stopped);
     2. every thread given to `join_at_exit` is asked to stop, then joined: the jobs, the warm-up;
     3. every `close` given to `close_at_exit` runs, the last given first: the training processes

@@ -20,7 +20,7 @@ WorkerError with its one-line message, its traceback written to the server's log
 that dies (killed for memory) fails every run in it, each with the same line, and the server's log gets
 that line once, with its exit code or the signal that killed it; the next run starts a fresh one.
 A training process is a fresh Python (multiprocessing's "spawn", on every platform), not a fork of the
-server: it imports PyTorch itself (a few seconds, at the server's warm-up: ui.warm_up) and shares the
+server: it imports PyTorch itself (a few seconds, at the server's warm-up: ui.app.warm_up) and shares the
 libraries' files with the server, where a forkserver that had imported PyTorch held another ~285 MB
 (PSS) beside it. As the server ends (lab.server.shutdown) it closes each process's pipe: the process
 stops its runs, waits for them, and exits with status 0.

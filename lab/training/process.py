@@ -68,7 +68,7 @@ def configure_cpu(max_threads=4):
 
 def train_two_tiny_steps(emit=None, should_stop=None):
     """Two steps of a tiny model: PyTorch initialises autograd, the optimiser and its kernels lazily (about
-    a second on a busy CPU), which a server does before its first student's Start (ui.warm_up)."""
+    a second on a busy CPU), which a server does before its first student's Start (ui.app.warm_up)."""
     from lab.nets.models import LMConfig, build_model
     from lab.training.tasks import LMTask
 

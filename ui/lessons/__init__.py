@@ -4,10 +4,10 @@ Every lesson follows one shape: the question in a sentence or two; one
 experiment driven by one or two controls; what to notice, written around the
 figures just computed (never canned numbers); a check-yourself question with
 its answer behind a reveal; and a link that opens the full instrument page with
-the same settings (ui.links reads them from the URL).
+the same settings (ui.shared.links reads them from the URL).
 
 Presentation only: the numbers come from `lab` (lab.instruments: stepping, memory, sampling, scans;
-lab.experiments: probe, ablation; lab.training.train), through the cached calls of ui.cached_calls
+lab.experiments: probe, ablation; lab.training.train), through the cached calls of ui.shared.cached_calls
 where those exist. Widget keys start with "lessons_". The lessons live in a few modules by theme;
 what they share is in ui.lessons.common.
 """
@@ -29,7 +29,9 @@ class Lesson:
     title: str
     question: str  # one or two sentences, in the student's words
     show: Callable[[], None]  # draws the experiment, what to notice, the check and the link
-    settings: dict = field(default_factory=dict)  # its settings in a link: URL name -> (ui.links.Field, widget key)
+    settings: dict = field(
+        default_factory=dict
+    )  # its settings in a link: URL name -> (ui.shared.links.Field, widget key)
     defaults: dict = field(default_factory=dict)  # URL name -> value, for each of `settings`
 
 

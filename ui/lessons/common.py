@@ -12,10 +12,10 @@ import streamlit as st
 from lab.instruments.memory import state_reset_curve
 from lab.training.checkpoints import BUNDLED_DIR, CheckpointError
 from lab.words import listing
-from ui.checkpoint_picker import cached_checkpoint
-from ui.common import page_link
-from ui.model_names import bundled_title, what_it_is
-from ui.plain_text import plain, said
+from ui.shared.checkpoint_picker import cached_checkpoint
+from ui.shared.common import page_link
+from ui.shared.model_names import bundled_title, what_it_is
+from ui.shared.plain_text import plain, said
 
 MODELS_DIR = BUNDLED_DIR  # where the lessons find their models (a test points it elsewhere)
 PASSAGE = (
@@ -76,7 +76,7 @@ def background(*keys):
 
 
 def model_words(name, checkpoint):
-    """A bundled model named as every page names it, and what it is, from its own file (ui.model_names)."""
+    """A bundled model named as every page names it, and what it is, from its own file (ui.shared.model_names)."""
     return f"**{plain(bundled_title(name))}** ({what_it_is(checkpoint.config, checkpoint.tokenizer.kind, None)})"
 
 

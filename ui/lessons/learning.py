@@ -25,11 +25,11 @@ from lab.training.tasks import LMTask
 from lab.training.train import TrainConfig
 from lab.words import count
 from ui.cell_labels import cell_label
-from ui.coloured_text import visible_piece
 from ui.lessons.common import check_yourself, notice, open_full_page
-from ui.plain_text import plain, preformatted, said, user_errors
-from ui.sessions import register_job, session_key, train_in_process
-from ui.train_settings import url_values
+from ui.shared.coloured_text import visible_piece
+from ui.shared.links import url_values
+from ui.shared.plain_text import plain, preformatted, said, user_errors
+from ui.shared.sessions import register_job, session_key, train_in_process
 
 SONNET = (
     "Shall I compare thee to a summer's day?\nThou art more lovely and more temperate:\n"

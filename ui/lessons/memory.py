@@ -20,9 +20,7 @@ from lab.lessons.memory import (
 from lab.lessons.words import power, share_kept, steps, steps_figure
 from lab.nets.families import FAMILIES
 from lab.words import count
-from ui.cached_calls import cached_gradient, cached_retention, checkpoint_key
 from ui.cell_labels import cell_label, checkpoint_cell, with_cell_labels
-from ui.common import ARM_COLORS
 from ui.lessons.common import (
     PASSAGE,
     SUBWORD_MODEL,
@@ -35,9 +33,11 @@ from ui.lessons.common import (
     shipped,
     uses,
 )
-from ui.memory_charts import gradient_figure, log_range, longest_memory_layer, retention_band_figure
-from ui.model_names import bundled_title
-from ui.plain_text import plain, said, user_errors
+from ui.shared.cached_calls import cached_gradient, cached_retention, checkpoint_key
+from ui.shared.common import ARM_COLORS
+from ui.shared.memory_charts import gradient_figure, log_range, longest_memory_layer, retention_band_figure
+from ui.shared.model_names import bundled_title
+from ui.shared.plain_text import plain, said, user_errors
 
 # ---------------------------------------------------------------------------
 # keep or overwrite

@@ -17,9 +17,7 @@ from lab.lessons.reading import (
     subword_sentences,
 )
 from lab.words import count
-from ui.cached_calls import cached_generation, checkpoint_key
 from ui.cell_labels import cell_colour, checkpoint_cell
-from ui.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
 from ui.lessons.common import (
     CHAR_MODELS,
     PASSAGE,
@@ -34,9 +32,11 @@ from ui.lessons.common import (
     open_full_page,
     uses,
 )
-from ui.model_names import bundled_title
-from ui.plain_text import plain, preformatted, user_errors
-from ui.sample_views import STRATEGY_TITLES, mean
+from ui.shared.cached_calls import cached_generation, checkpoint_key
+from ui.shared.coloured_text import prob_html, prob_legend_html, token_texts, visible_piece
+from ui.shared.model_names import bundled_title
+from ui.shared.plain_text import plain, preformatted, user_errors
+from ui.shared.samples import STRATEGY_TITLES, mean
 
 # ---------------------------------------------------------------------------
 # the state is the memory

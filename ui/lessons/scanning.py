@@ -6,8 +6,8 @@ import streamlit as st
 from lab.instruments.scans import race_scans
 from lab.lessons.stepping import race_sentences
 from lab.nets.families import FAMILIES
-from ui.common import show_table
 from ui.lessons.common import background, check_yourself, notice, open_full_page
+from ui.shared.common import show_table
 
 SCAN_LENGTHS = [16, 64, 256, 1024, 2048]
 SCAN_WIDTHS = [8, 64, 512, 2048]

@@ -13,14 +13,14 @@ from lab.lessons.stepping import step_gist
 from lab.nets.equations import symbol, worked
 from lab.nets.families import CELLS, FAMILIES, kinds
 from lab.words import listing
-from ui.cached_calls import checkpoint_key
 from ui.cell_labels import cell_colour, cell_label, equations_latex
-from ui.checkpoint_picker import cached_checkpoint
-from ui.coloured_text import span_html
 from ui.lessons.common import background, bundled, check_yourself, notice, open_full_page, uses
-from ui.links import Field
-from ui.model_names import bundled_title
-from ui.plain_text import piece_label, plain, user_errors
+from ui.shared.cached_calls import checkpoint_key
+from ui.shared.checkpoint_picker import cached_checkpoint
+from ui.shared.coloured_text import span_html
+from ui.shared.links import Field
+from ui.shared.model_names import bundled_title
+from ui.shared.plain_text import piece_label, plain, user_errors
 
 SEED_GRU = bundled_title("char-gru-seed")  # the z-overwrites GRU, as every page names it
 # the lesson's choices: each kind of cell with a bundled model; a kind of several families (the two GRU

@@ -2,48 +2,27 @@
 needs memory, the distance it must span, and four tiny cells side by side: the shipped results
 of lab.experiments.probe over every distance, and a live run of all four at the chosen one."""
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from lab.experiments.memory_race import toy_race_jobs
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
 from lab.lessons.toys import gated_recall_words, toy_sentences
-from lab.nets.models import count_parameters
 from lab.server.jobs import start_together
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
-from ui.links import Field
-from ui.memory_charts import probe_figure
-from ui.plain_text import preformatted, said, user_errors
-from ui.sessions import register_job, session_key, train_in_process
+from ui.shared.links import Field
+from ui.shared.memory_charts import probe_figure
+from ui.shared.plain_text import preformatted, said, user_errors
+from ui.shared.sessions import register_job, session_key, train_in_process
+from ui.shared.toy_results import RESULTS, live_rows, shipped_results
 
-RESULTS = "memory_probe.csv"  # beside the bundled models, by scripts/build_probe_results.py
 DISTANCES = list(ProbeConfig.distances)
 SETTINGS = {
     "task": (Field("choice", "Task", choices=tuple(TOY_TASKS)), "lessons_toy_task"),
     "distance": (Field("choice", "Distance", choices=tuple(str(k) for k in DISTANCES)), "lessons_toy_k"),
 }
 DEFAULTS = {"task": "recall", "distance": "20"}
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def cached_results(path, mtime):
-    return pd.read_csv(path)
-
-
-def shipped_results():
-    """The shipped table, or None after a message saying it is missing."""
-    path = shipped(RESULTS)
-    if not path.is_file():
-        st.warning(
-            "The toy-task results that come with this lab are missing from this installation: ask whoever "
-            "runs this lab to make them again (about 15 minutes). The live run below still works.",
-            icon="📦",
-        )
-        return None
-    return cached_results(str(path), path.stat().st_mtime)
 
 
 def start_live_run(task, distance, seconds):
@@ -55,28 +34,6 @@ def start_live_run(task, distance, seconds):
     for job in jobs.values():
         register_job(job)
     st.session_state.lessons_toy_jobs, st.session_state.lessons_toy_for = jobs, (task, distance)
-
-
-def live_rows(jobs, task, distance):
-    """The live run so far: per cell its latest validation accuracy, in probe_figure's columns."""
-    rows = []
-    for cell, job in jobs.items():
-        evals = [e for e in job.events() if e["type"] == "eval"]
-        steps = [e for e in job.events() if e["type"] == "step"]
-        rows.append(
-            {
-                "cell": cell,
-                "distance": distance,
-                "status": job.status,
-                "steps": steps[-1]["step"] if steps else 0,
-                "accuracy": evals[-1]["val_accuracy"] if evals else np.nan,
-                "chance": job.task.chance,
-                "params": count_parameters(job.model),
-                "skipped": False,
-                "task": task,
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def live_view(results, task, distance):
@@ -125,7 +82,7 @@ def toy_tasks():
     spec = TOY_TASKS[task]
     st.markdown(f"**The task.** At the “?”: {spec.question} An example at k = {distance}:")
     preformatted(spec.example(distance))
-    results = shipped_results()
+    results = shipped_results(shipped(RESULTS))
     rows = results[results["task"] == task] if results is not None else None
     cols = st.columns([2, 1])
     seconds = cols[0].slider(

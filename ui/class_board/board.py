@@ -1,0 +1,274 @@
+"""The Class page's class board (lab.server.board holds its store and its arithmetic; ui.shared.board the
+runs this server posted): its chart, leaderboard at equal time and what made the difference, drawn large
+for a projector, and the teacher's controls.
+
+Every display name, run name and model name is drawn inert: escaped in HTML, in a chart's text (plotly
+reads a few tags), plain in a table (lab.server.board lets through letters, digits and a few marks only).
+"""
+
+import html
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from lab.server.board import equal_time, leaderboard
+from lab.settings import server_settings
+from ui.cell_labels import cell_colour, cell_label
+from ui.shared.board import board_runs, store
+from ui.shared.sign_in import try_teacher_key
+
+BOARD_REFRESH_SECONDS = 5.0  # the board redraws its live runs this often
+BIG = 22  # the charts' type size: read from the back of a classroom
+WIDTH_ALL_LABELLED = 12  # up to this many runs, each line ends with its name; more, the leaderboard names them
+
+
+def shown_runs(board):
+    """The board's runs not hidden by the teacher and trained by this server, as rows, each read up to
+    its job's latest events; and how many of the board's runs this server has no losses for."""
+    runs = board_runs()
+    rows, missing = [], 0
+    with runs["lock"]:
+        for stale in set(runs["jobs"]) - set(board.runs):  # taken off the board by their student
+            del runs["jobs"][stale], runs["curves"][stale]
+        for run_id, run in board.runs.items():
+            if run.hidden_by_teacher:
+                continue
+            job = runs["jobs"].get(run_id)
+            if job is None:  # started before this server did
+                missing += 1
+                continue
+            curve = runs["curves"][run_id]
+            curve.extend(job.events(curve.cursor), job.task.chars_per_token)
+            rows.append({"id": run_id, "who": board.students[run.owner].name, "run": run, "curve": curve})
+    return rows, missing
+
+
+def table(rows, at_seconds):
+    """The leaderboard at `at_seconds` as a DataFrame, best first (the CSV's columns too)."""
+    by_id = {row["id"]: row for row in rows}
+    ranked = leaderboard({row["id"]: row["curve"] for row in rows}, at_seconds)
+    records = []
+    for rank, (run_id, loss) in enumerate(ranked, start=1):
+        row, run = by_id[run_id], by_id[run_id]["run"]
+        records.append(
+            {
+                "rank": rank if loss is not None else None,
+                "name": row["who"],
+                "model": row["run"].title,
+                "cell": cell_label(run.cell),
+                "hidden size": run.hidden,
+                "layers": run.layers,
+                "learning rate": run.lr,
+                "parameters": run.params,
+                f"loss at {seconds_text(at_seconds)}": loss,
+                "final loss": row["curve"].final_loss(),
+                "seconds trained": round(row["curve"].reached(), 1),
+                "run": run.run,
+            }
+        )
+    return pd.DataFrame(records)
+
+
+def _big(figure, height):
+    figure.update_layout(
+        height=height,
+        font={"size": BIG},
+        margin={"l": 80, "r": 40, "t": 50, "b": 70},
+        legend={"font": {"size": BIG}, "orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        plot_bgcolor="white",
+    )
+    figure.update_xaxes(gridcolor="#e5e5e5", title_font={"size": BIG}, tickfont={"size": BIG - 2})
+    figure.update_yaxes(gridcolor="#e5e5e5", title_font={"size": BIG}, tickfont={"size": BIG - 2})
+    return figure
+
+
+def by_family(rows):
+    """The rows grouped by cell family, in a steady order: a chart draws one trace per family (plotly
+    builds and checks every trace in Python, and 30 traces of their own took a second of the server's)."""
+    families = {}
+    for row in rows:
+        families.setdefault(row["run"].cell, []).append(row)
+    return sorted(families.items())
+
+
+def loss_chart(rows, at_seconds, labelled):
+    """Every run's loss over its seconds of training, one colour per cell family, each line ending in its
+    student's name when `labelled` names it; a dashed line where the leaderboard compares them."""
+    figure = go.Figure()
+    for cell, family in by_family(rows):
+        xs, ys, texts = [], [], []
+        for row in family:  # one trace for the family: its runs' lines apart, with a gap (NaN) between
+            x, y = row["curve"].points()
+            xs += [*x, math.nan]
+            ys += [*y, math.nan]
+            texts += [html.escape(f"{row['who']} · {row['run'].title}")] * (len(x) + 1)
+        figure.add_trace(
+            go.Scatter(  # arrays, which plotly takes whole, where it checks a list's values one by one
+                x=np.array(xs),
+                y=np.array(ys),
+                mode="lines",
+                line={"color": cell_colour(cell), "width": 3},
+                name=cell_label(cell),
+                hovertext=np.array(texts, dtype=object),
+                hoverinfo="text+y",
+            )
+        )
+    for row in rows:
+        curve = row["curve"]
+        if row["id"] in labelled and curve.elapsed:
+            figure.add_annotation(
+                x=curve.reached(),
+                y=curve.final_loss(),
+                text=html.escape(row["who"]),
+                showarrow=False,
+                xanchor="left",
+                xshift=6,
+            )
+    if at_seconds:
+        figure.add_vline(x=at_seconds, line={"dash": "dash", "color": "#555555", "width": 2})
+    figure.update_xaxes(title="seconds of training", rangemode="tozero")
+    figure.update_yaxes(title="loss (nats per character)")
+    figure.update_layout(showlegend=True)  # plotly hides the legend of one trace: one family's colour is named too
+    return _big(figure, 440)
+
+
+def difference_chart(rows):
+    """Final loss against hidden size, cell and learning rate: one dot per run, coloured by its cell."""
+    figure = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=("hidden size", "cell", "learning rate"))
+    for cell, family in by_family(rows):
+        ended = [(row, row["curve"].final_loss()) for row in family]
+        ended = [(row, loss) for row, loss in ended if loss is not None]
+        texts = [html.escape(f"{row['who']} · {row['run'].title}") for row, _ in ended]
+        for col, read in ((1, lambda run: run.hidden), (2, lambda run: cell_label(run.cell)), (3, lambda run: run.lr)):
+            figure.add_trace(
+                go.Scatter(
+                    x=[read(row["run"]) for row, _ in ended],
+                    y=[loss for _, loss in ended],
+                    mode="markers",
+                    marker={"color": cell_colour(cell), "size": 18, "line": {"width": 1}},
+                    hovertext=texts,
+                    hoverinfo="text+y",
+                    showlegend=False,
+                ),
+                row=1,
+                col=col,
+            )
+    figure.update_xaxes(type="log", row=1, col=1)
+    figure.update_xaxes(type="log", row=1, col=3)
+    figure.update_yaxes(title="final loss", row=1, col=1)
+    figure.update_annotations(font={"size": BIG})
+    return _big(figure, 380)
+
+
+def leaderboard_html(frame, at_column):
+    """The leaderboard as large type for a projector, one line per run (the learning rate is in the CSV and
+    the chart below): every value escaped, so a name is only its text."""
+    cell = "padding:0.25rem 1rem 0.25rem 0;white-space:nowrap;text-align:left"
+    head = "".join(f"<th style='{cell}'>{c}</th>" for c in ("rank", "name", "model", "loss"))  # the time: above
+    body = []
+    for _, row in frame.iterrows():
+        loss = row[at_column]
+        values = (
+            "" if pd.isna(row["rank"]) else f"{int(row['rank'])}",
+            row["name"],
+            row["model"],
+            "not there yet" if pd.isna(loss) else f"{loss:.3f}",
+        )
+        body.append("<tr>" + "".join(f"<td style='{cell}'>{html.escape(str(v))}</td>" for v in values) + "</tr>")
+    return (
+        "<div style='overflow-x:auto'><table style='font-size:1.3rem;border-collapse:collapse'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def live_board(at_seconds, teacher):
+    """The board itself: the chart, the leaderboard at equal time and what made the difference (every
+    visitor who may see it sees the same), and for the `teacher` the table as a CSV file. `at_seconds`:
+    0 for the time every run has reached."""
+    board = store().read()
+    rows, missing = shown_runs(board)
+    if missing:
+        st.caption(f"{missing} of the runs shown before this server last started have no losses here.")
+    if not rows:
+        st.info(
+            "No runs on the board yet: students turn on “Show my runs on the class board” on the Train page, "
+            "then press Start."
+        )
+        return None
+    at = at_seconds or equal_time([row["curve"] for row in rows]) or 0.0
+    frame = table(rows, at)
+    at_column = frame.columns[8]
+    ranked = [run_id for run_id, _ in leaderboard({row["id"]: row["curve"] for row in rows}, at)]
+    labelled = set(ranked[:WIDTH_ALL_LABELLED])
+    chart_column, board_column = st.columns([3, 2], gap="medium")  # both on one projected screen
+    chart_column.plotly_chart(loss_chart(rows, at, labelled), key="class_chart", width="stretch")
+    with board_column:
+        which = "the time every run shown has reached" if not at_seconds else "the time chosen above"
+        st.subheader(f"Leaderboard at {seconds_text(at)} of training")
+        st.caption(f"Each run's loss after the same seconds of training ({which}): the fair race on a shared server.")
+        st.html(leaderboard_html(frame, at_column))
+        if teacher:
+            st.download_button(
+                "Download the table (CSV)",
+                frame.to_csv(index=False).encode(),
+                file_name="class-board.csv",
+                mime="text/csv",
+                key="class_csv",
+                on_click="ignore",
+            )
+    st.subheader("What made the difference?")
+    st.caption("Each run's final loss (its last tenth of training) against its hidden size, cell and learning rate.")
+    st.plotly_chart(difference_chart(rows), key="class_difference", width="stretch")
+
+
+def seconds_text(seconds):
+    """12 s, 2.3 s: whole seconds once there are ten of them."""
+    return f"{seconds:,.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+
+
+def teacher_controls(board):
+    """The teacher's view: open the board to the class, hide runs from it. Each widget writes the board's
+    file only when the teacher changes it, so two teachers' pages never undo each other's choices."""
+    left, right = st.columns([1, 2], vertical_alignment="bottom")
+    left.toggle(
+        "Open the board to the class",
+        value=board.open,
+        key="class_open",
+        on_change=lambda: store().set_open(st.session_state.class_open),
+        help="Students then see this board on their Class page, read-only: no hiding, no download.",
+    )
+    names = {run_id: f"{board.students[run.owner].name} · {run.run}" for run_id, run in board.runs.items()}
+    right.multiselect(
+        "Hidden runs",
+        list(names),
+        default=[run_id for run_id, run in board.runs.items() if run.hidden_by_teacher],
+        format_func=names.get,
+        key="class_hidden",
+        on_change=_save_hidden,
+        placeholder="none: every run shown is on the board",
+    )
+
+
+def _save_hidden():
+    chosen, runs = set(st.session_state.class_hidden), store().read().runs
+    for run_id, run in runs.items():
+        if run.hidden_by_teacher != (run_id in chosen):
+            store().hide(run_id, run_id in chosen)
+
+
+def teacher_key_set():
+    return server_settings().teacher_key is not None
+
+
+def teacher_key_box():
+    """For whoever is no teacher yet, where a teacher key is set: the box to type it in."""
+    with st.expander("For the teacher"), st.form("class_key_form", border=False):
+        typed = st.text_input("Teacher key", type="password", max_chars=128, key="class_key")
+        if st.form_submit_button("Open the teacher's view"):
+            if try_teacher_key(typed):
+                st.rerun()
+            st.error("That is not this server's teacher key.")

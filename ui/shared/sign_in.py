@@ -1,0 +1,121 @@
+"""Signing in with a school's accounts (Google, Microsoft: any OpenID Connect provider), through
+Streamlit's own st.login, set up in the [auth] section of the app's secrets (README, "Running a class").
+
+Optional: without that section nobody signs in and every browser has a space of its own (ui.shared.sessions).
+With it, the sidebar offers sign-in; a signed-in person's space, share of the training budget and cap
+on runs are keyed by who the provider says they are (lab.server.spaces.identity_space_key), so they
+are one on every device. RNNLAB_REQUIRE_SIGN_IN makes every page ask for it first.
+
+Streamlit keeps the identity in a cookie it signs with the secrets' `cookie_secret` and refuses once
+it is older than its lifetime; a cookie it cannot verify (forged, or signed with another secret) is
+no sign-in at all, so st.user is the only identity this module reads.
+"""
+
+import hmac
+from dataclasses import dataclass
+
+import streamlit as st
+
+from lab.settings import server_settings
+from ui.shared.plain_text import plain
+
+TEACHER_FLAG = "_rnnlab_teacher_by_key"  # this session typed the teacher key (lab.settings: RNNLAB_TEACHER_KEY)
+
+
+@dataclass(frozen=True)
+class Identity:
+    issuer: str  # the provider (its `iss`)
+    subject: str  # who, for that provider (its `sub`: never reused, unlike an email)
+    email: str  # lower case; "" when the provider sent none or said it is not verified
+    name: str  # what the sidebar says ("" when none)
+
+
+def identity_from(claims):
+    """The identity in st.user's claims, or None when nobody is signed in (or the provider's answer
+    lacks who they are)."""
+    if not claims.get("is_logged_in"):
+        return None
+    issuer, subject = claims.get("iss"), claims.get("sub")
+    if not (isinstance(issuer, str) and isinstance(subject, str) and issuer and subject):
+        return None
+    email = claims.get("email")
+    verified = claims.get("email_verified", True) is not False  # a provider that says "not verified" is believed
+    email = email.strip().lower() if isinstance(email, str) and verified else ""
+    name = claims.get("name")
+    return Identity(issuer, subject, email, name if isinstance(name, str) else "")
+
+
+def sign_in_set_up():
+    """Whether the app's secrets have an [auth] section (st.login's providers)."""
+    try:
+        return "auth" in st.secrets
+    except FileNotFoundError:  # no secrets file at all
+        return False
+
+
+def identity():
+    """This session's signed-in person, or None."""
+    return identity_from(st.user) if sign_in_set_up() else None
+
+
+def providers():
+    """The provider names for st.login: the [auth] section's named subsections ([auth.google]), or
+    [None] for its one unnamed provider."""
+    named = [name for name, value in st.secrets["auth"].items() if hasattr(value, "items")]
+    return named or [None]
+
+
+def sign_in_buttons(key):
+    """One button per provider, each starting st.login's redirect to it."""
+    for provider in providers():
+        label = f"Sign in with {provider.capitalize()}" if provider else "Sign in"
+        if st.button(label, key=f"{key}_{provider or 'default'}", type="primary"):
+            st.login(*[provider] if provider else [])
+
+
+def require_sign_in():
+    """On every page, first: with RNNLAB_REQUIRE_SIGN_IN, a visitor who is not signed in sees only how to
+    sign in."""
+    if not server_settings().require_sign_in or identity() is not None:
+        return
+    st.title("Sign in")
+    if not sign_in_set_up():
+        st.error(
+            "This server asks everyone to sign in, but no way to sign in is set up: whoever runs it adds the "
+            "sign-in section to the app's secrets (the README's “Running a class”)."
+        )
+        st.stop()
+    st.markdown("This class's lab asks you to sign in first, with your school account.")
+    sign_in_buttons("signin_required")
+    st.stop()
+
+
+def sign_in_box():
+    """In the sidebar: who is signed in and "Sign out", or "Sign in" (when sign-in is set up)."""
+    if not sign_in_set_up():
+        return
+    person = identity()
+    if person is None:
+        st.caption("Sign in to keep your files on any device.")
+        sign_in_buttons("signin_sidebar")
+        return
+    st.caption(f"Signed in as {plain(person.name or person.email or 'you')}")
+    if st.button("Sign out", key="signin_out", help="Your files stay: sign in again, on any device, to find them."):
+        st.logout()
+
+
+def is_teacher():
+    """Whether this session sees the Class page's teacher's view: signed in with one of the teachers'
+    emails (RNNLAB_TEACHER_EMAILS), or the teacher key was typed in it (RNNLAB_TEACHER_KEY)."""
+    person = identity()
+    if person is not None and person.email and person.email in server_settings().teacher_emails:
+        return True
+    return bool(st.session_state.get(TEACHER_FLAG))
+
+
+def try_teacher_key(typed):
+    """Whether `typed` is the teacher key (compared in constant time); remembered for this session."""
+    key = server_settings().teacher_key
+    if key is not None and hmac.compare_digest(str(typed).encode(), key.encode()):
+        st.session_state[TEACHER_FLAG] = True
+    return bool(st.session_state.get(TEACHER_FLAG))
