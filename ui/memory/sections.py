@@ -84,7 +84,8 @@ def unit_memory(by_name, text):
         if FAMILIES[by_name[name].cell].keep is None:
             st.info(
                 f"**{plain(model_label(name))}** is a {cell_label(by_name[name].cell)}: it has no keep gate, so "
-                "there is no retention to measure. Section 1 follows a change through its state, and section 4 its gradients."
+                "there is no retention to measure. Section 1 follows a change through its state, and section 4 its "
+                "gradients."
             )
             continue
         with user_errors(f"Retention of {model_label(name)}"):
