@@ -237,11 +237,6 @@ FAMILIES = {
 CELLS = {f.id: f.reference for f in FAMILIES.values()}
 
 
-def family(cell):
-    """The record of a family by its id (KeyError for an unknown one: configs are checked on the way in)."""
-    return FAMILIES[cell]
-
-
 def name(cell):
     """What a student reads for a cell id; an id no family has (an old file's) reads as itself."""
     return FAMILIES[cell].name if cell in FAMILIES else cell
