@@ -39,6 +39,7 @@ from lab.training.checkpoints import (
     sanitize_name,
 )
 from lab.training.presets import PRESETS
+from ui.cell_labels import cell_label
 from ui.shared.model_names import PRESET_TITLES, info_title, model_title
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -292,7 +293,7 @@ def test_the_memory_race_trains_the_four_cells_on_recall_and_says_who_leads_from
         assert not any(job.running for job in jobs.values())
         (chart,) = [c for c in at.get("plotly_chart") if "train_memory_chart" in c.proto.id]
         names = [trace["name"] for trace in json.loads(chart.proto.spec)["data"]]
-        assert names == ["RNN", "GRU", "LSTM", "selective scan"]
+        assert names == [cell_label(cell) for cell in TOY_CELLS]  # each family named and coloured by its record
         rows = pd.read_csv(BUNDLED_DIR / "memory_probe.csv")
         chance = jobs["rnn"].task.chance
         said = memory_verdict(

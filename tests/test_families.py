@@ -3,12 +3,16 @@ reads it. The equations in the record are parsed the way the step-through reads 
 lab/nets keeps a table or an if-chain of its own keyed by cell ids."""
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from lab.instruments.race import width_for_parameters
+from lab.nets.cost import parameter_count, training_memory_bytes
 from lab.nets.equations import parsed, plain, symbol, worked
-from lab.nets.families import CELLS, FAMILIES, keeps_with_gates, kinds, one_of_each_kind
+from lab.nets.families import CELLS, FAMILIES, keeps_with_gates, kinds, one_of_each_kind, text_racers
+from lab.training.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 # the lab's own code outside the record's package (the presets name a cell each, as a recipe does)
@@ -119,3 +123,17 @@ def test_a_worked_line_writes_one_units_numbers_into_the_update():
     )
     assert symbol(FAMILIES["gru_seed"].latex, "n") == "h̃_t" and symbol(FAMILIES["gru_torch"].latex, "n") == "n_t"
     assert plain(r"c_t = f_t \odot c_{t-1} + i_t \odot g_t") == "c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t"
+
+
+def test_the_text_race_leaves_out_the_minimal_cells_because_at_equal_parameters_they_need_far_more_memory():
+    """At the parameter count of the Train page's model a minGRU or minLSTM (no U) is several times as wide as the
+    GRU, and its training step needs several times the memory: the text race keeps to the cells that fit."""
+    assert text_racers() == tuple(c for c in one_of_each_kind() if FAMILIES[c].races_on_text)
+    assert "gru_torch" in text_racers() and "min_gru" not in text_racers() and "min_gru" in one_of_each_kind()
+    page_model = dataclasses.replace(PRESETS["astra-alpha"].model, vocab_size=80)
+    target = parameter_count(page_model)
+    memory = {}
+    for cell in ("gru_torch", "min_gru", "min_lstm"):
+        config = dataclasses.replace(page_model, cell=cell, hidden_size=width_for_parameters(page_model, cell, target))
+        memory[cell] = training_memory_bytes(config, 32, 64)
+    assert memory["min_gru"] > 4 * memory["gru_torch"] and memory["min_lstm"] > 4 * memory["gru_torch"]

@@ -41,6 +41,8 @@ class CellFamily:
     # torch.autograd.graph.saved_tensors_hooks (tests/test_cost.py keeps the estimate within 1x-3x of that)
     saved_per_unit: int = 0
     kind: str = ""  # families of one kind (the two GRU conventions) are shown side by side; "" = its own
+    # whether the Train page's text race runs it (at the parameter count of the page's model)
+    races_on_text: bool = True
     bundled: str = ""  # the bundled character model that shows the cell at work
 
     @property
@@ -204,6 +206,10 @@ FAMILIES = {
             besides_keeping=_GRU_KEEPS,
             forgets_a_symbol_because=_SCAN_LIKE,
             options=("keep_bias", "chrono_tmax", "scan_mode"),
+            # at the parameter count of the page's model a minimal cell is 4-5 times as wide as the GRU (no U), and
+            # its training step needs 5-6 times the memory: a text race with it does not fit a session's share of
+            # a 1 GB server (620 MB against 512 MB at the page's defaults, BENCHMARKS.md)
+            races_on_text=False,
             saved_per_unit=15,
             bundled="char-min-gru_latest",
         ),
@@ -229,6 +235,10 @@ FAMILIES = {
             besides_keeping="of its old state and takes the rest from its candidate, the input gate's share",
             forgets_a_symbol_because=_SCAN_LIKE,
             options=("keep_bias", "chrono_tmax", "scan_mode"),
+            # at the parameter count of the page's model a minimal cell is 4-5 times as wide as the GRU (no U), and
+            # its training step needs 5-6 times the memory: a text race with it does not fit a session's share of
+            # a 1 GB server (620 MB against 512 MB at the page's defaults, BENCHMARKS.md)
+            races_on_text=False,
             saved_per_unit=19,
         ),
     )
@@ -250,8 +260,13 @@ def keeps_with_gates(cell):
 
 
 def one_of_each_kind():
-    """A cell id of every kind, the last of each (the GRU in PyTorch's convention): the races' runners."""
+    """A cell id of every kind, the last of each (the GRU in PyTorch's convention): the memory race's runners."""
     return tuple(members[-1].id for members in kinds().values())
+
+
+def text_racers():
+    """The runners of the Train page's text race: one of each kind that races on text."""
+    return tuple(cell for cell in one_of_each_kind() if FAMILIES[cell].races_on_text)
 
 
 def kinds():

@@ -17,7 +17,7 @@ from lab.instruments.race import short_count, width_for_parameters
 from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
-from lab.nets.families import one_of_each_kind
+from lab.nets.families import text_racers
 from lab.nets.models import build_model, config_to_dict
 from lab.server.jobs import TrainingJob, start_together
 from lab.training.checkpoints import sanitize_name, why_not_resumable
@@ -33,7 +33,7 @@ from ui.train import settings as train_settings
 from ui.train.chart import legend_names
 from ui.train.settings import CORPUS_CHOICES, FIELDS, default_run_name, is_scan_markov, train_config
 
-RACE_CELLS = one_of_each_kind()  # the runners of the Race button
+RACE_CELLS = text_racers()  # the runners of the Race button
 
 
 class RunLog:
