@@ -76,9 +76,10 @@ def test_a_run_is_named_in_plain_words():
     assert [short_count(n) for n in (950, 274_451, 5_149_075)] == ["950", "274k", "5.1M"]
 
 
-def test_the_long_race_holds_every_bundled_character_model_with_its_validation_curve():
+def test_the_long_race_holds_every_bundled_character_model_trained_on_a_gpu_with_its_validation_curve():
     curves = long_race(list_checkpoints(None, include_versions=False))
-    assert {c.name for c in curves} >= {"vanilla RNN", "GRU (z keeps)", "GRU (z overwrites)", "LSTM", "selective scan"}
+    assert {c.name for c in curves} == {"vanilla RNN", "GRU (z keeps)", "GRU (z overwrites)", "LSTM", "selective scan"}
+    assert "char-min-gru_latest" not in {c.checkpoint for c in curves}  # built on a CPU: its minutes do not compare
     for curve in curves:
         assert len(curve.minutes) >= 5, f"{curve.title}: too sparse a history to draw"
         assert list(curve.minutes) == sorted(curve.minutes) and curve.steps >= curve.step[-1]

@@ -212,13 +212,15 @@ class LongRaceCurve:
 
 
 def long_race(infos):
-    """The bundled character models trained on the bundled corpus, each with the validation curve its
-    checkpoint's training history holds, best final loss first. `infos`: lab.training.checkpoints'
-    CheckpointInfo listing (headers only, no weights loaded)."""
+    """The bundled character models trained on the bundled corpus on a GPU, each with the validation curve
+    its checkpoint's training history holds, best final loss first: their minutes compare (a model built on
+    a CPU, the minGRU, is left out). `infos`: lab.training.checkpoints' CheckpointInfo listing (headers
+    only, no weights loaded)."""
     curves = []
     for info in infos:
         is_character_model = info.family == "lm" and info.config.get("vocab_size", math.inf) < 256
-        if not (info.bundled and is_character_model and info.metrics.get("corpus") == "bundled"):
+        on_a_gpu = info.metrics.get("train_config", {}).get("device") == "cuda"
+        if not (info.bundled and is_character_model and on_a_gpu and info.metrics.get("corpus") == "bundled"):
             continue
         evals = [e for e in info.metrics.get("history", []) if "val_nats_per_char" in e]
         if len(evals) < 2:
