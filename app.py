@@ -29,7 +29,7 @@ with st.container(border=True):
         "one step of a cell with its real numbers, why the hidden state is the memory, how the next token "
         "is chosen, how long a gate remembers, why the vanilla RNN forgets, characters against subwords, a "
         "recurrence you can scan, what a study of gate biases can and cannot show, and toy tasks that "
-        "train four cells side by side in seconds."
+        "train every kind of cell side by side in seconds."
     )
     page_link("Lessons", label="**Open the lessons**")
 

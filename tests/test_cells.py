@@ -373,10 +373,10 @@ def test_the_equations_a_page_shows_are_what_the_cell_computes(cell):
 
 
 def docstring_equations(cell):
-    """The equation lines of a reference cell's docstring ("z_t = sigmoid(...)", indented below the
-    prose), trailing notes cut."""
-    lines = [line.split("#")[0].strip() for line in CELLS[cell].__doc__.splitlines() if line.startswith(" " * 8)]
-    return [line for line in lines if re.match(r"^(\[[^]]*\]|[A-Za-z]\w*) = ", line)]
+    """The equation lines of a reference cell's docstring ("z_t = sigmoid(...)": a value at step t on the
+    left), trailing notes cut."""
+    lines = [line.split("#")[0].strip() for line in CELLS[cell].__doc__.splitlines()]
+    return [line for line in lines if re.match(r"^(\[[^]]*\]|[A-Za-z]_t) = ", line)]
 
 
 def docstring_as_python(line):

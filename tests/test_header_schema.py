@@ -128,6 +128,23 @@ def test_unknown_fields_are_refused_in_every_part_of_the_header(entry, sources):
         load_checkpoint(rebuild(data, {**header(data), "metrics": json.dumps(nested)}))
 
 
+@pytest.mark.parametrize(
+    "part, field, value",
+    [("tokenizer", "kind", ["char"]), ("tokenizer", "kind", {"char": 1}), ("config", "backend", ["scratch"])],
+)
+def test_a_name_that_json_makes_a_list_or_a_dict_is_refused_in_one_line(part, field, value, sources, tmp_path):
+    """A kind or backend looked up in a table raised TypeError (a list is not hashable) instead of a refusal."""
+    data = sources["fresh"]
+    metadata = header(data)
+    changed = {**json.loads(metadata[part]), field: value}
+    path = tmp_path / "named.safetensors"
+    path.write_bytes(rebuild(data, {**metadata, part: json.dumps(changed)}))
+    with pytest.raises(LabError):
+        load_checkpoint(path)
+    code, out, err = run(["summary", path])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
 @pytest.mark.parametrize("version", ["2", "1.0", "01", " 1", "", None])
 def test_format_version_is_exactly_what_the_writer_writes(version, sources, tmp_path):
     data = sources["fresh"]

@@ -396,7 +396,7 @@ def chart_data(at, key):
     return [(t.get("name"), t["x"], t["y"]) for t in json.loads(charts[0].proto.spec)["data"]]
 
 
-def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
+def test_toy_tasks_show_every_toy_cell_against_distance_and_train_them_live():
     at = lesson("toy-tasks", lessons_toy_seconds=5)
     without_errors(at)
     shipped = metrics(at)
@@ -414,7 +414,7 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     assert "At k = 5" in notice(at) and at.query_params["distance"] == "5"
     assert "Counting brackets is a sum" in answer(at)
     assert full_page_link(at) == ("Memory", {"section": "probe", "probe_task": "brackets"})
-    # the live run: all four cells at once, each a job of its own that reports its accuracy
+    # the live run: every toy cell at once, each a job of its own that reports its accuracy
     at.button(key="lessons_toy_start").click().run()
     without_errors(at)
     jobs = at.session_state["lessons_toy_jobs"]
@@ -423,7 +423,7 @@ def test_toy_tasks_show_four_cells_against_distance_and_train_them_live():
     live = at.table[0].value
     assert live["cell"].tolist() == [cell_label(c) for c in TOY_CELLS] and (live["steps"] > 0).all()
     assert live["accuracy"].between(0, 1).all()
-    assert len(chart_data(at, "lessons_toy_chart")) == 8  # the shipped curves and the live points
+    assert len(chart_data(at, "lessons_toy_chart")) == 2 * len(TOY_CELLS)  # the shipped curves and the live points
     at.radio(key="lessons_toy_task").set_value("parity").run()
     assert any("press Train to run this task" in i.value for i in at.info)
 

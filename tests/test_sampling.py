@@ -16,6 +16,8 @@ from lab.instruments.sampling import (
     encode_prompt,
     generate,
     generate_by_rerunning_prefix,
+    mass_before,
+    pick_distribution,
     repetition_report,
     sample_top_p,
 )
@@ -324,3 +326,12 @@ def test_a_prompt_over_the_limit_is_refused_before_it_is_read():
     assert len(encode_prompt(tokenizer, "a" * MAX_PROMPT_CHARS)) == MAX_PROMPT_CHARS
     with pytest.raises(ValueError, match=r"^prompt: has 100,000 characters, more than the limit of 1,000$"):
         encode_prompt(tokenizer, "a" * 100_000)
+
+
+def test_a_nucleus_of_exactly_the_likeliest_tokens_probability_holds_that_token_alone():
+    """Hypothesis' example: with p = p1 exactly, cumsum(p) - p rounded the mass above the second token below p1."""
+    logits = torch.tensor([0.0] * 9 + [2.0, 3.0])
+    first = torch.softmax(logits.double(), -1).max().item()
+    kept = pick_distribution(logits, SamplingConfig(strategy="top_p", top_p=first))
+    assert kept.max().item() == 1.0 and int(kept.argmax()) == 10
+    assert mass_before(torch.tensor([0.5, 0.3, 0.2])).tolist() == pytest.approx([0.0, 0.5, 0.8])

@@ -4,6 +4,7 @@ its unit (nats per character) and the reference lines it draws."""
 import math
 from types import SimpleNamespace
 
+from ui.cell_labels import cell_colour
 from ui.train import chart as tv
 from ui.train.chart import NANOGPT_ANCHORS, char_anchors, race_figure
 from ui.train.runs import RunLog, starting_text
@@ -124,3 +125,16 @@ def test_a_run_waiting_on_a_ray_cluster_says_what_it_waits_for_and_for_how_long(
     assert starting_text(here, now=101.0) == "starting… 1 s"
     started_on_ray = SimpleNamespace(status="running", ray_address="10.0.0.1:6379", started_at=100.0)
     assert starting_text(started_on_ray, now=130.0) == "starting… 30 s"  # the actor is up: its model is being built
+
+
+def test_a_race_colours_each_run_by_its_family_as_every_chart_does():
+    """The live race coloured runs by their order while the long race beside it coloured them by family: the
+    same GRU was red in one and cyan in the other. Two runs of one family share the colour, not the dash."""
+    logs = [
+        race_log("LSTM · 220 units", "lstm", [(1, 3.0), (3, 2.6)]),
+        race_log("GRU · 256 units", "gru_torch", [(1, 3.0), (3, 2.5)]),
+        race_log("GRU · 128 units", "gru_torch", [(1, 3.1), (3, 2.7)]),
+    ]
+    lines = [trace.line for trace in race_figure(logs).data if trace.showlegend is not False]
+    assert [line.color for line in lines] == [cell_colour("lstm"), cell_colour("gru_torch"), cell_colour("gru_torch")]
+    assert lines[1].dash != lines[2].dash

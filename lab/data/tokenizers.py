@@ -243,14 +243,15 @@ TOKENIZERS = {"char": CharTokenizer, "sentencepiece": SentencePieceTokenizer}
 
 def build_tokenizer(kind: str, text: str, **options):
     """build_tokenizer("char", text) or build_tokenizer("sentencepiece", text, vocab_size=500)."""
-    if kind not in TOKENIZERS:
+    if not isinstance(kind, str) or kind not in TOKENIZERS:
         raise LabError(f"unknown tokenizer kind {kind!r}; valid kinds: {', '.join(TOKENIZERS)}")
     return TOKENIZERS[kind].from_text(text, **options)
 
 
 def tokenizer_from_state(state: dict):
     """Inverse of tokenizer.to_state(), e.g. after json.loads of a checkpoint."""
-    if not isinstance(state, dict) or state.get("kind") not in TOKENIZERS:
+    # a list or a dict from JSON is not even hashable: only a string can name a kind
+    if not isinstance(state, dict) or not isinstance(state.get("kind"), str) or state["kind"] not in TOKENIZERS:
         kind = state.get("kind") if isinstance(state, dict) else type(state).__name__
         raise DataError(f"unknown tokenizer kind {kind!r} in saved state; valid kinds: {', '.join(TOKENIZERS)}")
     return TOKENIZERS[state["kind"]].from_state(state)

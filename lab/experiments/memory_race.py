@@ -1,7 +1,7 @@
-"""The memory race: the four cell families trained side by side on a toy task where memory decides, and
+"""The memory race: one cell of each kind trained side by side on a toy task where memory decides, and
 what its chart says in words.
 
-On the Train page's text race the four curves lie on top of each other for the first minutes: every cell
+On the Train page's text race the curves lie on top of each other for the first minutes: every cell
 first learns which letters are common, and an RNN, with nothing but that to learn, often leads (the long
 race of the bundled models shows where the gated cells pull ahead). Recalling the first of k = 20 symbols
 separates them in a few hundred steps (the shipped probe, BENCHMARKS.md "Toy tasks"): a GRU or an LSTM
@@ -10,7 +10,7 @@ the symbol fades, and the selective scan's gates, which read only the current sy
 first symbol from the others.
 
     jobs = toy_race_jobs(*MEMORY_RACE, seconds=60, owner=key)       # {cell: TrainingJob}, not started
-    start_together(jobs.values(), "the memory race")                 # lab.server.jobs: all four or none
+    start_together(jobs.values(), "the memory race")                 # lab.server.jobs: all or none
     memory_verdict(race_curves(jobs, "elapsed"), chance)  # "After 40 s, the GRU leads: ..."
 
 Glossary: k distance (steps between the symbol and the "?"), x the chart's axis (seconds or steps).

@@ -91,12 +91,18 @@ def sample_top_k(logits, config, generator):
     return int(indices[_draw(_tempered_softmax(values, config.temperature), generator)])
 
 
+def mass_before(sorted_probs):
+    """The probability mass above each token of a descending distribution: a token is in the nucleus if it
+    is < p. Summed exactly as it reads (0, p1, p1 + p2, ...): cumsum(p) - p rounds p1 + p2 - p2 below p1, which
+    let a second token into a nucleus of p = p1."""
+    return torch.cat([sorted_probs.new_zeros(1), sorted_probs.cumsum(0)[:-1]])
+
+
 def sample_top_p(logits, config, generator):
     """Nucleus sampling (Holtzman et al. 2020): the smallest set of most likely tokens
     whose probability at temperature T reaches p, renormalised."""
     probs, indices = _tempered_softmax(logits, config.temperature).sort(descending=True)  # (V,), (V,)
-    mass_before = probs.cumsum(0) - probs  # a token is in the nucleus if the mass above it is < p
-    nucleus = probs[mass_before < config.top_p]  # always holds the most likely token
+    nucleus = probs[mass_before(probs) < config.top_p]  # always holds the most likely token
     return int(indices[_draw(nucleus, generator)])
 
 
@@ -114,7 +120,7 @@ def pick_distribution(logits, config):
         keep = order[: min(config.top_k, logits.numel())]
     elif config.strategy == "top_p":
         sorted_probs = probs[order]
-        keep = order[(sorted_probs.cumsum(0) - sorted_probs) < config.top_p]
+        keep = order[mass_before(sorted_probs) < config.top_p]
     else:
         keep = order
     kept = torch.zeros_like(probs)

@@ -248,7 +248,7 @@ LEGACY_BACKENDS = {
 def config_from_dict(data):
     """Rebuild a config from `config_to_dict` output; unknown families or fields raise LabError."""
     data = dict(data)
-    if data.get("backend") in LEGACY_BACKENDS:
+    if isinstance(data.get("backend"), str) and data["backend"] in LEGACY_BACKENDS:  # a list is not hashable
         data["backend"] = LEGACY_BACKENDS[data["backend"]]
     family = data.pop("family", None)
     if not isinstance(family, str) or family not in MODEL_FAMILIES:  # a list from JSON is not even hashable

@@ -1,6 +1,6 @@
 """The lesson of toy tasks that train in seconds (TensorFlow Playground for sequences): a task that
-needs memory, the distance it must span, and four tiny cells side by side: the shipped results
-of lab.experiments.probe over every distance, and a live run of all four at the chosen one."""
+needs memory, the distance it must span, and one tiny cell of each kind side by side: the shipped results
+of lab.experiments.probe over every distance, and a live run of them all at the chosen one."""
 
 import streamlit as st
 
@@ -109,9 +109,9 @@ def toy_tasks():
             f"The shipped curves (each cell ~{first['param_budget']:,} parameters, up to "
             f"{count(first['steps_budget'], 'step')} of {count(first['batch_size'], 'fresh sequence')}, stopped early "
             f"once {first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
-            f"further):\n\n{toy_sentences(rows, distance, cell_label)}\n\nThe live run trains the same four "
-            f"models from scratch for {seconds} s on this server's shared CPU: compare its steps with the "
-            "shipped runs' (hover a point for its steps), and watch which cell gets off chance first."
+            f"further):\n\n{toy_sentences(rows, distance, cell_label)}\n\nThe live run trains the same "
+            f"{len(TOY_CELLS)} models from scratch for {seconds} s on this server's shared CPU: compare its steps "
+            "with the shipped runs' (hover a point for its steps), and watch which cell gets off chance first."
         )
     check_yourself(
         "The selective scan's gates A_t and B_t read only the current token, never the state. Which "

@@ -38,7 +38,8 @@ def _thin(xs, *series, max_points=400):
 
 
 CHART_HEIGHT = 420
-COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+# a run's line takes its cell family's colour (every chart's); further runs of one family each get a dash of their own
+DASHES = ("solid", "dot", "dashdot", "longdash", "longdashdot")
 HOVER = "%{y:.3f} nats/char (%{customdata:.3f} per token)"
 
 
@@ -70,12 +71,15 @@ def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
     x_span: the axis' length before the first point arrives (it then follows the data from 0).
     """
     fig = go.Figure()
-    for i, (log, name) in enumerate(zip(logs, legend_names(logs))):
-        color = COLORS[i % len(COLORS)]
+    runs_of = {}  # family -> runs drawn so far
+    for log, name in zip(logs, legend_names(logs)):
+        family = log.cell.split("/")[0]  # "gru_torch/fast" -> "gru_torch"
+        nth = runs_of[family] = runs_of.get(family, -1) + 1
+        color = cell_colour(family)
         train = dict(
             mode="lines" if len(log.steps[x_axis]) > 20 else "lines+markers",  # a lone point shows
             name=legend_entry(name, log),
-            line=dict(color=color, width=1.5),
+            line=dict(color=color, width=1.5, dash=DASHES[nth % len(DASHES)]),
             marker=dict(size=4),
             opacity=0.6,
         )

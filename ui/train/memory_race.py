@@ -1,5 +1,5 @@
-"""The Train page's memory race: the four cell families on the toy task where memory decides
-(lab.experiments.memory_race), started as one (all four or none), drawn as their accuracy over the race,
+"""The Train page's memory race: one cell of each kind on the toy task where memory decides
+(lab.experiments.memory_race), started as one (all or none), drawn as their accuracy over the race,
 with what the chart says and where the lab's longer runs of the same task end; and, before Start, whether
 this server is too busy to call it in its time.
 
@@ -47,7 +47,7 @@ def start(seconds):
     for job in race_jobs().values():
         job.stop()
     jobs = toy_race_jobs(TASK, DISTANCE, seconds=seconds, owner=session_key(), in_process=train_in_process())
-    start_together(jobs.values(), "the memory race")  # all four or none, as the text race
+    start_together(jobs.values(), "the memory race")  # all or none, as the text race
     for job in jobs.values():
         register_job(job)
     st.session_state[STATE] = jobs

@@ -1,4 +1,4 @@
-"""The Train page's runs: starting one (or a race of four cells at equal size) as a background
+"""The Train page's runs: starting one (or a race of one cell of each kind at equal size) as a background
 lab.server.jobs.TrainingJob of this session, reading each run's events into a RunLog, and what the
 page shows under the chart: progress bars, samples, the runs table, where runs were saved, and
 "Continue this run".
