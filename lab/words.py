@@ -9,6 +9,14 @@ def count(n, noun, plural=None):
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
+def a_or_an(name):
+    """ "a GRU", "an LSTM", "an RNN", "a vanilla RNN", "an update": the article as the name is said aloud (a
+    capital's letter name starts with a vowel sound for A E F H I L M N O R S X)."""
+    first = name[:1]
+    vowel = first in "AEFHILMNORSX" if first.isupper() and name[1:2].isupper() else first.lower() in "aeiou"
+    return f"{'an' if vowel else 'a'} {name}"
+
+
 def listing(names):
     """["a"] -> "a", ["a", "b"] -> "a and b", ["a", "b", "c"] -> "a, b and c"; "" for none."""
     names = list(names)

@@ -4,7 +4,7 @@ its unit (nats per character) and the reference lines it draws."""
 import math
 from types import SimpleNamespace
 
-from ui.cell_labels import cell_colour
+from ui.cell_labels import cell_colour, cell_label
 from ui.train import chart as tv
 from ui.train.chart import NANOGPT_ANCHORS, char_anchors, race_figure
 from ui.train.runs import RunLog, starting_text
@@ -138,3 +138,12 @@ def test_a_race_colours_each_run_by_its_family_as_every_chart_does():
     lines = [trace.line for trace in race_figure(logs).data if trace.showlegend is not False]
     assert [line.color for line in lines] == [cell_colour("lstm"), cell_colour("gru_torch"), cell_colour("gru_torch")]
     assert lines[1].dash != lines[2].dash
+
+
+def test_the_races_are_described_by_the_cells_they_run():
+    """The race's line said "an RNN, a GRU, an LSTM and a selective scan" whatever ran: it now names its runners."""
+    from lab.experiments.probe import TOY_CELLS
+    from ui.train.runs import RACE_CELLS, racers
+
+    assert racers(RACE_CELLS) == "a vanilla RNN, a GRU (z keeps), an LSTM and a selective scan"
+    assert all(cell_label(cell) in racers(TOY_CELLS) for cell in TOY_CELLS) and "minGRU" in racers(TOY_CELLS)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.words import count
+from lab.words import a_or_an, count
 
 ROOT = Path(__file__).resolve().parent.parent
 # the nouns the pages and the lab count, each of which a setting can bring down to one ("parameters" is not
@@ -61,3 +61,17 @@ def counts_before_a_plural(path):
 def test_no_sentence_puts_a_bare_count_before_a_plural_noun():
     found = [line for path in sources() for line in counts_before_a_plural(path)]
     assert found == [], "say it with lab.words.count: " + "; ".join(found)
+
+
+def test_the_article_is_the_one_the_name_is_said_with():
+    said = {name: a_or_an(name) for name in ("LSTM", "RNN", "HMM", "GRU", "vanilla RNN", "update", "minGRU", "scan")}
+    assert said == {
+        "LSTM": "an LSTM",
+        "RNN": "an RNN",
+        "HMM": "an HMM",
+        "GRU": "a GRU",
+        "vanilla RNN": "a vanilla RNN",
+        "update": "an update",
+        "minGRU": "a minGRU",
+        "scan": "a scan",
+    }

@@ -29,7 +29,7 @@ def cell_note(cell):
 
 def cell_choice(cell):
     """A cell in the Train page's list: its name and where its convention comes from."""
-    return f"{cell_label(cell)} ({FAMILIES[cell].origin})"
+    return f"{cell_label(cell)} · {FAMILIES[cell].origin}"
 
 
 def with_cell_labels(frame):

@@ -3,6 +3,7 @@ finished runs, and the chart's x axis, with what Start does said above them."""
 
 import streamlit as st
 
+from lab.experiments.probe import TOY_CELLS
 from lab.server.jobs import TrainingJob
 from ui.shared.plain_text import user_errors
 from ui.shared.sessions import forget_jobs
@@ -26,15 +27,15 @@ def start_and_stop(controls, values, model_config, task, corpus_label, fixed):
         "🏁 Race on text",
         key="train_race",
         disabled=model_config is None or fixed,
-        help="An RNN, a GRU, an LSTM and a selective scan at once on the corpus, each made as wide as it takes to "
-        "have about as many parameters as the model set here: which learns fastest in the same seconds?",
+        help=f"Races {runs.racers()} at once on the corpus, each made as wide as it takes to have about as many "
+        "parameters as the model set here: which learns fastest in the same seconds?",
     ):
         with user_errors("Starting the race"):
             runs.wait_for_first_steps(runs.start_race(values, model_config, task, corpus_label))
     if buttons.button(
         "🧠 Memory race",
         key="train_memory_race",
-        help="The same cells, small, on a task only a memory solves: which answers right first?",
+        help=f"Races {runs.racers(TOY_CELLS)}, small, on a task only a memory solves: which answers right first?",
     ):
         with user_errors("Starting the memory race"):
             runs.wait_for_first_steps(memory_race.start(values["seconds"]))

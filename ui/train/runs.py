@@ -22,6 +22,7 @@ from lab.nets.models import build_model, config_to_dict
 from lab.server.jobs import TrainingJob, start_together
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
+from lab.words import a_or_an, listing
 from ui.cell_labels import cell_label
 from ui.shared.board import post_to_board
 from ui.shared.checkpoint_picker import yours
@@ -200,6 +201,11 @@ def start_race(values, model_config, task, corpus_label):
     return jobs
 
 
+def racers(cells=RACE_CELLS):
+    """The runners of a race in words: "a vanilla RNN, a GRU (z keeps), an LSTM and a selective scan"."""
+    return listing(a_or_an(cell_label(cell)) for cell in cells)
+
+
 def what_start_does(values, model_config, fixed):
     """The line above the buttons: the model Start trains and what the text race trains, in plain words."""
     if model_config is None:
@@ -210,7 +216,7 @@ def what_start_does(values, model_config, fixed):
     line = f"**Start** trains a {what} ({params} parameters) on {where} for {values['seconds']} s."
     if not fixed:
         line += (
-            f" **Race on text**: an RNN, a GRU, an LSTM and a selective scan of {params} parameters each; in a "
+            f" **Race on text**: {racers()} of {params} parameters each; in a "
             "minute it shows who learns the easy part of the text first, and the long race beside it where the "
             "gated cells pull ahead."
         )
