@@ -137,3 +137,13 @@ def test_the_text_race_leaves_out_the_minimal_cells_because_at_equal_parameters_
         config = dataclasses.replace(page_model, cell=cell, hidden_size=width_for_parameters(page_model, cell, target))
         memory[cell] = training_memory_bytes(config, 32, 64)
     assert memory["min_gru"] > 4 * memory["gru_torch"] and memory["min_lstm"] > 4 * memory["gru_torch"]
+
+
+def test_home_shows_every_family_by_its_record():
+    """Home's list of families was a table of its own (titles and notes by cell id): it now reads the records."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert [s.value for s in at.subheader] == [f.name for f in FAMILIES.values()]
+    assert len(at.latex) == len(FAMILIES) and not at.exception
+    assert all(any(f.note in c.value for c in at.caption) for f in FAMILIES.values())
