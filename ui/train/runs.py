@@ -216,9 +216,8 @@ def what_start_does(values, model_config, fixed):
     line = f"**Start** trains a {what} ({params} parameters) on {where} for {values['seconds']} s."
     if not fixed:
         line += (
-            f" **Race on text**: {racers()} of {params} parameters each; in a "
-            "minute it shows who learns the easy part of the text first, and the long race beside it where the "
-            "gated cells pull ahead."
+            f" **Race on text**: {racers()}, {params} parameters each: who learns the easy part first; the "
+            "long race beside it shows where the gated cells pull ahead."
         )
     return line
 
