@@ -68,18 +68,14 @@ def test_every_cell_id_still_written_outside_the_record_is_one_named_on_purpose(
     assert named == set(NAMED_ON_PURPOSE)
 
 
-def test_the_guard_finds_a_table_and_a_chain():
+def test_the_guard_finds_a_table_and_a_chain(tmp_path):
     """The two checks above read what they should: a colour table and an if-chain are found."""
-    table = 'COLOURS = {"rnn": "#777", "lstm": "#d00"}\nif cell == "gru_seed" or cell == "min_gru":\n    pass\n'
-    path = ROOT / "build" / "guard_probe.py"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(table, encoding="utf-8")
-    try:
-        assert cell_literals(path) == [(1, ["rnn", "lstm"])]
-        literals = [n.value for n in ast.walk(ast.parse(table)) if isinstance(n, ast.Constant) and n.value in FAMILIES]
-        assert literals == ["rnn", "lstm", "gru_seed", "min_gru"]
-    finally:
-        path.unlink()
+    code = 'COLOURS = {"rnn": "#777", "lstm": "#d00"}\nif cell == "gru_seed" or cell == "min_gru":\n    pass\n'
+    path = tmp_path / "guard_probe.py"
+    path.write_text(code, encoding="utf-8")
+    assert cell_literals(path) == [(1, ["rnn", "lstm"])]
+    literals = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and n.value in FAMILIES]
+    assert literals == ["rnn", "lstm", "gru_seed", "min_gru"]
 
 
 @pytest.mark.parametrize("cell", list(FAMILIES))
