@@ -67,7 +67,7 @@ class GateTrace:
     pieces: list  # (T,) tokenizer pieces for display ("▁the" for a subword)
     token_texts: list  # (T,) each token's own text (" the"); their concatenation is the text
     layers: list  # (L,) dicts: gate name -> (T, H) float32 array
-    cells: list  # (L,) cell keys of lab.nets.cells.CELLS
+    cells: list  # (L,) each layer's family id (lab.nets.families.FAMILIES)
     gate_names: list  # (L,) tuples, the order the cell documents its gates in
     conventions: list  # (L,) one line of equations per layer
     inputs: list = field(default_factory=list)  # (L,) (T, I) arrays: what each layer read (layer 0: embeddings)

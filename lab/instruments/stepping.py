@@ -40,7 +40,7 @@ class RecurrentStep:
 
     t: int  # 1..T: the step that reads token t
     token: str  # that token's text
-    cell: str  # key of lab.nets.cells.CELLS
+    cell: str  # its family's id (lab.nets.families.FAMILIES)
     convention: str  # the layer's equations in one line
     x: np.ndarray  # (I,) the layer's input at step t (layer 0: the token's embedding)
     values: dict  # name -> (H,): h_prev (and c_prev), every traced gate and state, e for the scan

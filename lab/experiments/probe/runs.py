@@ -34,7 +34,7 @@ class ProbeConfig:
     """A set of probe runs: every task in `tasks`, every cell in `cells`, at every distance."""
 
     tasks: Names = tuple(TOY_TASKS)  # keys of TOY_TASKS
-    cells: Names = TOY_CELLS  # keys of lab.nets.cells.CELLS
+    cells: Names = TOY_CELLS  # family ids (lab.nets.families.FAMILIES)
     # k: steps between the first token that counts and the "?"
     distances: Annotated[tuple[Distance, ...], Field(strict=False, min_length=1)] = (5, 10, 20, 50, 100, 200)
     param_budget: PositiveInt = 5000  # target parameter count of every model
