@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lab.instruments.race import width_for_parameters
+from lab.nets.backends import BACKENDS, make_layer
 from lab.nets.cost import parameter_count, training_memory_bytes
 from lab.nets.equations import parsed, plain, symbol, worked
 from lab.nets.families import CELLS, FAMILIES, keeps_with_gates, kinds, one_of_each_kind, text_racers
@@ -86,7 +87,11 @@ def test_a_family_is_whole(cell):
     # every value the cell traces is written by one line of its equations, in the order it traces them
     assert [name for e in f.equations for name in e.writes] == list(f.reference.gate_names)
     assert bool(f.keep) == bool(f.keep_label) and f.memory in f.reference.gate_names
-    assert f.saved_per_unit > 0 and f.options and f.colour.startswith("#")
+    assert f.saved_per_unit > 0 and f.colour.startswith("#")
+    # every form takes the options its constructor names, and nothing else, from one call
+    for backend in (b for b, forms in BACKENDS.items() if cell in forms):
+        layer = make_layer(cell, 3, 4, backend, keep_bias=2.0, chrono_tmax=None, scan_mode="sequential")
+        assert getattr(layer, "scan_mode", "sequential") == "sequential" and layer.hidden_size == 4
     assert "\\" not in f.convention and f.convention.startswith(f.name + ": ")
 
 

@@ -12,6 +12,7 @@ training default of the CLI and the Train page.
 """
 
 import functools
+import inspect
 
 import torch
 import torch.nn as nn
@@ -124,14 +125,13 @@ def make_layer(
     scan_mode="parallel",
     gate_hidden=None,
 ):
-    """Build one recurrent layer from the registry, given the options its family's forms take."""
+    """Build one recurrent layer from the registry, given the options its form takes (the gated cells a keep
+    bias, the scans a scan mode, the selective scan its gate's width): read from the form's own signature."""
     check_cell(cell, backend)
-    family = FAMILIES[cell]
+    form = BACKENDS[backend][cell]
     options = dict(keep_bias=keep_bias, chrono_tmax=chrono_tmax, scan_mode=scan_mode, gate_hidden=gate_hidden)
-    if backend == "reference" and family.reference is not family.fast:
-        options.pop("scan_mode")  # a reference loop as written, with no scan to choose
-    taken = {k: v for k, v in options.items() if k in family.options}
-    return BACKENDS[backend][cell](input_size, hidden_size, **taken)
+    taken = inspect.signature(form).parameters
+    return form(input_size, hidden_size, **{name: value for name, value in options.items() if name in taken})
 
 
 def to_reference_layer(layer):

@@ -305,6 +305,12 @@ def scan_parallel(a, b, h0=None):
 SCAN_MODES = {"parallel": scan_parallel, "sequential": scan_sequential}
 
 
+def check_scan_mode(scan_mode):
+    """LabError unless `scan_mode` names one of the two scans."""
+    if not isinstance(scan_mode, str) or scan_mode not in SCAN_MODES:
+        raise LabError(f"scan_mode must be one of {sorted(SCAN_MODES)}, got {scan_mode!r}")
+
+
 class ScanLayer(nn.Module):
     """Selective linear recurrence, seed 004 (Mamba-style input-dependent gates):
 
@@ -323,8 +329,7 @@ class ScanLayer(nn.Module):
 
     def __init__(self, input_size, hidden_size, gate_hidden=None, scan_mode="parallel"):
         super().__init__()
-        if scan_mode not in SCAN_MODES:
-            raise LabError(f"scan_mode must be one of {sorted(SCAN_MODES)}, got {scan_mode!r}")
+        check_scan_mode(scan_mode)
         self.input_size, self.hidden_size, self.scan_mode = input_size, hidden_size, scan_mode
         gate_hidden = gate_hidden or 4 * hidden_size  # seed 004: 128 -> 512 -> 256
         self.in_proj = nn.Linear(input_size, hidden_size) if input_size != hidden_size else nn.Identity()

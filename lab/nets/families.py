@@ -35,7 +35,6 @@ class CellFamily:
     candidate: str = "tanh candidate"  # what its candidate (n, or the LSTM's g) is, on the Gates page
     besides_keeping: str = ""  # what one step does besides keeping a share of the old state
     forgets_a_symbol_because: str = "has no gate that reads its state"  # the memory race, for ungated cells
-    options: tuple = ("keep_bias", "chrono_tmax")  # the config's layer options its forms take
     # float32 values autograd saves per token and hidden unit of one layer for the backward pass (gates,
     # candidates, states, the input projection), the larger of its backends: measured with
     # torch.autograd.graph.saved_tensors_hooks (tests/test_cost.py keeps the estimate within 1x-3x of that)
@@ -180,7 +179,6 @@ FAMILIES = {
             keep_label="A",
             besides_keeping="of its old state and adds B_t ⊙ e_t on top, a separate gate's share of its input",
             forgets_a_symbol_because=_SCAN_LIKE,
-            options=("gate_hidden", "scan_mode"),
             saved_per_unit=22,
             bundled="char-scan_latest",
         ),
@@ -205,7 +203,6 @@ FAMILIES = {
             keep_bias=lambda layer: -layer.bias.chunk(2)[0],  # keep = 1 - sigmoid(b_z) = sigmoid(-b_z)
             besides_keeping=_GRU_KEEPS,
             forgets_a_symbol_because=_SCAN_LIKE,
-            options=("keep_bias", "chrono_tmax", "scan_mode"),
             # at the parameter count of the page's model a minimal cell is 4-5 times as wide as the GRU (no U), and
             # its training step needs 5-6 times the memory: a text race with it does not fit a session's share of
             # a 1 GB server (620 MB against 512 MB at the page's defaults, BENCHMARKS.md)
@@ -234,7 +231,6 @@ FAMILIES = {
             keep_label="f / (f + i)",
             besides_keeping="of its old state and takes the rest from its candidate, the input gate's share",
             forgets_a_symbol_because=_SCAN_LIKE,
-            options=("keep_bias", "chrono_tmax", "scan_mode"),
             # at the parameter count of the page's model a minimal cell is 4-5 times as wide as the GRU (no U), and
             # its training step needs 5-6 times the memory: a text race with it does not fit a session's share of
             # a 1 GB server (620 MB against 512 MB at the page's defaults, BENCHMARKS.md)

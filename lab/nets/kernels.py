@@ -26,8 +26,16 @@ What makes them fast (BENCHMARKS-HISTORY.md has the measurements):
 import torch
 import torch.nn.functional as F
 
-from lab.errors import LabError
-from lab.nets.cells import SCAN_MODES, LSTMLayer, MinGRULayer, MinLSTMLayer, RNNLayer, SeedGRULayer, TorchGRULayer
+from lab.nets.cells import (
+    SCAN_MODES,
+    LSTMLayer,
+    MinGRULayer,
+    MinLSTMLayer,
+    RNNLayer,
+    SeedGRULayer,
+    TorchGRULayer,
+    check_scan_mode,
+)
 
 
 def _hoisted_loop(layer, x, state, step):
@@ -96,8 +104,7 @@ class _ScannedLayer:
     h_t = a_t * h_{t-1} + b_t as the selective scan's loop or parallel scan (`scan_mode`)."""
 
     def __init__(self, input_size, hidden_size, keep_bias=1.0, chrono_tmax=None, scan_mode="parallel"):
-        if scan_mode not in SCAN_MODES:
-            raise LabError(f"scan_mode must be one of {sorted(SCAN_MODES)}, got {scan_mode!r}")
+        check_scan_mode(scan_mode)
         super().__init__(input_size, hidden_size, keep_bias, chrono_tmax)
         self.scan_mode = scan_mode
 
