@@ -72,8 +72,9 @@ def _all_imports(path):
     return names
 
 
-def test_lab_modules_import_each_other_without_a_cycle():
-    edges, state, cycles = graph(), {}, []
+def cycles_in(edges):
+    """Every import cycle a depth-first walk of {module: modules it imports} meets, each as a path."""
+    state, cycles = {}, []
 
     def visit(node, path):
         state[node] = "open"
@@ -87,6 +88,11 @@ def test_lab_modules_import_each_other_without_a_cycle():
     for node in sorted(edges):
         if node not in state:
             visit(node, [node])
+    return cycles
+
+
+def test_lab_modules_import_each_other_without_a_cycle():
+    cycles = cycles_in(graph())
     assert cycles == [], " ; ".join(" -> ".join(c) for c in cycles)
 
 
@@ -171,13 +177,8 @@ SCRIPTS = {script: package for package, (script, _) in PAGE_PACKAGES.items()} | 
 MAX_SCRIPT_LINES = 120
 
 
-def ui_module_name(path):
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def ui_modules():
-    return {ui_module_name(p): p for p in UI.rglob("*.py")}
+    return {module_name(p): p for p in UI.rglob("*.py")}
 
 
 def kind_of(module):
@@ -260,20 +261,7 @@ def test_no_page_script_reaches_into_lab_server():
 
 
 def test_ui_imports_without_a_cycle_counting_imports_inside_functions():
-    edges, state, cycles = ui_graph(), {}, []
-
-    def visit(node, path):
-        state[node] = "open"
-        for target in sorted(edges[node]):
-            if state.get(target) == "open":
-                cycles.append(path[path.index(target) :] + [target])
-            elif target not in state:
-                visit(target, path + [target])
-        state[node] = "done"
-
-    for node in sorted(edges):
-        if node not in state:
-            visit(node, [node])
+    cycles = cycles_in(ui_graph())
     assert cycles == [], " ; ".join(" -> ".join(c) for c in cycles)
 
 

@@ -334,11 +334,9 @@ EQUATION_NAMES = {
 }
 
 
-def as_python(latex):
-    """One displayed equation as a Python statement over one sample's vectors: h_{t-1} is h_prev,
-    a matrix before a vector multiplies it, \\odot is *."""
-    text = latex.replace(r"\big", "").replace(r"\tilde h_t", "n_t").replace(r"\mathrm{gate}", "gate")
-    text = text.replace(r"\sigma", "torch.sigmoid").replace(r"\tanh", "torch.tanh").replace(r"\odot", "*")
+def as_statement(text):
+    """An equation whose functions are already torch's as a Python statement over one sample's vectors:
+    h_{t-1} is h_prev, x_t is x, a matrix before a vector multiplies it."""
     text = re.sub(r"_\{t-1\}", "_prev", text)
     text = re.sub(r"_\{(\w+)\}", r"_\1", text)
     text = re.sub(r"\b([A-Za-z])_t\b", r"\1", text)
@@ -348,23 +346,44 @@ def as_python(latex):
     return text
 
 
-@pytest.mark.parametrize("cell", sorted(CELLS))
-def test_the_equations_a_page_shows_are_what_the_cell_computes(cell):
-    torch.manual_seed(0)
+def as_python(latex):
+    """One displayed equation as a Python statement: \\sigma and \\tanh are torch's, \\odot is *."""
+    text = latex.replace(r"\big", "").replace(r"\tilde h_t", "n_t").replace(r"\mathrm{gate}", "gate")
+    text = text.replace(r"\sigma", "torch.sigmoid").replace(r"\tanh", "torch.tanh").replace(r"\odot", "*")
+    return as_statement(text)
+
+
+def perturbed(cell, seed):
+    """A reference layer of `cell` (5 -> 5) with every parameter random: no zero bias left to hide a misplaced
+    term."""
+    torch.manual_seed(seed)
     layer = CELLS[cell](5, 5)
     with torch.no_grad():
         for p in layer.parameters():
-            p.normal_(0, 0.5)  # no zero bias left to hide a misplaced term
-    x, h_prev, c_prev = torch.randn(5), torch.randn(5), torch.randn(5)
+            p.normal_(0, 0.5)
+    return layer
+
+
+def run_statements(layer, cell, statements, x, h_prev, c_prev):
+    """Run Python statements over one sample's vectors and the layer's parameters under their equations'
+    names -> every name they wrote."""
     names = {"x": x, "e": x, "h_prev": h_prev, "c_prev": c_prev, "torch": torch}
     if cell == "scan":
         names.update(e=layer.in_proj(x), gate=layer.gate)
     for parameter, stacked_names in EQUATION_NAMES[cell].items():
-        blocks = getattr(layer, parameter).chunk(len(stacked_names.split()))
-        names.update(zip(stacked_names.split(), blocks))
+        names.update(zip(stacked_names.split(), getattr(layer, parameter).chunk(len(stacked_names.split()))))
     with torch.no_grad():
-        for equation in FAMILIES[cell].latex:
-            exec(as_python(equation), {}, names)
+        for statement in statements:
+            exec(statement, {}, names)
+    return names
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_the_equations_a_page_shows_are_what_the_cell_computes(cell):
+    layer = perturbed(cell, 0)
+    x, h_prev, c_prev = torch.randn(5), torch.randn(5), torch.randn(5)
+    names = run_statements(layer, cell, map(as_python, FAMILIES[cell].latex), x, h_prev, c_prev)
+    with torch.no_grad():
         trace = {}
         state = (h_prev[None], c_prev[None]) if cell == "lstm" else h_prev[None]
         layer(x[None, None], state, trace)
@@ -381,39 +400,21 @@ def docstring_equations(cell):
 
 def docstring_as_python(line):
     """A docstring equation as Python over one sample's vectors, as `as_python` reads the LaTeX."""
-    text = line.replace("sigmoid(", "torch.sigmoid(").replace("tanh(", "torch.tanh(")
-    text = text.replace("torch.torch.", "torch.")
-    text = re.sub(r"_\{t-1\}", "_prev", text)
-    text = re.sub(r"\b([A-Za-z])_t\b", r"\1", text)
-    text = re.sub(r"\b([WU]_\w+) (?=[\w(])", r"\1 @ ", text)
-    if text.startswith("[A, B] = "):
-        text = f"A, B = ({text.removeprefix('[A, B] = ')}).chunk(2, -1)"
-    return text
+    return as_statement(line.replace("sigmoid(", "torch.sigmoid(").replace("tanh(", "torch.tanh("))
 
 
 @pytest.mark.parametrize("cell", sorted(CELLS))
 def test_the_docstring_a_student_reads_states_the_same_equations_as_the_record(cell):
     """The docstring's equations, run line by line, compute what the record's LaTeX computes (which the test
     above runs against the cell): the equations are written in two notations and agree."""
-    torch.manual_seed(1)
-    layer = CELLS[cell](5, 5)
-    with torch.no_grad():
-        for p in layer.parameters():
-            p.normal_(0, 0.5)
+    layer = perturbed(cell, 1)
     lines = docstring_equations(cell)
     assert len(lines) == len(FAMILIES[cell].latex), lines
     x, h_prev, c_prev = torch.randn(5), torch.randn(5), torch.randn(5)
-    results = []
-    for run, equations in ((as_python, FAMILIES[cell].latex), (docstring_as_python, lines)):
-        names = {"x": x, "e": x, "h_prev": h_prev, "c_prev": c_prev, "torch": torch}
-        if cell == "scan":
-            names.update(e=layer.in_proj(x), gate=layer.gate)
-        for parameter, stacked_names in EQUATION_NAMES[cell].items():
-            names.update(zip(stacked_names.split(), getattr(layer, parameter).chunk(len(stacked_names.split()))))
-        with torch.no_grad():
-            for equation in equations:
-                exec(run(equation), {}, names)
-        results.append({gate: names[gate] for gate in layer.gate_names})
+    results = [
+        run_statements(layer, cell, map(run, equations), x, h_prev, c_prev)
+        for run, equations in ((as_python, FAMILIES[cell].latex), (docstring_as_python, lines))
+    ]
     for gate in layer.gate_names:
         torch.testing.assert_close(results[1][gate], results[0][gate], msg=f"{cell}: {gate}")
 

@@ -7,6 +7,7 @@ step costs. Adding a cell is writing its reference and fast forms and its record
 CLI, the instruments and the lessons list FAMILIES and read the record.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -44,7 +45,7 @@ class CellFamily:
     races_on_text: bool = True
     bundled: str = ""  # the bundled character model that shows the cell at work
 
-    @property
+    @functools.cached_property  # parsed once: the step-through reads it at every step
     def equations(self):
         return tuple(parsed(line) for line in self.latex)
 
@@ -52,7 +53,7 @@ class CellFamily:
     def gates_read_state(self):
         return self.reference.gates_read_state
 
-    @property
+    @functools.cached_property
     def convention(self):
         """One line of plain text: the name, then how the state is updated."""
         updates = [plain(e.latex) for e in self.equations if e.updates_state]
