@@ -124,9 +124,12 @@ def _cpu_state(state):
     return {k: v.detach().cpu().clone() for k, v in state.items()}
 
 
-def train_until_plateau(name, model_config, train_config, task, work, patience=12, chunk_seconds=300, log=print):
+def train_until_plateau(
+    name, model_config, train_config, task, work, patience=12, chunk_seconds=300, log=print, init=None
+):
     """Train with early stopping, resumable from `work` (a folder): -> (model with the best weights,
-    metrics of the run). Rerun with the same arguments after an interruption to continue."""
+    metrics of the run). Rerun with the same arguments after an interruption to continue. A new run starts
+    from the weights of the checkpoint `init` where one is given (with a fresh optimizer and schedule)."""
     work.mkdir(parents=True, exist_ok=True)
     progress_path, best_path = work / f"progress{SUFFIX}", work / f"best{SUFFIX}"
     plateau, state, done = Plateau(patience), None, False
@@ -147,6 +150,9 @@ def train_until_plateau(name, model_config, train_config, task, work, patience=1
     else:
         torch.manual_seed(train_config.seed)
         model = build_model(model_config)
+        if init:
+            model.load_state_dict(load_checkpoint(init, device="cpu").model.state_dict())
+            log(f"{name}: starting from the weights of {init}")
     best_weights = load_checkpoint(best_path, device="cpu").model.state_dict() if best_path.is_file() else None
 
     def on_event(event):
@@ -212,7 +218,19 @@ def export_float16(model, task, train_config, metrics, name, extra, path, device
     return metrics
 
 
-def build(name, minutes, work_dir, out_dir, patience, device, steps=None, save_minutes=5):
+def build(
+    name,
+    minutes,
+    work_dir,
+    out_dir,
+    patience,
+    device,
+    steps=None,
+    save_minutes=5,
+    cap_minutes=None,
+    batch_size=None,
+    init=None,
+):
     preset_name, model_overrides, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
     task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
@@ -221,22 +239,25 @@ def build(name, minutes, work_dir, out_dir, patience, device, steps=None, save_m
         config = dataclasses.replace(
             config, backend=default_backend(config.cell, device), scan_mode=default_scan_mode(device)
         )
-    # a recipe's own epochs or steps are its budget (--minutes does not apply); --steps caps any budget
+    # a recipe's own epochs or steps are its budget (--minutes does not apply); --steps caps any budget, and
+    # --cap-minutes caps any budget in time (a lent GPU's lease), the cosine annealing over whichever ends first
+    cap_seconds = cap_minutes * 60 if cap_minutes else None
     if steps or {"max_epochs", "max_steps"} & train_overrides.keys():
-        budget = {"max_steps": steps or train_overrides.get("max_steps"), "max_seconds": None}
+        budget = {"max_steps": steps or train_overrides.get("max_steps"), "max_seconds": cap_seconds}
     else:
-        budget = {"max_steps": None, "max_seconds": minutes * 60}
+        budget = {"max_steps": None, "max_seconds": min(minutes * 60, cap_seconds or math.inf)}
     train_config = preset.train_config(
         **{
             "eval_interval": EVAL_INTERVAL,
             "eval_windows": EVAL_WINDOWS,
             **train_overrides,
+            **({"batch_size": batch_size} if batch_size else {}),
             **budget,
             "device": device.type,
         }
     )
     model, metrics = train_until_plateau(
-        name, config, train_config, task, work_dir / name, patience, chunk_seconds=save_minutes * 60
+        name, config, train_config, task, work_dir / name, patience, chunk_seconds=save_minutes * 60, init=init
     )
     plateau = metrics.pop("plateau")
     metrics.pop("done")
@@ -276,6 +297,22 @@ def main():
     parser.add_argument("--work", default=str(ROOT / "build"), help="where unfinished builds keep their progress")
     parser.add_argument("--out", default=str(ROOT / "checkpoints"))
     parser.add_argument(
+        "--cap-minutes",
+        type=float,
+        help="a time cap on any recipe's budget, epochs and steps too (a lent GPU's lease): the cosine anneals "
+        "over whichever ends first",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="windows per step instead of the recipe's (on a GPU, more windows cost about the same step time)",
+    )
+    parser.add_argument(
+        "--init",
+        help="start a new build from this checkpoint's weights: a build continued on a later GPU lease, when its "
+        "progress file (the optimizer's moments too) was too large to bring back",
+    )
+    parser.add_argument(
         "--save-minutes", type=float, default=5, help="how often an unfinished build writes its progress"
     )
     args = parser.parse_args()
@@ -290,7 +327,19 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only or RECIPES:
         print(
-            build(name, args.minutes, Path(args.work), out_dir, args.patience, device, args.steps, args.save_minutes),
+            build(
+                name,
+                args.minutes,
+                Path(args.work),
+                out_dir,
+                args.patience,
+                device,
+                args.steps,
+                args.save_minutes,
+                args.cap_minutes,
+                args.batch_size,
+                args.init,
+            ),
             flush=True,
         )
 

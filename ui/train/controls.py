@@ -16,9 +16,10 @@ F = ts.FIELDS
 def start_and_stop(controls, values, model_config, task, corpus_label, fixed):
     """The buttons in `controls` -> this session's running jobs (after Start, so that Stop is enabled at once)."""
     memory_line, outlook = memory_race.what_it_does(values["seconds"])
-    controls.caption(runs.what_start_does(values, model_config, fixed) + " " + memory_line)
-    if not outlook.enough:  # said before the race starts, not after a minute of curves that cannot be told apart
-        controls.warning(outlook.sentence, icon="⏳")
+    # the forecast is said before the race starts, not after a minute of curves that cannot be told apart; in the
+    # line, not in a box of its own, which on a busy server would push the live chart off a laptop's first screen
+    forecast = "" if outlook.enough else f" ⏳ {outlook.sentence}"
+    controls.caption(runs.what_start_does(values, model_config, fixed) + " " + memory_line + forecast)
     buttons = controls.container(horizontal=True, vertical_alignment="center")
     if buttons.button("▶ Start", key="train_start", type="primary", disabled=model_config is None):
         with user_errors("Starting the run"):
