@@ -92,9 +92,8 @@ RECIPES = {
         {"lr": 1e-3, "weight_decay": 0.1},
     ),
 }
-# recipes with no file in checkpoints/: the seed recipe's run is a comparison, never bundled; the others are
-# still building (issue 39) and leave this set when their file is bundled
-NOT_BUNDLED = {"leviathan-lstm-seed-recipe", "scribe-beta", "scribe-gamma", "leviathan-lstm"}
+# recipes with no file in checkpoints/: the seed recipe's run is a comparison, never bundled
+NOT_BUNDLED = {"leviathan-lstm-seed-recipe"}
 EVAL_INTERVAL, EVAL_WINDOWS = 250, 512
 
 

@@ -286,8 +286,8 @@ def test_the_memory_race_trains_the_four_cells_on_recall_and_says_who_leads_from
     from ui.train.memory_race import DISTANCE, TASK, shipped_ends
 
     at = open_page(TRAIN, {"seconds": "5"})
-    (warning,) = at.warning
-    assert "memory race in 5 s" in warning.value or "5 s is too short" in warning.value  # before it starts
+    (forecast,) = [c.value for c in at.caption if "⏳" in c.value]  # in the line above the buttons
+    assert "memory race in 5 s" in forecast or "5 s is too short" in forecast  # before it starts
     at.number_input(key="train_seconds").set_value(60).run()
     at.button(key="train_memory_race").click().run()
     assert_clean(at)

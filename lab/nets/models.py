@@ -19,6 +19,7 @@ Families (registry `MODEL_FAMILIES`, keyed by the config's `family`):
 
 import copy
 import dataclasses
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal, Optional
@@ -318,17 +319,21 @@ INT8_SAMPLING_BYTES = 64 << 20
 
 
 def for_sampling(model):
-    """The model that generates text one token at a time on a CPU: for_device's, and, where its float32 weights
+    """The model that generates text one token at a time on a CPU: `model` itself, or where its float32 weights
     outgrow the caches (INT8_SAMPLING_BYTES), with the torch.nn LSTM's and the output layer's matrices in int8
-    (PyTorch's dynamic quantization; the activations stay float). The Leviathan-LSTM samples 16x faster so on 2
-    cores and its loss moves by < 0.01 nats/char (BENCHMARKS.md); smaller models, and cells with no torch.nn
+    (PyTorch's dynamic quantization; the activations stay float). The Leviathan-LSTM samples about 16x faster so
+    on 2 cores, and its loss moves by 0.002 nats/char (BENCHMARKS.md); smaller models, and cells with no torch.nn
     kernel, are unchanged."""
-    model = for_device(model, "cpu").eval()
     if sum(p.numel() * 4 for p in model.parameters()) <= INT8_SAMPLING_BYTES:
         return model
-    from torch.ao.quantization import quantize_dynamic  # imported here: only the largest models pay for it
-
-    return quantize_dynamic(model, {nn.LSTM, nn.Linear}, dtype=torch.qint8)
+    model = for_device(model, "cpu").eval()  # the LSTM's torch.nn kernel, which quantize_dynamic converts
+    with warnings.catch_warnings():  # torch.ao.quantization says it is deprecated (for torchao, which has no LSTM)
+        warnings.simplefilter("ignore")
+        try:
+            from torch.ao.quantization import quantize_dynamic
+        except ImportError:  # a PyTorch without it: the float32 weights, slower
+            return model
+        return quantize_dynamic(model, {nn.LSTM, nn.Linear}, dtype=torch.qint8)
 
 
 @dataclass

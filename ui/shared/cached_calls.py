@@ -20,7 +20,7 @@ from lab.instruments.prediction import input_influence
 from lab.instruments.reach import change_reach
 from lab.instruments.sampling import SamplingConfig, generate
 from lab.instruments.units import unit_correlations, unit_order
-from lab.nets.models import build_model, to_reference
+from lab.nets.models import build_model, for_sampling, to_reference
 from ui.shared.checkpoint_picker import cached_checkpoint
 
 
@@ -40,7 +40,14 @@ def _generation(path, mtime, prompt, config_items):
     """The config as a tuple of (field, value) pairs, which Streamlit hashes field by field: changing one
     strategy's settings regenerates that strategy only."""
     checkpoint = cached_checkpoint(path, mtime)
-    return generate(checkpoint.model, checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
+    return generate(sampling_model(path, mtime), checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def sampling_model(path, mtime):
+    """A checkpoint's model as it samples fastest on this CPU (lab.nets.models.for_sampling: the largest with
+    int8 weights), made once per process and shared by every session's generation."""
+    return for_sampling(cached_checkpoint(path, mtime).model)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

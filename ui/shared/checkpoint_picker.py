@@ -8,7 +8,7 @@ upload a student names like a bundled model ("char-lstm") is listed beside it, n
 import streamlit as st
 
 from lab.training.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
-from ui.shared.model_names import YOURS, model_title
+from ui.shared.model_names import YOURS, model_title, option_title
 from ui.shared.plain_text import plain, said
 from ui.shared.sessions import user_dir
 
@@ -94,7 +94,7 @@ def choose_checkpoint(key, label, infos, default_name=None):
                 f"another browser), so this page shows {plain(model_title(found))}."
             )
     st.session_state[key] = found
-    return listed[st.selectbox(label, list(listed), key=key, format_func=model_title)]
+    return listed[st.selectbox(label, list(listed), key=key, format_func=lambda name: option_title(listed[name]))]
 
 
 def checkpoint_picker(key, label="Checkpoint", families=TEXT_FAMILIES, default_name=None):

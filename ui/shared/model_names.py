@@ -101,6 +101,14 @@ def model_title(listed):
     return bundled_title(listed)
 
 
+def option_title(info):
+    """A picker's option: a bundled model by its name and size ("Leviathan · 24.3M parameters": the largest take
+    a moment to load when first picked), a student's file as info_title names it."""
+    if not info.bundled:
+        return info_title(info)
+    return f"{info_title(info)} · {short_count(parameter_count(config_from_dict(info.config)))} parameters"
+
+
 def info_title(info):
     """A listed checkpoint's name for students (lab.training.checkpoints.CheckpointInfo)."""
     return bundled_title(info.name) if info.bundled else YOURS + run_title(info.name)
