@@ -74,7 +74,9 @@ RECIPES = {
     # seed 000's architecture and dropout, with DropConnect and embedding dropout against its over-fitting
     "scribe-alpha": ("scribe-alpha", {"weight_dropout": 0.3, "embed_dropout": 0.1}, {"batch_size": 64}),
     # seed 000's recipes for the two larger Scribes as the seed gives them (AdamW, weight decay 0.01, cosine over
-    # 15 and 20 epochs of the training plays), with alpha's regularisers added against over-fitting the 31 plays
+    # 15 and 20 epochs of the training plays), with alpha's regularisers added against over-fitting the 31 plays.
+    # The bundled files had a lent GPU's minutes (--cap-minutes 7.5), gamma 3 more from its file (--init,
+    # --batch-size 256): BENCHMARKS.md, "The seeds at their own scale"
     "scribe-beta": ("scribe-beta", {"weight_dropout": 0.3, "embed_dropout": 0.1}, {"batch_size": 64, "max_epochs": 15}),
     "scribe-gamma": (
         "scribe-gamma",
