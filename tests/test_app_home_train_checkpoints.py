@@ -170,6 +170,16 @@ def test_a_busy_servers_forecast_is_said_in_starts_line_not_in_a_box_above_the_c
     assert any("⏳" in c.value and "Memory race" in c.value for c in at.caption)
 
 
+def test_the_preset_list_says_what_each_preset_is_without_a_size_the_settings_beside_it_change():
+    """The list named Astra-α "of 269k parameters (256 units)" (counted at 65 characters) above a line that
+    said 274,451 (the plays' 83), and kept saying 256 units at 512: the size is said once, by that line."""
+    at = open_page(TRAIN, {"hidden": "512"})
+    assert_clean(at)
+    options = at.selectbox(key="train_preset").options
+    assert "Astra-α: a character GRU (z keeps) · a minute on a CPU" in options, options
+    assert not [o for o in options if re.search(r"parameters|\bunits?\b|\d+(\.\d+)?[kM]\b", o)], options
+
+
 def test_bad_url_values_are_ignored_with_warnings():
     at = open_page(
         TRAIN, {"hidden": "abc", "cell": "transformer", "seconds": "-5", "dropout": "nan", "bogus": "1", "layers": "2"}

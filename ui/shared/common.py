@@ -44,17 +44,19 @@ PRESET_NOTES = {
 }
 
 
-def preset_words(name):
+def preset_words(name, sized=True):
     """What a preset is, from its config, and what it costs ("a character GRU (z keeps) of 269k
-    parameters (256 units) · a minute on a CPU")."""
+    parameters (256 units) · a minute on a CPU"); its kind alone where `sized` is False."""
     preset = PRESETS[name]
-    what = what_it_is(preset.model, preset.tokenizer, None)
+    what = what_it_is(preset.model, preset.tokenizer, None, sized)
     return what + (f" · {PRESET_NOTES[name]}" if name in PRESET_NOTES else "")
 
 
 def preset_label(name):
-    """A preset's key ("astra-alpha") -> its name and what it is, for a list of choices."""
-    return f"{PRESET_TITLES[name]}: {preset_words(name)}"
+    """A preset's key ("astra-alpha") -> its name and kind, for the Train page's list of choices: without
+    its size, which the settings beside it change (and the corpus's characters), and the line under
+    them states at every setting."""
+    return f"{PRESET_TITLES[name]}: {preset_words(name, sized=False)}"
 
 
 PAGES = {  # name -> (script, icon), in the sidebar's order: "/" is app.py, the rest Streamlit's pages/ router serves

@@ -114,14 +114,15 @@ def info_title(info):
     return bundled_title(info.name) if info.bundled else YOURS + run_title(info.name)
 
 
-def what_it_is(config, tokenizer_kind, corpus):
+def what_it_is(config, tokenizer_kind, corpus, sized=True):
     """A model in a few words, from its config: "a character LSTM of 5.1M parameters (2 layers of 640
-    units), trained on the Shakespeare plays that come with this lab"."""
-    params = f"{short_count(parameter_count(config))} parameters"
+    units), trained on the Shakespeare plays that come with this lab"; without its size where `sized` is
+    False (a preset's kind, whose size the settings beside it change)."""
+    params = f" of {short_count(parameter_count(config))} parameters" if sized else ""
     if config.family == "scan_markov":
-        what = f"a selective scan of {params} that reads up to {count(config.max_positions, 'character')} of context"
+        what = f"a selective scan{params} that reads up to {count(config.max_positions, 'character')} of context"
     elif config.family == "classifier":
-        what = f"a {cell_label(config.cell)} of {params} that reads an image one pixel per step and names it"
+        what = f"a {cell_label(config.cell)}{params} that reads an image one pixel per step and names it"
     else:
         reads = {"char": "character ", "sentencepiece": "subword "}.get(tokenizer_kind, "")
         cell = f"{reads}{cell_label(config.cell)}"
@@ -129,7 +130,7 @@ def what_it_is(config, tokenizer_kind, corpus):
         layers = count(config.hidden_size, "unit")
         if config.num_layers > 1:
             layers = f"{count(config.num_layers, 'layer')} of {layers}"
-        what = f"{article} {cell} of {params} ({layers})"
+        what = f"{article} {cell}{params} ({layers})" if sized else f"{article} {cell}"
     if corpus in CORPORA:
         return f"{what}, trained on {CORPORA[corpus]}"
     return f"{what}, trained on a text of your own" if corpus else what
