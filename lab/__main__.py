@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from lab.errors import LabError
-from lab.train_command import DEFAULT_PRESET, DEFAULT_RUNS_DIR, add_train_options, train_from_args
+from lab.train_command import DEFAULT_PRESET, DEFAULT_RUNS_DIR, add_model_options, add_train_options, train_from_args
 from lab.words import count
 
 
@@ -107,16 +107,7 @@ def build_parser():
         help="reference (lab/nets/cells.py), fast (lab/nets/kernels.py) or fused (torch.nn, cuDNN); "
         "default: the fastest on the device (lab.nets.backends.default_backend)",
     )
-    t.add_argument("--embed-dim", type=int, help="override the embedding width E")
-    t.add_argument("--hidden-size", type=int, help="override the hidden units per layer H")
-    t.add_argument("--num-layers", type=int, help="override the number of recurrent layers")
-    t.add_argument("--dropout", type=float, help="override dropout between layers and before the head")
-    t.add_argument("--embed-dropout", type=float, help="dropout on the token embeddings (language models)")
-    t.add_argument(
-        "--weight-dropout",
-        type=float,
-        help="DropConnect on the hidden-to-hidden weights, one mask per sequence (language models)",
-    )
+    add_model_options(t)
     t.add_argument(
         "--corpus", help="'bundled' (shipped Shakespeare, offline), 'tiny-shakespeare' (download), or a text file"
     )

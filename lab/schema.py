@@ -82,6 +82,15 @@ class Setting:
         return self.names.cli or self.name.replace("_", "-")
 
 
+CLASSROOM = "a class shares one server: a student's run asks for at most this much of it"
+
+
+def declare(kind, description, names=Names(), **bounds):
+    """A field's type with its declaration: its bounds, what it is (the command line's help, the page's),
+    and its names."""
+    return Annotated[kind, Field(description=description, **bounds), names]
+
+
 BOUNDS = (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt)
 
 

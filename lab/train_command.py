@@ -17,16 +17,8 @@ SEED_EPOCHS = "seed"  # --epochs given without a number
 DEFAULT_PRESET, DEFAULT_CORPUS = "astra-alpha", "bundled"
 
 
-MODEL_OPTIONS = (
-    "cell",
-    "backend",
-    "embed_dim",
-    "hidden_size",
-    "num_layers",
-    "dropout",
-    "embed_dropout",
-    "weight_dropout",
-)  # override the preset's
+MODEL_SIZES = ("embed_dim", "hidden_size", "num_layers", "dropout", "embed_dropout", "weight_dropout")
+MODEL_OPTIONS = ("cell", "backend", *MODEL_SIZES)  # override the preset's
 
 
 BUDGETS = ("max_steps", "max_seconds", "max_epochs")  # --steps, --seconds, --epochs: read with the preset's
@@ -57,6 +49,20 @@ def add_train_options(parser):
                 "leviathan-lstm 6 of seed 002's 200-batch epochs)",
             )
         parser.add_argument(f"--{setting.cli}", **options)
+
+
+def add_model_options(parser):
+    """An option for each of the model's sizes and rates (MODEL_SIZES), made from its declaration in LMConfig:
+    its type and description (its bounds are checked when the model's config is made)."""
+    from lab.nets.models import LMConfig
+    from lab.schema import declared_settings
+
+    settings = declared_settings(LMConfig)
+    for name in MODEL_SIZES:
+        setting = settings[name]
+        parser.add_argument(
+            f"--{setting.cli}", type=setting.type, help=f"{setting.description} (default: the preset's)"
+        )
 
 
 def train_options(args):

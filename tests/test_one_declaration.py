@@ -1,5 +1,6 @@
-"""Each TrainConfig field is declared once (lab.training.train): the command line's options, the Train
-page's widgets and the page's URL read its bounds from there. Every field is walked through all three."""
+"""Each TrainConfig field (lab.training.train) and each of the model's sizes and rates (LMConfig, lab.nets.models)
+is declared once: the command line's options, the Train page's widgets and the page's URL read its bounds from
+there. Every field is walked through all three."""
 
 import math
 from pathlib import Path
@@ -8,14 +9,17 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lab.__main__ import build_parser, main
+from lab.nets.models import LMConfig
 from lab.schema import declared_settings
-from lab.train_command import BUDGETS, train_options
+from lab.train_command import BUDGETS, MODEL_SIZES, train_options
 from lab.training.train import TrainConfig
 from ui.shared.links import parse_query
 from ui.train.settings import FIELDS
 
 SETTINGS = declared_settings(TrainConfig)
 NUMBERS = [s for s in SETTINGS.values() if s.type in (int, float)]
+MODEL_SETTINGS = [declared_settings(LMConfig)[name] for name in MODEL_SIZES]
+OWNER = {**{name: TrainConfig for name in SETTINGS}, **{s.name: LMConfig for s in MODEL_SETTINGS}}
 
 
 def _ends(setting):
@@ -54,6 +58,22 @@ def test_the_command_line_refuses_just_beyond_in_one_line(setting, tmp_path, cap
         assert code == 2 and "\n" not in err and setting.name in err, (value, err)
 
 
+@pytest.mark.parametrize("setting", MODEL_SETTINGS, ids=lambda s: s.name)
+def test_the_command_line_takes_a_models_size_at_each_end_and_refuses_just_beyond_in_one_line(
+    setting, tmp_path, capsys
+):
+    low, high, below, above = _ends(setting)
+    for value in (low, high):
+        if value is not None:
+            args = build_parser().parse_args(["train", f"--{setting.cli}={value!r}"])
+            assert getattr(LMConfig(**{setting.name: getattr(args, setting.name)}), setting.name) == value
+    for value in (below, above):
+        if value is not None:
+            code = main(["train", f"--{setting.cli}={value!r}", "--steps", "1", "--out", str(tmp_path)])
+            err = capsys.readouterr().err.strip()
+            assert code == 2 and "\n" not in err and setting.name in err, (value, err)
+
+
 def test_choices_on_the_command_line_are_the_fields():
     parser = build_parser()
     train = parser._subparsers._group_actions[0].choices["train"]
@@ -62,9 +82,11 @@ def test_choices_on_the_command_line_are_the_fields():
         assert f"--{setting.cli}" in options, setting.name
         if setting.choices:
             assert tuple(options[f"--{setting.cli}"].choices) == setting.choices
+    for setting in MODEL_SETTINGS:  # its help is its declaration's
+        assert options[f"--{setting.cli}"].help.startswith(setting.description), setting.name
 
 
-PAGE = [s for s in SETTINGS.values() if s.names.url]
+PAGE = [s for s in [*SETTINGS.values(), *MODEL_SETTINGS] if s.names.url]
 
 
 def _page_bounds(setting):
@@ -77,8 +99,9 @@ def test_the_page_range_is_within_the_lab_range():
         if setting.type is bool:
             continue
         low, high = _page_bounds(setting)
-        assert setting.low <= low <= high <= setting.high, setting.name
-        TrainConfig(**{setting.name: setting.type(low)}), TrainConfig(**{setting.name: setting.type(high)})
+        assert setting.low <= low <= high and (setting.high is None or high <= setting.high), setting.name
+        for end in (low, high):  # the config takes the page's ends
+            OWNER[setting.name](**{setting.name: setting.type(end)})
 
 
 def test_the_train_page_widgets_have_the_declared_bounds():

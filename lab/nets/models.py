@@ -34,7 +34,7 @@ from lab.nets.backends import check_cell, default_backend, default_scan_mode, ma
 from lab.nets.cells import SCAN_MODES, RecurrentStack, ScanLayer
 from lab.nets.cost import check_model_size
 from lab.nets.families import CELLS, FAMILIES
-from lab.schema import Fraction, PositiveInt, config
+from lab.schema import CLASSROOM, Fraction, Names, PageRange, PositiveInt, config, declare
 
 NORMS = ("every", "last")
 
@@ -55,12 +55,34 @@ class LMConfig:
     cell: str = "gru_torch"  # a family's id (lab.nets.families.FAMILIES): rnn, gru_seed, gru_torch, lstm, ...
     backend: str = "fast"  # key of lab.nets.backends.BACKENDS: "reference", "fast" or "fused" (torch.nn)
     vocab_size: PositiveInt = 65  # set from the tokenizer when training
-    embed_dim: PositiveInt = 64  # E: token embedding width
-    hidden_size: PositiveInt = 256  # H: recurrent units per layer
-    num_layers: PositiveInt = 1  # L: stacked recurrent layers
-    dropout: Fraction = 0.0  # between layers and before the head
-    embed_dropout: Fraction = 0.0  # on the token embeddings, while training (AWD-LSTM's input dropout)
-    weight_dropout: Fraction = 0.0  # DropConnect on each layer's hidden-to-hidden weights, while training
+    # the sizes and rates a student sets, each declared once: the command line's options, the Train page's
+    # widgets and its URL read them (lab.schema.declared_settings); "emb", not "embed": Streamlit reserves ?embed=
+    embed_dim: declare(
+        int,
+        "The token embedding's width E",
+        Names(url="emb", label="Embedding width E", page=PageRange(1, 2048, CLASSROOM)),
+        ge=1,
+    ) = 64
+    hidden_size: declare(
+        int,
+        "Recurrent units per layer H",
+        Names(url="hidden", label="Hidden units H", page=PageRange(1, 4096, CLASSROOM)),
+        ge=1,
+    ) = 256
+    num_layers: declare(
+        int, "Stacked recurrent layers", Names(url="layers", label="Layers", page=PageRange(1, 8, CLASSROOM)), ge=1
+    ) = 1
+    dropout: declare(
+        float,
+        "Dropout between layers and before the head, while training",
+        Names(url="dropout", label="Dropout", page=PageRange(0.0, 0.9, "a number box needs a largest value below 1")),
+        ge=0,
+        lt=1,
+    ) = 0.0
+    embed_dropout: declare(float, "Dropout on the token embeddings, while training", ge=0, lt=1) = 0.0  # AWD-LSTM's
+    weight_dropout: declare(
+        float, "DropConnect on each layer's hidden-to-hidden weights, one mask per sequence, while training", ge=0, lt=1
+    ) = 0.0
     norm: Literal[NORMS] = "last"  # "last": one LayerNorm before the head (seed 002); "every": after every layer
     keep_bias: KeepBias = 1.0  # initial keep-gate bias: retention sigmoid(1) = 0.73 (seed 003); LSTM forget bias
     # (finite, as every float in a config: inf or NaN would shut every keep gate from step 1)

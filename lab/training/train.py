@@ -40,7 +40,7 @@ from pydantic import Field
 from lab.errors import LabError
 from lab.nets.cells import detach_state
 from lab.nets.cost import check_training_memory
-from lab.schema import MAX_SECONDS, Device, Fraction, Names, PageRange, Seed, config
+from lab.schema import CLASSROOM, MAX_SECONDS, Device, Fraction, Names, PageRange, Seed, config, declare
 from lab.training import distributed
 from lab.words import count
 
@@ -55,15 +55,6 @@ AMP_MODES = ("auto", "off", "bf16", "fp16")
 Steps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
 Epochs = Annotated[float, Field(gt=0, le=MAX_STEPS)]  # an epoch takes a step at least
-
-
-CLASSROOM = "a class shares one server: a student's run asks for at most this much of it"
-
-
-def declare(kind, description, names=Names(), **bounds):
-    """A field's type with its declaration: its bounds, what it is (the command line's help, the page's),
-    and its names."""
-    return Annotated[kind, Field(description=description, **bounds), names]
 
 
 @config

@@ -25,6 +25,7 @@ import pydantic
 import streamlit as st
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, StringConstraints, ValidationError
 
+from lab.nets.models import LMConfig
 from lab.schema import declared_settings, error_message
 from lab.training.train import TrainConfig
 from ui.shared.plain_text import plain
@@ -199,6 +200,8 @@ def mirror_to_url(settings, defaults, shown=None):
 # labels and help are TrainConfig's declarations. The Train page's links and the lessons' links to it
 # spell a training recipe with them
 TRAINING = {s.names.url: s for s in declared_settings(TrainConfig).values() if s.names.url}
+# the same for the model's sizes and rates (LMConfig's declarations; a scan preset reads "emb" and "dropout" too)
+MODEL = {s.names.url: s for s in declared_settings(LMConfig).values() if s.names.url}
 
 
 def url_values(recipe, names=None):

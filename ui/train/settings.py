@@ -19,7 +19,7 @@ from lab.training.presets import PRESETS
 from lab.training.train import TrainConfig, resolve_device
 from lab.words import listing
 from ui.cell_labels import cell_label
-from ui.shared.links import TRAINING, Field, parse_query, url_values
+from ui.shared.links import MODEL, TRAINING, Field, parse_query, url_values
 from ui.shared.plain_text import plain
 
 DEFAULT_PRESET = "astra-alpha"
@@ -36,10 +36,7 @@ FIELDS = {
     "preset": Field("choice", "Preset (model family)", choices=tuple(TEXT_PRESETS)),
     "cell": Field("choice", "Cell", choices=tuple(CELLS)),
     "backend": Field("choice", "Backend", choices=tuple(BACKENDS)),
-    "emb": Field("int", "Embedding width E", 1, 2048),  # not "embed": Streamlit reserves ?embed=
-    "hidden": Field("int", "Hidden units H", 1, 4096),
-    "layers": Field("int", "Layers", 1, 8),
-    "dropout": Field("float", "Dropout", 0.0, 0.9),
+    **{url: Field.declared(s) for url, s in MODEL.items()},
     "corpus": Field("choice", "Corpus", choices=tuple(CORPUS_CHOICES)),
     "tokenizer": Field("choice", "Tokenizer", choices=tuple(TOKENIZERS)),
     "vocab": Field("int", "SentencePiece vocabulary size", SentencePieceTokenizer.MIN_VOCAB, 16000),
