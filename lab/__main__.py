@@ -21,6 +21,7 @@ from lab.words import count
 
 def _sample(args):
     from lab.instruments.sampling import SamplingConfig, default_strategy, generate, repetition_report
+    from lab.nets.models import for_sampling
     from lab.training.checkpoints import load_checkpoint
 
     checkpoint = load_checkpoint(args.checkpoint, args.device)
@@ -38,7 +39,7 @@ def _sample(args):
         seed=args.seed,
         stateful=not args.stateless,
     )
-    generation = generate(checkpoint.model, checkpoint.tokenizer, args.prompt, config)
+    generation = generate(for_sampling(checkpoint.model), checkpoint.tokenizer, args.prompt, config)
     print(generation.text)
     if strategy == "greedy":
         report = repetition_report(generation.text)

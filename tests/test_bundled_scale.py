@@ -99,3 +99,20 @@ def test_the_leviathan_samples_with_int8_weights_at_its_float32_loss_and_small_m
     assert abs(rounded.item() - exact.item()) < 0.02, (rounded.item(), exact.item())
     small = load_checkpoint(path("scribe-beta")).model
     assert for_sampling(small) is small
+
+
+def test_the_command_line_samples_through_the_pages_own_sampling_model(monkeypatch, capsys):
+    """`python -m lab sample` and the Sample page are two clients of one function: the Leviathan in int8 for both."""
+    import lab.nets.models
+    from lab.__main__ import main
+
+    made, real = [], lab.nets.models.for_sampling
+
+    def recording(model):
+        made.append(real(model))
+        return made[-1]
+
+    monkeypatch.setattr(lab.nets.models, "for_sampling", recording)
+    assert main(["sample", str(path("leviathan-lstm")), "--prompt", "ROMEO:", "--length", "40", "--seed", "1"]) == 0
+    assert len(made) == 1 and count_parameters(made[0]) < 1_000_000  # int8: its matrices are buffers
+    assert capsys.readouterr().out.startswith("ROMEO:")

@@ -346,7 +346,8 @@ def for_sampling(model):
     (PyTorch's dynamic quantization; the activations stay float). The Leviathan-LSTM samples about 16x faster so
     on 2 cores, and its loss moves by 0.002 nats/char (BENCHMARKS.md); smaller models, and cells with no torch.nn
     kernel, are unchanged."""
-    if sum(p.numel() * 4 for p in model.parameters()) <= INT8_SAMPLING_BYTES:
+    on_cpu = next(model.parameters()).device.type == "cpu"  # a GPU reads its weights fast enough
+    if not on_cpu or sum(p.numel() * 4 for p in model.parameters()) <= INT8_SAMPLING_BYTES:
         return model
     model = for_device(model, "cpu").eval()  # the LSTM's torch.nn kernel, which quantize_dynamic converts
     with warnings.catch_warnings():  # torch.ao.quantization says it is deprecated (for torchao, which has no LSTM)
