@@ -344,8 +344,8 @@ def for_sampling(model):
     """The model that generates text one token at a time on a CPU: `model` itself, or where its float32 weights
     outgrow the caches (INT8_SAMPLING_BYTES), with the torch.nn LSTM's and the output layer's matrices in int8
     (PyTorch's dynamic quantization; the activations stay float). The Leviathan-LSTM samples about 16x faster so
-    on 2 cores, and its loss moves by 0.002 nats/char (BENCHMARKS.md); smaller models, and cells with no torch.nn
-    kernel, are unchanged."""
+    on 2 cores, and its loss moves by 0.002 nats/char (BENCHMARKS.md). Smaller models are returned as they are; a
+    cell with no torch.nn kernel keeps its float32 matrices (only its output layer turns int8)."""
     on_cpu = next(model.parameters()).device.type == "cpu"  # a GPU reads its weights fast enough
     if not on_cpu or sum(p.numel() * 4 for p in model.parameters()) <= INT8_SAMPLING_BYTES:
         return model
