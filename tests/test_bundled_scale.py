@@ -6,10 +6,12 @@ int8 weights, at about the float32 model's loss."""
 import pickle
 
 import pytest
+import streamlit as st
 import torch
 from test_models import seed_002_parameters
 
 import ui.app.warm_up
+import ui.shared.cached_calls
 import ui.shared.checkpoint_picker
 from lab.data import load_bundled_corpus
 from lab.nets.models import count_parameters, for_device, for_sampling, to_reference
@@ -75,6 +77,8 @@ def test_the_server_loads_the_big_models_when_a_page_first_picks_them_not_while_
 
     monkeypatch.setattr(ui.shared.checkpoint_picker, "load_checkpoint", recording)  # what every page loads with
     ui.shared.checkpoint_picker.cached_checkpoint.clear()
+    st.cache_data.clear()  # what earlier tests sampled and traced: the warm-up computes (and loads) it again
+    ui.shared.cached_calls.cached_trace.clear()
     infos = list_checkpoints(include_versions=False)
     assert set(BIG) <= {info.name.removesuffix("_latest") for info in infos}
     assert {info.name: info.config.get("hidden_size") for info in infos}["leviathan-lstm_latest"] == 1024

@@ -115,6 +115,9 @@ def readable_checkpoints():
     return infos, versions
 
 
+ROWS_SHOWN, ROW_PIXELS = 8, 35  # a dataframe's rows (and its header) are 35 px tall
+
+
 def checkpoint_table(infos, versions):
     """Every checkpoint listed, a row each."""
     rows = [
@@ -135,6 +138,9 @@ def checkpoint_table(infos, versions):
         pd.DataFrame(rows),
         hide_index=True,
         width="stretch",
+        # at most ROWS_SHOWN rows before the table scrolls: eleven bundled models and a student's files would
+        # otherwise push the page past three laptop screens
+        height=ROW_PIXELS * (min(len(rows), ROWS_SHOWN) + 1) + 3,
         column_config={
             "params": st.column_config.NumberColumn(format="localized"),
             "val nats/char": st.column_config.NumberColumn(format="%.3f"),
