@@ -102,11 +102,12 @@ def model_title(listed):
 
 
 def option_title(info):
-    """A picker's option: a bundled model by its name and size ("Leviathan · 24.3M parameters": the largest take
-    a moment to load when first picked), a student's file as info_title names it."""
+    """A picker's option: a bundled model by its name and its parameters ("Leviathan · 24.3M": the largest take a
+    moment to load when first picked; short, as a picker is a narrow column, and the sentence under it says
+    "24.3M parameters"), a student's file as info_title names it."""
     if not info.bundled:
         return info_title(info)
-    return f"{info_title(info)} · {short_count(parameter_count(config_from_dict(info.config)))} parameters"
+    return f"{info_title(info)} · {short_count(parameter_count(config_from_dict(info.config)))}"
 
 
 def info_title(info):
