@@ -33,13 +33,7 @@ def add_train_options(parser):
 
     for setting in declared_settings(TrainConfig).values():
         default = "the preset's" if setting.default is None else f"the preset's, else {setting.default}"
-        options = {"help": f"{setting.description} (default: {default})"}
-        if setting.type is bool:
-            options.update(action="store_true", default=None)
-        elif setting.choices:
-            options.update(choices=setting.choices)
-        else:
-            options.update(type=setting.type)
+        options = _declared_option(setting, default)
         if setting.name == "max_epochs":  # alone: the seed's own number
             options.update(
                 type=epochs_option,
@@ -52,17 +46,26 @@ def add_train_options(parser):
 
 
 def add_model_options(parser):
-    """An option for each of the model's sizes and rates (MODEL_SIZES), made from its declaration in LMConfig:
-    its type and description (its bounds are checked when the model's config is made)."""
+    """An option for each of the model's sizes and rates (MODEL_SIZES), made from its declaration in LMConfig as
+    add_train_options makes TrainConfig's (its bounds are checked when the model's config is made)."""
     from lab.nets.models import LMConfig
     from lab.schema import declared_settings
 
     settings = declared_settings(LMConfig)
     for name in MODEL_SIZES:
-        setting = settings[name]
-        parser.add_argument(
-            f"--{setting.cli}", type=setting.type, help=f"{setting.description} (default: the preset's)"
-        )
+        parser.add_argument(f"--{settings[name].cli}", **_declared_option(settings[name], "the preset's"))
+
+
+def _declared_option(setting, default):
+    """argparse's keywords for a declared setting (lab.schema.Setting): its kind and its description as help."""
+    options = {"help": f"{setting.description} (default: {default})"}
+    if setting.type is bool:
+        options.update(action="store_true", default=None)
+    elif setting.choices:
+        options.update(choices=setting.choices)
+    else:
+        options.update(type=setting.type)
+    return options
 
 
 def train_options(args):
