@@ -17,7 +17,7 @@ from lab.nets.cost import parameter_count
 from lab.nets.families import CELLS, FAMILIES
 from lab.nets.models import config_from_dict
 from lab.training.presets import PRESETS
-from lab.words import count
+from lab.words import a_or_an, count
 from ui.cell_labels import cell_label
 
 # each preset's name for students (lab.training.presets' keys stay the widgets' values and the links')
@@ -127,11 +127,10 @@ def what_it_is(config, tokenizer_kind, corpus, sized=True):
     else:
         reads = {"char": "character ", "sentencepiece": "subword "}.get(tokenizer_kind, "")
         cell = f"{reads}{cell_label(config.cell)}"
-        article = "an" if cell[0] in "aeiouAEIOU" or cell.startswith("LSTM") else "a"
         layers = count(config.hidden_size, "unit")
         if config.num_layers > 1:
             layers = f"{count(config.num_layers, 'layer')} of {layers}"
-        what = f"{article} {cell}{params} ({layers})" if sized else f"{article} {cell}"
+        what = f"{a_or_an(cell)}{params} ({layers})" if sized else a_or_an(cell)
     if corpus in CORPORA:
         return f"{what}, trained on {CORPORA[corpus]}"
     return f"{what}, trained on a text of your own" if corpus else what
