@@ -219,19 +219,9 @@ def export_float16(model, task, train_config, metrics, name, extra, path, device
     return metrics
 
 
-def build(
-    name,
-    minutes,
-    work_dir,
-    out_dir,
-    patience,
-    device,
-    steps=None,
-    save_minutes=5,
-    cap_minutes=None,
-    batch_size=None,
-    init=None,
-):
+def build(name, options, device):
+    """Train and export the recipe `name` on `device`, with the command line's `options` (its budget and caps,
+    folders, patience, batch size and starting weights) -> its row of the table main() prints."""
     preset_name, model_overrides, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
     task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
@@ -242,23 +232,30 @@ def build(
         )
     # a recipe's own epochs or steps are its budget (--minutes does not apply); --steps caps any budget, and
     # --cap-minutes caps any budget in time (a lent GPU's lease), the cosine annealing over whichever ends first
-    cap_seconds = cap_minutes * 60 if cap_minutes else None
-    if steps or {"max_epochs", "max_steps"} & train_overrides.keys():
-        budget = {"max_steps": steps or train_overrides.get("max_steps"), "max_seconds": cap_seconds}
+    cap_seconds = options.cap_minutes * 60 if options.cap_minutes else None
+    if options.steps or {"max_epochs", "max_steps"} & train_overrides.keys():
+        budget = {"max_steps": options.steps or train_overrides.get("max_steps"), "max_seconds": cap_seconds}
     else:
-        budget = {"max_steps": None, "max_seconds": min(minutes * 60, cap_seconds or math.inf)}
+        budget = {"max_steps": None, "max_seconds": min(options.minutes * 60, cap_seconds or math.inf)}
     train_config = preset.train_config(
         **{
             "eval_interval": EVAL_INTERVAL,
             "eval_windows": EVAL_WINDOWS,
             **train_overrides,
-            **({"batch_size": batch_size} if batch_size else {}),
+            **({"batch_size": options.batch_size} if options.batch_size else {}),
             **budget,
             "device": device.type,
         }
     )
     model, metrics = train_until_plateau(
-        name, config, train_config, task, work_dir / name, patience, chunk_seconds=save_minutes * 60, init=init
+        name,
+        config,
+        train_config,
+        task,
+        Path(options.work) / name,
+        options.patience,
+        chunk_seconds=options.save_minutes * 60,
+        init=options.init,
     )
     plateau = metrics.pop("plateau")
     metrics.pop("done")
@@ -269,7 +266,7 @@ def build(
         {**metrics, "corpus": "bundled", "best_step": plateau["best_step"]},
         name,
         {"preset": preset_name, "bundled": True},
-        out_dir / f"{name}_latest{SUFFIX}",
+        Path(options.out) / f"{name}_latest{SUFFIX}",
         device,
     )
     return (
@@ -319,30 +316,14 @@ def main():
     args = parser.parse_args()
     configure_cpu(2)
     device = resolve_device(args.device)
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     print(
         "| checkpoint | cell | params | tokenizer | best step of steps | minutes | ended by | "
         "val nats/char (the build's validation sample) | val nats/char (split in order) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only or RECIPES:
-        print(
-            build(
-                name,
-                args.minutes,
-                Path(args.work),
-                out_dir,
-                args.patience,
-                device,
-                args.steps,
-                args.save_minutes,
-                args.cap_minutes,
-                args.batch_size,
-                args.init,
-            ),
-            flush=True,
-        )
+        print(build(name, args, device), flush=True)
 
 
 if __name__ == "__main__":
