@@ -78,8 +78,10 @@ def test_a_run_is_named_in_plain_words():
 
 def test_the_long_race_holds_every_bundled_character_model_trained_on_a_gpu_with_its_validation_curve():
     curves = long_race(list_checkpoints(None, include_versions=False))
-    assert {c.name for c in curves} == {"vanilla RNN", "GRU (z keeps)", "GRU (z overwrites)", "LSTM", "selective scan"}
+    names = {"vanilla RNN", "GRU (z keeps)", "GRU (z overwrites)", "LSTM", "selective scan"}
+    assert {c.name for c in curves} == names and len(curves) == len(names)  # one runner per family
     assert "char-min-gru_latest" not in {c.checkpoint for c in curves}  # built on a CPU: its minutes do not compare
+    assert "leviathan-lstm_latest" not in {c.checkpoint for c in curves}  # the LSTM's runner is its record's model
     for curve in curves:
         assert len(curve.minutes) >= 5, f"{curve.title}: too sparse a history to draw"
         assert list(curve.minutes) == sorted(curve.minutes) and curve.steps >= curve.step[-1]

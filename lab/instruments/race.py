@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.nets.cost import parameter_count
-from lab.nets.families import keeps_with_gates
+from lab.nets.families import FAMILIES, keeps_with_gates
 from lab.nets.families import name as cell_name
 from lab.nets.models import config_from_dict
 from lab.words import count, listing
@@ -212,10 +212,11 @@ class LongRaceCurve:
 
 
 def long_race(infos):
-    """The bundled character models trained on the bundled corpus on a GPU, each with the validation curve
-    its checkpoint's training history holds, best final loss first: their minutes compare (a model built on
-    a CPU, the minGRU, is left out). `infos`: lab.training.checkpoints' CheckpointInfo listing (headers
-    only, no weights loaded)."""
+    """Each cell family's own bundled character model (the one its record names), trained on the bundled corpus
+    on a GPU, with the validation curve its checkpoint's training history holds, best final loss first: one
+    runner per family, whose minutes compare (a model built on a CPU, the minGRU, is left out; a seed's larger
+    model of a family, the Leviathan-LSTM, races with none of its size). `infos`: lab.training.checkpoints'
+    CheckpointInfo listing (headers only, no weights loaded)."""
     curves = []
     for info in infos:
         is_character_model = info.family == "lm" and info.config.get("vocab_size", math.inf) < 256
@@ -226,6 +227,8 @@ def long_race(infos):
         if len(evals) < 2:
             continue
         config = config_from_dict(info.config)
+        if FAMILIES[config.cell].bundled != info.name:
+            continue
         curves.append(
             LongRaceCurve(
                 cell_name(config.cell),
