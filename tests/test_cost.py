@@ -102,6 +102,7 @@ def test_absurd_configs_are_refused_by_arithmetic_before_anything_is_built(monke
         ScanMarkovConfig(vocab_size=10**9),
         ClassifierConfig(num_classes=10**10),
         LMConfig(hidden_size=1, embed_dim=1, num_layers=100_000),
+        LMConfig(embed_dim=10**400),  # weights too many MB for a float (a crafted header's, found by the fuzz)
     ]:
         with pytest.raises(CostError, match="limit"):
             check_model_size(config)

@@ -156,7 +156,8 @@ def run_memory_mb(config, batch_size, block_size):
 
 
 def _mb(n_bytes):
-    return f"{n_bytes / 2**20:,.0f} MB"
+    """Bytes in whole MB, rounded; in integers, as a crafted config's count can be too large for a float."""
+    return f"{(int(n_bytes) + 2**19) // 2**20:,} MB"
 
 
 def check_model_size(config):
