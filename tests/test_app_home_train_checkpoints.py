@@ -177,6 +177,7 @@ def test_the_preset_list_says_what_each_preset_is_without_a_size_the_settings_be
     assert_clean(at)
     options = at.selectbox(key="train_preset").options
     assert "Astra-α: a character GRU (z keeps) · a minute on a CPU" in options, options
+    assert len(set(options)) == len(options), options  # each preset told apart without its size
     assert not [o for o in options if re.search(r"parameters|\bunits?\b|\d+(\.\d+)?[kM]\b", o)], options
 
 

@@ -34,6 +34,9 @@ ANCHORS = {
 
 # what a preset costs to train, beside its name in the list of presets
 PRESET_NOTES = {
+    "scribe-alpha": "the small one: minutes on a CPU",
+    "scribe-beta": "the middle one: for a GPU",
+    "scribe-gamma": "the large one: for a GPU",
     "astra-alpha": "a minute on a CPU",
     "astra-beta": "minutes on a CPU",
     "astra-gamma": "for a GPU",
