@@ -13,6 +13,24 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 
+# modules that start a local Ray cluster: in one worker, one after the other, so that two clusters never start at once
+RAY_MODULES = {"test_ray", "test_without_posix"}
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pytest.ini): a worker per core, at most four. Each test trains on one thread, so on two cores
+    two workers halve the suite; past four, the browser tests' servers and Chromiums crowd the machine."""
+    return min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (--dist loadgroup, pytest.ini) a module's tests share one worker, so that its servers,
+    browsers and trained models (module fixtures) are set up once; the Ray modules share one."""
+    for item in items:
+        module = item.path.stem
+        item.add_marker(pytest.mark.xdist_group("ray" if module in RAY_MODULES else module))
+
+
 @pytest.fixture(autouse=True)
 def one_thread():
     torch.set_num_threads(1)  # again before every test: `python -m lab train --threads N` changes it
