@@ -12,23 +12,34 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-
-# modules that start a local Ray cluster: in one worker, one after the other, so that two clusters never start at once
-RAY_MODULES = {"test_ray", "test_without_posix"}
+# the modules of a minute or more (servers, browsers, process trees; BENCHMARKS.md, "The test suite"): handed out
+# first, so that the last module a worker takes is a short one and the other worker does not wait on it
+LONG_MODULES = ["test_browser", "test_sign_in_browser", "test_page_heights", "test_first_screen", "test_ray"]
+LONG_MODULES += ["test_clean_exit", "test_distributed", "test_without_posix"]
 
 
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pytest.ini): a worker per core, at most four. Each test trains on one thread, so on two cores
-    two workers halve the suite; past four, the browser tests' servers and Chromiums crowd the machine."""
+    two workers nearly halve the suite; past four, the browser tests' servers and Chromiums crowd the machine."""
     return min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (--dist loadgroup, pytest.ini) a module's tests share one worker, so that its servers,
-    browsers and trained models (module fixtures) are set up once; the Ray modules share one."""
-    for item in items:
-        module = item.path.stem
-        item.add_marker(pytest.mark.xdist_group("ray" if module in RAY_MODULES else module))
+    """Under pytest-xdist (pytest.ini: --dist loadfile) a module's tests share one worker, so that its servers,
+    browsers and trained models (module fixtures) are set up once. The long modules come first (pytest.ini:
+    --no-loadscope-reorder keeps this order; the sort is stable, so each module keeps its own)."""
+    first = {module: rank for rank, module in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: first.get(item.path.stem, len(first)))
+
+
+@pytest.fixture(scope="module")
+def one_ray_cluster_at_a_time(tmp_path_factory):
+    """Held by a module while it runs a local Ray cluster: pytest-xdist's workers share one temporary folder
+    above their own, and two clusters at once would halve each other's cores under the tests' waits."""
+    from filelock import FileLock
+
+    with FileLock(tmp_path_factory.getbasetemp().parent / "ray-cluster.lock"):
+        yield
 
 
 @pytest.fixture(autouse=True)

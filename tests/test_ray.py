@@ -31,7 +31,7 @@ WAIT_S = 120  # the bound on any one wait: Ray's start of a worker on 2 busy cor
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cluster():
+def cluster(one_ray_cluster_at_a_time):
     ray_runs.connect(ADDRESS, num_cpus=2, include_dashboard=False)
     yield
     ray.shutdown()

@@ -70,7 +70,9 @@ print(json.dumps(answers))
 """
 
 
-def test_a_run_trains_in_the_training_process_and_in_a_ray_actor_without_posixs_process_calls(tmp_path):
+def test_a_run_trains_in_the_training_process_and_in_a_ray_actor_without_posixs_process_calls(
+    tmp_path, one_ray_cluster_at_a_time
+):
     (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
     (tmp_path / "platform_report.py").write_text(PLATFORM_REPORT)
     paths = [str(tmp_path), str(TESTS), str(TESTS.parent)]
