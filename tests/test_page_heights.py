@@ -1,9 +1,16 @@
-"""At most three screens on a 1366×768 laptop, in a real browser: every page and every lesson, once its
-default content has loaded, is at most PAGE_MAX pixels tall and names things in words (no cell, run or
-file ids in its text, as tests/test_student_words.py checks everything rendered); the Train page's Start
-button sits on the first screen with its main settings (cell, hidden size, time) beside it, not below the
-chart; the Ablation page's first screen holds its question, the chart of its arms and its answer.
-Screenshots go to test-artifacts/screenshots/heights/, for a person to look at.
+"""A laptop's screens (1366×768), in a real browser: one screen per idea, and at most three for a page.
+
+- Every lesson's question, its first control and its first figure are on the first screen without scrolling;
+  every page opens on its title and something to read or do.
+- Every page and every lesson, once its default content has loaded, is at most PAGE_MAX pixels tall and names
+  things in words (no cell, run or file ids in its text, as tests/test_student_words.py checks everything
+  rendered).
+- The Train page's Start button sits on the first screen with its main settings (cell, hidden size, time)
+  beside it, not below the chart; the Ablation page's first screen holds its question, the chart of its arms
+  and its answer.
+
+Each page and lesson is opened once for all of it, by one server and one browser. Screenshots go to
+test-artifacts/screenshots/laptop/ (the first screen) and heights/ (the whole page), for a person to look at.
 
 Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_browser.py).
 """
@@ -15,7 +22,7 @@ from test_student_words import IDS
 from benchmarks.app import LAPTOP, ROOT, app_pages, open_page
 from ui.lessons import LESSONS
 
-SHOTS = ROOT / "test-artifacts" / "screenshots" / "heights"
+SHOTS = ROOT / "test-artifacts" / "screenshots"
 MAIN = '[data-testid="stMain"]'
 PAGE_MAX = 2300  # three laptop screens of 768 pixels, less the browser's own bars
 # how tall the page's content is: Streamlit scrolls an element inside the page, not the window, so the
@@ -31,52 +38,127 @@ WORDS_JS = """() => { const main = document.querySelector('[data-testid="stMain"
     return main.innerText; }"""
 
 
+CONTROLS = ", ".join(
+    f"{MAIN} {selector}"
+    for selector in (
+        '[data-testid="stButton"] button',
+        '[data-testid="stSlider"]',
+        '[data-testid="stSelectbox"]',
+        '[data-testid="stRadio"]',
+        '[data-testid="stNumberInput"]',
+        '[data-testid="stTextArea"]',
+        '[data-testid="stSegmentedControl"]',
+        '[data-testid="stButtonGroup"]',
+        '[data-testid="stToggle"]',
+    )
+)
+FIGURES = ", ".join(
+    f"{MAIN} {selector}"
+    for selector in (
+        ".js-plotly-plot",
+        '[data-testid="stImage"]',
+        '[data-testid="stDataFrame"]',
+        '[data-testid="stTable"]',
+        '[data-testid="stHtml"]',
+        '[data-testid="stCode"]',
+        '[data-testid="stLatex"]',
+    )
+)
+
+
 @pytest.fixture(scope="module")
 def laptop(tmp_path_factory):
     with laptop_page(tmp_path_factory.mktemp("user_checkpoints"), 90_000) as (app, page):
         yield app, page
 
 
-def settled_height(page, name):
-    """The page's height once its widgets and charts have drawn. A screenshot shows all of it: the window
-    is made as tall as the page for it (the page scrolls inside the window, so a full-page shot would not)."""
-    wait_for_widgets(page)
-    page.wait_for_timeout(1_000)  # charts and fragments settle
+def settled_height_and_ids(page, name):
+    """The page's height once its widgets and charts have drawn, and the ids in its words. A screenshot shows
+    all of it: the window is made as tall as the page for it (the page scrolls inside the window, so a
+    full-page shot would not)."""
     height = page.evaluate(f"({SCROLL_HEIGHT_JS})()")
     print(f"{name}: {height} px")
-    SHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": LAPTOP["width"], "height": height})
     page.wait_for_timeout(300)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    shot(page, "heights", name)
     page.set_viewport_size(LAPTOP)
-    return height
+    assert height >= LAPTOP["height"] - 100, f"{name}: the height was not measured ({height} px)"
+    assert height <= PAGE_MAX, f"{name}: {height} px tall at 1366×768, over {PAGE_MAX}"
+    ids = IDS.findall(page.evaluate(f"({WORDS_JS})()"))
+    assert not ids, f"{name}: identifiers where students read words: {ids}"
 
 
-def test_every_page_and_every_lesson_is_at_most_three_laptop_screens_in_words(laptop):
+def first_below_the_top(page, selector, after_y, wait_ms=20_000):
+    """The top (y) of the first element matching `selector` that starts below `after_y`, or None if none
+    has come within `wait_ms`: Streamlit draws a widget as a grey placeholder until its script has
+    loaded, which on a fresh server and busy cores can outlast the page's run."""
+    top = """([selector, after]) => {
+        const tops = [...document.querySelectorAll(selector)]
+            .map(e => e.getBoundingClientRect())
+            .filter(r => r.height > 0 && r.top >= after)
+            .map(r => r.top);
+        return tops.length ? Math.min(...tops) : null;
+    }"""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(top, arg=[selector, after_y], timeout=wait_ms)
+    except PlaywrightTimeout:
+        return None
+    return page.evaluate(top, [selector, after_y])
+
+
+def shot(page, folder, name):
+    (SHOTS / folder).mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / folder / f"{name}.png"))
+
+
+def open_settled(page, url):
+    open_page(page, url)
+    wait_for_widgets(page)
+    page.wait_for_timeout(1_000)  # charts and fragments settle
+
+
+@pytest.mark.parametrize("slug", list(LESSONS))
+def test_each_lesson_asks_controls_and_shows_on_its_first_screen_in_at_most_three(laptop, slug):
     server, page = laptop
-    heights, ids = {}, {}
-    for path, _ in app_pages():
-        open_page(page, f"{server.url}/{path}")
-        heights[path or "Home"] = settled_height(page, path or "Home")
-        ids[path or "Home"] = IDS.findall(page.evaluate(f"({WORDS_JS})()"))
-    for number, (slug, lesson) in enumerate(LESSONS.items(), 1):
-        open_page(page, f"{server.url}/Lessons?lesson={slug}")
-        page.wait_for_selector(f"{MAIN} h2:has-text('{number} · {lesson.title}')")
-        heights[f"lesson {number}"] = settled_height(page, f"Lesson-{number}-{slug}")
-        ids[f"lesson {number}"] = IDS.findall(page.evaluate(f"({WORDS_JS})()"))
-    too_tall = {name: height for name, height in heights.items() if height > PAGE_MAX}
-    assert not too_tall, f"taller than {PAGE_MAX} px at 1366×768: {too_tall}"
-    assert not {name: found for name, found in ids.items() if found}, "identifiers where students read words"
-    assert min(heights.values()) >= LAPTOP["height"] - 100, f"the height was not measured: {heights}"
+    open_settled(page, f"{server.url}/Lessons?lesson={slug}")
+    number = list(LESSONS).index(slug) + 1
+    heading = page.locator(f"{MAIN} h2:has-text('{number} · {LESSONS[slug].title}')").bounding_box()
+    shot(page, "laptop", f"Lesson-{number}-{slug}")
+    settled_height_and_ids(page, f"Lesson-{number}-{slug}")
+    question = page.locator(f"{MAIN} p:has-text('The question.')").first.bounding_box()
+    assert heading and question and question["y"] + question["height"] <= LAPTOP["height"], question
+    below = question["y"] + question["height"]
+    control = first_below_the_top(page, CONTROLS, below)
+    start = page.locator(f"{MAIN} [data-testid='stButton'] button:has-text('Start')")
+    figure = first_below_the_top(page, FIGURES, below, wait_ms=2_000 if start.count() else 20_000)
+    if figure is None and start.count():  # a live lesson: its first figure comes with the run the student starts
+        start.first.click()
+        page.wait_for_selector(FIGURES, timeout=90_000)
+        page.wait_for_timeout(500)
+        shot(page, "laptop", f"Lesson-{number}-{slug}-running")
+        figure = first_below_the_top(page, FIGURES, below)
+    assert control is not None and control <= LAPTOP["height"] - 30, f"{slug}: first control at {control}"
+    assert figure is not None and figure <= LAPTOP["height"] - 100, f"{slug}: first figure at {figure}"
+
+
+@pytest.mark.parametrize(("path", "file_name"), app_pages())
+def test_each_page_opens_on_its_title_and_something_to_do_in_at_most_three_screens(laptop, path, file_name):
+    server, page = laptop
+    open_settled(page, f"{server.url}/{path}")
+    shot(page, "laptop", path or "Home")
+    title = page.locator(f"{MAIN} h1").first.bounding_box()
+    assert title and title["y"] + title["height"] <= LAPTOP["height"] / 3, f"{file_name}: title at {title}"
+    first = first_below_the_top(page, f"{CONTROLS}, {FIGURES}, {MAIN} [data-testid='stPageLink']", title["y"])
+    assert first is not None and first <= LAPTOP["height"] - 30, f"{file_name}: nothing to do on the first screen"
+    settled_height_and_ids(page, path or "Home")
 
 
 def test_the_train_pages_start_button_and_main_settings_are_on_the_first_screen(laptop):
     server, page = laptop
-    open_page(page, f"{server.url}/Train")
-    wait_for_widgets(page)
-    page.wait_for_timeout(500)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "Train-first-screen.png"))
+    open_settled(page, f"{server.url}/Train")
+    shot(page, "laptop", "Train-first-screen")
     for what, selector in (
         ("Start", f"{MAIN} .st-key-train_start button"),
         ("the memory race", f"{MAIN} .st-key-train_memory_race"),
@@ -96,9 +178,7 @@ def test_the_train_pages_start_button_and_main_settings_are_on_the_first_screen(
 
 def test_the_ablation_pages_first_screen_asks_its_question_shows_the_arms_and_answers(laptop):
     server, page = laptop
-    open_page(page, f"{server.url}/Ablation")
-    wait_for_widgets(page)
-    page.wait_for_timeout(500)
+    open_settled(page, f"{server.url}/Ablation")
     for what, locator in (
         ("the question", page.locator(MAIN).get_by_text("help the GRU learn?").first),
         ("the chart of the arms", page.locator(f"{MAIN} .stPlotlyChart").first),
