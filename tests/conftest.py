@@ -1,4 +1,5 @@
-"""Test-wide settings: one intra-op thread; the bundled checkpoints a module needs are there.
+"""Test-wide settings: one intra-op thread; the bundled checkpoints a module needs are there; the workers
+the suite is shared among (pytest-xdist).
 
 The tests train and sample tiny models, where a second OpenMP thread costs more
 in synchronisation than it saves, and where busy cores make spinning threads
@@ -20,7 +21,8 @@ LONG_MODULES += ["test_clean_exit", "test_distributed", "test_without_posix"]
 
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pytest.ini): a worker per core, at most four. Each test trains on one thread, so on two cores
-    two workers nearly halve the suite; past four, the browser tests' servers and Chromiums crowd the machine."""
+    two workers take over a third off the suite; past four, the browser tests' servers and Chromiums crowd the
+    machine."""
     return min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
