@@ -13,8 +13,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-# the modules of a minute or more (servers, browsers, process trees; BENCHMARKS.md, "The test suite"): handed out
-# first, so that the last module a worker takes is a short one and the other worker does not wait on it
+# the modules of a minute or more (servers, browsers, process trees; their times: BENCHMARKS-HISTORY.md, "The
+# test suite on every core"): handed out first, so that the last module a worker takes is a short one and the
+# other worker does not wait on it
 LONG_MODULES = ["test_browser", "test_sign_in_browser", "test_page_heights", "test_ray"]
 LONG_MODULES += ["test_clean_exit", "test_distributed", "test_without_posix"]
 

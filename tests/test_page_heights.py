@@ -36,8 +36,6 @@ SCROLL_HEIGHT_JS = """() => Math.max(document.scrollingElement.scrollHeight,
 WORDS_JS = """() => { const main = document.querySelector('[data-testid="stMain"]').cloneNode(true);
     main.querySelectorAll('pre, code, [data-testid="stDownloadButton"]').forEach(e => e.remove());
     return main.innerText; }"""
-
-
 CONTROLS = ", ".join(
     f"{MAIN} {selector}"
     for selector in (
