@@ -198,6 +198,7 @@ def test_tiny_run_draws_live_losses_and_stops(user_dir):
     for name, value in TINY.items():
         at.number_input(key=f"train_{name}").set_value(value)
     at.text_input(key="train_name").set_value("apptest-tiny")
+    at.number_input(key="train_seconds").set_value(600)  # ended by Stop, not by itself on a slow machine
     at.run()
     at.button(key="train_start").click().run()
     assert_clean(at)
@@ -299,7 +300,7 @@ def test_the_memory_race_trains_the_four_cells_on_recall_and_says_who_leads_from
     at = open_page(TRAIN, {"seconds": "5"})
     (forecast,) = [c.value for c in at.caption if "⏳" in c.value]  # in the line above the buttons
     assert "memory race in 5 s" in forecast or "5 s is too short" in forecast  # before it starts
-    at.number_input(key="train_seconds").set_value(60).run()
+    at.number_input(key="train_seconds").set_value(600).run()  # ended by Stop, not by itself when slow
     at.button(key="train_memory_race").click().run()
     assert_clean(at)
     jobs = at.session_state["train_memory_jobs"]
