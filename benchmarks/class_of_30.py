@@ -3,39 +3,36 @@ teacher projects it. How much server time does the board's redraw take, and how 
 
     python -m benchmarks.class_of_30 [--students 30] [--seconds 300] [--repeats 3] [--together 10]
 
-Starts `streamlit run serve.py` (benchmarks.app.AppServer, a temporary user folder, a teacher key) and
-drives Debian's chromium:
+Starts `streamlit run serve.py` (benchmarks.app.AppServer, a temporary user folder, a teacher key), two
+Debian chromiums (the teacher's and a visitor's) and the scripted students:
 
 * the teacher opens the Class page with the key and keeps it open, as on a projector: its fragment redraws
   the board every BOARD_REFRESH_SECONDS;
 * a visitor (a browser of its own, at the laptop's 1366x768) times warm visits of Home, Train, Sample, Gates,
   Memory and the first lesson on the idle server (benchmarks.page_loads: navigation -> the script finished;
   one cold visit each first): their idle times;
-* then each student, in a browser context of their own (their own cookie: their own space, share and
-  cap), opens the Train page with a model of the class's experiment in its URL (the default model with one
-  of three cells and three hidden sizes, `--seconds` of training) and presses Start, `--together` students
-  at a time (their pages open at once, each presses Start once it is drawn).
-  That is the Train page's own path: the run is a lab.server.jobs.TrainingJob in the server's training
-  process, admitted by the server's budget (the runs beyond it wait in its queue, as on a real server),
-  and the page posts it to the board. Each student comes back as from an earlier lesson: with the cookie
-  of a space the server issued and "show my runs on the class board" on under their name, stored as the
-  switch stores it (BoardStore.set_student), which the page reads and shows; clicking the switch (tested
-  in tests/test_sign_in_browser.py) would cost two more runs of the Train page per student (6-25 s
-  on 2 busy cores, load average 9-16). Their pages stay open (a closed tab stops its run), so the server also
-  redraws their live charts and answers their heartbeats. Real browsers, not scripted sessions: only a
-  browser runs the fragments' timers and the heartbeat whose cost a page puts on the server. The students'
-  and the teacher's browser runs at the server's priority while the students open their pages (at nice 10
-  a page took up to a minute to open on 2 cores loaded by other work), then at `--browser-nice` (10, as in
-  benchmarks.classroom), below the server, as a class's browsers run on laptops of their own; how often
-  their pages still asked for their fragments (live chart, heartbeat) is printed: on 2 busy cores, less
-  often than their timers ask, so that the class loads the server less than a real one;
+* then each student opens the Train page with a model of the class's experiment in its URL (the default
+  model with one of three cells and three hidden sizes, `--seconds` of training) and presses Start,
+  `--together` students at a time. A student is scripted (benchmarks.scripted_student): a Streamlit session
+  over the websocket a browser opens, which asks for the page's script runs, presses Start by its key and
+  runs the page's timed fragments (the live chart, the heartbeat) as an open tab does, drawing nothing. So
+  the server carries 30 open pages, and the 2 cores it is measured on do not also carry 30 Chromiums (31
+  browsers there made the load average 46-53, most of it theirs, and starved their own timers). It is the
+  Train page's own path: the run is a lab.server.jobs.TrainingJob in the server's training process,
+  admitted by the server's budget (the runs beyond it wait in its queue, as on a real server), and the page
+  posts it to the board. Each student comes back as from an earlier lesson: with the cookie of a space the
+  server issued and "show my runs on the class board" on under their name, stored as the switch stores it
+  (BoardStore.set_student), which the page reads (clicking the switch is tested in
+  tests/test_sign_in_browser.py). Their pages stay open (a closed tab stops its run); how often they ran
+  their fragments is printed;
 * once every student has pressed Start, the visitor times the same warm visits again (the runs training
   and waiting read from the budget line on Train before and after, with the load average).
 
 The board's redraw is timed inside the server (benchmarks.board_redraws: its script thread's CPU seconds,
 on the live jobs' real event logs), each redraw the teacher's page asked for; the figures reported are
 those during the busy visits, after every student has pressed Start. Prints one Markdown table and the
-facts around it. tests/test_class_of_30.py runs it with two students."""
+facts around it. tests/test_browser.py drives one scripted student through its run; a class is not run
+in the suite (a server and two browsers for a benchmark's plumbing)."""
 
 import argparse
 import os
@@ -44,11 +41,14 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks import board_redraws, page_loads
-from benchmarks.app import LAPTOP, ROOT, SCRIPT_DONE, AppServer, launch_browser, open_page, record_script_ends
+from benchmarks.app import LAPTOP, ROOT, AppServer, launch_browser, open_page
 from benchmarks.classroom import first_steps, runs_on_server
+from benchmarks.scripted_student import ScriptedStudent
 from lab.server.board import BoardStore, owner_id
 from lab.server.spaces import new_space_key
 from ui.lessons import LESSONS
@@ -61,48 +61,33 @@ WATCHED = ["Home", "Train", "Sample", "Gates", "Memory", f"lesson 1 · {next(ite
 CELLS, HIDDEN = ("rnn", "gru_torch", "lstm"), (64, 128, 256)  # the class's experiment: which matters more?
 ENDED = re.compile(r"lab\.server\.jobs: The run .*?: (\w+) after", re.M)
 LEADERBOARD = '[data-testid="stMain"] table'  # on the Class page: the board's only table
-# a run started: training or waiting in the queue (Stop can be pressed), or already ended and saved
-STARTED = '.st-key-train_stop button:enabled, [data-testid="stAlertContentSuccess"]'
-TIMEOUT_MS = 300_000  # a student's page on a server training 30 runs on 2 cores
+TIMEOUT_S = 300  # a student's page on a server training 30 runs on 2 cores
 
 
-def student_url(server, n, seconds):
-    """The Train page with student n's model in its URL: the default one with their cell and hidden size."""
+def student_query(n, seconds):
+    """The Train page's query string with student n's model: the default one with their cell and hidden size."""
     cell, hidden = CELLS[n % len(CELLS)], HIDDEN[n // len(CELLS) % len(HIDDEN)]
     values = {**default_values(), "cell": cell, "backend": default_backend(cell, "cpu"), "hidden": hidden}
-    query = "&".join(f"{k}={v}" for k, v in query_from_values({**values, "seconds": seconds}).items())
-    return f"{server.url}/Train?{query}"
+    return urllib.parse.urlencode(query_from_values({**values, "seconds": seconds}))
 
 
-def start_students(browser, server, user_dir, numbers, seconds):
-    """Students `numbers` open Train together and each presses Start once their page is drawn: their pages,
-    kept open (a page keeps its run), each with the ends of its script runs (record_script_ends). Each comes
+def start_student(server, user_dir, n, seconds):
+    """Student n opens Train and presses Start -> their page, kept open (a page keeps its run). They come
     back with their space's cookie and their board switch on, as they left them on an earlier visit."""
-    pages = []
-    for n in numbers:
-        key = new_space_key(user_dir)  # what the server gave their browser on the earlier visit
-        BoardStore(user_dir).set_student(owner_id(key), f"Student {n + 1}", on=True)  # what the switch stores
-        context = browser.new_context(viewport=LAPTOP)
-        context.add_cookies([{"name": SPACE_COOKIE, "value": key, "url": server.url}])
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        ends = record_script_ends(page)
-        page.goto(student_url(server, n, seconds), wait_until="commit")  # the next one opens meanwhile
-        pages.append((page, ends))
-    for page, _ in pages:
-        page.locator(".st-key-train_board_on input:checked").wait_for(state="attached")  # in "More settings"
-        page.wait_for_selector(SCRIPT_DONE)
-        page.locator(".st-key-train_start button").click()
-    for page, _ in pages:
-        page.wait_for_selector(STARTED)
-    return pages
+    key = new_space_key(user_dir)  # what the server gave their browser on the earlier visit
+    BoardStore(user_dir).set_student(owner_id(key), f"Student {n + 1}", on=True)  # what the switch stores
+    student = ScriptedStudent(server.url, "Train", student_query(n, seconds), {SPACE_COOKIE: key})
+    student.open(timeout=TIMEOUT_S)
+    student.press("train_start", timeout=TIMEOUT_S)
+    student.keep_open()
+    return student
 
 
 def open_teachers_board(browser, server):
     """The teacher's Class page at a projector's size, opened with the teacher key."""
     page = browser.new_context(viewport=PROJECTOR).new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    open_page(page, f"{server.url}/Class", timeout_ms=TIMEOUT_MS)
+    page.set_default_timeout(TIMEOUT_S * 1000)
+    open_page(page, f"{server.url}/Class", timeout_ms=TIMEOUT_S * 1000)
     page.get_by_text("For the teacher").click()
     page.locator(".st-key-class_key input").fill(TEACHER_KEY)
     page.get_by_role("button", name="Open the teacher's view").click()
@@ -127,7 +112,7 @@ def budget_state(server, page):
     return (*runs_on_server(page), os.getloadavg()[0])
 
 
-def class_of(students, seconds, repeats, together=10, browser_nice=10, watched=WATCHED):
+def class_of(students, seconds, repeats, together=10, teacher_nice=10, watched=WATCHED):
     """Run the class -> a dict of what was measured (see main); `watched`: the views timed (page_loads' labels)."""
     from playwright.sync_api import sync_playwright
 
@@ -135,29 +120,28 @@ def class_of(students, seconds, repeats, together=10, browser_nice=10, watched=W
     with tempfile.TemporaryDirectory() as user_dir, tempfile.TemporaryDirectory() as work:
         env, redraw_log = timed_server_env(work)
         with AppServer(user_dir, extra_env=env) as server, sync_playwright() as p:
-            nice = [0]  # the class's browser: at the server's priority while the students open their pages
-            class_browser = launch_browser(p, niceness=lambda: nice[0])  # the students' and the teacher's laptops
             visitor = launch_browser(p).new_context(viewport=LAPTOP).new_page()
-            teacher = open_teachers_board(class_browser, server)
+            teacher = open_teachers_board(launch_browser(p, niceness=teacher_nice), server)
             for _, path in page_loads.views():  # cold: caches fill
                 page_loads.visit(server, visitor, path)
             idle = page_loads.warm_visits(server, visitor, repeats)
             idle_load = os.getloadavg()[0]
             print(f"idle, load average {idle_load:.1f}: {idle}", file=sys.stderr, flush=True)  # kept if cut short
             started, pages = time.time(), []
-            for first in range(0, students, together):
-                numbers = range(first, min(first + together, students))
-                pages += start_students(class_browser, server, user_dir, numbers, seconds)
-                print(f"{len(pages)} students started, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
-            all_started, nice[0] = time.time(), browser_nice  # from now on: as if on laptops of their own
-            time.sleep(1)  # the browser's processes lowered
-            fragments = [ends.count("fragment") for _, ends in pages]
+            with ThreadPoolExecutor(together) as class_:  # `together` students open Train and press Start at once
+                for student in class_.map(lambda n: start_student(server, user_dir, n, seconds), range(students)):
+                    pages.append(student)
+                    print(f"{len(pages)} students started, {time.time() - started:.0f} s", file=sys.stderr)
+            all_started = time.time()
+            fragments = sum(student.ends.count("fragment") for student in pages)
             before = budget_state(server, visitor)
             busy = page_loads.warm_visits(server, visitor, repeats)
             after = budget_state(server, visitor)
             ended = time.time()
-            fragments = sum(ends.count("fragment") for _, ends in pages) - sum(fragments)
+            fragments = sum(student.ends.count("fragment") for student in pages) - fragments
             board, shown = BoardStore(user_dir).read(), teacher.inner_text(LEADERBOARD)
+            for student in pages:
+                student.close()
             log = server.output(None)
         redraws = board_redraws.read(redraw_log)
     return {
@@ -173,6 +157,7 @@ def class_of(students, seconds, repeats, together=10, browser_nice=10, watched=W
         "shown": shown,
         "redraws": redraws,
         "student_fragments": fragments,  # the students' pages' fragment runs (live chart, heartbeat) meanwhile
+        "errors": [error for student in pages for error in student.errors],
         "first_steps": len(first_steps(log)),
         "endings": ENDED.findall(log),
     }
@@ -191,9 +176,9 @@ def main():
     parser.add_argument("--seconds", type=int, default=300, help="each student's training budget")
     parser.add_argument("--repeats", type=int, default=3, help="warm visits per page, idle and busy")
     parser.add_argument("--together", type=int, default=10, help="students who open Train and press Start together")
-    parser.add_argument("--browser-nice", type=int, default=10, help="the students' and the teacher's browser's nice")
+    parser.add_argument("--teacher-nice", type=int, default=10, help="the teacher's browser's nice: a laptop's own")
     args = parser.parse_args()
-    r = class_of(args.students, args.seconds, args.repeats, args.together, args.browser_nice)
+    r = class_of(args.students, args.seconds, args.repeats, args.together, args.teacher_nice)
     busy = [x for x in r["redraws"] if r["all_started"] <= x["at"] <= r["ended"]]
     idle = [x for x in r["redraws"] if x["at"] < r["started"]]
     (training, waiting, load), (training_after, waiting_after, load_after) = r["before"], r["after"]
@@ -208,7 +193,8 @@ def main():
         f"average {load_after:.1f} (idle visits: {r['idle_load']:.1f}). Runs that trained a step: "
         f"{r['first_steps']}; ended by the end: {endings}. The students' pages ran "
         f"{60 * r['student_fragments'] / args.students / (r['ended'] - r['all_started']):.1f} fragments a minute each "
-        "meanwhile (a heartbeat asks for 12, a live chart for 12, or 30 while its run waits for a first point)."
+        "meanwhile (a heartbeat asks for 12, a live chart for 12, or 30 while its run waits for a first point). "
+        f"Errors on their pages: {r['errors'] or 'none'}."
     )
     print(
         f"Class board redraws while they trained: {len(busy)}, server CPU {spread([x['cpu'] for x in busy])}, "

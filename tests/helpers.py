@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks.app import SCRIPT_DONE
 from lab.__main__ import main
 from lab.nets.models import LMConfig, build_model
 from lab.training.train import TrainConfig
@@ -218,6 +219,24 @@ def preformatted_texts(at):
 
     blocks = [h.proto.body for h in at.get("html") if 'class="rnnlab-pre"' in h.proto.body]
     return [html.unescape(re.sub(r"<[^>]*>", "", block)) for block in blocks]
+
+
+def assert_no_exception(page, where):
+    assert page.locator('[data-testid="stException"]').count() == 0, f"exception box on {where}"
+    assert "Traceback" not in page.inner_text('[data-testid="stMain"]'), f"traceback on {where}"
+
+
+def follow_to_full_page(page, link, url, widget, value):
+    """Click a lesson's link to its full page: the URL and the page's widget carry the lesson's setting."""
+    link.click()
+    page.wait_for_url(url)
+    page.wait_for_selector(SCRIPT_DONE)
+    # the widgets can arrive a moment after the script's end on a busy machine: wait for the value
+    page.wait_for_function(
+        "([selector, value]) => document.querySelector(selector)?.value === value",
+        arg=[f".st-key-{widget} input", value],
+    )
+    assert_no_exception(page, f"{url} opened from a lesson")
 
 
 def wait_for_widgets(page, timeout_ms=30_000):

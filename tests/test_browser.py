@@ -1,12 +1,13 @@
 """One real-browser journey through the app: `streamlit run serve.py` driven by Debian's chromium.
 
-Every page (Home and whatever pages/ holds) renders without an exception; every
-lesson opens from its link and reveals its answer, the step-through steps on, and a lesson's
-link carries its settings to the full page; on
+Every page (Home and whatever pages/ holds) renders without an exception (every lesson, with its
+answer revealed, in tests/test_page_heights.py); a lesson's link carries its settings to a full
+page visited before; on
 Train a tiny model's loss chart gains points after Start, and bad corpus
 uploads give an error; on Gates a word the mouse drags over is the span whose units are listed;
 on Checkpoints a pickle upload is refused; closing a tab
-stops that session's training. Screenshots go to test-artifacts/screenshots/.
+stops that session's training, and the class-of-30 benchmark's scripted students keep theirs as
+an open tab does. Screenshots go to test-artifacts/screenshots/.
 
 Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a
 missing browser is a failure.
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import chromium, need_browser, wait_for_widgets
+from helpers import assert_no_exception, chromium, follow_to_full_page, need_browser, wait_for_widgets
 
 from benchmarks.app import (
     CHART_POINTS_JS,
@@ -38,11 +39,13 @@ from benchmarks.app import (
     record_script_ends,
     stop_training,
 )
+from benchmarks.scripted_student import ScriptedStudent
 from lab.data import CharTokenizer
 from lab.nets.models import LMConfig, build_model
+from lab.server.spaces import new_space_key
 from lab.training.checkpoints import checkpoint_bytes, read_info
-from ui.lessons import LESSONS
 from ui.shared.common import PAGES
+from ui.shared.sessions import SPACE_COOKIE
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 2200}  # tall: Streamlit scrolls inside the page, not the window
@@ -83,11 +86,6 @@ def page(browser):
     context.close()
 
 
-def assert_no_exception(page, where):
-    assert page.locator('[data-testid="stException"]').count() == 0, f"exception box on {where}"
-    assert "Traceback" not in page.inner_text('[data-testid="stMain"]'), f"traceback on {where}"
-
-
 def sidebar_names(page):
     links = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')
     return [links.nth(i).inner_text().split()[-1] for i in range(links.count())]
@@ -108,52 +106,6 @@ def test_every_page_renders_without_an_exception(server, page):
         screenshot(page, path or "Home")
         print(f"{file_name}: {seconds:.2f} s")
     assert sidebar_names(page) == list(PAGES), "the sidebar lists the pages by name, Home first"
-
-
-def follow_to_full_page(page, link, url, widget, value):
-    """Click a lesson's link to its full page: the URL and the page's widget carry the lesson's setting."""
-    link.click()
-    page.wait_for_url(url)
-    page.wait_for_selector(SCRIPT_DONE)
-    # the widgets can arrive a moment after the script's end on a busy machine: wait for the value
-    page.wait_for_function(
-        "([selector, value]) => document.querySelector(selector)?.value === value",
-        arg=[f".st-key-{widget} input", value],
-    )
-    assert_no_exception(page, f"{url} opened from a lesson")
-
-
-def test_every_lesson_opens_from_its_link_and_reveals_its_answer(server, page):
-    for number, (slug, lesson) in enumerate(LESSONS.items(), 1):
-        seconds = open_page(page, f"{server.url}/Lessons?lesson={slug}")
-        page.wait_for_selector(f"h2:has-text('{number} · {lesson.title}')")
-        page.wait_for_timeout(300)  # charts settle
-        assert_no_exception(page, f"lesson {slug}")
-        if slug == "step-through":  # step on: the numbers move (the worked update in the notice), the URL follows
-            worked = page.locator('[data-testid="stMarkdownContainer"]:has(h4:has-text("What to notice"))')
-            first = worked.inner_text()
-            page.locator(".st-key-lessons_step_next button").click()
-            page.wait_for_url("**/Lessons?*t=2*")
-            page.wait_for_selector("text=Step t = 2 of")
-            page.wait_for_selector(SCRIPT_DONE)
-            assert worked.inner_text() != first, "step 2 shows step 1's numbers"
-        if slug == "learn-your-text":  # a live run: its samples are replayed one by one as it trains
-            page.locator(".st-key-lessons_learn_start button").click()
-        page.wait_for_selector("h4:has-text('What to notice')", timeout=90_000)
-        page.get_by_text("Show the answer").click()
-        page.wait_for_timeout(300)
-        answer = page.locator('[data-testid="stMain"] details[open] [data-testid="stExpanderDetails"]')
-        assert answer.count() == 1 and len(answer.inner_text()) > 80, f"no answer revealed in {slug}"
-        screenshot(page, f"Lesson-{number}-{slug}")
-        print(f"lesson {slug}: {seconds:.2f} s")
-        if slug == "learn-your-text":  # it links to its full page with the same settings
-            follow_to_full_page(
-                page,
-                page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a'),
-                "**/Train?*hidden=128*",
-                "train_hidden",
-                "128",
-            )
 
 
 def test_a_lessons_link_brings_its_settings_to_a_page_visited_before(server, page):
@@ -443,6 +395,28 @@ def test_closing_the_tab_stops_its_training(server, browser, user_dir):
         assert saved and saved[0].metrics["reason"] == "stopped"
     finally:
         watcher.context.close()
+
+
+def test_a_scripted_student_keeps_its_run_as_an_open_tab_does(server, user_dir):
+    """The class-of-30 benchmark's students (benchmarks.scripted_student), without a browser: Start pressed by
+    its key trains a run; the page's timed fragments, which the script runs, keep it going well past the
+    server's unattended limit; closing the connection stops it, as closing a tab does."""
+    query = f"{TINY}&seconds=600&name=scripted"
+    student = ScriptedStudent(server.url, "Train", query, {SPACE_COOKIE: new_space_key(user_dir)})
+    student.open(timeout=120)
+    student.press("train_start", timeout=120)
+    student.keep_open()
+    time.sleep(2 * UNATTENDED)
+    fragments = student.ends.count("fragment")
+    student.close()
+    deadline = time.monotonic() + UNATTENDED + 60
+    while not (saved := [read_info(p) for p in user_dir.glob("*/scripted_v*.safetensors")]):
+        assert time.monotonic() < deadline, "the closed session's run was neither stopped nor saved"
+        time.sleep(0.5)
+    assert not student.errors
+    assert fragments >= 3  # the heartbeat every 5 s, the live chart every 2
+    assert saved[0].metrics["reason"] == "stopped"
+    assert saved[0].metrics["elapsed"] > 1.5 * UNATTENDED  # kept by the fragments, not stopped as unattended
 
 
 def tiny_checkpoint(name):

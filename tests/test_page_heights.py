@@ -1,7 +1,9 @@
 """A laptop's screens (1366×768), in a real browser: one screen per idea, and at most three for a page.
 
 - Every lesson's question, its first control and its first figure are on the first screen without scrolling;
-  every page opens on its title and something to read or do.
+  every page opens on its title and something to read or do. Then each lesson (opened from its link) runs
+  without an exception and reveals its answer; the step-through steps on; the lesson on learning a text
+  links to its full page with its settings.
 - Every page and every lesson, once its default content has loaded, is at most PAGE_MAX pixels tall and names
   things in words (no cell, run or file ids in its text, as tests/test_student_words.py checks everything
   rendered).
@@ -16,10 +18,10 @@ Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_
 """
 
 import pytest
-from helpers import laptop_page, wait_for_widgets
+from helpers import assert_no_exception, follow_to_full_page, laptop_page, wait_for_widgets
 from test_student_words import IDS
 
-from benchmarks.app import LAPTOP, ROOT, app_pages, open_page
+from benchmarks.app import LAPTOP, ROOT, SCRIPT_DONE, app_pages, open_page
 from ui.lessons import LESSONS
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -131,7 +133,8 @@ def test_each_lesson_asks_controls_and_shows_on_its_first_screen_in_at_most_thre
     control = first_below_the_top(page, CONTROLS, below)
     start = page.locator(f"{MAIN} [data-testid='stButton'] button:has-text('Start')")
     figure = first_below_the_top(page, FIGURES, below, wait_ms=2_000 if start.count() else 20_000)
-    if figure is None and start.count():  # a live lesson: its first figure comes with the run the student starts
+    started = figure is None and start.count()
+    if started:  # a live lesson: its first figure comes with the run the student starts
         start.first.click()
         page.wait_for_selector(FIGURES, timeout=90_000)
         page.wait_for_timeout(500)
@@ -139,6 +142,31 @@ def test_each_lesson_asks_controls_and_shows_on_its_first_screen_in_at_most_thre
         figure = first_below_the_top(page, FIGURES, below)
     assert control is not None and control <= LAPTOP["height"] - 30, f"{slug}: first control at {control}"
     assert figure is not None and figure <= LAPTOP["height"] - 100, f"{slug}: first figure at {figure}"
+    reveal_the_answer(page, slug, started)
+
+
+def reveal_the_answer(page, slug, started):
+    """After the lesson's screens are measured: it runs without an exception, the step-through steps on, the
+    notice and the answer show, and the lesson on learning a text links to its full page with its settings."""
+    assert_no_exception(page, f"lesson {slug}")
+    if slug == "step-through":  # step on: the numbers move (the worked update in the notice), the URL follows
+        worked = page.locator(f'{MAIN} [data-testid="stMarkdownContainer"]:has(h4:has-text("What to notice"))')
+        first = worked.inner_text()
+        page.locator(".st-key-lessons_step_next button").click()
+        page.wait_for_url("**/Lessons?*t=2*")
+        page.wait_for_selector("text=Step t = 2 of")
+        page.wait_for_selector(SCRIPT_DONE)
+        assert worked.inner_text() != first, "step 2 shows step 1's numbers"
+    if slug == "learn-your-text" and not started:  # a live run: its samples are replayed one by one as it trains
+        page.locator(".st-key-lessons_learn_start button").click()
+    page.wait_for_selector("h4:has-text('What to notice')", timeout=90_000)
+    page.get_by_text("Show the answer").click()
+    page.wait_for_timeout(300)
+    answer = page.locator(f'{MAIN} details[open] [data-testid="stExpanderDetails"]')
+    assert answer.count() == 1 and len(answer.inner_text()) > 80, f"no answer revealed in {slug}"
+    if slug == "learn-your-text":  # it links to its full page with the same settings
+        link = page.locator(f'{MAIN} [data-testid="stPageLink"] a')
+        follow_to_full_page(page, link, "**/Train?*hidden=128*", "train_hidden", "128")
 
 
 @pytest.mark.parametrize(("path", "file_name"), app_pages())
