@@ -239,6 +239,11 @@ def follow_to_full_page(page, link, url, widget, value):
     assert_no_exception(page, f"{url} opened from a lesson")
 
 
+def sidebar_names(page):
+    links = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')
+    return [links.nth(i).inner_text().split()[-1] for i in range(links.count())]
+
+
 def wait_for_widgets(page, timeout_ms=30_000):
     """Wait until no widget on a browser page is still Streamlit's grey placeholder, shorter than the
     widget, drawn until its script has loaded (on a fresh server and busy cores, after the page's run)."""

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import assert_no_exception, chromium, follow_to_full_page, need_browser, wait_for_widgets
+from helpers import assert_no_exception, chromium, follow_to_full_page, need_browser, sidebar_names, wait_for_widgets
 
 from benchmarks.app import (
     CHART_POINTS_JS,
@@ -84,11 +84,6 @@ def page(browser):
     page.set_default_timeout(60_000)
     yield page
     context.close()
-
-
-def sidebar_names(page):
-    links = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')
-    return [links.nth(i).inner_text().split()[-1] for i in range(links.count())]
 
 
 def screenshot(page, name):
@@ -303,25 +298,6 @@ def test_sample_next_character_bars_follow_each_key_press_without_enter(server, 
         screenshot(page, "sample-typing")
     finally:
         context.close()
-
-
-def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(browser, tmp_path):
-    """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first,
-    no automatic "app" entry) and the link's settings. The server prepared for it before it opened."""
-    fresh = AppServer(tmp_path).wait_healthy()  # the shared server has long seen "/"
-    assert "prepared for the first visitors" in fresh.output(last_chars=None)  # before it answered at all
-    context = browser.new_context(viewport=VIEWPORT)
-    try:
-        page = context.new_page()
-        open_page(page, f"{fresh.url}/Train?hidden=32")
-        page.wait_for_function("() => document.querySelector('.st-key-train_hidden input')?.value === '32'")
-        page.wait_for_selector(SCRIPT_DONE)
-        assert sidebar_names(page) == list(PAGES)
-        assert page.locator('[data-testid="stMain"] h1').first.inner_text().endswith("Train")
-        assert_no_exception(page, "Train opened first on a fresh server")
-    finally:
-        context.close()
-        fresh.stop()
 
 
 def test_settings_are_mirrored_in_the_url(server, page):

@@ -11,6 +11,8 @@
   beside it, not below the chart; the Ablation page's first screen holds its question, the chart of its arms
   and its answer.
 
+- A direct link to Train, the fresh server's first visit, gets the app's own sidebar and the link's settings.
+
 Each page and lesson is opened once for all of it, by one server and one browser. Screenshots go to
 test-artifacts/screenshots/laptop/ (the first screen) and heights/ (the whole page), for a person to look at.
 
@@ -18,11 +20,12 @@ Skipped only when /usr/bin/chromium is missing and CI is not set (as tests/test_
 """
 
 import pytest
-from helpers import assert_no_exception, follow_to_full_page, laptop_page, wait_for_widgets
+from helpers import assert_no_exception, follow_to_full_page, laptop_page, sidebar_names, wait_for_widgets
 from test_student_words import IDS
 
 from benchmarks.app import LAPTOP, ROOT, SCRIPT_DONE, app_pages, open_page
 from ui.lessons import LESSONS
+from ui.shared.common import PAGES
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 MAIN = '[data-testid="stMain"]'
@@ -67,9 +70,31 @@ FIGURES = ", ".join(
 
 
 @pytest.fixture(scope="module")
-def laptop(tmp_path_factory):
+def fresh_laptop(tmp_path_factory):
+    """(server, page, what its first visit found): a fresh server's first visit is a direct link to Train,
+    before anyone opened "/"."""
     with laptop_page(tmp_path_factory.mktemp("user_checkpoints"), 90_000) as (app, page):
-        yield app, page
+        prepared = "prepared for the first visitors" in app.output(last_chars=None)  # before it answered at all
+        open_page(page, f"{app.url}/Train?hidden=32")
+        page.wait_for_function("() => document.querySelector('.st-key-train_hidden input')?.value === '32'")
+        page.wait_for_selector(SCRIPT_DONE)
+        exceptions = page.locator('[data-testid="stException"]').count()
+        title = page.locator(f"{MAIN} h1").first.inner_text()
+        yield app, page, {"prepared": prepared, "sidebar": sidebar_names(page), "title": title, "errors": exceptions}
+
+
+@pytest.fixture(scope="module")
+def laptop(fresh_laptop):
+    return fresh_laptop[:2]
+
+
+def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(fresh_laptop):
+    """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first, no automatic
+    "app" entry) and the link's settings. The server prepared for it before it opened."""
+    _, _, first = fresh_laptop
+    assert first["prepared"]
+    assert first["sidebar"] == list(PAGES)
+    assert first["title"].endswith("Train") and first["errors"] == 0
 
 
 def settled_height_and_ids(page, name):

@@ -69,13 +69,17 @@ def test_the_runs_table_never_shows_none_before_the_first_validation():
     assert None not in log.row().values() and log.row()["val nats/char"] == "…"
 
 
-def test_live_charts_redraw_less_often_only_on_a_busy_server_and_after_the_first_points():
-    busy = tv.BUSY_SERVER_RUNS
+def test_a_class_watching_together_keeps_its_redraws_within_the_servers_share_after_the_first_points():
     assert tv.live_refresh_seconds(1, waiting_for_first_point=False) == 2.0
-    assert tv.live_refresh_seconds(busy - 1, waiting_for_first_point=False) == 2.0
-    assert tv.live_refresh_seconds(busy, waiting_for_first_point=True) == 2.0  # a new run's first point comes fast
-    assert tv.live_refresh_seconds(busy, waiting_for_first_point=False) > 2.0
-    assert tv.live_refresh_seconds(busy + 20, waiting_for_first_point=False) <= 5.0  # never slower than 5 s
+    assert tv.live_refresh_seconds(6, waiting_for_first_point=False) == 2.0
+    assert tv.live_refresh_seconds(30, waiting_for_first_point=True) == 2.0  # a new run's first point comes fast
+    for watching in range(1, 200):
+        refresh = tv.live_refresh_seconds(watching, waiting_for_first_point=False)
+        assert refresh in tv.REFRESH_STEPS  # few steps: a slowing redraws the student's page
+        assert refresh <= tv.live_refresh_seconds(watching + 1, waiting_for_first_point=False)  # never faster
+        if refresh < tv.REFRESH_STEPS[-1]:
+            assert watching / refresh <= tv.CLASS_REDRAWS_PER_SECOND  # the class's redraws within their share
+    assert tv.live_refresh_seconds(30, waiting_for_first_point=False) == 10.0
 
 
 def race_log(title, cell, evals, steps=3, other_runs=0):

@@ -245,6 +245,14 @@ def session_jobs():
         return list(_session_entry(registry)["jobs"])
 
 
+def watching_sessions():
+    """How many sessions have a run that has not ended (training, or waiting in the budget's queue): the
+    students whose live charts redraw."""
+    registry = job_registry()
+    with registry["lock"]:
+        return sum(any(job.running for job in entry["jobs"]) for entry in registry["sessions"].values())
+
+
 def register_job(job):
     registry = job_registry()
     with registry["lock"]:

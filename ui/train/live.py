@@ -1,5 +1,6 @@
 """The Train page's live view: the race chart of this session's runs beside the bundled models' long race,
-their progress and samples, redrawn every two seconds (five on a busy server) while a run trains."""
+their progress and samples, redrawn every two seconds while a run trains (less often as more students watch:
+chart.live_refresh_seconds)."""
 
 import streamlit as st
 
@@ -8,6 +9,7 @@ from lab.server.capacity import server_budget
 from lab.training.checkpoints import list_checkpoints
 from ui.shared.common import page_link
 from ui.shared.plain_text import plain
+from ui.shared.sessions import watching_sessions
 from ui.train import chart, memory_race, runs
 
 # the bundled files' figures, read once per process: the live view below is redrawn every 2 s for every
@@ -28,7 +30,9 @@ def bundled_anchors():
 
 
 def waiting_for_first_point(logs):
-    return any(log.job.running and log.last_step is None for log in logs)
+    """A run training whose first point has not come (a run still in the budget's queue is not: it may wait
+    minutes, and its chart redrawn every 2 s for nothing was most of a class's load on the server)."""
+    return any(log.job.status == "running" and log.last_step is None for log in logs)
 
 
 def live_view(auto, x_axis, refresh, values, task, corpus_label):
@@ -39,7 +43,7 @@ def live_view(auto, x_axis, refresh, values, task, corpus_label):
         log.other_runs = max(log.other_runs, n_running - len(active))
     memory_race.view(x_axis)
     if memory_race.race_jobs() and not logs:
-        return rerun_when_done(auto, [], refresh, n_running)
+        return rerun_when_done(auto, [], refresh)
     kinds = {(log.tokenizer, log.vocab, log.job.extra.get("corpus")) for log in logs} or {
         (values["tokenizer"], task and task.vocab_size, corpus_label)
     }
@@ -66,20 +70,20 @@ def live_view(auto, x_axis, refresh, values, task, corpus_label):
         with st.container(horizontal=True):
             for page in ("Sample", "Gates", "Checkpoints"):
                 page_link(page, label=f"Open the {page} page")
-    rerun_when_done(auto, logs, refresh, n_running)
+    rerun_when_done(auto, logs, refresh)
 
 
-def rerun_when_done(auto, logs, refresh, n_running):
+def rerun_when_done(auto, logs, refresh):
     if auto and not (any(log.job.running for log in logs) or memory_race.running()):
         st.rerun()  # the last run ended: redraw the page once, without the refresh
-    if auto and refresh < chart.live_refresh_seconds(n_running, waiting_for_first_point(logs)):
-        st.rerun()  # the first points are drawn and the server is busy: redraw less often from now on
+    if auto and refresh < chart.live_refresh_seconds(watching_sessions(), waiting_for_first_point(logs)):
+        st.rerun()  # the first points are drawn, or more students watch: redraw less often from now on
 
 
 def live_race(running, values, task, corpus_label):
     """The live view, a fragment redrawn while a run of this session trains."""
     refresh = chart.live_refresh_seconds(
-        server_budget().snapshot()[2], waiting_for_first_point(st.session_state.get("train_logs", {}).values())
+        watching_sessions(), waiting_for_first_point(st.session_state.get("train_logs", {}).values())
     )
     st.fragment(run_every=refresh if running else None)(live_view)(
         bool(running), values["x"], refresh, values, task, corpus_label
