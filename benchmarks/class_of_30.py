@@ -10,7 +10,9 @@ Debian chromiums (the teacher's and a visitor's) and the scripted students:
   the board every BOARD_REFRESH_SECONDS;
 * a visitor (a browser of its own, at the laptop's 1366x768) times warm visits of Home, Train, Sample, Gates,
   Memory and the first lesson on the idle server (benchmarks.page_loads: navigation -> the script finished;
-  one cold visit each first): their idle times;
+  one cold visit each first): their idle times. A scripted visitor (as the students below) then times the
+  server's answer alone: a new session asks for each view and reads its messages to its script's end, drawing
+  nothing, as a browser on a laptop of its own (the visitor's Chromium draws on the server's 2 cores);
 * then each student opens the Train page with a model of the class's experiment in its URL (the default
   model with one of three cells and three hidden sizes, `--seconds` of training) and presses Start,
   `--together` students at a time. A student is scripted (benchmarks.scripted_student): a Streamlit session
@@ -25,8 +27,9 @@ Debian chromiums (the teacher's and a visitor's) and the scripted students:
   (BoardStore.set_student), which the page reads (clicking the switch is tested in
   tests/test_sign_in_browser.py). Their pages stay open (a closed tab stops its run); how often they ran
   their fragments is printed;
-* once every student has pressed Start, the visitor times the same warm visits again (the runs training
-  and waiting read from the budget line on Train before and after, with the load average).
+* once every student has pressed Start, both visitors time the same views again (the runs training and
+  waiting read from the budget line on Train before and after, with the load average); with
+  `--training-paused` the server's training processes are stopped meanwhile, as if on cores of their own.
 
 The board's redraw is timed inside the server (benchmarks.board_redraws: its script thread's CPU seconds,
 on the live jobs' real event logs), each redraw the teacher's page asked for; the figures reported are
@@ -110,6 +113,22 @@ def timed_server_env(folder):
     return {"RNNLAB_TEACHER_KEY": TEACHER_KEY, "PYTHONPATH": path, board_redraws.LOG_VARIABLE: str(log)}, log
 
 
+def answers(server, key, repeats):
+    """{view: the median seconds the server took to answer a visit}: a scripted browser (a new session, as a
+    navigation opens) asks for the page and reads its every message to its script's end, drawing nothing. A
+    class's browsers draw on laptops of their own; the visitor's Chromium draws on the server's 2 cores."""
+    seconds = {}
+    for label, path in page_loads.views():
+        page, _, query = path.partition("?")
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            ScriptedStudent(server.url, page, query, {SPACE_COOKIE: key}).open(timeout=TIMEOUT_S).close()
+            times.append(time.perf_counter() - start)
+        seconds[label] = statistics.median(times)
+    return seconds
+
+
 @contextlib.contextmanager
 def paused(server_pid):
     """The server's training processes stopped meanwhile (SIGSTOP): as if they trained on cores of their own, so
@@ -144,6 +163,8 @@ def class_of(students, seconds, repeats, together=10, teacher_nice=10, watched=W
             for _, path in page_loads.views():  # cold: caches fill
                 page_loads.visit(server, visitor, path)
             idle = page_loads.warm_visits(server, visitor, repeats)
+            visitor_key = new_space_key(user_dir)
+            idle_answers = answers(server, visitor_key, repeats)
             idle_load = os.getloadavg()[0]
             print(f"idle, load average {idle_load:.1f}: {idle}", file=sys.stderr, flush=True)  # kept if cut short
             started, pages = time.time(), []
@@ -156,6 +177,7 @@ def class_of(students, seconds, repeats, together=10, teacher_nice=10, watched=W
             before = budget_state(server, visitor)
             with paused(server.process.pid) if training_paused else contextlib.nullcontext():
                 busy = page_loads.warm_visits(server, visitor, repeats)
+                busy_answers = answers(server, visitor_key, repeats)
             after = budget_state(server, visitor)
             ended = time.time()
             fragments = sum(student.ends.count("fragment") for student in pages) - fragments
@@ -167,6 +189,8 @@ def class_of(students, seconds, repeats, together=10, teacher_nice=10, watched=W
     return {
         "idle": idle,
         "busy": busy,
+        "idle_answers": idle_answers,
+        "busy_answers": busy_answers,
         "idle_load": idle_load,
         "before": before,
         "after": after,
@@ -231,14 +255,14 @@ def main():
     )
     print(
         f"\n| view | idle, warm (median of {args.repeats}) | {args.students} students training | × idle "
-        "| server CPU, idle | server CPU, training |"
+        "| the server's answer, idle | with the class | × idle |"
     )
-    print("|---|---|---|---|---|---|")
-    for label, (seconds, cpu) in r["idle"].items():
-        busy_seconds, busy_cpu = r["busy"][label]
+    print("|---|---|---|---|---|---|---|")
+    for label, (seconds, _) in r["idle"].items():
+        busy_seconds, answer, busy_answer = r["busy"][label][0], r["idle_answers"][label], r["busy_answers"][label]
         print(
-            f"| {label} | {seconds:.2f} s | {busy_seconds:.2f} s | {busy_seconds / seconds:.2f}× | {cpu:.2f} s "
-            f"| {busy_cpu:.2f} s |"
+            f"| {label} | {seconds:.2f} s | {busy_seconds:.2f} s | {busy_seconds / seconds:.2f}× | {answer:.2f} s "
+            f"| {busy_answer:.2f} s | {busy_answer / answer:.2f}× |"
         )
 
 
