@@ -167,6 +167,9 @@ def test_students_sign_in_train_and_show_their_runs_and_only_the_teacher_control
         for size, name in (({"width": 1366, "height": 768}, "laptop"), ({"width": 1920, "height": 1080}, "projector")):
             teacher.set_viewport_size(size)
             teacher.wait_for_timeout(1500)  # the charts redraw at the new width
+            # every loss in view: the leaderboard fits the column the board leaves it, with no scroll
+            overflow = teacher.eval_on_selector(BOARD, "t => t.parentElement.scrollWidth - t.parentElement.clientWidth")
+            assert overflow <= 1, f"at {name} size the leaderboard is {overflow} px wider than its column"
             SHOTS.mkdir(parents=True, exist_ok=True)
             teacher.screenshot(path=str(SHOTS / f"Class-board-{name}.png"))
     finally:
