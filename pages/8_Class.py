@@ -37,13 +37,12 @@ else:
     board.teacher_controls(shown)
 
 compare.number_input(
-    "Compare at, in seconds of training",
+    "Compare at, in seconds of training (0: as far as every run has trained)",
     0,
     86_400,
     key="class_at",
     step=10,
-    help="The leaderboard ranks every run by its loss after this many seconds; 0: the time every run shown "
-    "has reached.",
+    help="The leaderboard ranks every run by its loss after this many seconds.",
 )
 mirror_to_url(SETTINGS, DEFAULTS)
 st.fragment(run_every=board.BOARD_REFRESH_SECONDS)(board.live_board)(st.session_state.class_at, teacher)
