@@ -29,7 +29,9 @@ Debian chromiums (the teacher's and a visitor's) and the scripted students:
   their fragments is printed;
 * once every student has pressed Start, both visitors time the same views again (the runs training and
   waiting read from the budget line on Train before and after, with the load average); with
-  `--training-paused` the server's training processes are stopped meanwhile, as if on cores of their own.
+  `--training-paused` the server's training processes are stopped meanwhile, as if on cores of their own;
+* at the end the teacher's board, the whole class on it, is photographed at the projector's size and the
+  laptop's (test-artifacts/screenshots/Class-board-30-*.png).
 
 The board's redraw is timed inside the server (benchmarks.board_redraws: its script thread's CPU seconds,
 on the live jobs' real event logs), each redraw the teacher's page asked for; the figures reported are
@@ -69,6 +71,7 @@ CELLS, HIDDEN = ("rnn", "gru_torch", "lstm"), (64, 128, 256)  # the class's expe
 ENDED = re.compile(r"lab\.server\.jobs: The run .*?: (\w+) after", re.M)
 LEADERBOARD = '[data-testid="stMain"] table'  # on the Class page: the board's only table
 TIMEOUT_S = 300  # a student's page on a server training 30 runs on 2 cores
+SHOTS = ROOT / "test-artifacts" / "screenshots"  # the board with the class on it (photograph)
 
 
 def student_query(n, seconds):
@@ -100,6 +103,15 @@ def open_teachers_board(browser, server):
     page.get_by_role("button", name="Open the teacher's view").click()
     page.locator(".st-key-class_open").wait_for()
     return page
+
+
+def photograph(teacher):
+    """The teacher's board with the whole class on it, at the projector's size and the laptop's, to look at."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for name, size in (("projector", PROJECTOR), ("laptop", LAPTOP)):
+        teacher.set_viewport_size(size)
+        teacher.wait_for_timeout(3000)  # the charts redraw at the new width
+        teacher.screenshot(path=str(SHOTS / f"Class-board-30-{name}.png"), full_page=True)
 
 
 def timed_server_env(folder):
@@ -182,6 +194,7 @@ def class_of(students, seconds, repeats, together=10, teacher_nice=10, watched=W
             ended = time.time()
             fragments = sum(student.ends.count("fragment") for student in pages) - fragments
             board, shown = BoardStore(user_dir).read(), teacher.inner_text(LEADERBOARD)
+            photograph(teacher)
             for student in pages:
                 student.close()
             log = server.output(None)

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 from helpers import stop_every_sessions_jobs
+from hypothesis import given
+from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from lab.errors import LabError
 from lab.server.board import BOARD_FILE, BoardStore, Curve, check_display_name, equal_time, leaderboard, owner_id
 from lab.server.capacity import Budget, CapacityError
 from lab.server.spaces import identity_space_key, is_space_key, new_space_key, space_dir
+from ui.class_board.board import NAME_BOX, NAMED_AT_MOST, spaced_names
 from ui.shared.sign_in import identity_from
 
 FACTS = {
@@ -162,6 +165,23 @@ def test_a_charts_points_are_means_over_equal_stretches_of_time():
     curve = Curve().extend(steps([(t / 100, 1.0 + (t % 2)) for t in range(1, 1001)]), 1.0)
     x, y = curve.points(n=50)
     assert len(x) == 50 and all(abs(v - 1.5) < 0.1 for v in y) and x == sorted(x)
+
+
+@given(st.lists(st.tuples(st.floats(0, 300), st.floats(0, 5)), max_size=40), st.floats(1, 300), st.floats(0.1, 5))
+def test_names_on_the_chart_go_to_the_best_runs_and_never_overlap(ends, x_span, y_span):
+    ends = {f"run {i}": end for i, end in enumerate(ends)}  # best first
+    named = spaced_names(ends, x_span, y_span)
+    width, height = NAME_BOX[0] * x_span, NAME_BOX[1] * y_span
+    assert len(named) <= NAMED_AT_MOST and (not ends or named[0] == "run 0")
+    for i, a in enumerate(named):
+        for b in named[i + 1 :]:  # no two names' boxes overlap
+            assert abs(ends[a][0] - ends[b][0]) >= width or abs(ends[a][1] - ends[b][1]) >= height
+    for run in set(ends) - set(named):  # a run left unnamed was crowded out by a better one, or the cap
+        better = [r for r in named if list(ends).index(r) < list(ends).index(run)]
+        crowded = any(
+            abs(ends[r][0] - ends[run][0]) < width and abs(ends[r][1] - ends[run][1]) < height for r in better
+        )
+        assert crowded or len(better) == NAMED_AT_MOST
 
 
 # ---------------------------------------------------------------------------

@@ -17,13 +17,16 @@ from plotly.subplots import make_subplots
 
 from lab.server.board import equal_time, leaderboard
 from lab.settings import server_settings
+from lab.words import count
 from ui.cell_labels import cell_colour, cell_label
 from ui.shared.board import board_runs, store
 from ui.shared.sign_in import try_teacher_key
 
 BOARD_REFRESH_SECONDS = 5.0  # the board redraws its live runs this often
 BIG = 22  # the charts' type size: read from the back of a classroom
-WIDTH_ALL_LABELLED = 12  # up to this many runs, each line ends with its name; more, the leaderboard names them
+LEADERBOARD_HEIGHT = "22rem"  # beside the chart: the leaders at a glance, the rest a scroll away
+NAMED_AT_MOST = 12  # line ends named on the chart; the leaderboard names every run
+NAME_BOX = (0.22, 0.08)  # a name's width and height on the chart, as shares of its seconds and its loss spans
 
 
 def shown_runs(board):
@@ -95,16 +98,34 @@ def by_family(rows):
     return sorted(families.items())
 
 
-def loss_chart(rows, at_seconds, labelled):
-    """Every run's loss over its seconds of training, one colour per cell family, each line ending in its
-    student's name when `labelled` names it; a dashed line where the leaderboard compares them."""
+def spaced_names(ends, x_span, y_span, box=NAME_BOX):
+    """Which line ends get their student's name: `ends` maps a run to where its line ends (seconds, loss),
+    best run first. A name is written where its box (`box`: shares of the chart's spans) overlaps none
+    written before it, up to NAMED_AT_MOST: the leaders are named, and lines ending together get one
+    name, not a smudge of them."""
+    width, height = box[0] * (x_span or 1.0), box[1] * (y_span or 1.0)
+    named = []
+    for run_id, (x, y) in ends.items():
+        if len(named) == NAMED_AT_MOST:
+            break
+        if all(abs(x - ends[other][0]) >= width or abs(y - ends[other][1]) >= height for other in named):
+            named.append(run_id)
+    return named
+
+
+def loss_chart(rows, at_seconds, ranked):
+    """Every run's loss over its seconds of training, one colour per cell family, the lines of the best runs
+    in `ranked` order ending in their student's name where it has room (spaced_names); a dashed line where
+    the leaderboard compares them."""
     figure = go.Figure()
+    ys_shown = []
     for cell, family in by_family(rows):
         xs, ys, texts = [], [], []
         for row in family:  # one trace for the family: its runs' lines apart, with a gap (NaN) between
             x, y = row["curve"].points()
             xs += [*x, math.nan]
             ys += [*y, math.nan]
+            ys_shown += y
             texts += [html.escape(f"{row['who']} · {row['run'].title}")] * (len(x) + 1)
         figure.add_trace(
             go.Scatter(  # arrays, which plotly takes whole, where it checks a list's values one by one
@@ -117,17 +138,18 @@ def loss_chart(rows, at_seconds, labelled):
                 hoverinfo="text+y",
             )
         )
-    for row in rows:
-        curve = row["curve"]
-        if row["id"] in labelled and curve.elapsed:
-            figure.add_annotation(
-                x=curve.reached(),
-                y=curve.final_loss(),
-                text=html.escape(row["who"]),
-                showarrow=False,
-                xanchor="left",
-                xshift=6,
-            )
+    by_id = {row["id"]: row for row in rows}
+    ends = {
+        run_id: (by_id[run_id]["curve"].reached(), by_id[run_id]["curve"].final_loss())
+        for run_id in ranked
+        if by_id[run_id]["curve"].elapsed
+    }
+    x_span = max((x for x, _ in ends.values()), default=0.0)
+    y_span = max(ys_shown, default=0.0) - min(ys_shown, default=0.0)
+    for run_id in spaced_names(ends, x_span, y_span):
+        x, y = ends[run_id]
+        text = html.escape(by_id[run_id]["who"])
+        figure.add_annotation(x=x, y=y, text=text, showarrow=False, xanchor="left", xshift=6)
     if at_seconds:
         figure.add_vline(x=at_seconds, line={"dash": "dash", "color": "#555555", "width": 2})
     figure.update_xaxes(title="seconds of training", rangemode="tozero")
@@ -165,18 +187,19 @@ def difference_chart(rows):
 
 
 def leaderboard_html(frame, at_column):
-    """The leaderboard as large type for a projector, one row per run: its rank, its student's name with the
-    model in smaller type beneath, its loss (the learning rate is in the CSV and the chart below). Every value
-    is escaped, so a name is only its text. Three narrow columns fit the one the board leaves them on a
-    laptop's screen: every loss in view, with no scroll."""
-    cell = "padding:0.3rem 1rem 0.3rem 0;text-align:left;vertical-align:top"
-    head = "".join(f"<th style='{cell};white-space:nowrap'>{c}</th>" for c in ("rank", "student", "loss"))
+    """The leaderboard as large type for a projector, one row per run: its rank, its student's name and the
+    model in smaller type (beneath the name where the column is narrow), its loss; the learning rate is in
+    the CSV and the chart below. Every value is escaped, so a name is only its text. It fits the column the
+    board leaves it on a laptop, every loss in view, and scrolls past LEADERBOARD_HEIGHT under its heading."""
+    cell = "padding:0.3rem 1rem 0.3rem 0;text-align:left;vertical-align:baseline"
+    heading = f"{cell};white-space:nowrap;position:sticky;top:0;background:white"
+    head = "".join(f"<th style='{heading}'>{c}</th>" for c in ("rank", "student", "loss"))
     body = []
     for _, row in frame.iterrows():
         loss = row[at_column]
         rank = "" if pd.isna(row["rank"]) else f"{int(row['rank'])}"
-        who = (
-            f"{html.escape(row['name'])}<br><span style='font-size:0.75em;opacity:0.7'>"
+        who = (  # the model as one block: beside the name, or whole on the line below
+            f"{html.escape(row['name'])} <span style='display:inline-block;font-size:0.75em;opacity:0.7'>"
             f"{html.escape(row['model'])}</span>"
         )
         score = "not there yet" if pd.isna(loss) else f"{loss:.3f}"
@@ -185,7 +208,8 @@ def leaderboard_html(frame, at_column):
             f"<td style='{cell}'>{score}</td></tr>"
         )
     return (
-        "<div style='overflow-x:auto'><table style='font-size:1.3rem;border-collapse:collapse'>"
+        f"<div style='overflow:auto;max-height:{LEADERBOARD_HEIGHT}'>"
+        "<table style='font-size:1.3rem;border-collapse:collapse'>"
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
 
@@ -208,13 +232,15 @@ def live_board(at_seconds, teacher):
     frame = table(rows, at)
     at_column = frame.columns[8]
     ranked = [run_id for run_id, _ in leaderboard({row["id"]: row["curve"] for row in rows}, at)]
-    labelled = set(ranked[:WIDTH_ALL_LABELLED])
     chart_column, board_column = st.columns([3, 2], gap="medium")  # both on one projected screen
-    chart_column.plotly_chart(loss_chart(rows, at, labelled), key="class_chart", width="stretch")
+    chart_column.plotly_chart(loss_chart(rows, at, ranked), key="class_chart", width="stretch")
     with board_column:
         which = "the time every run shown has reached" if not at_seconds else "the time chosen above"
         st.subheader(f"Leaderboard at {seconds_text(at)} of training")
-        st.caption(f"Each run's loss after the same seconds of training ({which}): the fair race on a shared server.")
+        st.caption(
+            f"Each run's loss after the same seconds of training ({which}): the fair race on a shared server. "
+            f"{count(len(frame), 'run')}{', the best first' if len(frame) > 1 else ''}."
+        )
         st.html(leaderboard_html(frame, at_column))
         if teacher:
             st.download_button(
