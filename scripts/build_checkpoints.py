@@ -219,17 +219,11 @@ def export_float16(model, task, train_config, metrics, name, extra, path, device
     return metrics
 
 
-def build(name, options, device):
-    """Train and export the recipe `name` on `device`, with the command line's `options` (its budget and caps,
-    folders, patience, batch size and starting weights) -> its row of the table main() prints."""
-    preset_name, model_overrides, train_overrides = RECIPES[name]
+def recipe_train_config(name, options, device):
+    """The recipe `name`'s training settings with the command line's `options` over them: its budget and caps,
+    batch size and peak learning rate."""
+    preset_name, _, train_overrides = RECIPES[name]
     preset = get_preset(preset_name)
-    task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
-    config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
-    if hasattr(config, "backend"):  # the fastest of the equal implementations on the device that trains
-        config = dataclasses.replace(
-            config, backend=default_backend(config.cell, device), scan_mode=default_scan_mode(device)
-        )
     # a recipe's own epochs or steps are its budget (--minutes does not apply); --steps caps any budget, and
     # --cap-minutes caps any budget in time (a lent GPU's lease), the cosine annealing over whichever ends first
     cap_seconds = options.cap_minutes * 60 if options.cap_minutes else None
@@ -237,16 +231,31 @@ def build(name, options, device):
         budget = {"max_steps": options.steps or train_overrides.get("max_steps"), "max_seconds": cap_seconds}
     else:
         budget = {"max_steps": None, "max_seconds": min(options.minutes * 60, cap_seconds or math.inf)}
-    train_config = preset.train_config(
+    return preset.train_config(
         **{
             "eval_interval": EVAL_INTERVAL,
             "eval_windows": EVAL_WINDOWS,
             **train_overrides,
             **({"batch_size": options.batch_size} if options.batch_size else {}),
+            **({"lr": options.lr} if options.lr else {}),
             **budget,
             "device": device.type,
         }
     )
+
+
+def build(name, options, device):
+    """Train and export the recipe `name` on `device`, with the command line's `options` (its budget and caps,
+    folders, patience, batch size, learning rate and starting weights) -> its row of the table main() prints."""
+    preset_name, model_overrides, _ = RECIPES[name]
+    preset = get_preset(preset_name)
+    task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
+    config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
+    if hasattr(config, "backend"):  # the fastest of the equal implementations on the device that trains
+        config = dataclasses.replace(
+            config, backend=default_backend(config.cell, device), scan_mode=default_scan_mode(device)
+        )
+    train_config = recipe_train_config(name, options, device)
     model, metrics = train_until_plateau(
         name,
         config,
@@ -276,7 +285,7 @@ def build(name, options, device):
     )
 
 
-def main():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=60, help="training budget per model (the cosine schedule's)")
     parser.add_argument(
@@ -311,9 +320,19 @@ def main():
         "progress file (the optimizer's moments too) was too large to bring back",
     )
     parser.add_argument(
+        "--lr",
+        type=float,
+        help="a peak learning rate instead of the recipe's: for a build continued from --init, whose fresh "
+        "optimizer starts at the peak with no warm-up, a gentler one",
+    )
+    parser.add_argument(
         "--save-minutes", type=float, default=5, help="how often an unfinished build writes its progress"
     )
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main():
+    args = parse_args()
     configure_cpu(2)
     device = resolve_device(args.device)
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -139,3 +139,15 @@ def test_every_bundled_file_is_what_its_recipe_builds(name):
         **{k: getattr(shipped, k) for k in ("vocab_size", "backend", "scan_mode") if hasattr(shipped, k)},
     )
     assert shipped == expected
+
+
+def test_the_command_line_sets_a_recipes_budget_batch_and_peak_learning_rate_over_its_own():
+    cpu = torch.device("cpu")
+    recipe = build.recipe_train_config("scribe-gamma", build.parse_args([]), cpu)
+    options = build.parse_args(["--steps", "700", "--batch-size", "32", "--lr", "2e-4"])
+    continued = build.recipe_train_config("scribe-gamma", options, cpu)
+    assert recipe.lr == 1e-3 and recipe.max_epochs == 20  # seed 000's Scribe-gamma
+    assert (continued.lr, continued.max_steps, continued.batch_size) == (2e-4, 700, 32)
+    assert dataclasses.replace(continued, lr=recipe.lr, max_steps=recipe.max_steps, batch_size=recipe.batch_size) == (
+        recipe
+    )
