@@ -8,6 +8,7 @@ reads a few tags), plain in a table (lab.server.board lets through letters, digi
 
 import html
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,8 @@ def shown_runs(board):
 
 
 def table(rows, at_seconds):
-    """The leaderboard at `at_seconds` as a DataFrame, best first (the CSV's columns too)."""
+    """The leaderboard at `at_seconds` as a DataFrame, best first, indexed by run id (its columns are the
+    CSV's)."""
     by_id = {row["id"]: row for row in rows}
     ranked = leaderboard({row["id"]: row["curve"] for row in rows}, at_seconds)
     records = []
@@ -73,7 +75,7 @@ def table(rows, at_seconds):
                 "run": run.run,
             }
         )
-    return pd.DataFrame(records)
+    return pd.DataFrame(records, index=[run_id for run_id, _ in ranked])
 
 
 def _big(figure, height):
@@ -214,6 +216,23 @@ def leaderboard_html(frame, at_column):
     )
 
 
+class Redraw(NamedTuple):
+    at: float  # the seconds of training the leaderboard compares at
+    table: pd.DataFrame  # the leaderboard, best first (the CSV)
+    chart: go.Figure  # every run's loss over its seconds
+    leaderboard: str  # the leaderboard's HTML
+    difference: go.Figure  # final loss against hidden size, cell and learning rate
+
+
+def redraw(rows, at_seconds):
+    """What one redraw of the board computes from its runs' rows (live_board lays it out;
+    benchmarks.class_board times it). `at_seconds`: 0 for the time every run has reached."""
+    at = at_seconds or equal_time([row["curve"] for row in rows]) or 0.0
+    frame = table(rows, at)
+    chart = loss_chart(rows, at, list(frame.index))  # the names go to the best runs first
+    return Redraw(at, frame, chart, leaderboard_html(frame, frame.columns[8]), difference_chart(rows))
+
+
 def live_board(at_seconds, teacher):
     """The board itself: the chart, the leaderboard at equal time and what made the difference (every
     visitor who may see it sees the same), and for the `teacher` the table as a CSV file. `at_seconds`:
@@ -228,24 +247,22 @@ def live_board(at_seconds, teacher):
             "then press Start."
         )
         return None
-    at = at_seconds or equal_time([row["curve"] for row in rows]) or 0.0
-    frame = table(rows, at)
-    at_column = frame.columns[8]
-    ranked = [run_id for run_id, _ in leaderboard({row["id"]: row["curve"] for row in rows}, at)]
+    drawn = redraw(rows, at_seconds)
     chart_column, board_column = st.columns([3, 2], gap="medium")  # both on one projected screen
-    chart_column.plotly_chart(loss_chart(rows, at, ranked), key="class_chart", width="stretch")
+    chart_column.plotly_chart(drawn.chart, key="class_chart", width="stretch")
     with board_column:
         which = "the time every run shown has reached" if not at_seconds else "the time chosen above"
-        st.subheader(f"Leaderboard at {seconds_text(at)} of training")
+        st.subheader(f"Leaderboard at {seconds_text(drawn.at)} of training")
+        runs = len(drawn.table)
         st.caption(
             f"Each run's loss after the same seconds of training ({which}): the fair race on a shared server. "
-            f"{count(len(frame), 'run')}{', the best first' if len(frame) > 1 else ''}."
+            f"{count(runs, 'run')}{', the best first' if runs > 1 else ''}."
         )
-        st.html(leaderboard_html(frame, at_column))
+        st.html(drawn.leaderboard)
         if teacher:
             st.download_button(
                 "Download the table (CSV)",
-                frame.to_csv(index=False).encode(),
+                drawn.table.to_csv(index=False).encode(),
                 file_name="class-board.csv",
                 mime="text/csv",
                 key="class_csv",
@@ -253,7 +270,7 @@ def live_board(at_seconds, teacher):
             )
     st.subheader("What made the difference?")
     st.caption("Each run's final loss (its last tenth of training) against its hidden size, cell and learning rate.")
-    st.plotly_chart(difference_chart(rows), key="class_difference", width="stretch")
+    st.plotly_chart(drawn.difference, key="class_difference", width="stretch")
 
 
 def seconds_text(seconds):
