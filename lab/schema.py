@@ -188,7 +188,7 @@ def error_message(error: ValidationError, prefix="", field=None) -> str:
     """The first of pydantic's errors as one line: "field: what is wrong, got value" (`field` names
     a value validated whole)."""
     first = error.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or field
+    where = ".".join(_shown_part(part) for part in first["loc"]) or field
     if first["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
         text = "unknown field"
     elif first["type"] == "missing":
@@ -199,6 +199,13 @@ def error_message(error: ValidationError, prefix="", field=None) -> str:
     else:
         text = f"{first['msg'][:1].lower()}{first['msg'][1:]}, got {reprlib.repr(first['input'])}"
     return f"{prefix}{where or 'value'}: {text}"
+
+
+def _shown_part(part):
+    """A part of a field's path as the message names it: a key a crafted file chose is quoted with its control
+    characters and line breaks escaped, so the message stays one plain line."""
+    text = str(part)
+    return text if text.isprintable() else reprlib.repr(text)
 
 
 def refusal(error: ValidationError, kind=LabError, prefix=""):

@@ -128,6 +128,15 @@ def test_unknown_fields_are_refused_in_every_part_of_the_header(entry, sources):
         load_checkpoint(rebuild(data, {**header(data), "metrics": json.dumps(nested)}))
 
 
+@pytest.mark.parametrize("crafted", ["a\x1eb", "a\u2028b", "a\x1b[31mb", "a\nb"])  # breaks or recolours a line
+def test_an_unknown_field_named_with_control_characters_is_refused_in_one_plain_line(crafted, sources):
+    data = sources["fresh"]
+    metadata = {**header(data), "metrics": json.dumps({**json.loads(header(data)["metrics"]), crafted: 1})}
+    with pytest.raises(CheckpointError, match="unknown field") as error:
+        load_checkpoint(rebuild(data, metadata))
+    assert len(str(error.value).splitlines()) == 1 and str(error.value).isprintable(), repr(str(error.value))
+
+
 @pytest.mark.parametrize(
     "part, field, value",
     [("tokenizer", "kind", ["char"]), ("tokenizer", "kind", {"char": 1}), ("config", "backend", ["scratch"])],
