@@ -187,7 +187,7 @@ def printable_part(text, max_length=200):
 def error_message(error: ValidationError, prefix="", field=None) -> str:
     """The first of pydantic's errors as one line: "field: what is wrong, got value" (`field` names
     a value validated whole)."""
-    first = error.errors(include_url=False)[0]
+    first = error.errors(include_url=False, include_context=True)[0]
     where = ".".join(_shown_part(part) for part in first["loc"]) or field
     if first["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
         text = "unknown field"
@@ -198,7 +198,9 @@ def error_message(error: ValidationError, prefix="", field=None) -> str:
         return f"{prefix}{where}: {text}" if where else f"{prefix}{text}"
     else:
         text = f"{first['msg'][:1].lower()}{first['msg'][1:]}, got {reprlib.repr(first['input'])}"
-    return f"{prefix}{where or 'value'}: {text}"
+    more = error.error_count() - 1  # counted, not built: each built error costs (a crafted file held millions)
+    and_more = f" (and {more:,} more {'problem' if more == 1 else 'problems'})" if more else ""
+    return f"{prefix}{where or 'value'}: {text}{and_more}"
 
 
 def _shown_part(part):

@@ -12,32 +12,34 @@ from ui.sample.columns import drivers, samples, stateful_or_stateless
 from ui.sample.settings import SETTINGS, model_and_prompt
 from ui.sample.type_and_watch import typing
 from ui.sample.views import DEFAULTS
+from ui.shared.boundary import page_part
 from ui.shared.common import show_anchors
 from ui.shared.links import restore_from_url
 
 setup_page("Sample")
-st.title("💬 Sample")
-st.caption(
-    "One prompt, four ways to pick the next token. Every generated token sits on a background "
-    "coloured by how likely the model found it; same random seed, same text."
-)
-show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
-restore_from_url(SETTINGS, DEFAULTS)
-checkpoint, prompt = model_and_prompt()
-# True once the whole page has run: a later run of one part alone is a fragment's (see samples())
-st.session_state.sample_page_done = False
+with page_part():  # one plain line on the page for whatever fails below (ui.shared.boundary)
+    st.title("💬 Sample")
+    st.caption(
+        "One prompt, four ways to pick the next token. Every generated token sits on a background "
+        "coloured by how likely the model found it; same random seed, same text."
+    )
+    show_anchors("uniform_char", "nanogpt_cpu", "leviathan")
+    restore_from_url(SETTINGS, DEFAULTS)
+    checkpoint, prompt = model_and_prompt()
+    # True once the whole page has run: a later run of one part alone is a fragment's (see samples())
+    st.session_state.sample_page_done = False
 
-# one tab on the screen at a time: the page stays within three laptop screens, its point (four ways to pick the
-# next token, side by side) on the first
-four_ways, state, drove, typed = st.tabs(
-    ["Four ways to pick the next token", "Stateful vs stateless", "What drove a character?", "Type and watch"]
-)
-with four_ways:
-    samples(checkpoint, prompt)
-with state:
-    stateful_or_stateless(checkpoint, prompt)
-with drove:
-    drivers(checkpoint, prompt)
-with typed:
-    typing(checkpoint)
-st.session_state.sample_page_done = True
+    # one tab on the screen at a time: the page stays within three laptop screens, its point (four ways to pick the
+    # next token, side by side) on the first
+    four_ways, state, drove, typed = st.tabs(
+        ["Four ways to pick the next token", "Stateful vs stateless", "What drove a character?", "Type and watch"]
+    )
+    with four_ways:
+        samples(checkpoint, prompt)
+    with state:
+        stateful_or_stateless(checkpoint, prompt)
+    with drove:
+        drivers(checkpoint, prompt)
+    with typed:
+        typing(checkpoint)
+    st.session_state.sample_page_done = True

@@ -14,33 +14,38 @@ from ui.memory.gradients import gradients
 from ui.memory.probe import probe_section
 from ui.memory.sections import change_reach_view, unit_memory
 from ui.memory.settings import SECTIONS, TEXT_MAX_CHARS, listed_models, mirror, restore_settings
+from ui.shared.boundary import page_part
 from ui.shared.common import section_choice
 
 setup_page("Memory")
-st.title("🧠 Memory")
-st.caption(
-    "Two views of memory: "
-    "what the keep gates let survive, and how strongly the last prediction still depends on a step long ago. "
-    "Then a task that needs memory and nothing else."
-)
-by_name = listed_models()
-restore_settings()
-section = section_choice(SECTIONS, "memory_section")
-if section in ("units", "gradients"):
-    text = st.text_area(
-        "Text the models read (for retention and gradients)", height=120, key="memory_text", max_chars=TEXT_MAX_CHARS
+with page_part():  # one plain line on the page for whatever fails below (ui.shared.boundary)
+    st.title("🧠 Memory")
+    st.caption(
+        "Two views of memory: "
+        "what the keep gates let survive, and how strongly the last prediction still depends on a step long ago. "
+        "Then a task that needs memory and nothing else."
     )
+    by_name = listed_models()
+    restore_settings()
+    section = section_choice(SECTIONS, "memory_section")
+    if section in ("units", "gradients"):
+        text = st.text_area(
+            "Text the models read (for retention and gradients)",
+            height=120,
+            key="memory_text",
+            max_chars=TEXT_MAX_CHARS,
+        )
 
-if section == "reach":
-    change_reach_view(by_name)
-elif section == "units":
-    unit_memory(by_name, text)
-elif section == "analytic":
-    constant_gate_anchors()
-    analytic()
-    bias_table()
-elif section == "gradients":
-    gradients(by_name, text)
-else:
-    probe_section(mirror)
-mirror()
+    if section == "reach":
+        change_reach_view(by_name)
+    elif section == "units":
+        unit_memory(by_name, text)
+    elif section == "analytic":
+        constant_gate_anchors()
+        analytic()
+        bias_table()
+    elif section == "gradients":
+        gradients(by_name, text)
+    else:
+        probe_section(mirror)
+    mirror()

@@ -19,21 +19,23 @@ from ui.ablation.sections import (
     time_constants,
 )
 from ui.app.frame import setup_page
+from ui.shared.boundary import page_part
 from ui.shared.common import section_choice
 from ui.shared.links import mirror_to_url, restore_from_url
 
 setup_page("Ablation")
-st.title("⚖️ Does a strong memory help a GRU learn?")
-restore_from_url(SETTINGS, DEFAULTS)
-if st.session_state.ablation_size not in (8, 16, 32):
-    st.session_state.ablation_size = 16
-the_answer()
-section = section_choice(SECTIONS, "ablation_section")
-{
-    "study": shipped_study,
-    "gates": shipped_gates,
-    "time": time_constants,
-    "anchors": published_anchors,
-    "live": live_section,
-}[section]()
-mirror_to_url(SETTINGS, DEFAULTS)
+with page_part():  # one plain line on the page for whatever fails below (ui.shared.boundary)
+    st.title("⚖️ Does a strong memory help a GRU learn?")
+    restore_from_url(SETTINGS, DEFAULTS)
+    if st.session_state.ablation_size not in (8, 16, 32):
+        st.session_state.ablation_size = 16
+    the_answer()
+    section = section_choice(SECTIONS, "ablation_section")
+    {
+        "study": shipped_study,
+        "gates": shipped_gates,
+        "time": time_constants,
+        "anchors": published_anchors,
+        "live": live_section,
+    }[section]()
+    mirror_to_url(SETTINGS, DEFAULTS)

@@ -10,39 +10,41 @@ import streamlit as st
 
 from ui.app.frame import setup_page
 from ui.class_board import board
+from ui.shared.boundary import fragment, page_part
 from ui.shared.common import page_link
 from ui.shared.links import Field, mirror_to_url, restore_from_url
 from ui.shared.sign_in import is_teacher
 
 setup_page("Class")
-title, compare = st.columns([2, 1], vertical_alignment="bottom")  # one line: the board fills the screen
-title.title("🧑‍🏫 Class")
-SETTINGS = {"at": (Field("int", "Compare at", 0, 86_400), "class_at")}
-DEFAULTS = {"at": 0}
-restore_from_url(SETTINGS, DEFAULTS)
+with page_part():  # one plain line on the page for whatever fails below (ui.shared.boundary)
+    title, compare = st.columns([2, 1], vertical_alignment="bottom")  # one line: the board fills the screen
+    title.title("🧑‍🏫 Class")
+    SETTINGS = {"at": (Field("int", "Compare at", 0, 86_400), "class_at")}
+    DEFAULTS = {"at": 0}
+    restore_from_url(SETTINGS, DEFAULTS)
 
-teacher = is_teacher()
-shown = board.store().read()
-if not teacher:
-    if board.teacher_key_set():
-        board.teacher_key_box()
-    if not shown.open:
-        st.info(
-            "The class board shows the runs your classmates chose to show, once your teacher opens it. To show "
-            "yours, turn on “Show my runs on the class board” on the Train page before you press Start."
-        )
-        page_link("Train", label="Open the Train page to show your runs")  # what a student can do meanwhile
-        st.stop()
-else:
-    board.teacher_controls(shown)
+    teacher = is_teacher()
+    shown = board.store().read()
+    if not teacher:
+        if board.teacher_key_set():
+            board.teacher_key_box()
+        if not shown.open:
+            st.info(
+                "The class board shows the runs your classmates chose to show, once your teacher opens it. To show "
+                "yours, turn on “Show my runs on the class board” on the Train page before you press Start."
+            )
+            page_link("Train", label="Open the Train page to show your runs")  # what a student can do meanwhile
+            st.stop()
+    else:
+        board.teacher_controls(shown)
 
-compare.number_input(
-    "Compare at, in seconds of training (0: as far as every run has trained)",
-    0,
-    86_400,
-    key="class_at",
-    step=10,
-    help="The leaderboard ranks every run by its loss after this many seconds.",
-)
-mirror_to_url(SETTINGS, DEFAULTS)
-st.fragment(run_every=board.BOARD_REFRESH_SECONDS)(board.live_board)(st.session_state.class_at, teacher)
+    compare.number_input(
+        "Compare at, in seconds of training (0: as far as every run has trained)",
+        0,
+        86_400,
+        key="class_at",
+        step=10,
+        help="The leaderboard ranks every run by its loss after this many seconds.",
+    )
+    mirror_to_url(SETTINGS, DEFAULTS)
+    fragment(run_every=board.BOARD_REFRESH_SECONDS)(board.live_board)(st.session_state.class_at, teacher)

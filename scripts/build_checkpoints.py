@@ -35,7 +35,14 @@ from lab.training.checkpoints import SUFFIX, atomic_write_bytes, checkpoint_byte
 from lab.training.presets import get_preset  # noqa: E402
 from lab.training.process import configure_cpu  # noqa: E402
 from lab.training.tasks import TASKS  # noqa: E402
-from lab.training.train import DEVICES, resolve_device, resume_training_state, run_metrics, train  # noqa: E402
+from lab.training.train import (  # noqa: E402
+    DEVICES,
+    TrainingState,
+    resolve_device,
+    resume_training_state,
+    run_metrics,
+    train,
+)
 
 # a build's own progress file (weights and AdamW's two moments in float32): the Leviathan-LSTM's is 278 MB,
 # over the limit the app opens
@@ -126,11 +133,23 @@ def _cpu_state(state):
 
 
 def train_until_plateau(
-    name, model_config, train_config, task, work, patience=12, chunk_seconds=300, log=print, init=None
+    name,
+    model_config,
+    train_config,
+    task,
+    work,
+    patience=12,
+    chunk_seconds=300,
+    log=print,
+    init=None,
+    continue_at=0,
+    stretch_seconds=None,
 ):
     """Train with early stopping, resumable from `work` (a folder): -> (model with the best weights,
     metrics of the run). Rerun with the same arguments after an interruption to continue. A new run starts
-    from the weights of the checkpoint `init` where one is given (with a fresh optimizer and schedule)."""
+    from the weights of the checkpoint `init` where one is given, with a fresh optimizer (warmed up over
+    train_config.warmup_steps) at step `continue_at` of its schedule. `stretch_seconds`: this call trains at
+    most so long (its schedule unchanged), then returns its best weights so far, to be continued later."""
     work.mkdir(parents=True, exist_ok=True)
     progress_path, best_path = work / f"progress{SUFFIX}", work / f"best{SUFFIX}"
     plateau, state, done = Plateau(patience), None, False
@@ -153,7 +172,8 @@ def train_until_plateau(
         model = build_model(model_config)
         if init:
             model.load_state_dict(load_checkpoint(init, device="cpu").model.state_dict())
-            log(f"{name}: starting from the weights of {init}")
+            state = TrainingState.from_weights_at(continue_at, train_config.seed) if continue_at else None
+            log(f"{name}: starting from the weights of {init} at step {continue_at:,} of its schedule")
     best_weights = load_checkpoint(best_path, device="cpu").model.state_dict() if best_path.is_file() else None
 
     def on_event(event):
@@ -168,8 +188,9 @@ def train_until_plateau(
                 f" nats/char (best {plateau.best:.4f}) {event['elapsed'] / 60:.1f} min"
             )
 
+    stretch_end = time.monotonic() + (stretch_seconds or math.inf)
     while not done:
-        chunk_end, chunk_steps = time.monotonic() + chunk_seconds, 0
+        chunk_end, chunk_steps = min(time.monotonic() + chunk_seconds, stretch_end), 0
         result = train(
             model,
             task,
@@ -181,11 +202,17 @@ def train_until_plateau(
         state = result.training_state
         done = result.reason != "stopped" or plateau.reached
         reason = "early stopping" if plateau.reached else result.reason
+        if not done and time.monotonic() >= stretch_end:
+            reason = "stretch ended"
         metrics = run_metrics(result, train_config, reason=reason, done=done, plateau=dataclasses.asdict(plateau))
         del metrics["plateau"]["patience"]
         if metrics["plateau"]["best"] == math.inf:  # no evaluation yet: a header's numbers are finite
             metrics["plateau"]["best"] = None
         atomic_write_bytes(progress_path, checkpoint_bytes(model, task.tokenizer, metrics, name, 0, None, state))
+        if reason == "stretch ended":
+            break
+    if best_weights is None:  # no evaluation yet: a stretch too short to reach one
+        raise SystemExit(f"{name}: the stretch ended before its first evaluation; give it more minutes")
     model.load_state_dict(best_weights)
     return model.eval(), metrics
 
@@ -238,6 +265,7 @@ def recipe_train_config(name, options, device):
             **train_overrides,
             **({"batch_size": options.batch_size} if options.batch_size else {}),
             **({"lr": options.lr} if options.lr else {}),
+            **({"warmup_steps": options.warmup} if options.warmup else {}),
             **budget,
             "device": device.type,
         }
@@ -265,6 +293,8 @@ def build(name, options, device):
         options.patience,
         chunk_seconds=options.save_minutes * 60,
         init=options.init,
+        continue_at=options.continue_at,
+        stretch_seconds=options.stretch_minutes * 60 if options.stretch_minutes else None,
     )
     plateau = metrics.pop("plateau")
     metrics.pop("done")
@@ -322,8 +352,23 @@ def parse_args(argv=None):
     parser.add_argument(
         "--lr",
         type=float,
-        help="a peak learning rate instead of the recipe's: for a build continued from --init, whose fresh "
-        "optimizer starts at the peak with no warm-up, a gentler one",
+        help="a peak learning rate instead of the recipe's (a build continued from --init warms its fresh optimizer "
+        "up with --warmup rather than lowering the peak)",
+    )
+    parser.add_argument(
+        "--continue-at",
+        type=int,
+        default=0,
+        help="with --init: the step of the recipe's schedule its weights reached; the cosine resumes there",
+    )
+    parser.add_argument(
+        "--warmup", type=int, help="steps of linear warm-up for the fresh optimizer of a build continued from --init"
+    )
+    parser.add_argument(
+        "--stretch-minutes",
+        type=float,
+        help="train this long, then export the best weights so far with the step reached (the schedule unchanged: "
+        "a later stretch continues it with --init and --continue-at)",
     )
     parser.add_argument(
         "--save-minutes", type=float, default=5, help="how often an unfinished build writes its progress"

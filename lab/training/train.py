@@ -70,6 +70,13 @@ class TrainConfig:
         le=MAX_LR,
     ) = 3e-3
     min_lr: declare(float, "The learning rate's floor at the end of the run, at most lr", ge=0) = 0.0  # seed 003: 1e-5
+    warmup_steps: declare(
+        int,
+        "Steps over which the learning rate rises linearly to its schedule's, from the first step of a fresh "
+        "optimizer (a run continued from weights alone starts its optimizer afresh)",
+        ge=0,
+        le=MAX_STEPS,
+    ) = 0
     weight_decay: declare(float, "AdamW weight decay", Names(url="wd", label="Weight decay"), ge=0, le=1) = 0.01
     batch_size: declare(
         int,
@@ -198,6 +205,14 @@ def cosine_lr(config, progress):
     return config.min_lr + 0.5 * (config.lr - config.min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
+def scheduled_lr(config, progress, step, optimizer_start=0):
+    """The learning rate of step `step` + 1: the cosine at `progress`, scaled by the warm-up of an optimizer whose
+    moments began at step `optimizer_start` (AdamW's first moments are noisy: a fresh optimizer at its peak rate
+    undoes part of what a continued model's weights had learned)."""
+    warm = 1.0 if not config.warmup_steps else min(1.0, (step - optimizer_start + 1) / config.warmup_steps)
+    return cosine_lr(config, progress) * warm
+
+
 def _progress(config, step, elapsed, epoch):
     parts = [
         step / config.max_steps if config.max_steps else 0.0,
@@ -233,6 +248,14 @@ class TrainingState:
     hyperparameters: dict  # AdamW's settings (betas, eps, weight_decay, ...): JSON numbers, booleans, lists, null
     rng: dict  # "torch": the CPU generator's state (dropout) (1, S) uint8; "data": the batch sampler's (S,)
     history: list = dataclasses.field(default_factory=list)  # the eval events so far
+    optimizer_start: int = 0  # the step the optimizer's moments began at (its warm-up counts from it)
+
+    @classmethod
+    def from_weights_at(cls, step, seed):
+        """The state of a run continued at step `step` of its schedule from a model's weights alone (a file with
+        no optimizer moments): a fresh optimizer, warmed up from there, and generators seeded by `seed`."""
+        fresh = torch.Generator().manual_seed(seed).get_state()
+        return cls(step, 0.0, math.nan, {}, {}, {"torch": fresh[None], "data": fresh}, [], optimizer_start=step)
 
 
 # what a resumed run may change: budgets, and where and how fast it runs, not what it computes
@@ -339,9 +362,10 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     if config.compile:
         net = torch.compile(net)
     updates = Updates(model, config, amp)
-    history, step, loss_value, elapsed = [], 0, math.nan, 0.0
+    history, step, loss_value, elapsed, optimizer_start = [], 0, math.nan, 0.0, 0
     if resume is not None:
         history, step, loss_value, elapsed = _restore(resume, config, updates, batches, rank)
+        optimizer_start = resume.optimizer_start
     start = time.perf_counter() - elapsed
     state = None  # the hidden state carried from batch to batch (stateful runs)
 
@@ -364,7 +388,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         progress, reason = _ending(config, step, time.perf_counter() - start, batches, should_stop)
         if reason:
             break
-        lr = cosine_lr(config, progress)
+        lr = scheduled_lr(config, progress, step, optimizer_start)
         x, y, restart, tokens = next(batches)
         with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
             _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
@@ -392,6 +416,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
             "data": batches.generator.get_state(),
         },
         history=list(history),
+        optimizer_start=optimizer_start,
     )
     return TrainResult(reason, step, elapsed, history, loss_value, training_state)
 

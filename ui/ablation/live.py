@@ -7,6 +7,7 @@ import streamlit as st
 from lab.experiments.ablation import AblationConfig, AblationJob
 from lab.words import count
 from ui.ablation.views import show_answer, show_details, show_gate_statistics, show_loss
+from ui.shared.boundary import fragment
 from ui.shared.plain_text import plain, said, user_errors
 from ui.shared.sessions import register_job, session_key, train_in_process
 
@@ -120,6 +121,6 @@ def live_section():
     run_it_yourself()
     job = st.session_state.get("ablation_job")
     if job is not None and job.running:
-        st.fragment(run_every=1.0)(live_view)()
+        fragment(run_every=1.0)(live_view)()
     else:
         live_view()

@@ -14,12 +14,13 @@ from lab.words import count
 from ui.cell_labels import cell_label, cell_note, equations_latex
 from ui.gates.charts import gate_heatmap, saturation_histogram
 from ui.gates.settings import DEFAULTS, MAX_HEATMAP_UNITS, UNIT_COLUMNS, choose_layer, mirror, show_unit_button
+from ui.shared.boundary import fragment
 from ui.shared.cached_calls import cached_unit_order
 from ui.shared.common import show_table
 from ui.shared.plain_text import plain, user_errors
 
 
-@st.fragment
+@fragment
 def layer_details(trace, key, text):
     """One gate of one layer as a heatmap, its units sorted, the units that track a feature, how often
     the gates saturate, the cell's equations and code: each drawn when the student asks for it."""

@@ -4,12 +4,13 @@ the gradient of its log-probability (lab.instruments.prediction.input_influence)
 import streamlit as st
 
 from ui.gates.settings import first_token_with, mirror, token_slider, too_short
+from ui.shared.boundary import fragment
 from ui.shared.cached_calls import cached_influence
 from ui.shared.coloured_text import influence_html, influence_legend_html
 from ui.shared.plain_text import piece_label, user_errors
 
 
-@st.fragment
+@fragment
 def drivers(trace, key):
     """Which past characters drove one prediction."""
     st.subheader("🧭 Which earlier characters drove this prediction?")

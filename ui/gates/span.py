@@ -15,6 +15,7 @@ from ui.gates.settings import (
     too_short,
 )
 from ui.gates.span_select import span_select, span_text
+from ui.shared.boundary import fragment
 from ui.shared.common import show_table
 from ui.shared.plain_text import plain, user_errors
 
@@ -28,7 +29,7 @@ def default_span(token_texts):
     return start, max(start, min(end - 1, len(token_texts) - 2))
 
 
-@st.fragment
+@fragment
 def span_finder(trace):
     """Text first: a span the student selects in the text itself, and the units that fire on it
     (LSTMVis's pattern selection)."""

@@ -7,6 +7,7 @@ from lab.instruments.features import FEATURE_KINDS, FEATURES
 from lab.instruments.units import unit_gallery
 from ui.gates.charts import unit_trace_figure
 from ui.gates.settings import chance_bar, choose_layer, mirror, show_unit, show_unit_button
+from ui.shared.boundary import fragment
 from ui.shared.cached_calls import cached_passage_unit, cached_unit_correlations
 from ui.shared.coloured_text import activation_html, activation_legend_html
 from ui.shared.plain_text import user_errors
@@ -16,7 +17,7 @@ from ui.shared.plain_text import user_errors
 PASSAGE = ("[Thunder. Enter the three Witches.]\n\nFIRST WITCH:\nThrice the brinded cat", 1200)
 
 
-@st.fragment
+@fragment
 def gallery(trace, key, text):
     """Karpathy's pictures, chosen for the student: one card per feature, with the unit that tracks it.
     No heading: the section's choice above names it, and the cards' first lines keep to the first screen.
@@ -59,7 +60,7 @@ def gallery(trace, key, text):
     mirror()
 
 
-@st.fragment
+@fragment
 def one_unit(trace, key, text):
     """One unit over the text, and over a longer passage the model never trained on; on a first visit
     the gallery's first unit."""

@@ -26,6 +26,7 @@ from lab.training.train import TrainConfig
 from lab.words import count
 from ui.cell_labels import cell_label
 from ui.lessons.common import check_yourself, notice, open_full_page
+from ui.shared.boundary import fragment
 from ui.shared.coloured_text import visible_piece
 from ui.shared.links import url_values
 from ui.shared.plain_text import plain, preformatted, said, user_errors
@@ -187,7 +188,7 @@ def watch_it_learn():
             start_learning(text)
     job = st.session_state.get("lessons_learn_job")
     watching = replay_running(job)
-    st.fragment(run_every=1.0 if watching else None)(learning_view)(text, watching)
+    fragment(run_every=1.0 if watching else None)(learning_view)(text, watching)
     check_yourself(
         "Suppose that by the end the model writes your paragraph back word for word. Has it learned to write English?",
         has_it_learned(),

@@ -11,6 +11,7 @@ from lab.server.jobs import start_together
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
+from ui.shared.boundary import fragment
 from ui.shared.links import Field
 from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import preformatted, said, user_errors
@@ -93,7 +94,7 @@ def toy_tasks():
             start_live_run(task, distance, seconds)
     jobs = st.session_state.get("lessons_toy_jobs", {})
     running = any(job.running for job in jobs.values())
-    st.fragment(run_every=1.0 if running else None)(live_view)(rows, task, distance)
+    fragment(run_every=1.0 if running else None)(live_view)(rows, task, distance)
     if rows is not None:
         first = rows.iloc[0]
         metrics = st.columns(len(TOY_CELLS))

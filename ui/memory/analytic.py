@@ -6,6 +6,7 @@ import streamlit as st
 
 from lab.instruments.memory import bias_time_constants, constant_gate_retention
 from ui.memory.settings import BIASES_MAX_CHARS, G_VALUES, mirror
+from ui.shared.boundary import fragment
 from ui.shared.common import show_table
 from ui.shared.memory_charts import analytic_figure
 from ui.shared.plain_text import plain, said
@@ -54,7 +55,7 @@ def constant_gate_anchors():
         )
 
 
-@st.fragment
+@fragment
 def analytic():
     st.header("3 · The analytic picture: g to the power k")
     left, right = st.columns([2, 1])
@@ -73,7 +74,7 @@ def analytic():
     mirror()
 
 
-@st.fragment
+@fragment
 def bias_table():
     st.subheader("Keep-gate bias → time constant and half-life")
     biases_text = st.text_input(

@@ -6,12 +6,13 @@ import streamlit as st
 from lab.words import count
 from ui.memory.defaults import GRADIENT_MODELS
 from ui.memory.settings import SECTIONS, key_of, mirror, model_label
+from ui.shared.boundary import fragment
 from ui.shared.cached_calls import cached_gradient
 from ui.shared.memory_charts import gradient_figure, log_range
 from ui.shared.plain_text import user_errors
 
 
-@st.fragment
+@fragment
 def gradients(by_name, text):
     st.header(SECTIONS["gradients"])
     st.markdown(

@@ -12,6 +12,7 @@ from lab.nets.families import CELLS
 from lab.training.checkpoints import BUNDLED_DIR
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
+from ui.shared.boundary import fragment
 from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import said, user_errors
 from ui.shared.sessions import register_job, session_key, train_in_process
@@ -31,10 +32,10 @@ def probe_section(mirror):
     settings into the URL: every fragment calls it, since a fragment's rerun skips the rest of the page."""
     probe_results(mirror)
     probe_running = st.session_state.get("memory_probe_job") is not None
-    st.fragment(probe_runner, run_every=1.0 if probe_running else None)(mirror)
+    fragment(probe_runner, run_every=1.0 if probe_running else None)(mirror)
 
 
-@st.fragment
+@fragment
 def probe_results(mirror):
     st.header("4 · Memory probe: toy tasks")
     st.markdown(

@@ -11,6 +11,7 @@ from lab.words import count
 from ui.cell_labels import cell_label
 from ui.memory.defaults import REACH_LAG, REACH_MODELS, RETENTION_MODELS
 from ui.memory.settings import SECTIONS, TEXT_MAX_CHARS, key_of, mirror, model_label
+from ui.shared.boundary import fragment
 from ui.shared.cached_calls import cached_reach, cached_retention, cached_trace
 from ui.shared.coloured_text import activation_html
 from ui.shared.common import show_table
@@ -27,7 +28,7 @@ SPREAD_COLUMNS = {
 }  # lab.instruments.memory.memory_spread's columns, as shown
 
 
-@st.fragment
+@fragment
 def change_reach_view(by_name):
     """Every model's memory measured one way, the vanilla RNN's included: how far a changed token travels."""
     st.header(SECTIONS["reach"])
@@ -57,7 +58,7 @@ def change_reach_view(by_name):
     mirror()
 
 
-@st.fragment
+@fragment
 def unit_memory(by_name, text):
     """How long each unit remembers: the spread over units, the sentence it supports, the longest memories."""
     st.header(SECTIONS["units"])

@@ -7,6 +7,7 @@ import streamlit as st
 from lab.instruments.sampling import STRATEGIES, encode_prompt, repetition_report
 from ui.sample.settings import BOUNDS, mirror, sampling_config
 from ui.sample.views import repetition_markdown
+from ui.shared.boundary import fragment
 from ui.shared.cached_calls import cached_generation, cached_influence, checkpoint_key
 from ui.shared.coloured_text import influence_html, influence_legend_html, prob_html, token_texts
 from ui.shared.plain_text import piece_label, user_errors
@@ -25,7 +26,7 @@ def coloured_generation(checkpoint, prompt, generation, entropy_help):
     metric_cols[1].metric("mean p(chosen)", f"{mean(generation.probs):.2f}")
 
 
-@st.fragment
+@fragment
 def samples(checkpoint, prompt):
     """The four strategies side by side, each with its settings: a setting reruns this part only."""
     columns = st.columns(4)
@@ -83,7 +84,7 @@ def samples(checkpoint, prompt):
         st.rerun()  # this part alone ran, and changed a sample another tab shows: the whole page follows
 
 
-@st.fragment
+@fragment
 def stateful_or_stateless(checkpoint, prompt):
     """One strategy's sample with the state carried and with it reset before every token: its choice reruns
     this part only."""
@@ -125,7 +126,7 @@ def stateful_or_stateless(checkpoint, prompt):
     mirror()
 
 
-@st.fragment
+@fragment
 def drivers(checkpoint, prompt):
     """Which earlier characters drove one generated character: its slider reruns this part only."""
     drove_cols = st.columns([1, 3])

@@ -8,11 +8,12 @@ from lab.instruments.sampling import MAX_PROMPT_CHARS
 from lab.words import count
 from ui.sample.settings import mirror
 from ui.sample.typing_box import bars_data, proposed_text, typing_box
+from ui.shared.boundary import fragment
 from ui.shared.cached_calls import checkpoint_key, reference_model
 from ui.shared.plain_text import user_errors
 
 
-@st.fragment
+@fragment
 def typing(checkpoint):
     """The next character as you type, the state carried: each key press reruns this part only."""
     proposal, n = proposed_text("sample_typing_box"), None

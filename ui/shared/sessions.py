@@ -27,6 +27,7 @@ from lab.server.spaces import (
 )
 from lab.settings import server_settings, unknown_variables
 from lab.training.process import configure_cpu
+from ui.shared import boundary
 from ui.shared.sign_in import identity
 
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
@@ -120,7 +121,7 @@ def _log_jobs_to_the_server_log():
     process ends, lab.server.ray_runs when the warm Ray actors are ready, lab.server.shutdown what did not
     end in time as the server ended; on a class server the teacher reads it in the server's log (Community Cloud:
     "Manage app"), beside Streamlit's own lines (the warm-up, ui.app.warm_up, says when the server is prepared)."""
-    for log in (jobs.log, workers.log, ray_runs.log, shutdown.log):
+    for log in (jobs.log, workers.log, ray_runs.log, shutdown.log, boundary.log):
         to_the_server_log(log)
 
 
@@ -230,7 +231,7 @@ def touch_session():
     mark_seen(users_root(), session_key())
 
 
-@st.fragment(run_every=HEARTBEAT_SECONDS)
+@boundary.fragment(run_every=HEARTBEAT_SECONDS)
 def _heartbeat(on_page_drawn):
     touch_session()
     st.session_state._rnnlab_beats = st.session_state.get("_rnnlab_beats", 0) + 1

@@ -7,6 +7,7 @@ import streamlit as st
 from lab.instruments.race import long_race
 from lab.server.capacity import server_budget
 from lab.training.checkpoints import list_checkpoints
+from ui.shared.boundary import fragment
 from ui.shared.common import page_link
 from ui.shared.plain_text import plain
 from ui.shared.sessions import watching_sessions
@@ -85,6 +86,6 @@ def live_race(running, values, task, corpus_label):
     refresh = chart.live_refresh_seconds(
         watching_sessions(), waiting_for_first_point(st.session_state.get("train_logs", {}).values())
     )
-    st.fragment(run_every=refresh if running else None)(live_view)(
+    fragment(run_every=refresh if running else None)(live_view)(
         bool(running), values["x"], refresh, values, task, corpus_label
     )

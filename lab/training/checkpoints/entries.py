@@ -20,7 +20,7 @@ FORMAT = "rnnlab-checkpoint"
 FORMAT_VERSION = "1"  # the version this lab writes, the one it reads
 MAX_ELAPSED_SECONDS = MAX_SECONDS
 MAX_LOSS = 1e6  # nats: a uniform guess over a million tokens costs 14, a diverged run's finite loss a few hundred
-MAX_HISTORY = 100_000  # evaluations in a run's history (a bundled 650,000-step run has 472)
+MAX_HISTORY = 5_000  # evaluations in a run's history (a bundled 650,000-step run has 472): a longer one is thinned
 
 Count = Annotated[int, Field(ge=0, le=MAX_STEPS)]  # steps, and what is counted like them
 Loss = Annotated[float, Field(ge=0, le=MAX_LOSS)]  # cross-entropy in nats (per token, or per character)
@@ -86,7 +86,8 @@ class Metrics(Figures):
     """A checkpoint's `metrics`: its run (lab.training.train.run_metrics), and what the bundled models'
     build and the ablation add."""
 
-    history: Annotated[list[Event], Field(max_length=MAX_HISTORY)] = None
+    # fail_fast: a crafted history is refused at its first bad evaluation, not after building an error for each
+    history: Annotated[list[Event], Field(max_length=MAX_HISTORY, fail_fast=True)] = None
     steps: Count = None
     elapsed: Seconds = None
     reason: Text = None  # why the run ended
@@ -165,6 +166,7 @@ class TrainingStateHeader(BaseModel):
     hyperparameters: AdamWSettings
     optimizer: Annotated[list[Name], Field(max_length=10_000)]  # parameter names, distinct
     rng: Annotated[list[RandomGenerator], Field(max_length=3)]
+    optimizer_start: Count = 0  # the step the optimizer's moments began at (absent before warm-ups existed)
 
     @model_validator(mode="after")
     def _names_are_distinct_and_complete(self):
@@ -172,6 +174,8 @@ class TrainingStateHeader(BaseModel):
             raise ValueError("optimizer names a parameter twice")
         if not {"torch", "data"} <= set(self.rng):
             raise ValueError(f"rng must name the generators 'torch' and 'data', got {self.rng}")
+        if self.optimizer_start > self.step:
+            raise ValueError(f"optimizer_start ({self.optimizer_start}) is after the run's step ({self.step})")
         return self
 
 

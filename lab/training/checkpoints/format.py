@@ -16,8 +16,14 @@ import lab
 from lab.data import read_at_most
 from lab.nets.cost import FLOAT_BYTES, parameter_count
 from lab.nets.models import build_model, config_to_dict, conventions
-from lab.training.checkpoints.entries import FORMAT, FORMAT_VERSION
-from lab.training.checkpoints.header import CheckpointError, check_metadata_strings, read_header, unreadable
+from lab.training.checkpoints.entries import FORMAT, FORMAT_VERSION, MAX_HISTORY
+from lab.training.checkpoints.header import (
+    CheckpointError,
+    check_metadata_strings,
+    header_json,
+    read_header,
+    unreadable,
+)
 from lab.training.train import TrainingState, resolve_device
 
 MAX_CHECKPOINT_BYTES = 200 * 2**20  # the biggest upload we parse (Scribe-gamma is 58 MB)
@@ -47,7 +53,7 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
         "config": json.dumps(config_to_dict(model.config)),
         "conventions": json.dumps(conventions(model)),
         "tokenizer": json.dumps(tokenizer.to_state() if tokenizer is not None else None),
-        "metrics": json.dumps(metrics or {}),
+        "metrics": json.dumps(_thinned_history(metrics or {})),
         "extra": json.dumps(extra or {}),
         "lab_version": lab.__version__,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -62,10 +68,22 @@ def checkpoint_bytes(model, tokenizer=None, metrics=None, name="", version=0, ex
                 "hyperparameters": training_state.hyperparameters,
                 "optimizer": sorted(training_state.optimizer),
                 "rng": sorted(training_state.rng),
+                "optimizer_start": training_state.optimizer_start,
             }
         )
     read_header(metadata, name or "checkpoint")
     return save_safetensors_bytes(tensors, metadata)
+
+
+def _thinned_history(metrics):
+    """`metrics` with a history of more than MAX_HISTORY evaluations cut to MAX_HISTORY evenly spaced ones, its last
+    kept: a chart of 20,000 points shows what one of 50,000 shows, and a header stays the size loading allows."""
+    history = metrics.get("history") or []
+    if len(history) <= MAX_HISTORY:
+        return metrics
+    stride = len(history) / MAX_HISTORY
+    kept = [history[int(i * stride)] for i in range(MAX_HISTORY - 1)] + [history[-1]]
+    return {**metrics, "history": kept}
 
 
 _MOMENTS = ("exp_avg", "exp_avg_sq", "step")  # AdamW's state for one parameter
@@ -119,21 +137,23 @@ def _check_size(n_bytes, source, max_bytes=None):
 
 
 def _parse(data, source, max_bytes=None):
-    """bytes -> (tensors, metadata), refusing anything that is not our format."""
+    """bytes -> (tensors, metadata), refusing anything that is not our format; the header's size and shape are
+    checked before anything is built from it (header_json)."""
     _check_size(len(data), source, max_bytes)
     try:
+        header = header_json(data, source)
+        check_metadata_strings(header, source)
         tensors = load_safetensors_bytes(data)
-        header_len = int.from_bytes(data[:8], "little")
-        metadata = json.loads(data[8 : 8 + header_len]).get("__metadata__") or {}
-    except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError, RecursionError, AttributeError) as e:
-        check_metadata_strings(data, source)
+    except (CheckpointError, SafetensorError, ValueError, OverflowError) as e:
         if data[:1] == b"\x80" or data[:2] == b"PK":  # pickle protocol 2+ / torch.save's zip
             raise CheckpointError(
                 f"{source}: not an RNN Lab checkpoint: it is a pickle or torch.save file, "
                 "which could run code when loaded, so it was not opened"
             ) from None
+        if isinstance(e, CheckpointError):
+            raise
         raise unreadable(source, e) from None
-    return tensors, metadata
+    return tensors, header.get("__metadata__") or {}
 
 
 def load_checkpoint(source, device="auto", max_bytes=None):
@@ -255,5 +275,12 @@ def _training_state(tensors, state, parameters, history, label):
         raise CheckpointError(f"{label}: training state entry {leftover[0]!r} is not listed in its header")
     train_loss = math.nan if state["train_loss"] is None else state["train_loss"]
     return TrainingState(
-        state["step"], state["elapsed"], train_loss, optimizer, state["hyperparameters"], rng, list(history)
+        state["step"],
+        state["elapsed"],
+        train_loss,
+        optimizer,
+        state["hyperparameters"],
+        rng,
+        list(history),
+        state.get("optimizer_start", 0),
     )

@@ -64,14 +64,66 @@ class Header:
     training_state: dict = None  # the JSON half of a resumable checkpoint's TrainingState, checked
 
 
-def check_metadata_strings(head, source):
-    """A safetensors file's first bytes (its length and JSON header) -> CheckpointError naming the
-    metadata entry that is not a printable string, which safetensors itself refuses without naming it
-    (a number, or an escaped lone surrogate); None when there is none or the header cannot be read."""
+# What a header may hold, checked before any schema reads it: building one validation error for each of a crafted
+# file's millions of unknown keys took 32 s and 2.6 GB. The lab writes headers of at most ~2.5 MB (a history of
+# MAX_HISTORY evaluations of ~500 bytes), whose objects have at most ~40 keys (a TrainConfig's fields, an
+# evaluation's figures)
+MAX_HEADER_BYTES = 4 * 2**20
+MAX_OBJECT_KEYS = 256
+MAX_LIST_ITEMS = 10_000  # parameter names of a resumable checkpoint; entries.MAX_HISTORY's evaluations
+MAX_TENSORS = 4 * 10_000 + 8  # each parameter's weights and AdamW's three moments, and the random generators
+
+
+def header_json(head, source):
+    """A safetensors file's first bytes (its 8-byte length, then at least that much) -> its JSON header (a dict),
+    refused in one line when it is longer than any checkpoint's, is not JSON, lists more tensors than a model has
+    or holds an object or a list larger than any header's."""
+    length = int.from_bytes(head[:8], "little")
+    damaged = CheckpointError(f"{source}: not a checkpoint RNN Lab can read: its header is damaged or too large")
+    if length > MAX_HEADER_BYTES:  # refused before a byte of it is read
+        raise damaged
     try:
-        metadata = json.loads(head[8 : 8 + int.from_bytes(head[:8], "little")]).get("__metadata__") or {}
-    except (ValueError, RecursionError, AttributeError):
-        return
+        header = json.loads(head[8 : 8 + length])
+    except (ValueError, RecursionError):
+        raise damaged from None
+    if not isinstance(header, dict):
+        raise damaged
+    if len(header) > MAX_TENSORS:
+        raise CheckpointError(
+            f"{source}: not a checkpoint RNN Lab can read: it lists {len(header):,} tensors, more than the "
+            f"{MAX_TENSORS:,} of any model it can hold"
+        )
+    check_json_shape(header.get("__metadata__"), source, "metadata")
+    return header
+
+
+def check_json_shape(value, source, what):
+    """CheckpointError naming the entry `what` when `value` (decoded JSON) has an object of more than
+    MAX_OBJECT_KEYS keys or a list of more than MAX_LIST_ITEMS items: the schema's cost then stays that of a
+    header the lab writes, whatever a crafted file holds."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if len(item) > MAX_OBJECT_KEYS:
+                raise CheckpointError(
+                    f"{source}: checkpoint {what} has an object of {len(item):,} fields, more than the "
+                    f"{MAX_OBJECT_KEYS} any checkpoint holds"
+                )
+            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            if len(item) > MAX_LIST_ITEMS:
+                raise CheckpointError(
+                    f"{source}: checkpoint {what} has a list of {len(item):,} items, more than the "
+                    f"{MAX_LIST_ITEMS:,} any checkpoint holds"
+                )
+            stack.extend(v for v in item if isinstance(v, (dict, list)))
+
+
+def check_metadata_strings(header, source):
+    """A safetensors file's JSON header (header_json) -> CheckpointError naming the metadata entry that is not a
+    printable string, which safetensors itself refuses without naming it (a number, or an escaped lone surrogate)."""
+    metadata = header.get("__metadata__") or {}
     for key, value in metadata.items() if isinstance(metadata, dict) else ():
         if not isinstance(value, str):
             raise CheckpointError(f"{source}: checkpoint metadata {key!r} must be a string, not {_json_kind(value)}")
@@ -88,6 +140,7 @@ def _json_field(metadata, key, source, kind):
         value = json.loads(metadata[key])
     except (ValueError, RecursionError):  # JSONDecodeError, an over-long integer, nesting too deep
         raise CheckpointError(f"{source}: checkpoint metadata {key!r} is not valid JSON") from None
+    check_json_shape(value, source, key)
     if not isinstance(value, kind):
         raise CheckpointError(
             f"{source}: checkpoint metadata {key!r} must be {_KIND_NAMES[kind]}, not {_json_kind(value)}"

@@ -1,7 +1,6 @@
 """Checkpoints in folders: versioned saves (name_vN and name_latest) that several sessions may make at
 once, listing, and deleting. See lab.training.checkpoints for how a save stays whole."""
 
-import contextlib
 import errno
 import hashlib
 import os
@@ -18,8 +17,10 @@ from safetensors import SafetensorError, safe_open
 from lab.errors import LabError
 from lab.training.checkpoints.format import checkpoint_bytes
 from lab.training.checkpoints.header import (
+    MAX_HEADER_BYTES,
     CheckpointError,
     check_metadata_strings,
+    header_json,
     read_header,
     unreadable,
     version_number,
@@ -28,7 +29,6 @@ from lab.training.checkpoints.header import (
 SUFFIX = ".safetensors"
 BUNDLED_DIR = Path(__file__).resolve().parents[3] / "checkpoints"
 _VERSIONED = re.compile(r"^(?P<name>.+)_v(?P<version>\d+)$")
-_MAX_HEADER_BYTES = 100 * 2**20  # safetensors' own limit on a header
 TEMP_GLOB = ".*~*.tmp"  # "~" is never in a sanitized name, so these are only ever our temporary files
 
 
@@ -234,12 +234,15 @@ def read_info(path, bundled=False):
     schema check as load_checkpoint."""
     path = Path(path)
     try:
+        with open(path, "rb") as f:  # its size and shape first (header_json), then which entry is wrong, by name
+            length = f.read(8)
+            head = length + f.read(min(int.from_bytes(length, "little"), MAX_HEADER_BYTES))
+        check_metadata_strings(header_json(head, path.name), path.name)
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
+    except CheckpointError:
+        raise
     except (SafetensorError, OSError, ValueError) as e:
-        with contextlib.suppress(OSError), open(path, "rb") as f:  # which entry, where safetensors does not say
-            length = f.read(8)
-            check_metadata_strings(length + f.read(min(int.from_bytes(length, "little"), _MAX_HEADER_BYTES)), path.name)
         raise unreadable(path.name, e) from None
     header = read_header(metadata, path.name)
     stem = path.name[: -len(SUFFIX)]
