@@ -7,11 +7,11 @@ import torch
 
 import scripts.build_checkpoints as build
 from lab.data import load_bundled_corpus
-from lab.nets.models import LMConfig, config_from_dict
-from lab.training.checkpoints import BUNDLED_DIR, load_checkpoint, read_info
+from lab.nets.models import LMConfig, build_model, config_from_dict
+from lab.training.checkpoints import BUNDLED_DIR, checkpoint_bytes, load_checkpoint, read_info
 from lab.training.presets import get_preset
 from lab.training.tasks import LMTask
-from lab.training.train import TrainConfig
+from lab.training.train import TrainConfig, TrainingState, cosine_lr, train
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +151,40 @@ def test_the_command_line_sets_a_recipes_budget_batch_and_peak_learning_rate_ove
     assert dataclasses.replace(continued, lr=recipe.lr, max_steps=recipe.max_steps, batch_size=recipe.batch_size) == (
         recipe
     )
+
+
+def test_a_build_continued_from_weights_warms_up_then_resumes_the_recipes_cosine_at_its_step(
+    task, tmp_path, monkeypatch
+):
+    """Issue 52: a fresh optimizer at the peak undid what the continued weights had learned. Continued at step 6
+    of 12 with a warm-up of 3 steps, the rate climbs to the cosine's value there, then follows the cosine."""
+    first, _ = build.train_until_plateau("first", tiny(task), config(max_steps=6), task, tmp_path / "first")
+    init = tmp_path / "first.safetensors"
+    init.write_bytes(checkpoint_bytes(first, task.tokenizer))
+    rates, real_train = [], build.train
+
+    def recording(model, task_, train_config, on_event, *args):
+        def both(event):
+            on_event(event)
+            if event["type"] == "step":
+                rates.append(event["lr"])
+
+        return real_train(model, task_, train_config, both, *args)
+
+    monkeypatch.setattr(build, "train", recording)
+    continued = config(warmup_steps=3)
+    _, metrics = build.train_until_plateau(
+        "continued", tiny(task), continued, task, tmp_path / "continued", init=init, continue_at=6
+    )
+    assert metrics["steps"] == 12  # the schedule's 12 steps, 6 of them taken here
+    expected = [cosine_lr(continued, s / 12) * min(1.0, (s - 6 + 1) / 3) for s in range(6, 12)]
+    assert rates == pytest.approx(expected)
+    assert rates[0] < rates[1] < rates[2] and rates[3] < rates[2]  # up through the warm-up, then the cosine down
+
+
+def test_the_optimizers_start_is_saved_so_a_resumed_warm_up_goes_on_where_it_was(task):
+    model = build_model(tiny(task))
+    result = train(model, task, config(max_steps=8, warmup_steps=4), resume=TrainingState.from_weights_at(5, 0))
+    assert result.training_state.optimizer_start == 5 and result.steps == 8
+    saved = load_checkpoint(checkpoint_bytes(model, task.tokenizer, {}, "x", 0, None, result.training_state))
+    assert saved.training_state.optimizer_start == 5
