@@ -119,8 +119,9 @@ class ServerSettings(BaseSettings):
         1,
         0,
         256,
-        "the processes the runs train in, beside the server at the lowest priority (on Linux SCHED_IDLE: they "
-        "train on the cores the pages leave idle, and keep off the server's interpreter); the runs in one process "
+        "the processes the runs train in, beside the server at the lowest priority (nice 19: they train on the "
+        "cores the pages leave idle, with a share of a host busy with other work, and keep off the server's "
+        "interpreter); the runs in one process "
         "take turns step by step. About one for each core beyond one kept for the pages: 1 on 2 cores, 15 on 16 "
         "(each ~570 MB, paid once however many runs are in it). 0: the runs train in threads of the server "
         "itself (the least memory, the slowest pages while they train)",

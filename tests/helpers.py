@@ -202,13 +202,14 @@ def stop_every_sessions_jobs():
 
 
 def join_warm_up(timeout=60):
-    """Wait for the server's warm-up thread (ui.app.warm_up), started by a session's second heartbeat."""
+    """Wait for the server's warm-up threads (ui.app.warm_up: the pages' and the training process's), started by
+    a session's second heartbeat."""
     import threading
 
     from ui.app.warm_up import THREAD_NAME
 
     for thread in threading.enumerate():
-        if thread.name == THREAD_NAME:
+        if thread.name.startswith(THREAD_NAME):
             thread.join(timeout)
 
 
@@ -275,3 +276,13 @@ def without_errors(at):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     return at
+
+
+def train_until_stopped(emit, should_stop):
+    """A run for a training process (lab.server.workers) that trains tiny steps until it is stopped; its first event
+    names the process."""
+    from lab.training.process import train_two_tiny_steps
+
+    emit({"type": "step", "pid": os.getpid()})
+    while not should_stop():
+        train_two_tiny_steps()

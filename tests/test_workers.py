@@ -106,16 +106,12 @@ def test_a_killed_child_is_a_clear_error_not_a_hang():
         run_in_process(_die, {}, lambda event: None, lambda: False)
 
 
-def test_the_child_runs_at_a_lower_priority_than_the_server():
-    expected = min(os.nice(0) + NICENESS, 19)  # 19 is the lowest priority there is (a server already niced)
-    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == expected
-
-
-@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
-def test_the_training_process_runs_only_on_cores_the_pages_leave_idle():
-    """SCHED_IDLE: any page's thread preempts it as soon as it wakes, where a niced process keeps a share."""
-    assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the server is not lowered with it
-    assert run_in_process(_report_scheduling, {}, lambda event: None, lambda: False) == os.SCHED_IDLE
+def test_the_child_runs_at_the_lowest_nice_value_and_keeps_a_share_of_a_busy_host():
+    """Nice 19, not SCHED_IDLE: a page's thread at nice 0 weighs 68 times as much, and other tenants' work on a busy
+    host cannot starve it to nothing (issue 50: SCHED_IDLE got 3.8 CPU-seconds in 324 s)."""
+    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == 19
+    if hasattr(os, "sched_getscheduler"):
+        assert run_in_process(_report_scheduling, {}, lambda event: None, lambda: False) == os.SCHED_OTHER
 
 
 def test_a_failing_run_in_a_process_reports_its_reason_without_a_traceback(task, tmp_path):
@@ -225,7 +221,7 @@ def test_a_killed_training_process_fails_every_run_in_it_with_one_line_and_the_n
     for error in (killer, victim):
         assert isinstance(error, WorkerError) and "\n" not in str(error)
         assert "ended unexpectedly (killed by signal 9" in str(error)
-    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == min(os.nice(0) + NICENESS, 19)
+    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == 19  # a fresh process
 
 
 def test_a_childs_traceback_reaches_the_server_log_while_the_error_is_one_line(caplog):
@@ -276,7 +272,7 @@ def test_a_child_does_not_run_the_page_that_started_it(tmp_path, monkeypatch):
     main = types.ModuleType("__main__")
     main.__file__ = str(page)
     monkeypatch.setitem(sys.modules, "__main__", main)
-    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == min(os.nice(0) + NICENESS, 19)
+    assert run_in_process(_report_niceness, {}, lambda event: None, lambda: False) == 19  # a fresh process
     assert not ran.exists()
     assert sys.modules["__main__"] is main  # the page's module is back for the page
 

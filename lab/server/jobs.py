@@ -61,6 +61,7 @@ class BackgroundJob:
         self.turn_taker = TurnTaker(self.turns, self._stop.is_set)  # train()'s should_stop in this server
         self._ticket = self._thread = None
         self.started_at = None  # time.time() at start(), for the server log's waits and durations
+        self.first_event_at = None  # time.monotonic() of its first event: from then on it has been computing
 
     def start(self):
         """Queue for the budget, or on Ray (CapacityError at once if the job could never fit), and start
@@ -113,6 +114,8 @@ class BackgroundJob:
     def _log(self, event):
         with self._lock:
             self._events.append(event)
+            if self.first_event_at is None:
+                self.first_event_at = time.monotonic()
 
     def _work(self):
         raise NotImplementedError

@@ -3,8 +3,8 @@
 Threads of one Python process share one interpreter: a server whose training runs are threads gives
 the thread drawing a student's page a share of it that shrinks with every run started (BENCHMARKS.md,
 the classroom runs). A run in another process takes nothing from the server's interpreter, and at a
-lower scheduling priority (SCHED_IDLE on Linux, the idle priority class on Windows:
-lab.server.priority) it takes the cores only when the pages leave them idle.
+lower scheduling priority (the lowest nice value on POSIX, the idle priority class on Windows:
+lab.server.priority) it takes the cores the pages leave idle, and a share on a host busy with other work.
 
 The server keeps RNNLAB_TRAINING_PROCESSES training processes (default 1; 0: the runs train in the
 server's own threads, lab.server.jobs), each started when a run first needs it. Each trains every run
@@ -30,6 +30,7 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
+import os
 import pickle
 import queue
 import signal
@@ -44,6 +45,7 @@ import torch
 
 from lab.server import shutdown
 from lab.server.capacity import TurnTaker, server_budget, server_turns
+from lab.server.lifetime import die_with, start_beside_the_server
 from lab.server.priority import lower_this_process
 from lab.settings import server_settings
 from lab.training.process import cap_malloc_arenas, usable_cores
@@ -88,7 +90,7 @@ def _send(connection, message):
 # the training process's side
 
 
-def _serve(commands, messages, threads):
+def _serve(commands, messages, threads, server_pid):
     """The training process: ("start", number, pickled (function, kwargs)) trains a run on a thread of its
     own, ("stop", number) asks it to stop; every message back is (number, kind, payload). When the
     server closes its end of the pipe (or dies), every run is stopped and waited for, and the process
@@ -96,12 +98,11 @@ def _serve(commands, messages, threads):
     # Ctrl-C in the server's terminal reaches this process too: the server decides when it ends, and
     # ends it by closing the pipe, not with a KeyboardInterrupt's traceback in the middle of a step
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # before any thread starts (on Linux each thread inherits its creator's priority). Idle, not niced
-    # alone: niced, the runs still took a share of the core a page wanted, and a page's many wake-ups each
-    # waited behind them (BENCHMARKS.md: with ten runs, another student's page 2.5x its idle time niced,
-    # 1.8x in SCHED_IDLE, and the runs took more steps). No such inversion in the server's own threads,
-    # which hold its interpreter's lock: they are niced alone (lab.server.priority.lower_this_thread)
-    lower_this_process(idle=True)
+    die_with(server_pid)  # killed with the server, however it ends (lab.server.lifetime)
+    # before any thread starts (on Linux each thread inherits its creator's priority): at the lowest nice
+    # value, not in SCHED_IDLE, which a busy host's other tenants starved (3.8 CPU-seconds in 324 s: the
+    # server's warm-up and a 3-s run's first step waited minutes); lab.server.priority says why
+    lower_this_process(lowest=True)
     torch.set_num_threads(threads)
     cap_malloc_arenas(usable_cores())  # its runs are threads: one arena each would each keep what it freed
     sending, stops, runs = threading.Lock(), {}, []
@@ -157,10 +158,10 @@ class _TrainingProcess:
         receiver, child_sender = context.Pipe(duplex=False)
         child_receiver, self._commands = context.Pipe(duplex=False)
         self.process = context.Process(
-            target=_serve, daemon=True, name="lab-training", args=(child_receiver, child_sender, threads)
+            target=_serve, daemon=True, name="lab-training", args=(child_receiver, child_sender, threads, os.getpid())
         )
         with _bare_main_module():
-            self.process.start()
+            start_beside_the_server(self.process)
         self._charge = server_budget().hold(PROCESS_MB, "the training process")  # given back when it ends
         child_receiver.close()
         child_sender.close()  # the child holds the only writing end: its exit ends the pipe

@@ -87,8 +87,10 @@ def start_warm_up():
 @functools.cache  # once per process: prepare_server's and a session's heartbeat's both call it
 def warm_up():
     """The whole warm-up; run it in a thread named THREAD_NAME. A server that begins to end
-    (lab.server.shutdown) stops it after the part it is computing."""
-    _train_two_steps()
+    (lab.server.shutdown) stops it after the part it is computing. The training process warms up beside it,
+    not before it: the server opens without waiting for work at the lowest priority, which a busy host starves
+    (a server still preparing after 400 s, issue 50)."""
+    start_until_the_end(_train_two_steps, f"{THREAD_NAME}-training")
     for page, page_defaults in (
         ("Memory", memory_page_defaults),
         ("Sample", sample_page_defaults),

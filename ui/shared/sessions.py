@@ -275,14 +275,31 @@ def stop_unattended_jobs(registry, now=None, unattended=None):
     closed tab, a lost laptop; generous, because browsers slow the timers of hidden tabs, Chrome to once a
     minute after five minutes hidden) and forget those sessions.
 
+    A job that has not computed yet (queued, or starved by a busy host) is not stopped: its unattended time
+    counts from its first event, so a run whose student left before it could train still gets its time, and
+    the session is kept until then.
+
     Every open page sends a heartbeat (`_heartbeat`, a fragment rerun every HEARTBEAT_SECONDS), so
     a session falls silent when its last tab closes; tests/test_browser.py checks this in a real
     browser. Returns the stopped jobs."""
     now = time.monotonic() if now is None else now
     unattended = server_settings().unattended_seconds if unattended is None else unattended
+
+    def unattended_since(job, seen):
+        return max(seen, job.first_event_at) if job.first_event_at is not None else math.inf
+
+    stopped = []
     with registry["lock"]:
-        silent = [key for key, entry in registry["sessions"].items() if now - entry["seen"] > unattended]
-        stopped = [job for key in silent for job in registry["sessions"].pop(key)["jobs"]]
+        for key, entry in list(registry["sessions"].items()):
+            if now - entry["seen"] <= unattended:
+                continue
+            due = [job for job in entry["jobs"] if now - unattended_since(job, entry["seen"]) > unattended]
+            waiting = [job for job in entry["jobs"] if job.running and job not in due]
+            stopped += due
+            if waiting:
+                entry["jobs"] = waiting
+            else:
+                del registry["sessions"][key]
     for job in stopped:
         job.stop()
     return stopped
