@@ -90,7 +90,6 @@ def train_from_args(args):
 
 def _new_run(args):
     """A run from a preset: (name, preset name, corpus, model, task, train config, None)."""
-    import torch
 
     from lab.nets.backends import default_backend, default_scan_mode
     from lab.nets.cost import check_training_memory
@@ -145,8 +144,8 @@ def _new_run(args):
     task = TASKS[preset.task].from_corpus(args.corpus or DEFAULT_CORPUS, tokenizer_kind, **options)
     config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **overrides)
     check_training_memory(config, train_config.batch_size, task.sequence_length(train_config))
-    torch.manual_seed(train_config.seed)
-    return name, preset.name, args.corpus or DEFAULT_CORPUS, build_model(config), task, train_config, None
+    model = build_model(config, seed=train_config.seed)
+    return name, preset.name, args.corpus or DEFAULT_CORPUS, model, task, train_config, None
 
 
 def _resumed_run(args):

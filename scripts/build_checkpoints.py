@@ -168,8 +168,7 @@ def train_until_plateau(
             f"{plateau.best_step})"
         )
     else:
-        torch.manual_seed(train_config.seed)
-        model = build_model(model_config)
+        model = build_model(model_config, seed=train_config.seed)
         if init:
             model.load_state_dict(load_checkpoint(init, device="cpu").model.state_dict())
             state = TrainingState.from_weights_at(continue_at, train_config.seed) if continue_at else None

@@ -35,9 +35,9 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from lab.errors import LabError
+from lab.nets.randomness import Dropout, dropout
 
 # ---------------------------------------------------------------------------
 # initialisation (seed 003): orthogonal recurrent weights, Xavier input weights
@@ -451,7 +451,7 @@ class RecurrentStack(nn.Module):
         self.layers = nn.ModuleList(layers)
         inner = [layer.hidden_size for layer in layers[:-1]]
         self.norms = nn.ModuleList(nn.LayerNorm(h) for h in inner) if norm_between_layers else None
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.weight_dropout = weight_dropout
 
     def _run_layer(self, layer, x, state, trace):
@@ -459,7 +459,7 @@ class RecurrentStack(nn.Module):
             return layer(x, state, trace)
         # the hidden-to-hidden matrix is weight_hh in reference and fast layers, rnn.weight_hh_l0 in fused ones
         dropped = {
-            name: F.dropout(w, self.weight_dropout)
+            name: dropout(w, self.weight_dropout)
             for name, w in layer.named_parameters()
             if name.rsplit(".", 1)[-1].startswith("weight_hh")
         }

@@ -34,6 +34,7 @@ from lab.nets.backends import check_cell, default_backend, default_scan_mode, ma
 from lab.nets.cells import SCAN_MODES, RecurrentStack, ScanLayer
 from lab.nets.cost import check_model_size
 from lab.nets.families import CELLS, FAMILIES
+from lab.nets.randomness import Dropout, seeded_build
 from lab.schema import CLASSROOM, Fraction, Names, PageRange, PositiveInt, config, declare
 
 NORMS = ("every", "last")
@@ -175,8 +176,8 @@ class RecurrentLM(nn.Module):
             norm_between_layers=c.norm == "every",
             weight_dropout=c.weight_dropout,
         )
-        self.embed_dropout = nn.Dropout(c.embed_dropout)
-        self.dropout = nn.Dropout(c.dropout)
+        self.embed_dropout = Dropout(c.embed_dropout)
+        self.dropout = Dropout(c.dropout)
         self.ln_f = nn.LayerNorm(c.hidden_size)
         self.head = nn.Linear(c.hidden_size, c.vocab_size)
 
@@ -229,7 +230,7 @@ class ScanMarkov(nn.Module):
         self.decoder = nn.Sequential(
             nn.Linear(c.embed_dim, c.decoder_hidden), nn.GELU(), nn.Linear(c.decoder_hidden, c.embed_dim)
         )
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
 
     def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
@@ -252,11 +253,14 @@ MODEL_FAMILIES = {
 }
 
 
-def build_model(config):
+def build_model(config, seed=None):
     """Instantiate the model for a config dataclass; CostError (a ValueError) first when it
-    has more parameters than this server allows (lab.nets.cost), so nothing huge is ever allocated."""
+    has more parameters than this server allows (lab.nets.cost), so nothing huge is ever allocated.
+    With `seed`, its initial weights are a function of the seed alone (lab.nets.randomness.seeded_build);
+    without, they come from torch's generator as it stands (a file's weights replace them)."""
     check_model_size(config)
-    return MODEL_FAMILIES[config.family][1](config)
+    model_class = MODEL_FAMILIES[config.family][1]
+    return model_class(config) if seed is None else seeded_build(lambda: model_class(config), seed)
 
 
 def config_to_dict(config):

@@ -73,5 +73,5 @@ def train_two_tiny_steps(emit=None, should_stop=None):
     from lab.training.tasks import LMTask
 
     task = LMTask.from_text("to be or not to be " * 20, "char")
-    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8))
+    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=4, hidden_size=8), seed=0)
     train(model, task, TrainConfig(max_steps=2, batch_size=2, block_size=8, eval_windows=2), emit, should_stop)

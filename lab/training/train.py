@@ -40,6 +40,7 @@ from pydantic import Field
 from lab.errors import LabError
 from lab.nets.cells import detach_state
 from lab.nets.cost import check_training_memory
+from lab.nets.randomness import drawing_from
 from lab.schema import CLASSROOM, MAX_SECONDS, Device, Fraction, Names, PageRange, Seed, config, declare
 from lab.training import distributed
 from lab.words import count
@@ -246,7 +247,7 @@ class TrainingState:
     train_loss: float  # the last step's loss
     optimizer: dict  # parameter name -> AdamW's {"exp_avg", "exp_avg_sq", "step"} tensors for it
     hyperparameters: dict  # AdamW's settings (betas, eps, weight_decay, ...): JSON numbers, booleans, lists, null
-    rng: dict  # "torch": the CPU generator's state (dropout) (1, S) uint8; "data": the batch sampler's (S,)
+    rng: dict  # "torch": the dropout masks' generator (W, S) uint8 ("cuda" on a GPU); "data": the sampler's (S,)
     history: list = dataclasses.field(default_factory=list)  # the eval events so far
     optimizer_start: int = 0  # the step the optimizer's moments began at (its warm-up counts from it)
 
@@ -355,7 +356,9 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     should_stop = should_stop or (lambda: False)
     device = resolve_device(config.device)
     amp = resolve_amp(config.amp, device, getattr(model.config, "backend", None))
-    torch.manual_seed(config.seed + rank)  # dropout masks: rank 0's are a single process's
+    # dropout masks from the run's own generator, never the process's (lab.nets.randomness): rank 0's are a
+    # single process's, and runs sharing a process draw nothing from each other's
+    masks = torch.Generator(device=device).manual_seed(config.seed + rank)
     batches = Batches(task, config, device, rank, world)
     model.to(device).train()
     net = distributed.wrap(model, device)  # DistributedDataParallel under torchrun: it averages the gradients
@@ -364,7 +367,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     updates = Updates(model, config, amp)
     history, step, loss_value, elapsed, optimizer_start = [], 0, math.nan, 0.0, 0
     if resume is not None:
-        history, step, loss_value, elapsed = _restore(resume, config, updates, batches, rank)
+        history, step, loss_value, elapsed = _restore(resume, config, updates, batches, masks, rank)
         optimizer_start = resume.optimizer_start
     start = time.perf_counter() - elapsed
     state = None  # the hidden state carried from batch to batch (stateful runs)
@@ -390,7 +393,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
             break
         lr = scheduled_lr(config, progress, step, optimizer_start)
         x, y, restart, tokens = next(batches)
-        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None), drawing_from(masks):
             _, loss, new_state = net(x, y, None if restart else state, label_smoothing=config.label_smoothing)
         global_loss, grad_norm, failure = updates.step(loss, lr, step)
         if failure:
@@ -411,10 +414,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
         elapsed,
         loss_value,
         *_named_optimizer_state(updates.optimizer, updates.names),
-        rng={
-            "torch": distributed.stack(torch.get_rng_state()),  # (W, S): every rank's
-            "data": batches.generator.get_state(),
-        },
+        rng=_generator_states(masks, batches, config, rank),
         history=list(history),
         optimizer_start=optimizer_start,
     )
@@ -515,13 +515,28 @@ class Updates:
         return ""
 
 
-def _restore(resume, config, updates, batches, rank):
+def _generator_states(masks, batches, config, rank):
+    """A run's generators as a TrainingState keeps them: "torch" every rank's dropout masks' (W, S) on a CPU,
+    "cuda" theirs on a GPU (with "torch" then the CPU state their seed gives, which the file format names), "data"
+    the batch sampler's."""
+    states = {"data": batches.generator.get_state()}
+    if masks.device.type == "cuda":
+        states["cuda"] = distributed.stack(masks.get_state())
+        states["torch"] = distributed.stack(torch.Generator().manual_seed(config.seed + rank).get_state())
+    else:
+        states["torch"] = distributed.stack(masks.get_state())  # (W, S): every rank's
+    return states
+
+
+def _restore(resume, config, updates, batches, masks, rank):
     """Put back a resumed run's optimizer moments and random generators -> its history, step, loss, elapsed."""
     if config.stateful:
         raise LabError("resume: a stateful run cannot be resumed (its carried state is not saved)")
     _load_named_optimizer_state(updates.optimizer, updates.names, resume.optimizer, resume.hyperparameters)
-    if rank < len(resume.rng["torch"]):  # a rank the saved run did not have keeps its fresh seed
-        torch.set_rng_state(resume.rng["torch"][rank])
+    saved = resume.rng.get("cuda" if masks.device.type == "cuda" else "torch", ())
+    # a rank the saved run did not have, or a run saved on another kind of device, keeps its fresh seed
+    if rank < len(saved) and saved[rank].numel() == masks.get_state().numel():
+        masks.set_state(saved[rank])
     batches.generator.set_state(resume.rng["data"])
     return list(resume.history), resume.step, resume.train_loss, resume.elapsed
 

@@ -53,7 +53,7 @@ def start_learning(text):
     task = LMTask.from_text(text, "char")  # the last tenth is held out: the validation split
     config = TrainConfig(max_steps=LEARN_STEPS, max_seconds=LEARN_MAX_SECONDS, **LEARN_RECIPE)
     task.check(config)
-    model = build_model(LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL))
+    model = build_model(LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL), seed=config.seed)
     learned_part = len(task.train_ids)  # one character per token: the characters it trains on
     sampling = SamplingConfig(strategy="greedy", max_new_tokens=min(learned_part - LEARN_PROMPT_CHARS, 200))
 

@@ -10,7 +10,6 @@ import copy
 from pathlib import Path
 
 import streamlit as st
-import torch
 
 from lab.data import load_bundled_corpus
 from lab.instruments.features import feature_values
@@ -125,7 +124,5 @@ def cached_gradient(path, mtime, text, fresh_seed=None):
         # a private copy: the gradient hooks the model, which other sessions share
         model = copy.deepcopy(checkpoint.model)
     else:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(fresh_seed)
-            model = build_model(checkpoint.config)
+        model = build_model(checkpoint.config, seed=fresh_seed)
     return gradient_through_time(model, text, checkpoint.tokenizer)

@@ -5,7 +5,6 @@ Glossary: B batch, T time (pixels per sequence), H hidden units.
 """
 
 import math
-import threading
 from dataclasses import dataclass
 
 import torch
@@ -142,15 +141,10 @@ def check_frozen_biases(model):
     return "passed: r and z chunks of b_ih and b_hh are exactly 0"
 
 
-_BUILD_LOCK = threading.Lock()  # seeding + initialising is one atomic act when jobs build in threads
-
-
 def build_arm_model(arm_name, seed, config, data_info, device="cpu"):
     """Seed 003's classifier for one arm, initialised under `seed`, on `device`, frozen if ablated."""
     arm = get_arm(arm_name)
-    with _BUILD_LOCK:
-        torch.manual_seed(seed)
-        model = build_model(model_config(arm_name, config, data_info))
+    model = build_model(model_config(arm_name, config, data_info), seed=seed)
     model.to(device)  # before the hooks, so they sit on the parameters that train
     if arm.freeze_rz:
         freeze_gate_biases(model)

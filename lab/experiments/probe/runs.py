@@ -6,7 +6,6 @@ longer distances; the results as a table, and ProbeJob, the same runs on the ser
 import time
 from typing import Annotated, Optional
 
-import torch
 from pydantic import Field
 
 from lab.errors import LabError
@@ -98,9 +97,7 @@ def probe_run(config, task, cell, distance):
     """One run, ready for lab.training.train.train or a TrainingJob -> (model, ProbeTask, TrainConfig).
     The model is initialised from config.seed without touching the caller's random state."""
     hidden_size, _ = hidden_size_for_budget(config, task, cell)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(config.seed)
-        model = build_model(model_config(config, task, cell, hidden_size))
+    model = build_model(model_config(config, task, cell, hidden_size), seed=config.seed)
     train_config = TrainConfig(
         lr=config.lr,
         batch_size=config.batch_size,
