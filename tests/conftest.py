@@ -61,6 +61,16 @@ def quiet_machine(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def own_experiments(monkeypatch):
+    """Each test starts with no run of an earlier test to join (lab.server.shared_runs): one test's finished run
+    would otherwise be shown whole to the next test that asks for the same settings."""
+    import lab.server.shared_runs
+
+    monkeypatch.setattr(lab.server.shared_runs, "_shared", lab.server.shared_runs.SharedRuns())
+    yield
+
+
+@pytest.fixture(autouse=True)
 def bundled_checkpoints(request):
     """A test module whose pages open on bundled models names them in NEEDED ("char-gru-torch", ...):
     without those files its tests fail, they do not skip."""

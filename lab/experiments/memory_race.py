@@ -9,8 +9,7 @@ learns to shut its gates on the symbol and keep it, while an RNN's state is rewr
 the symbol fades, and the selective scan's gates, which read only the current symbol, cannot tell the
 first symbol from the others.
 
-    jobs = toy_race_jobs(*MEMORY_RACE, seconds=60, owner=key)       # {cell: TrainingJob}, not started
-    start_together(jobs.values(), "the memory race")                 # lab.server.jobs: all or none
+    jobs = start_toy_race(*MEMORY_RACE, 60, key, "the memory race")  # {cell: run}, started or joined
     memory_verdict(race_curves(jobs, "elapsed"), chance)  # "After 40 s, the GRU leads: ..."
 
 Glossary: k distance (steps between the symbol and the "?"), x the chart's axis (seconds or steps).
@@ -23,6 +22,7 @@ from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, TOY_TASKS, ProbeC
 from lab.instruments.race import race_verdict
 from lab.nets.families import FAMILIES, keeps_with_gates
 from lab.server.jobs import TrainingJob
+from lab.server.shared_runs import start_runs
 from lab.words import count, listing
 
 MEMORY_RACE = ("recall", 20)  # task and distance k: the gated cells solve it, the RNN and the scan stay at chance
@@ -59,6 +59,14 @@ def toy_race_jobs(task, distance, seconds=None, steps=None, seed=0, **job_option
         name = f"{FAMILIES[cell].name} · {TOY_TASKS[task].in_a_sentence}"  # in words: a queue's message names it
         jobs[cell] = TrainingJob(name, model, probe_task, train_config, **job_options)
     return jobs
+
+
+def start_toy_race(task, distance, seconds, owner, together, **job_options):
+    """The toy race's runs of `seconds`, for `owner`, all started at once (all or none) or joined where a
+    classmate's identical race trains on this server (lab.server.shared_runs): a class pressing the button
+    trains it once -> {cell: run}."""
+    jobs = toy_race_jobs(task, distance, seconds=seconds, owner=owner, **job_options)
+    return dict(zip(jobs, start_runs([(job, job.name, None, None) for job in jobs.values()], owner, together)))
 
 
 def race_curves(jobs, x="elapsed"):

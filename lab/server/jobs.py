@@ -62,6 +62,7 @@ class BackgroundJob:
         self._ticket = self._thread = None
         self.started_at = None  # time.time() at start(), for the server log's waits and durations
         self.first_event_at = None  # time.monotonic() of its first event: from then on it has been computing
+        self.ended_at = None  # time.time() when it ended
 
     def start(self):
         """Queue for the budget, or on Ray (CapacityError at once if the job could never fit), and start
@@ -160,6 +161,7 @@ class BackgroundJob:
                 f" ({self.message})" if self.message else "",
             )
             # last: a UI that sees a final status finds the results saved and the budget free for a new job
+            self.ended_at = time.time()
             self.status = status
 
 
@@ -258,57 +260,66 @@ class TrainingJob(BackgroundJob):
         """Save the trained weights as name_vN in `folder` (default: checkpoint_dir) and return the
         path. After a failed save (a full disk) the weights are still here, so this retries, elsewhere
         if need be."""
-        from lab.training.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
-
-        self.checkpoint_path = save_checkpoint(
-            folder or self.checkpoint_dir,
-            self.name,
-            self.model.cpu(),
-            self.task.tokenizer,
-            run_metrics(self.result, self.config),
-            self.extra,
-            self.result.training_state if self.resumable else None,
-            self.room,
-        )
+        self.checkpoint_path = self.write_copy(folder or self.checkpoint_dir, self.name, self.room)
         if self.status == "failed" and self.trained_status not in (None, "failed"):
             self.status, self.message = self.trained_status, self.result.reason  # the failed save is behind it
         return self.checkpoint_path
 
-    def continuation(self, more_seconds):
+    def write_copy(self, folder, name, room=None):
+        """The trained weights saved as name_vN in `folder` (within `room`, its quota) -> the path: the run's own
+        file, or the copy a student who joined the run keeps (lab.server.shared_runs)."""
+        from lab.training.checkpoints import save_checkpoint  # checkpoints imports models; keep train importable alone
+
+        with self._lock:  # two students' copies at once: one model, moved to the CPU once
+            weights = self.model.cpu()
+        return save_checkpoint(
+            folder,
+            name,
+            weights,
+            self.task.tokenizer,
+            run_metrics(self.result, self.config),
+            self.extra,
+            self.result.training_state if self.resumable else None,
+            room,
+        )
+
+    def continuation(self, more_seconds, path=None, name=None, owner=None, room=None):
         """A new job, not started, that continues this ended run from its checkpoint for `more_seconds`
         more seconds of training: the same name, so that it saves the next version beside this one
         (name_vN+1), resumable in turn, with the same options; its events' steps and seconds go on
         from this run's. The budget becomes a time budget over the new total, so the learning rate's
         cosine is stretched over it too. ValueError (CheckpointError) when this run was not saved with
-        its training state or its file cannot be read."""
+        its training state or its file cannot be read. `path`, `name`, `owner` and `room`: another student's
+        copy of this run to continue instead, in their folder (lab.server.shared_runs)."""
         from lab.training.checkpoints import load_checkpoint  # checkpoints imports models; keep train importable alone
 
         check(more_seconds, PositiveNumber, "more_seconds")
-        if self.running or self.checkpoint_path is None:
-            raise LabError(f"resume: the run {self.name} has not ended and been saved yet")
-        if not self.checkpoint_path.is_file():  # deleted on the Checkpoints page since: say so, not where it was
+        path, name = path or self.checkpoint_path, name or self.name
+        if self.running or path is None:
+            raise LabError(f"resume: the run {name} has not ended and been saved yet")
+        if not path.is_file():  # deleted on the Checkpoints page since: say so, not where it was
             raise LabError("This run's saved file was deleted, so it cannot continue")
         config = dataclasses.replace(
             self.config, max_seconds=self.result.elapsed + more_seconds, max_steps=None, max_epochs=None
         )
-        checkpoint = load_checkpoint(self.checkpoint_path, "cpu")
+        checkpoint = load_checkpoint(path, "cpu")
         return TrainingJob(
-            self.name,
+            name,
             checkpoint.model,
             copy.copy(self.task),
             config,
-            checkpoint_dir=self.checkpoint_path.parent,
+            checkpoint_dir=path.parent,
             extra=self.extra,
             sampler=self.sampler,
             sample_every_s=self.sample_every_s,
             cost_mb=self.cost_mb,
-            owner=self.owner,
+            owner=owner or self.owner,
             budget=self.budget,
             turns=self.turns,
             resume=resume_training_state(checkpoint, config),
             resumable=True,
             in_process=self.in_process,
-            room=self.room,
+            room=room or self.room,
             ray_address=self.ray_address,
         )
 

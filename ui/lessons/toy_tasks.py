@@ -4,10 +4,9 @@ of lab.experiments.probe over every distance, and a live run of them all at the 
 
 import streamlit as st
 
-from lab.experiments.memory_race import toy_race_jobs
+from lab.experiments.memory_race import start_toy_race
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
 from lab.lessons.toys import gated_recall_words, toy_sentences
-from lab.server.jobs import start_together
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
@@ -30,8 +29,8 @@ def start_live_run(task, distance, seconds):
     """Every toy cell at once, each a TrainingJob of `seconds` where the runs train."""
     for job in st.session_state.get("lessons_toy_jobs", {}).values():
         job.stop()
-    jobs = toy_race_jobs(task, distance, seconds=seconds, owner=session_key(), in_process=train_in_process())
-    start_together(jobs.values(), "the cells")  # all or none, as the Train page's races
+    # all or none, as the Train page's races; joined where a classmate's identical run trains
+    jobs = start_toy_race(task, distance, seconds, session_key(), "the cells", in_process=train_in_process())
     for job in jobs.values():
         register_job(job)
     st.session_state.lessons_toy_jobs, st.session_state.lessons_toy_for = jobs, (task, distance)

@@ -3,7 +3,7 @@
 with what the chart says and where the lab's longer runs of the same task end; and, before Start, whether
 this server is too busy to call it in its time.
 
-The jobs are the toy-task lesson's (lab.experiments.memory_race.toy_race_jobs): TrainingJobs of the
+The jobs are the toy-task lesson's (lab.experiments.memory_race.start_toy_race): TrainingJobs of the
 probe's models, started together, registered with the session so that closing the tab stops them; the
 chart beside the race is that lesson's (ui.shared.toy_results), the shipped probe over every distance
 with the live runners on it.
@@ -19,11 +19,10 @@ from lab.experiments.memory_race import (
     long_runs_sentence,
     memory_verdict,
     race_curves,
-    toy_race_jobs,
+    start_toy_race,
 )
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS
 from lab.server.capacity import lane_share, server_budget, step_lanes
-from lab.server.jobs import start_together
 from lab.training.checkpoints import BUNDLED_DIR
 from ui.cell_labels import cell_colour, cell_label
 from ui.shared.chart_style import WHITE
@@ -46,8 +45,8 @@ def start(seconds):
     """A new memory race of `seconds`, the session's previous one stopped -> its jobs."""
     for job in race_jobs().values():
         job.stop()
-    jobs = toy_race_jobs(TASK, DISTANCE, seconds=seconds, owner=session_key(), in_process=train_in_process())
-    start_together(jobs.values(), "the memory race")  # all or none, as the text race
+    # all or none, as the text race; joined where a classmate's identical race trains
+    jobs = start_toy_race(TASK, DISTANCE, seconds, session_key(), "the memory race", in_process=train_in_process())
     for job in jobs.values():
         register_job(job)
     st.session_state[STATE] = jobs

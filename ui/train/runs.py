@@ -19,7 +19,8 @@ from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
 from lab.nets.families import text_racers
 from lab.nets.models import build_model, config_to_dict
-from lab.server.jobs import TrainingJob, start_together
+from lab.server.jobs import TrainingJob
+from lab.server.shared_runs import start_runs
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from lab.words import a_or_an, listing
@@ -110,7 +111,11 @@ class RunLog:
 def training_jobs():
     """This session's language-model runs (other pages register jobs of their own: ablations, and the toy
     tasks' runs of the memory race and of a lesson, which have no text to score per character)."""
-    return [job for job in session_jobs() if isinstance(job, TrainingJob) and not isinstance(job.task, ProbeTask)]
+    return [
+        job
+        for job in session_jobs()
+        if isinstance(getattr(job, "job", job), TrainingJob) and not isinstance(job.task, ProbeTask)
+    ]
 
 
 def make_sampler(tokenizer):
@@ -142,7 +147,7 @@ def new_run(run_values, run_model_config, task, corpus_label):
     name = sanitize_name(run_values["name"].strip() or unused_run_name(default_run_name(run_values)))
     job = TrainingJob(
         name,
-        build_model(run_model_config),
+        build_model(run_model_config, seed=run_config.seed),
         copy.copy(task),
         run_config,
         checkpoint_dir=user_dir(),
@@ -173,11 +178,24 @@ def show_started(job, shown):
 
 
 def start_run(run_values, run_model_config, task, corpus_label):
-    """A run of these settings on `task`, started in the background for this session -> its TrainingJob."""
+    """A run of these settings on `task`, started in the background for this session (or joined, where a
+    classmate's run of the same settings trains here: lab.server.shared_runs) -> its run."""
     job, shown = new_run(run_values, run_model_config, task, corpus_label)
-    job.start()  # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
-    show_started(job, shown)
-    return job
+    # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
+    (run,) = start_runs([asked_for(job)], session_key(), "this run", private=is_own_text(corpus_label))
+    show_started(run, shown)
+    return run
+
+
+def asked_for(job):
+    """What lab.server.shared_runs needs of a run this student asks for: the job, and the name, folder and
+    quota their own copy is saved under."""
+    return job, job.name, user_dir(), room_check()
+
+
+def is_own_text(corpus_label):
+    """A run on the student's own text (an upload) is theirs alone: never joined from another space."""
+    return corpus_label not in CORPUS_CHOICES
 
 
 def race_values(values, model_config, cell):
@@ -195,10 +213,10 @@ def start_race(values, model_config, task, corpus_label):
     for cell in RACE_CELLS:
         run_values = race_values(values, model_config, cell)
         runs.append(new_run(run_values, train_settings.model_config(run_values, task.vocab_size), task, corpus_label))
-    jobs = start_together([job for job, _ in runs], "the race")
-    for job, shown in runs:
-        show_started(job, shown)
-    return jobs
+    started = start_runs([asked_for(job) for job, _ in runs], session_key(), "the race", is_own_text(corpus_label))
+    for run, (_, shown) in zip(started, runs):
+        show_started(run, shown)
+    return started
 
 
 def racers(cells=RACE_CELLS):
@@ -253,6 +271,22 @@ def session_logs():
     return logs
 
 
+def shared_run_text(run):
+    """In plain words, when a run is shared with classmates who asked for the same settings and seed, or was
+    trained before this student asked for it; "" for a run of one's own."""
+    others = getattr(run, "classmates", 0)
+    parts = []
+    if others:
+        classmates = "a classmate" if others == 1 else f"{others} classmates"
+        parts.append(f"the same experiment as {classmates}: trained once, shown to each")
+    if getattr(run, "joined_ended", False) and run.trained_at is not None:
+        parts.append(f"trained at {time.strftime('%H:%M', time.localtime(run.trained_at))}, so shown whole at once")
+    if getattr(run, "joined", False) and not parts:
+        parts.append("the same experiment as a classmate's earlier run: trained once, shown to each")
+    sentence = "; ".join(parts)
+    return sentence[:1].upper() + sentence[1:] + ("." if sentence else "")
+
+
 def starting_text(job, now=None):
     """What a run without its first step yet is doing, in plain words, with the seconds it has waited:
     on a Ray cluster the wait is for a free CPU and a fresh worker process that loads PyTorch, which for
@@ -269,8 +303,15 @@ def starting_text(job, now=None):
 def draw_progress_and_samples(logs):
     """Under the chart: a progress bar per running run, each run's first and latest samples, the
     runs table, and where finished runs were saved."""
-    names = {id(log): name for log, name in zip(logs, legend_names(logs))}  # what the chart calls them
+    # what the chart calls them; `names`, the same made inert for the progress bars and titles below, which
+    # are Markdown (a run's title may be the name its student typed)
+    titles = {id(log): name for log, name in zip(logs, legend_names(logs))}
+    names = {key: plain(title) for key, title in titles.items()}
     active = [log for log in logs if log.job.running]
+    for log in logs:
+        shared = shared_run_text(log.job)
+        if shared:
+            st.caption(f"**{names[id(log)]}** · {shared}")
     for log in active:
         last = log.last_step
         if log.job.queue_position:
@@ -303,7 +344,7 @@ def draw_progress_and_samples(logs):
     if not logs:
         return
     st.dataframe(
-        pd.DataFrame([{**log.row(), "run": names[id(log)]} for log in logs]),
+        pd.DataFrame([{**log.row(), "run": titles[id(log)]} for log in logs]),  # a table: plain text
         hide_index=True,
         width="stretch",
         column_config={"params": st.column_config.NumberColumn(format="%d")},

@@ -1,0 +1,120 @@
+"""Identical experiments computed once (issue 49, item 2): a second student asking for a run equal to one training
+here joins it; one student's Stop leaves the other's running; the budget is charged once; each keeps a copy in
+their own space; another seed, or a run on a student's own text, is a run of one's own; the page says so."""
+
+import time
+
+import pytest
+from helpers import tiny_train_config
+
+from lab.data import load_bundled_corpus
+from lab.nets.models import LMConfig, build_model
+from lab.server.capacity import Budget
+from lab.server.jobs import TrainingJob
+from lab.server.shared_runs import SharedRuns, experiment_key
+from lab.training.checkpoints import load_checkpoint
+from lab.training.tasks import LMTask
+from ui.train.runs import shared_run_text
+
+
+@pytest.fixture(scope="module")
+def task():
+    return LMTask.from_text(load_bundled_corpus()[:20_000], "char")
+
+
+@pytest.fixture
+def budget():
+    return Budget(10_000)
+
+
+def ask(task, budget, folder, name, seed=1337, seconds=600.0, steps=None, owner="a"):
+    """The request a student's Start makes: a job built from the settings (not started) and their own name."""
+    config = tiny_train_config(seed=seed, max_seconds=seconds, max_steps=steps, eval_interval=5)
+    model = build_model(LMConfig(vocab_size=task.vocab_size, embed_dim=8, hidden_size=16), seed=seed)
+    job = TrainingJob(name, model, task, config, checkpoint_dir=folder, owner=owner, budget=budget)
+    return job, name, folder, None
+
+
+def test_a_second_asker_joins_the_first_run_and_the_budget_is_charged_once(task, budget, tmp_path):
+    runs = SharedRuns()
+    (first,) = runs.start([ask(task, budget, tmp_path / "a", "mine")], "a")
+    (second,) = runs.start([ask(task, budget, tmp_path / "b", "yours", owner="b")], "b")
+    try:
+        assert second.job is first.job and second.joined and not first.joined
+        assert budget.snapshot()[2] + budget.snapshot()[3] == 1  # one run training or queued, not two
+        assert runs.computing() == 1 and first.classmates == second.classmates == 1
+        assert second.name == "yours" and first.name == "mine"
+        assert first.events() is not None and second.events() == first.events()  # the same curve
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_one_students_stop_leaves_the_run_training_for_the_other(task, budget, tmp_path):
+    runs = SharedRuns()
+    (first,) = runs.start([ask(task, budget, tmp_path / "a", "mine")], "a")
+    (second,) = runs.start([ask(task, budget, tmp_path / "b", "yours", owner="b")], "b")
+    first.stop()
+    time.sleep(0.5)
+    assert second.running and second.classmates == 0
+    second.stop()
+    assert second.job.wait(60) in ("stopped", "finished")
+    # left by everyone: a new asker trains it afresh rather than joining a run that is stopping
+    (third,) = runs.start([ask(task, budget, tmp_path / "c", "theirs", owner="c")], "c")
+    assert third.job is not first.job and not third.joined
+    third.stop()
+
+
+def test_each_student_keeps_a_copy_in_their_own_space_under_their_own_name(task, budget, tmp_path):
+    runs = SharedRuns()
+    (first,) = runs.start([ask(task, budget, tmp_path / "a", "mine", seconds=None, steps=6)], "a")
+    assert first.job.wait(120) == "finished"
+    (late,) = runs.start([ask(task, budget, tmp_path / "b", "yours", seconds=None, steps=6, owner="b")], "b")
+    assert late.joined and late.joined_ended and late.trained_at is not None  # shown whole at once
+    assert [e["step"] for e in late.events() if e["type"] == "eval"] == [5, 6]
+    mine, yours = first.checkpoint_path, late.checkpoint_path
+    assert mine.parent == tmp_path / "a" and yours.parent == tmp_path / "b" and yours.name.startswith("yours")
+    a, b = load_checkpoint(mine, "cpu"), load_checkpoint(yours, "cpu")
+    assert all((x == y).all() for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+    assert "same experiment" in shared_run_text(late) and "shown whole at once" in shared_run_text(late)
+
+
+def test_another_seed_or_a_students_own_text_is_a_run_of_ones_own(task, budget, tmp_path):
+    runs = SharedRuns()
+    (first,) = runs.start([ask(task, budget, tmp_path / "a", "mine")], "a")
+    (other_seed,) = runs.start([ask(task, budget, tmp_path / "b", "yours", seed=7, owner="b")], "b")
+    (own_text,) = runs.start([ask(task, budget, tmp_path / "c", "a", owner="c")], "c", private=True)
+    (own_text_again,) = runs.start([ask(task, budget, tmp_path / "d", "b", owner="d")], "d", private=True)
+    try:
+        jobs = {id(run.job) for run in (first, other_seed, own_text, own_text_again)}
+        assert len(jobs) == 4 and not any(run.joined for run in (other_seed, own_text, own_text_again))
+    finally:
+        for run in (first, other_seed, own_text, own_text_again):
+            run.stop()
+
+
+def test_the_key_is_the_settings_seed_and_data_not_the_name_or_the_folder(task, budget, tmp_path):
+    a, b = ask(task, budget, tmp_path / "a", "x")[0], ask(task, budget, tmp_path / "b", "y", owner="b")[0]
+    assert experiment_key(a) == experiment_key(b)
+    assert experiment_key(a) != experiment_key(ask(task, budget, tmp_path, "x", seed=2)[0])
+    other_text = LMTask.from_text(load_bundled_corpus()[20_000:40_000], "char")
+    config, model = a.config, build_model(a.model.config, seed=1337)
+    assert experiment_key(TrainingJob("x", model, other_text, config)) != experiment_key(a)
+    assert experiment_key(a, private_to="a") != experiment_key(a, private_to="b")
+
+
+@pytest.mark.parametrize(
+    "classmates, expected",
+    [
+        (11, "The same experiment as 11 classmates: trained once, shown to each."),
+        (1, "The same experiment as a classmate: trained once, shown to each."),
+        (0, ""),
+    ],
+)
+def test_the_page_says_in_plain_words_that_a_run_is_shared(classmates, expected):
+    class Run:
+        joined = joined_ended = False
+
+    run = Run()
+    run.classmates = classmates
+    assert shared_run_text(run) == expected
