@@ -15,6 +15,7 @@ Its parts, each importing only those above it (tests/test_architecture.py checks
     server           the budget a class shares, background jobs, worker processes, Ray, spaces
     experiments      seed 003's ablation and the memory probe, run through the server's budget
     lessons          what the lessons say, computed from the figures they show (no server: nothing runs)
+    runs             the one runner: every run a page asks for, built from its settings and started or joined
     __main__         the command line (`python -m lab`), with train_command
 """
 

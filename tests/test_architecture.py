@@ -109,7 +109,8 @@ MAY_IMPORT = {
     "server": {"base", "data", "nets", "training"},
     "experiments": {"base", "data", "nets", "training", "instruments", "server"},
     "lessons": {"base", "data", "nets", "training", "instruments", "experiments"},
-    "cli": {"base", "data", "nets", "training", "instruments", "server", "experiments"},
+    "runs": {"base", "data", "nets", "training", "server"},
+    "cli": {"base", "data", "nets", "training", "instruments", "server", "experiments", "runs"},
 }
 
 
@@ -118,6 +119,8 @@ def part_of(module):
         return "base"
     if module in ("lab.__main__", "lab.train_command"):
         return "cli"
+    if module == "lab.runs":
+        return "runs"
     return module.split(".")[1]
 
 
@@ -249,6 +252,19 @@ def test_ui_and_the_pages_import_only_in_their_direction():
         if not may_import(source, target)
     ]
     assert wrong == []
+
+
+# what starts or holds a run: a page asks lab.runs, the one runner, never these
+JOB_MODULES = {"lab.server.jobs", "lab.server.shared_runs", "lab.server.workers", "lab.server.ray_runs"}
+
+
+def test_no_page_package_starts_a_run_but_through_the_one_runner():
+    reaching = {
+        name: sorted(n for n in imported_names(path) if n in JOB_MODULES or n.rsplit(".", 1)[0] in JOB_MODULES)
+        for name, path in ui_modules().items()
+        if kind_of(name) in PAGE_PACKAGES
+    }
+    assert {name: names for name, names in reaching.items() if names} == {}
 
 
 def test_no_page_script_reaches_into_lab_server():

@@ -19,8 +19,8 @@ from lab.instruments.learning import (
 )
 from lab.instruments.sampling import SamplingConfig, reproduced_prefix, sample_text
 from lab.lessons.toys import learning_sentences, memorised_answer
-from lab.nets.models import LMConfig, build_model, count_parameters
-from lab.server.jobs import TrainingJob
+from lab.nets.models import LMConfig, count_parameters
+from lab.runs import start, training_run
 from lab.training.tasks import LMTask
 from lab.training.train import TrainConfig
 from lab.words import count
@@ -53,7 +53,7 @@ def start_learning(text):
     task = LMTask.from_text(text, "char")  # the last tenth is held out: the validation split
     config = TrainConfig(max_steps=LEARN_STEPS, max_seconds=LEARN_MAX_SECONDS, **LEARN_RECIPE)
     task.check(config)
-    model = build_model(LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL), seed=config.seed)
+    model_config = LMConfig(vocab_size=task.vocab_size, **LEARN_MODEL)
     learned_part = len(task.train_ids)  # one character per token: the characters it trains on
     sampling = SamplingConfig(strategy="greedy", max_new_tokens=min(learned_part - LEARN_PROMPT_CHARS, 200))
 
@@ -61,9 +61,10 @@ def start_learning(text):
     if previous is not None:
         previous.stop()
     sample = functools.partial(sample_text, task.tokenizer, text[:LEARN_PROMPT_CHARS], sampling)
-    job = TrainingJob(
-        "the lesson's run on your text",  # as the Train page lists it, in words
-        model,
+    name = "the lesson's run on your text"  # as the Train page lists it, in words
+    job = training_run(
+        name,
+        model_config,
         task,
         config,
         sampler=StepSampler(sample, sample_steps(LEARN_STEPS)),
@@ -71,7 +72,8 @@ def start_learning(text):
         owner=session_key(),
         in_process=train_in_process(),
     )
-    job.start()
+    # the lesson's own paragraph is the same experiment for the whole class; a paragraph typed is its student's
+    (job,) = start([(job, name, None, None)], session_key(), "the lesson's run", private=text != SONNET)
     register_job(job)
     st.session_state.lessons_learn_job, st.session_state.lessons_learn_for = job, text
     st.session_state.lessons_learn_span = sampling.max_new_tokens

@@ -4,7 +4,7 @@ finished runs, and the chart's x axis, with what Start does said above them."""
 import streamlit as st
 
 from lab.experiments.probe import TOY_CELLS
-from lab.server.jobs import TrainingJob
+from lab.runs import is_training_run
 from ui.shared.plain_text import user_errors
 from ui.shared.sessions import forget_jobs
 from ui.train import memory_race, runs
@@ -49,7 +49,7 @@ def start_and_stop(controls, values, model_config, task, corpus_label, fixed):
             job.wait(timeout=10)
         st.rerun()  # redraw the buttons and the final chart
     if buttons.button("Clear finished runs", key="train_clear", disabled=not [j for j in jobs if not j.running]):
-        forget_jobs(lambda job: isinstance(job, TrainingJob) and not job.running)
+        forget_jobs(lambda job: is_training_run(job) and not job.running)
         memory_race.forget_if_ended()
         st.rerun()
     buttons.radio(

@@ -1,7 +1,7 @@
-"""The Train page's runs: starting one (or a race of one cell of each kind at equal size) as a background
-lab.server.jobs.TrainingJob of this session, reading each run's events into a RunLog, and what the
-page shows under the chart: progress bars, samples, the runs table, where runs were saved, and
-"Continue this run".
+"""The Train page's runs: starting one (or a race of one cell of each kind at equal size) in the background
+through lab.runs, the one runner (started, or joined where a classmate asked for the same), reading each run's
+events into a RunLog, and what the page shows under the chart: progress bars, samples, the runs table, where
+runs were saved, and "Continue this run".
 """
 
 import copy
@@ -18,9 +18,8 @@ from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.backends import default_backend
 from lab.nets.cost import check_training_memory
 from lab.nets.families import text_racers
-from lab.nets.models import build_model, config_to_dict
-from lab.server.jobs import TrainingJob
-from lab.server.shared_runs import start_runs
+from lab.nets.models import config_to_dict
+from lab.runs import is_training_run, start, training_run
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from lab.words import a_or_an, listing
@@ -111,11 +110,7 @@ class RunLog:
 def training_jobs():
     """This session's language-model runs (other pages register jobs of their own: ablations, and the toy
     tasks' runs of the memory race and of a lesson, which have no text to score per character)."""
-    return [
-        job
-        for job in session_jobs()
-        if isinstance(getattr(job, "job", job), TrainingJob) and not isinstance(job.task, ProbeTask)
-    ]
+    return [job for job in session_jobs() if is_training_run(job) and not isinstance(job.task, ProbeTask)]
 
 
 def make_sampler(tokenizer):
@@ -145,9 +140,9 @@ def new_run(run_values, run_model_config, task, corpus_label):
     task.check(run_config)  # a corpus too short for one window is a DataError here, not in the thread
     check_training_memory(run_model_config, run_values["batch"], task.sequence_length(run_config))
     name = sanitize_name(run_values["name"].strip() or unused_run_name(default_run_name(run_values)))
-    job = TrainingJob(
+    job = training_run(
         name,
-        build_model(run_model_config, seed=run_config.seed),
+        run_model_config,
         copy.copy(task),
         run_config,
         checkpoint_dir=user_dir(),
@@ -182,7 +177,7 @@ def start_run(run_values, run_model_config, task, corpus_label):
     classmate's run of the same settings trains here: lab.server.shared_runs) -> its run."""
     job, shown = new_run(run_values, run_model_config, task, corpus_label)
     # queued for the server's budget; a CapacityError (too large ever to fit) is shown by user_errors
-    (run,) = start_runs([asked_for(job)], session_key(), "this run", private=is_own_text(corpus_label))
+    (run,) = start([asked_for(job)], session_key(), "this run", private=is_own_text(corpus_label))
     show_started(run, shown)
     return run
 
@@ -213,7 +208,7 @@ def start_race(values, model_config, task, corpus_label):
     for cell in RACE_CELLS:
         run_values = race_values(values, model_config, cell)
         runs.append(new_run(run_values, train_settings.model_config(run_values, task.vocab_size), task, corpus_label))
-    started = start_runs([asked_for(job) for job, _ in runs], session_key(), "the race", is_own_text(corpus_label))
+    started = start([asked_for(job) for job, _ in runs], session_key(), "the race", is_own_text(corpus_label))
     for run, (_, shown) in zip(started, runs):
         show_started(run, shown)
     return started
