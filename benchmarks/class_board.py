@@ -1,82 +1,98 @@
-"""The Class page's redraw with a class's runs on the board: how much server time one redraw computes.
+"""The Class page's redraw with a class's runs on the board: how much server time one redraw computes, and
+what each further page open on the board adds while they share it.
 
-    python -m benchmarks.class_board [--students 30] [--steps 3000] [--repeats 5]
+    python -m benchmarks.class_board [--students 30] [--runs-each 1] [--steps 3000] [--repeats 5]
 
-Posts `--students` runs to a board in a temporary user directory, each a job whose event log holds
-`--steps` training steps (3,000: two minutes at 25 steps a second), and times what the Class page's
-fragment computes every BOARD_REFRESH_SECONDS: the runs read from their events (ui.class_board.board.shown_runs),
-the leaderboard table, the chart, the leaderboard's HTML and what-made-the-difference figure, and the
-figures' JSON as st.plotly_chart sends it. The first redraw reads every event; each later one reads the
-50 steps per run that came since. No browser and no Streamlit script run: what the board's own code costs.
+Posts `--runs-each` runs for each of `--students` students to a board in a temporary user directory, each
+with the points of `--steps` training steps (3,000: two minutes at 25 steps a second) written as the
+board's recorder writes them (lab.server.board_losses.PointMaker), and times what the Class page's fragment
+computes every BOARD_REFRESH_SECONDS when the redraw is made (ui.class_board.board.SharedRedraw): the
+board and its losses read from the store, the leaderboard table, the chart, the leaderboard's HTML and the
+what-made-the-difference figure, and the figures' JSON as st.plotly_chart sends it. Each later redraw
+comes after 50 more steps per run. A page that finds the redraw made costs the store's marks and the
+figures' JSON only ("each further page"). No browser and no Streamlit script run: the board's own code.
 """
 
 import argparse
 import statistics
 import tempfile
 import time
-from types import SimpleNamespace
 
-from lab.server.board import BoardStore, Curve, owner_id
-from ui.class_board import board as class_board
-from ui.shared.board import board_runs
+import plotly.io
+
+from lab.server.board import BoardStore, owner_id
+from lab.server.board_losses import PointMaker
+from ui.class_board.board import FRESH_SECONDS, SharedRedraw
 
 CELLS = ("rnn", "gru_torch", "lstm", "scan")
+STEPS_PER_SECOND = 25
 
 
-class FakeJob:
-    """A run's event log as a TrainingJob keeps it, growing by `more(n)` steps."""
+class Clock:
+    """The shared redraw's clock, moved on by hand: every redraw timed here is one that is made."""
 
-    def __init__(self, seed):
-        self.task = SimpleNamespace(chars_per_token=1.0)
-        self._events, self.seed = [], seed
+    now = 0.0
 
-    def more(self, n):
-        start = len(self._events)
-        for step in range(start, start + n):
-            loss = 4.2 * (1 + step) ** (-0.05 - 0.01 * (self.seed % 5))
-            self._events.append({"type": "step", "step": step, "elapsed": step / 25, "train_loss": loss})
-
-    def events(self, since=0):
-        return self._events[since:]
+    def __call__(self):
+        return self.now
 
 
-def redraw(store):
-    """One redraw's computation -> its seconds."""
+def steps(seed, start, n):
+    """`n` training steps from step `start`, a loss curve of its own per `seed`."""
+    return [
+        {
+            "type": "step",
+            "elapsed": step / STEPS_PER_SECOND,
+            "train_loss": 4.2 * (1 + step) ** (-0.05 - 0.01 * (seed % 5)),
+        }
+        for step in range(start, start + n)
+    ]
+
+
+def page(shared, at_seconds=0):
+    """One page's share of a redraw -> its seconds: the redraw (made or found) and its figures sent."""
     start = time.perf_counter()
-    rows, _ = class_board.shown_runs(store.read())
-    drawn = class_board.redraw(rows, 0)  # compared where every run has reached, as the page's default
-    drawn.chart.to_json(), drawn.difference.to_json(), drawn.table.to_csv(index=False)
+    drawn = shared.get(at_seconds)
+    for figure in (drawn.chart, drawn.difference):
+        plotly.io.to_json(figure.to_dict(), validate=False)  # what st.plotly_chart does: a copy, then its JSON
     return time.perf_counter() - start
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--runs-each", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    store = BoardStore(tempfile.mkdtemp(prefix="rnnlab-board-"))
-    registry = board_runs()
-    jobs = []
+    store, clock = BoardStore(tempfile.mkdtemp(prefix="rnnlab-board-")), Clock()
+    shared = SharedRedraw(store, clock=clock)
+    makers = {}
     for n in range(args.students):
         owner = owner_id(f"student-{n}")
         store.set_student(owner, f"Student {n}", on=True)
-        cell = CELLS[n % len(CELLS)]
-        facts = {"run": f"run-{n}", "title": f"{cell} · 64 units", "cell": cell, "hidden": 32 * (1 + n % 8)}
-        run_id = store.post(owner, {**facts, "layers": 1, "lr": 1e-3 * (1 + n % 5), "params": 10_000 * (1 + n)})
-        job = FakeJob(n)
-        job.more(args.steps)
-        jobs.append(job)
-        registry["jobs"][run_id], registry["curves"][run_id] = job, Curve()
-    first = redraw(store)
-    later = []
+        for k in range(args.runs_each):
+            seed, cell = n + k, CELLS[(n + k) % len(CELLS)]
+            facts = {"run": f"run-{n}-{k}", "title": f"{cell} · 64 units", "cell": cell, "hidden": 32 * (1 + seed % 8)}
+            run_id = store.post(owner, {**facts, "layers": 1, "lr": 1e-3 * (1 + seed % 5), "params": 10_000 * (1 + n)})
+            makers[run_id] = (seed, PointMaker(chars_per_token=1.0))
+    store.add_points({run_id: maker.add(steps(seed, 0, args.steps)) for run_id, (seed, maker) in makers.items()})
+    first = page(shared)
+    made, further = [], []
     for _ in range(args.repeats):
-        for job in jobs:
-            job.more(50)  # two seconds at 25 steps a second
-        later.append(redraw(store))
-    print(f"| students | steps each | first redraw | later redraws (median of {args.repeats}) |")
-    print("|---|---|---|---|")
-    print(f"| {args.students} | {args.steps:,} | {first:.2f} s | {statistics.median(later):.3f} s |")
+        points = {run_id: maker.add(steps(seed, maker.cursor, 50)) for run_id, (seed, maker) in makers.items()}
+        store.add_points(points)  # two seconds at 25 steps a second
+        clock.now += FRESH_SECONDS
+        made.append(page(shared))
+        further.append(page(shared))
+    runs, stored = len(makers), sum(len(curve.elapsed) for curve in store.snapshot()[1].values())
+    later = f"later redraws (median of {args.repeats})"
+    print(f"| runs | steps each | points stored | first redraw | {later} | each further page |")
+    print("|---|---|---|---|---|---|")
+    print(
+        f"| {runs} | {args.steps:,} | {stored:,} | {first:.2f} s | {statistics.median(made):.3f} s "
+        f"| {statistics.median(further):.3f} s |"
+    )
 
 
 if __name__ == "__main__":

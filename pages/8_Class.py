@@ -3,7 +3,8 @@ live on one chart for a projector, a leaderboard at equal time, and what made th
 
 The teacher (signed in with one of RNNLAB_TEACHER_EMAILS, or with RNNLAB_TEACHER_KEY typed here) hides
 runs, downloads the table and opens the board to the class, who then see it read-only. The board's
-store and arithmetic: lab.server.board; its drawing: ui.class_board.board.
+store and arithmetic: lab.server.board and lab.server.board_losses; its drawing, one redraw shared by every
+page open: ui.class_board.
 """
 
 import streamlit as st

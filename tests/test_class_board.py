@@ -1,9 +1,10 @@
 """The class board without a browser: its store (lab.server.board.BoardStore: opt-ins, posts, hiding,
-opening, atomic and shared), display names, the leaderboard at equal time, a signed-in person's space key
+opening, shared by every session), display names, the names on its chart, a signed-in person's space key
 (lab.server.spaces.identity_space_key), and the Class and Train pages in Streamlit's AppTest: a run its
-student showed is on the teacher's board, one they did not never is, and a student gets no teacher's view."""
+student showed is on the teacher's board with its losses, one they did not never is, and a student gets no
+teacher's view. tests/test_board_losses.py: the losses on disk, a student's posts bounded, no job kept, one
+redraw for every page, the leaderboard at equal time."""
 
-import math
 import threading
 from pathlib import Path
 
@@ -14,10 +15,11 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from lab.errors import LabError
-from lab.server.board import BOARD_FILE, BoardStore, Curve, check_display_name, equal_time, leaderboard, owner_id
+from lab.server.board import BOARD_FILE, BoardStore, check_display_name, owner_id
 from lab.server.capacity import Budget, CapacityError
 from lab.server.spaces import identity_space_key, is_space_key, new_space_key, space_dir
-from ui.class_board.board import NAME_BOX, NAMED_AT_MOST, spaced_names
+from ui.class_board.charts import NAME_BOX, NAMED_AT_MOST, spaced_names
+from ui.shared.board import recorder
 from ui.shared.sign_in import identity_from
 
 FACTS = {
@@ -30,11 +32,6 @@ FACTS = {
     "params": 20_000,
 }
 ISSUER = "https://accounts.school.test"
-
-
-def steps(pairs):
-    """(elapsed, loss per token) pairs -> training step events."""
-    return [{"type": "step", "step": i, "elapsed": t, "train_loss": loss} for i, (t, loss) in enumerate(pairs)]
 
 
 # ---------------------------------------------------------------------------
@@ -99,7 +96,7 @@ def test_a_bad_name_switches_nothing_on(tmp_path):
     assert store.student(ada) == ("", False) and store.post(ada, FACTS) is None
 
 
-def test_hiding_and_opening_are_kept_in_the_file_every_session_reads(tmp_path):
+def test_hiding_and_opening_are_kept_in_the_store_every_session_reads(tmp_path):
     store, ada = BoardStore(tmp_path), owner_id("ada-key")
     store.set_student(ada, "Ada", on=True)
     run_id = store.post(ada, FACTS)
@@ -118,7 +115,9 @@ def test_the_file_names_no_space_key(tmp_path):
     store = BoardStore(tmp_path)
     store.set_student(owner_id(key), "Ada", on=True)
     store.post(owner_id(key), FACTS)
-    assert key not in (tmp_path / BOARD_FILE).read_text() and owner_id(key) != owner_id(new_space_key(tmp_path))
+    written = b"".join(path.read_bytes() for path in tmp_path.glob(f"{BOARD_FILE}*"))  # the database and its log
+    assert owner_id(key).encode() in written and key.encode() not in written
+    assert owner_id(key) != owner_id(new_space_key(tmp_path))
 
 
 def test_many_sessions_posting_at_once_all_land(tmp_path):
@@ -133,38 +132,10 @@ def test_many_sessions_posting_at_once_all_land(tmp_path):
     for thread in threads:
         thread.join()
     assert None not in posted and set(store.read().runs) == set(posted) and len(posted) == 12
-    assert not list(tmp_path.glob("*.tmp"))  # every write renamed into place
 
 
 # ---------------------------------------------------------------------------
-# the leaderboard at equal time
-
-
-def test_a_curve_reads_nats_per_character_from_step_events_as_they_come():
-    curve = Curve().extend(steps([(0.5, 4.0), (1.0, 2.0)]), chars_per_token=2.0)
-    events = steps([(0.5, 4.0), (1.0, 2.0), (1.5, math.nan), (2.0, 1.0)]) + [{"type": "eval", "val_loss": 9.0}]
-    curve.extend(events[curve.cursor :], chars_per_token=2.0)
-    assert curve.cursor == 5 and curve.nats == [2.0, 1.0, 0.5] and curve.reached() == 2.0  # NaN left out
-
-
-def test_runs_are_ranked_by_their_loss_at_the_same_time_not_at_their_ends():
-    # fast learns quickly but stops at 10 s; slow trains for 100 s and ends lower; late has not reached 10 s
-    fast = Curve().extend(steps([(t, 3.0 - 0.2 * t) for t in range(1, 11)]), 1.0)
-    slow = Curve().extend(steps([(t, 3.0 - 0.025 * t) for t in range(1, 101)]), 1.0)
-    late = Curve().extend(steps([(1, 3.0), (2, 2.9)]), 1.0)
-    curves = {"fast": fast, "slow": slow, "late": late}
-    assert slow.final_loss() < fast.final_loss()
-    ranked = leaderboard(curves, at_seconds=10)
-    assert [run for run, _ in ranked] == ["fast", "slow", "late"] and ranked[2][1] is None
-    assert ranked[0][1] == pytest.approx(1.0) and ranked[1][1] == pytest.approx(3.0 - 0.25)  # its step at 10 s
-    assert slow.final_loss() == pytest.approx(3.0 - 0.025 * 95.5)  # the mean of its last tenth, 91 to 100 s
-    assert equal_time(curves.values()) == 2 and equal_time([Curve()]) is None
-
-
-def test_a_charts_points_are_means_over_equal_stretches_of_time():
-    curve = Curve().extend(steps([(t / 100, 1.0 + (t % 2)) for t in range(1, 1001)]), 1.0)
-    x, y = curve.points(n=50)
-    assert len(x) == 50 and all(abs(v - 1.5) < 0.1 for v in y) and x == sorted(x)
+# the chart's names (the leaderboard's arithmetic: tests/test_board_losses.py)
 
 
 @given(st.lists(st.tuples(st.floats(0, 300), st.floats(0, 5)), max_size=40), st.floats(1, 300), st.floats(0.1, 5))
@@ -295,6 +266,10 @@ def test_the_teacher_sees_a_shown_run_never_one_not_shown_and_a_student_gets_no_
     assert not teacher.exception, [e.value for e in teacher.exception]
     board = board_text(teacher)
     assert "Ada L" in board and "Bob" not in board and teacher.get("download_button")
+    recorder().record()  # its thread's pass, made now: the runs have ended, their last points are written
+    assert recorder().following() == set()  # and the board holds no job
+    (curve,) = BoardStore(server_dir).snapshot()[1].values()  # Ada's losses, on disk for a restarted server
+    assert curve.reached() > 0
     teacher.toggle(key="class_open").set_value(True).run()
 
     student.run()  # the board opened: read-only, without the teacher's controls

@@ -7,7 +7,8 @@
     shutdown   a process that trains ends in order: threads joined, training processes ended, before teardown
     ray_runs   every run as an actor of a Ray cluster (RNNLAB_RAY_ADDRESS)
     spaces     each browser's own folder under a key the server signs (or a signed-in person's), its quota, swept
-    board      the class board: the runs students chose to show, kept in a file; the leaderboard at equal time
+    board      the class board: the runs students chose to show, kept with their losses in a SQLite file
+    board_losses  its losses: written as each run trains, its job let go once it ends; ranked at equal time
     uploads    an uploaded checkpoint, read as one job of the budget
 
 May import lab.errors, lab.schema, lab.settings, lab.data, lab.nets and lab.training; never the instruments

@@ -2,43 +2,49 @@
 
 A student turns "show on the class board" on with a display name they pick; each run they start while
 it is on is posted, and only those: a run started with it off never appears, and turning it off takes
-their runs off the board. The teacher may hide a run, and opens the board (read-only) to the class.
-These choices live in one small file under the user directory (`BoardStore`), so that every session of
-the server, and a server restarted, sees the same board; writes are atomic, under a file lock.
+their runs off the board, which keeps a student's MAX_RUNS_PER_STUDENT most recent runs (a post past them
+drops their oldest). The teacher may hide a run, and opens the board (read-only) to the class.
 
-The losses are not stored: each run's `Curve` reads them from its job's events, as the Train page does.
-Runs are compared at equal time (`leaderboard`): on a shared server a run's loss after 60 s is what a
-student can hold against another's after 60 s, whatever their steps.
+All of it lives in one SQLite database in the user directory (`BoardStore`): the choices, each run's
+facts and its losses, written while it trains (lab.server.board_losses.BoardRecorder), so that every
+session, every server process on that directory and a server restarted (Community Cloud restarts a
+sleeping app) show the same board, curves included. WAL mode, one connection per thread and each write
+one short transaction: a reader never waits for a writer, and writers take turns, across processes too.
 
     store = BoardStore(user_dir)
     store.set_student(owner_id(key), "Ada", on=True)     # LabError for a name that is not one
     run_id = store.post(owner_id(key), run_facts(job, title))  # None unless that student's switch is on
-    curve = Curve(); curve.extend(job.events(curve.cursor), job.task.chars_per_token)
-    leaderboard({run_id: curve}, at_seconds=60.0)       # run ids, lowest loss first
+    store.add_points({run_id: [(elapsed, nats, steps)]})       # the run ids still on the board
+    board, curves = store.snapshot()                     # the runs shown and their Curves, at one moment
 """
 
-import bisect
+import contextlib
 import hashlib
-import math
-import os
+import itertools
+import logging
 import re
 import secrets
+import sqlite3
+import threading
 import time
 import unicodedata
 from pathlib import Path
 
-import numpy as np
 import pydantic
-from filelock import FileLock
 
 from lab.errors import LabError
+from lab.server.board_losses import Curve
 
-BOARD_FILE, BOARD_LOCK = ".class-board.json", ".class-board.lock"  # in the user directory, beside the spaces
+log = logging.getLogger(__name__)
+BOARD_FILE = ".class-board.sqlite"  # in the user directory, beside the spaces (and its -wal and -shm files)
+# the choices as the board kept them before it kept losses, and that file's lock: read in once, then removed
+JSON_BOARD_FILE, JSON_BOARD_LOCK = ".class-board.json", ".class-board.lock"
+MAX_RUNS_PER_STUDENT = 10  # a student's most recent runs on the board: 30 students' make 300 lines on a chart
+BUSY_SECONDS = 10.0  # how long a write waits for another's to end (another server process's)
 MAX_NAME = 24  # characters of a display name: a leaderboard's row on a projector
 # a letter or digit first (never "=", "+", "-" or "@", which a spreadsheet opening the CSV would run as a
 # formula), then letters, digits, spaces, dots, hyphens, apostrophes and underscores: no markup of any kind
 DISPLAY_NAME = re.compile(rf"[^\W_][\w .'-]{{0,{MAX_NAME - 1}}}")
-WINDOW_FRACTION, MIN_WINDOW = 0.1, 1.0  # a loss at t: the mean over the last tenth of t (at least a second)
 
 
 class Student(pydantic.BaseModel):
@@ -64,7 +70,36 @@ class Board(pydantic.BaseModel):
 
     open: bool = False  # the class may see it (read-only)
     students: dict[str, Student] = {}
-    runs: dict[str, Run] = {}
+    runs: dict[str, Run] = {}  # in the order they were posted
+
+
+RUN_FIELDS = tuple(Run.model_fields)
+SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "REAL", bool: "INTEGER"}
+SCHEMA = f"""
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS board (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    is_open INTEGER NOT NULL DEFAULT 0,
+    choices INTEGER NOT NULL DEFAULT 0,  -- counts the writes of everything but losses
+    losses INTEGER NOT NULL DEFAULT 0    -- counts the writes of losses
+);
+INSERT OR IGNORE INTO board (one) VALUES (1);
+CREATE TABLE IF NOT EXISTS students (owner TEXT PRIMARY KEY, name TEXT NOT NULL, shown INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    key INTEGER PRIMARY KEY,  -- what its points name it by: a number reads three times faster than its id
+    id TEXT NOT NULL UNIQUE,
+    {", ".join(f"{name} {SQL_TYPES[field.annotation]} NOT NULL" for name, field in Run.model_fields.items())}
+);
+CREATE TABLE IF NOT EXISTS points (
+    run_key INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+    elapsed REAL NOT NULL,
+    nats REAL NOT NULL,
+    steps INTEGER NOT NULL
+);
+-- every column: a snapshot reads the index alone, each run's points in order
+CREATE INDEX IF NOT EXISTS points_of_run ON points (run_key, elapsed, nats, steps);
+COMMIT;
+"""
 
 
 def owner_id(space_key):
@@ -103,135 +138,167 @@ def run_facts(job, title):
 
 
 class BoardStore:
-    """The board's choices in `root`/.class-board.json, shared by every session and process."""
+    """The board in `root`/BOARD_FILE, shared by every session, thread and process."""
 
     def __init__(self, root):
         self.root = Path(root)
         self.path = self.root / BOARD_FILE
+        self._connections = threading.local()  # a thread's own, closed when the thread ends and drops it
+        self._made = False  # this store has made sure of the file's tables
+
+    def _connection(self):
+        """This thread's connection (a sqlite3 connection is not shared between threads)."""
+        db = getattr(self._connections, "db", None)
+        if db is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)  # transactions as written
+            db.execute("PRAGMA synchronous = NORMAL")  # in WAL mode a power cut may lose the last writes, not the file
+            db.execute("PRAGMA foreign_keys = ON")  # a run's points go with it
+            self._connections.db = db
+            if not self._made:
+                try:
+                    db.execute("PRAGMA journal_mode = WAL")  # kept in the file: readers and a writer at once
+                    db.executescript(SCHEMA)
+                    self._read_json_board()
+                except BaseException:  # the next call tries again, on a connection of its own
+                    del self._connections.db
+                    db.close()
+                    raise
+                self._made = True
+        return db
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """One consistent view of the board, however many queries read it."""
+        db = self._connection()
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _writing(self, counter="choices"):
+        """One write, all or nothing, counted in the board's `counter` if it changed anything (see `marks`)."""
+        db = self._connection()
+        db.execute("BEGIN IMMEDIATE")  # the write lock first: two writers never both read, then both write
+        changes = db.total_changes
+        try:
+            yield db
+            if db.total_changes != changes:
+                db.execute(f"UPDATE board SET {counter} = {counter} + 1")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def _read_json_board(self):
+        """Move the choices the board kept in JSON_BOARD_FILE (no losses) into the database, once."""
+        path = self.root / JSON_BOARD_FILE
+        try:
+            old = Board.model_validate_json(path.read_bytes())
+        except FileNotFoundError:  # none, or another thread read it in
+            return
+        except pydantic.ValidationError:  # left where it is, for a person to read
+            log.warning("the class board's %s is not one: not read in", path, exc_info=True)
+            return
+        with self._writing() as db:
+            db.execute("UPDATE board SET is_open = ?", (old.open,))
+            for owner, student in old.students.items():
+                db.execute("INSERT OR IGNORE INTO students VALUES (?, ?, ?)", (owner, student.name, student.on))
+            for run_id, run in old.runs.items():
+                self._insert_run(db, run_id, run)
+        path.unlink(missing_ok=True)
+        (self.root / JSON_BOARD_LOCK).unlink(missing_ok=True)
+
+    @staticmethod
+    def _insert_run(db, run_id, run):
+        columns = ", ".join(RUN_FIELDS)
+        values = [getattr(run, name) for name in RUN_FIELDS]
+        db.execute(f"INSERT OR IGNORE INTO runs (id, {columns}) VALUES (?{', ?' * len(values)})", (run_id, *values))
+
+    @staticmethod
+    def _board(db):
+        is_open = db.execute("SELECT is_open FROM board").fetchone()[0]
+        students = {
+            owner: Student(name=name, on=shown)
+            for owner, name, shown in db.execute("SELECT owner, name, shown FROM students")
+        }
+        rows = db.execute(f"SELECT id, {', '.join(RUN_FIELDS)} FROM runs ORDER BY posted, key")
+        runs = {row[0]: Run(**dict(zip(RUN_FIELDS, row[1:]))) for row in rows}
+        return Board(open=is_open, students=students, runs=runs)
 
     def read(self):
-        """The board as it is now (a Board; empty before anything was chosen)."""
-        try:
-            return Board.model_validate_json(self.path.read_bytes())
-        except FileNotFoundError:
-            return Board()
+        """The board as it is now (a Board; empty before anything was chosen), without its losses."""
+        with self._reading() as db:
+            return self._board(db)
 
-    def _change(self, change):
-        """Read, `change(board)` in place, write whole (a temporary file renamed over the old), all under
-        the lock: two sessions' changes at once both land. -> what `change` returned."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with FileLock(self.root / BOARD_LOCK):
-            board = self.read()
-            result = change(board)
-            tmp = self.root / f"{BOARD_FILE}.{secrets.token_hex(6)}.tmp"
-            tmp.write_text(board.model_dump_json(), encoding="utf-8")
-            os.replace(tmp, self.path)
-        return result
+    def snapshot(self):
+        """The board and the losses of the runs it shows (those the teacher has not hidden), read at one
+        moment -> (Board, {run id: Curve}), the runs in the order they were posted."""
+        with self._reading() as db:
+            board, ids = self._board(db), dict(db.execute("SELECT key, id FROM runs"))
+            rows = db.execute("SELECT run_key, elapsed, nats, steps FROM points ORDER BY run_key, elapsed").fetchall()
+        read = {ids[key]: list(zip(*points))[1:] for key, points in itertools.groupby(rows, lambda row: row[0])}
+        shown = [run_id for run_id, run in board.runs.items() if not run.hidden_by_teacher]
+        return board, {run_id: Curve(*read[run_id]) if run_id in read else Curve() for run_id in shown}
+
+    def marks(self):
+        """(choices, losses): how many writes the board has had of each kind. A drawing made at the same
+        marks is of the board as it is."""
+        with self._reading() as db:
+            return db.execute("SELECT choices, losses FROM board").fetchone()
 
     def student(self, owner):
         """A student's (name, on): ("", False) before they chose."""
-        student = self.read().students.get(owner)
-        return (student.name, student.on) if student else ("", False)
+        with self._reading() as db:
+            row = db.execute("SELECT name, shown FROM students WHERE owner = ?", (owner,)).fetchone()
+        return (row[0], bool(row[1])) if row else ("", False)
 
     def set_student(self, owner, name, on):
         """Turn a student's switch on (with a display name, checked: LabError) or off, which takes their
         runs off the board. -> the name kept."""
         name = check_display_name(name) if on else str(name)[: MAX_NAME * 2]
-
-        def change(board):
-            board.students[owner] = Student(name=name, on=on)
+        with self._writing() as db:
+            db.execute("INSERT OR REPLACE INTO students VALUES (?, ?, ?)", (owner, name, on))
             if not on:
-                board.runs = {key: run for key, run in board.runs.items() if run.owner != owner}
-
-        self._change(change)
+                db.execute("DELETE FROM runs WHERE owner = ?", (owner,))
         return name
 
     def post(self, owner, facts):
-        """Post a run just started (`run_facts`) if its student's switch is on -> its run id, else None."""
-
-        def change(board):
-            student = board.students.get(owner)
-            if student is None or not student.on:
+        """Post a run just started (`run_facts`) if its student's switch is on -> its run id, else None.
+        Their runs past the MAX_RUNS_PER_STUDENT most recent leave the board, losses and all."""
+        run_id = secrets.token_hex(8)
+        with self._writing() as db:
+            row = db.execute("SELECT shown FROM students WHERE owner = ?", (owner,)).fetchone()
+            if not (row and row[0]):
                 return None
-            run_id = secrets.token_hex(8)
-            board.runs[run_id] = Run(owner=owner, posted=time.time(), **facts)
-            return run_id
+            self._insert_run(db, run_id, Run(owner=owner, posted=time.time(), **facts))
+            db.execute(
+                "DELETE FROM runs WHERE owner = ? AND key NOT IN "
+                "(SELECT key FROM runs WHERE owner = ? ORDER BY posted DESC, key DESC LIMIT ?)",
+                (owner, owner, MAX_RUNS_PER_STUDENT),
+            )
+        return run_id
 
-        return self._change(change)
+    def add_points(self, points):
+        """Append runs' points, {run id: [(elapsed, nats per character, steps)]}, in one transaction ->
+        the run ids of those still on the board (a run taken off meanwhile keeps no points)."""
+        with self._writing("losses") as db:
+            keys = {run_id: db.execute("SELECT key FROM runs WHERE id = ?", (run_id,)).fetchone() for run_id in points}
+            kept = {run_id: key[0] for run_id, key in keys.items() if key is not None}
+            db.executemany(
+                "INSERT INTO points VALUES (?, ?, ?, ?)",
+                [(key, *point) for run_id, key in kept.items() for point in points[run_id]],
+            )
+        return set(kept)
 
     def hide(self, run_id, hidden=True):
         """The teacher hides a run from the board (or shows it again); a run no longer there is ignored."""
-
-        def change(board):
-            if run_id in board.runs:
-                board.runs[run_id].hidden_by_teacher = hidden
-
-        self._change(change)
+        with self._writing() as db:
+            db.execute("UPDATE runs SET hidden_by_teacher = ? WHERE id = ?", (hidden, run_id))
 
     def set_open(self, is_open):
         """Open the board to the class (read-only) or close it."""
-
-        def change(board):
-            board.open = is_open
-
-        self._change(change)
-
-
-class Curve:
-    """One run's training loss in nats per character against its elapsed seconds, read from its job's
-    events as they come (`extend(job.events(curve.cursor), chars_per_token)`)."""
-
-    def __init__(self):
-        self.cursor = 0  # events read so far
-        self.elapsed, self.nats = [], []
-
-    def extend(self, events, chars_per_token):
-        self.cursor += len(events)
-        for event in events:
-            if event["type"] == "step" and math.isfinite(event["train_loss"]):
-                self.elapsed.append(event["elapsed"])
-                self.nats.append(event["train_loss"] / chars_per_token)
-        return self
-
-    def reached(self):
-        """The seconds it has trained (0 before its first step)."""
-        return self.elapsed[-1] if self.elapsed else 0.0
-
-    def loss_at(self, seconds):
-        """Its loss at `seconds` of training: the mean over the steps of the last tenth of that time (at
-        least a second), which the batches' noise does not decide; None before it got there."""
-        if not self.elapsed or self.reached() < seconds:
-            return None
-        start = bisect.bisect_right(self.elapsed, seconds - max(WINDOW_FRACTION * seconds, MIN_WINDOW))
-        end = bisect.bisect_right(self.elapsed, seconds)
-        window = self.nats[start:end] or self.nats[max(end - 1, 0) : end]
-        return sum(window) / len(window) if window else None
-
-    def final_loss(self):
-        return self.loss_at(self.reached())
-
-    def points(self, n=150):
-        """At most `n` (seconds, loss) points for a chart: the mean of each of `n` equal stretches of time."""
-        if len(self.elapsed) <= n:
-            return list(self.elapsed), list(self.nats)
-        elapsed, nats = np.asarray(self.elapsed), np.asarray(self.nats)
-        span = self.reached() or 1.0
-        stretch = np.minimum((n * elapsed / span).astype(int), n - 1)
-        counts = np.bincount(stretch, minlength=n)
-        sums = np.bincount(stretch, weights=nats, minlength=n)
-        kept = np.flatnonzero(counts)
-        return ((kept + 0.5) * span / n).tolist(), (sums[kept] / counts[kept]).tolist()
-
-
-def equal_time(curves):
-    """The seconds every run has trained (the least any has reached), where all can be compared; None
-    before any has a step."""
-    reached = [curve.reached() for curve in curves if curve.elapsed]
-    return min(reached) if reached else None
-
-
-def leaderboard(curves, at_seconds):
-    """`curves` (run id -> Curve) -> [(run id, loss at `at_seconds` or None)], lowest loss first, the
-    runs that have not trained that long last."""
-    losses = [(run_id, curve.loss_at(at_seconds)) for run_id, curve in curves.items()]
-    return sorted(losses, key=lambda pair: (pair[1] is None, pair[1] if pair[1] is not None else 0.0))
+        with self._writing() as db:
+            db.execute("UPDATE board SET is_open = ?", (is_open,))
