@@ -157,3 +157,21 @@ def test_reproduced_prefix_counts_the_characters_given_back_before_the_first_mis
     assert reproduced_prefix("Shall we dance", "Shall I compare") == 6
     assert reproduced_prefix("xhall", "Shall") == 0
     assert reproduced_prefix("", "Shall") == 0
+
+
+def test_the_toy_lessons_live_sentence_names_the_cells_off_chance_and_those_at_it():
+    import numpy as np
+    import pandas as pd
+
+    from lab.lessons.toys import live_toy_sentence
+
+    def rows(accuracies, chance=0.39):
+        return pd.DataFrame([{"cell": c, "accuracy": a, "chance": chance} for c, a in accuracies.items()])
+
+    label = str.upper
+    assert live_toy_sentence(rows({"gru": 0.8, "rnn": np.nan}), 5, label) == ""  # before every first point
+    both = live_toy_sentence(rows({"gru": 0.85, "lstm": 0.6, "rnn": 0.4, "scan": 0.39}), 20, label)
+    assert both.startswith("After 20 s, off chance: the GRU 85% and the LSTM 60% right; the RNN 40% and the SCAN 39%")
+    assert "still at chance" in both and "chance: 39%" in both
+    none = live_toy_sentence(rows({"gru": 0.4, "rnn": 0.39}), 5, label)
+    assert none.startswith("After 5 s, no cell answers off chance yet")

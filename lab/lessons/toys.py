@@ -11,6 +11,29 @@ from lab.words import count, listing
 # toy tasks
 
 
+def live_toy_sentence(rows, seconds, label, at_chance=AT_CHANCE):
+    """The live run of every cell so far in words, from its rows (cell, accuracy, chance; accuracy NaN before
+    its first point) and the seconds trained: which cells answer off chance (at least `at_chance` above it), which
+    are still at it. "" before every cell has its first point."""
+    if rows.empty or rows["accuracy"].isna().any():
+        return ""
+    chance = rows["chance"].iloc[0]
+    off = [r for _, r in rows.iterrows() if r["accuracy"] >= r["chance"] + at_chance]
+    at = [r for _, r in rows.iterrows() if r["accuracy"] < r["chance"] + at_chance]
+
+    def right(group):
+        return listing(f"the {label(r['cell'])} {r['accuracy']:.0%}" for r in group)
+
+    after = f"After {seconds:.0f} s"
+    against = (
+        f"chance: {chance:.0%}, always giving the commonest answer; off chance: {100 * at_chance:.0f} points above"
+    )
+    if not off:
+        return f"{after}, no cell answers off chance yet ({right(at)} right; {against})."
+    rest = f"; {right(at)} still at chance" if at else ""
+    return f"{after}, off chance: {right(off)} right{rest} ({against})."
+
+
 def held_distances(runs, holds=HOLDS):
     """(the distances at which a cell's runs hold, at least `holds` right, and the longest k it holds at every
     distance up to: 0 when it does not hold at the shortest)."""

@@ -6,7 +6,7 @@ import streamlit as st
 
 from lab.experiments.memory_race import start_toy_race
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
-from lab.lessons.toys import gated_recall_words, toy_sentences
+from lab.lessons.toys import gated_recall_words, live_toy_sentence, toy_sentences
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
@@ -58,6 +58,10 @@ def live_view(results, task, distance):
         ),
         hide_index=True,
     )
+    trained = max((e["elapsed"] for job in jobs.values() for e in job.events() if e["type"] == "eval"), default=0)
+    sentence = live_toy_sentence(live, trained, cell_label) if ran == (task, distance) else ""
+    if sentence:
+        st.markdown(sentence)
     for cell, job in jobs.items():
         if job.status == "failed":
             st.error(f"The {cell_label(cell)} run failed: {said(job.message)}")
