@@ -16,6 +16,7 @@ browser keeps, until it is closed. It draws nothing.
 """
 
 import contextlib
+import re
 import threading
 import time
 import urllib.parse
@@ -43,6 +44,7 @@ class ScriptedStudent:
         self.widgets = {}  # widget key -> its id, from the elements the server sent
         self.timers = {}  # fragment id -> (interval in s, when it is next due): what the page reruns by itself
         self.ends, self.errors = [], []  # errors: the exceptions and error boxes the page drew
+        self.watched, self.seen = {}, {}  # name -> a compiled pattern; name -> when a text first matched it
         self._socket, self._thread, self._closed = None, None, threading.Event()
         self._exits = contextlib.ExitStack()  # the connection's
 
@@ -107,6 +109,7 @@ class ScriptedStudent:
                 self.errors.append(element.exception.message)
             elif element_type == "alert" and element.alert.format == Alert.ERROR:
                 self.errors.append(element.alert.body)
+            self._watch(element, element_type)
         elif kind == "auto_rerun":
             interval = message.auto_rerun.interval
             self.timers[message.auto_rerun.fragment_id] = (interval, time.monotonic() + interval)
@@ -117,6 +120,20 @@ class ScriptedStudent:
             self.ends.append(ENDS.get(message.script_finished, "other"))
             return True
         return False
+
+    def watch_for(self, **patterns):
+        """Note when the page first shows a text (Markdown, a notice, a progress bar's) matching each of these
+        regular expressions: self.seen[name], a time.monotonic()."""
+        self.watched.update({name: re.compile(pattern) for name, pattern in patterns.items()})
+
+    def _watch(self, element, element_type):
+        text = {"markdown": "body", "alert": "body", "progress": "text"}.get(element_type)
+        if text is None or not self.watched:
+            return
+        body = getattr(getattr(element, element_type), text)
+        for name, pattern in self.watched.items():
+            if name not in self.seen and pattern.search(body):
+                self.seen[name] = time.monotonic()
 
     def _answer_timers(self):
         lower_this_thread()  # as a class's browsers run on laptops of their own, not beside the server

@@ -133,7 +133,16 @@ class TrainConfig:
         ge=1,
         le=MAX_EVAL_WINDOWS,
     ) = 256
-    seed: declare(Seed, "Random seed") = 1337
+    seed: declare(
+        Seed,
+        "Random seed: the initial weights, the batches' order and the dropout masks all follow from it, so the same "
+        "settings and seed train the same run (a class's identical runs are trained once)",
+        Names(
+            url="seed",
+            label="Random seed",
+            page=PageRange(0, 2**53 - 1, "a browser's number box counts exactly so far"),
+        ),
+    ) = 1337
     device: declare(Device, "Auto (CUDA when available), cpu or cuda") = "auto"
     amp: declare(
         Literal[AMP_MODES],

@@ -109,6 +109,7 @@ def more_settings(more, fixed, saved):
             "eval_every",
             step=10,
         )
+        ts.number_input(c2, "seed", step=1)
         st.checkbox(
             F["stateful"].label,
             key=ts.key("stateful"),

@@ -71,7 +71,7 @@ def preset_values(name):
         "dropout": float(model.dropout),
         "tokenizer": preset.tokenizer or "char",
         "vocab": preset.tokenizer_options.get("vocab_size", 1000),
-        **url_values(recipe, ("lr", "wd", "batch", "block", "smoothing", "clip")),
+        **url_values(recipe, ("lr", "wd", "batch", "block", "smoothing", "clip", "seed")),
     }
 
 

@@ -1,0 +1,191 @@
+"""A class of 30 on two cores, in four scenarios (issue 49): the whole class presses the same button within a few
+seconds, as a teacher's "now press ..." makes it. For each: when each student's page shows its first point and
+its verdict, how many runs were computed against how many were asked for, how much slower the server answers
+another visitor, and the peak memory of the server with its training process.
+
+    python -m benchmarks.class_scenarios --scenario memory-race [--students 30] [--spread 10] [--json]
+    python -m benchmarks.class_scenarios --scenario all
+
+Scenarios:
+  memory-race  every student presses Memory race on the Train page (its verdict: a gated cell leads)
+  start        every student presses Start at the defaults (first point: the first loss on the progress bar;
+               verdict: the run's end, saved)
+  toy-lesson   every student presses Train in lesson 10 (its verdict: a gated cell off chance)
+  mixed        as start, but every third student changes one setting first (the random seed): runs of their own
+
+The students are scripted (benchmarks.scripted_student: Streamlit sessions over the websocket a browser opens,
+drawing nothing), each with a space of its own, pressing within `--spread` seconds of each other. Their pages
+stay open and run their timers (a live chart, the heartbeat) as open tabs do; each notes when its page first
+shows the scenario's texts. Times are from each student's own press. The server's answer is a new session's
+script run of Home, Train and Sample (benchmarks.class_of_30.answers), idle and then while the class trains; peak
+memory is the largest sum of the proportional set sizes of the server and its training process, sampled every
+2 s. Runs computed: the runs whose first step the server's log names (lab.server.jobs).
+
+With `--json` a last line holds one object for the scenario (`--scenario all`: one line per scenario): first_point_s
+and verdict_s ({"median", "max"}, None where no student saw it), runs_asked, runs_computed,
+answer_vs_idle_max, peak_memory_mb.
+"""
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import psutil
+
+from benchmarks import page_loads
+from benchmarks.app import AppServer
+from benchmarks.class_of_30 import answers
+from benchmarks.classroom import first_steps
+from benchmarks.scripted_student import ScriptedStudent
+from lab.experiments.probe import TOY_CELLS
+from lab.server.spaces import new_space_key
+from ui.shared.sessions import SPACE_COOKIE
+
+TIMEOUT_S = 300
+WATCHED = ["Home", "Train", "Sample"]
+GATED = r"(GRU|LSTM)[^:;.]*"  # a gated cell's name, as the pages write it ("the GRU (z keeps)", "the LSTM")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    page: str
+    button: str
+    runs_per_press: int
+    first: str  # what a student's page shows at its first point
+    verdict: str  # what it shows once its point is made
+    query: str = ""
+    changed_every: int = 0  # every n-th student changes the seed first (0: nobody)
+
+
+SCENARIOS = {
+    "memory-race": Scenario(
+        "Train", "train_memory_race", len(TOY_CELLS), r"After \d+ s", rf"After [^,]+, the {GATED}leads?:"
+    ),
+    "start": Scenario("Train", "train_start", 1, r"train loss", r"was saved"),
+    "toy-lesson": Scenario(
+        "Lessons", "lessons_toy_start", len(TOY_CELLS), r"After \d+ s", rf"off chance: the {GATED}", "lesson=toy-tasks"
+    ),
+    "mixed": Scenario("Train", "train_start", 1, r"train loss", r"was saved", changed_every=3),
+}
+
+
+class PeakMemory:
+    """The largest sum of PSS of a process and its children, sampled every `interval` s in a thread."""
+
+    def __init__(self, pid, interval=2.0):
+        self.process, self.interval, self.peak_mb = psutil.Process(pid), interval, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self):
+        while not self._stop.wait(self.interval):
+            total = 0
+            for process in [self.process, *self.process.children(recursive=True)]:
+                try:
+                    total += process.memory_full_info().pss
+                except psutil.Error:
+                    pass
+            self.peak_mb = max(self.peak_mb, total / 2**20)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mb
+
+
+def press(server, user_dir, scenario, n, delay):
+    """Student n opens the page, waits `delay` s, presses the scenario's button -> (their page, when they pressed)."""
+    query = scenario.query
+    if scenario.changed_every and n % scenario.changed_every == 0:
+        query = "&".join(filter(None, [query, f"seed={1000 + n}"]))
+    student = ScriptedStudent(server.url, scenario.page, query, {SPACE_COOKIE: new_space_key(user_dir)})
+    student.watch_for(first=scenario.first, verdict=scenario.verdict)
+    student.open(timeout=TIMEOUT_S)
+    time.sleep(delay)
+    pressed = time.monotonic()
+    student.press(scenario.button, timeout=TIMEOUT_S)
+    student.keep_open()
+    return student, pressed
+
+
+def spread(values):
+    return {"median": round(statistics.median(values), 2), "max": round(max(values), 2)} if values else None
+
+
+def run(name, students, spread_s, wait_s):
+    """One scenario on a fresh server -> its figures (the JSON object)."""
+    scenario = SCENARIOS[name]
+    page_loads.ONLY[:] = WATCHED
+    with tempfile.TemporaryDirectory() as user_dir:
+        server = AppServer(user_dir)
+        try:
+            server.wait_healthy(TIMEOUT_S)
+            visitor = new_space_key(user_dir)
+            answers(server, visitor, 1)  # cold: the caches fill
+            idle = answers(server, visitor, 2)
+            memory = PeakMemory(server.process.pid)
+            delays = [spread_s * n / max(students - 1, 1) for n in range(students)]
+            with ThreadPoolExecutor(students) as class_:
+                pressed = list(class_.map(lambda n: press(server, user_dir, scenario, n, delays[n]), range(students)))
+            busy = answers(server, visitor, 2)
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and not all("verdict" in s.seen for s, _ in pressed):
+                time.sleep(1)
+            peak = memory.stop()
+            for student, _ in pressed:
+                student.close()
+            log = server.output(None)
+        finally:
+            server.stop()
+    return {
+        "scenario": name,
+        "students": students,
+        "first_point_s": spread([s.seen["first"] - at for s, at in pressed if "first" in s.seen]),
+        "verdict_s": spread([s.seen["verdict"] - at for s, at in pressed if "verdict" in s.seen]),
+        "saw_verdict": sum("verdict" in s.seen for s, _ in pressed),
+        "runs_asked": students * scenario.runs_per_press,
+        "runs_computed": len(first_steps(log)),
+        "answer_vs_idle_max": round(max(busy[view] / idle[view] for view in idle), 2),
+        "peak_memory_mb": round(peak),
+        "errors": sorted({error for s, _ in pressed for error in s.errors}),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--spread", type=float, default=10.0, help="seconds between the first and the last press")
+    parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for every verdict after the presses")
+    parser.add_argument("--json", action="store_true", help="also print one JSON object per scenario")
+    args = parser.parse_args()
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    results = [run(name, args.students, args.spread, args.wait) for name in names]
+    print(
+        "| scenario | first point (median, max) | verdict (median, max) | saw it | runs computed / asked | "
+        "answer × idle | peak MB |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+
+        def shown(s):
+            return f"{s['median']:.1f} s, {s['max']:.1f} s" if s else "none"
+
+        print(
+            f"| {r['scenario']} | {shown(r['first_point_s'])} | {shown(r['verdict_s'])} | {r['saw_verdict']} of "
+            f"{r['students']} | {r['runs_computed']} / {r['runs_asked']} | {r['answer_vs_idle_max']:.2f} | "
+            f"{r['peak_memory_mb']:,} |"
+        )
+    if args.json:
+        for r in results:
+            print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
