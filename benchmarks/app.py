@@ -66,7 +66,7 @@ class AppServer:
     """`streamlit run serve.py` (or another `script`) as a subprocess on a free port; a context manager.
     The server opens once it has prepared for its first visitors (serve.py): give wait_healthy time."""
 
-    def __init__(self, user_dir, port=None, extra_env=None, script="serve.py", extra_args=()):
+    def __init__(self, user_dir, port=None, extra_env=None, script="serve.py", extra_args=(), cwd=ROOT):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()
@@ -86,7 +86,7 @@ class AppServer:
                 "false",
                 *extra_args,  # more of Streamlit's options: e.g. --secrets.files, a test's sign-in
             ],
-            cwd=ROOT,
+            cwd=cwd,  # another checkout's: the same benchmark against the code before a change
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,

@@ -11,7 +11,8 @@ Scenarios:
   start        every student presses Start at the defaults (first point: the first loss on the progress bar;
                verdict: the run's end, saved)
   toy-lesson   every student presses Train in lesson 10 (its verdict: a gated cell off chance)
-  mixed        as start, but every third student changes one setting first (the random seed): runs of their own
+  mixed        as start, but every third student changes one setting first (the hidden size, each to a value of
+               their own): runs of their own
 
 The students are scripted (benchmarks.scripted_student: Streamlit sessions over the websocket a browser opens,
 drawing nothing), each with a space of its own, pressing within `--spread` seconds of each other. Their pages
@@ -34,11 +35,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
 from benchmarks import page_loads
-from benchmarks.app import AppServer
+from benchmarks.app import ROOT, AppServer
 from benchmarks.class_of_30 import answers
 from benchmarks.classroom import first_steps
 from benchmarks.scripted_student import ScriptedStudent
@@ -59,7 +61,7 @@ class Scenario:
     first: str  # what a student's page shows at its first point
     verdict: str  # what it shows once its point is made
     query: str = ""
-    changed_every: int = 0  # every n-th student changes the seed first (0: nobody)
+    changed_every: int = 0  # every n-th student changes the hidden size first, each to another value (0: nobody)
 
 
 SCENARIOS = {
@@ -103,7 +105,7 @@ def press(server, user_dir, scenario, n, delay):
     """Student n opens the page, waits `delay` s, presses the scenario's button -> (their page, when they pressed)."""
     query = scenario.query
     if scenario.changed_every and n % scenario.changed_every == 0:
-        query = "&".join(filter(None, [query, f"seed={1000 + n}"]))
+        query = "&".join(filter(None, [query, f"hidden={200 + n}"]))
     student = ScriptedStudent(server.url, scenario.page, query, {SPACE_COOKIE: new_space_key(user_dir)})
     student.watch_for(first=scenario.first, verdict=scenario.verdict)
     student.open(timeout=TIMEOUT_S)
@@ -118,12 +120,12 @@ def spread(values):
     return {"median": round(statistics.median(values), 2), "max": round(max(values), 2)} if values else None
 
 
-def run(name, students, spread_s, wait_s):
-    """One scenario on a fresh server -> its figures (the JSON object)."""
+def run(name, students, spread_s, wait_s, app=ROOT):
+    """One scenario on a fresh server of the checkout `app` -> its figures (the JSON object)."""
     scenario = SCENARIOS[name]
     page_loads.ONLY[:] = WATCHED
     with tempfile.TemporaryDirectory() as user_dir:
-        server = AppServer(user_dir)
+        server = AppServer(user_dir, script=str(Path(app) / "serve.py"), cwd=app)
         try:
             server.wait_healthy(TIMEOUT_S)
             visitor = new_space_key(user_dir)
@@ -164,9 +166,12 @@ def main():
     parser.add_argument("--spread", type=float, default=10.0, help="seconds between the first and the last press")
     parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for every verdict after the presses")
     parser.add_argument("--json", action="store_true", help="also print one JSON object per scenario")
+    parser.add_argument(
+        "--app", default=str(ROOT), help="the checkout whose serve.py is served (another commit: the figures before)"
+    )
     args = parser.parse_args()
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
-    results = [run(name, args.students, args.spread, args.wait) for name in names]
+    results = [run(name, args.students, args.spread, args.wait, args.app) for name in names]
     print(
         "| scenario | first point (median, max) | verdict (median, max) | saw it | runs computed / asked | "
         "answer × idle | peak MB |"

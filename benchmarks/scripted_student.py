@@ -44,6 +44,7 @@ class ScriptedStudent:
         self.widgets = {}  # widget key -> its id, from the elements the server sent
         self.timers = {}  # fragment id -> (interval in s, when it is next due): what the page reruns by itself
         self.ends, self.errors = [], []  # errors: the exceptions and error boxes the page drew
+        self.page_hash = ""  # the page's script hash, as the server named it: what a browser sends back
         self.watched, self.seen = {}, {}  # name -> a compiled pattern; name -> when a text first matched it
         self._socket, self._thread, self._closed = None, None, threading.Event()
         self._exits = contextlib.ExitStack()  # the connection's
@@ -77,6 +78,9 @@ class ScriptedStudent:
         state = ClientState(
             query_string=self.query,
             page_name=self.page,
+            # with its hash too, as a browser sends it: a page's own st.rerun() reruns the page the server's
+            # context names, which without it is the main script (Home)
+            page_script_hash=self.page_hash,
             widget_states=widget_states or WidgetStates(),
             fragment_id=fragment_id,
             is_auto_rerun=bool(fragment_id),
@@ -110,6 +114,8 @@ class ScriptedStudent:
             elif element_type == "alert" and element.alert.format == Alert.ERROR:
                 self.errors.append(element.alert.body)
             self._watch(element, element_type)
+        elif kind == "navigation":  # the page the server resolved: a browser sends its hash back with each rerun
+            self.page_hash = message.navigation.page_script_hash or self.page_hash
         elif kind == "auto_rerun":
             interval = message.auto_rerun.interval
             self.timers[message.auto_rerun.fragment_id] = (interval, time.monotonic() + interval)
