@@ -38,11 +38,44 @@ EMAIL = re.compile(rf"{_EMAIL_PART}@{_EMAIL_PART}\.{_EMAIL_PART}")  # what a sig
 TEACHER_KEY = re.compile(r"[A-Za-z0-9_-]{12,128}")
 
 
-def _folder(path):
-    if str(path) in ("", "."):  # Path("") is ".": an empty value would mean wherever the server started
-        raise ValueError("empty")
-    if path.exists() and not path.is_dir():
-        raise ValueError("a file")
+# a folder's name: its whole length, with room under it for a space's key and a checkpoint's file name within
+# every system's limit on a path (4,096 bytes on Linux), and each of its parts as most file systems bound a name
+MAX_FOLDER_CHARS = 1024
+MAX_NAME_BYTES = 255
+FOLDER_ALLOWED = f"a folder (not a file, not in one, at most {MAX_FOLDER_CHARS:,} characters)"
+WRITABLE_ALLOWED = FOLDER_ALLOWED.replace("a folder", "a folder the server can write", 1)
+
+
+class FolderRefused(ValueError):
+    """Why a folder setting is refused, in words that follow what it may be: "a part of it is a file"."""
+
+
+def _folder(path, writable=False):
+    """`path` if a folder can be there (and, `writable`, the server can make and write it), else
+    FolderRefused. Checked before the server opens (serve.py), so that a bad folder stops it with one line
+    instead of failing in a page, or in a save at the end of a student's run."""
+    text = str(path)
+    if text in ("", "."):  # Path("") is ".": an empty value would mean wherever the server started
+        raise FolderRefused("empty")
+    if len(text) > MAX_FOLDER_CHARS:  # before the file system sees it: a stat of 100,000 characters raises
+        raise FolderRefused(f"{len(text):,} characters long")
+    try:
+        longest = max(len(os.fsencode(part)) for part in path.parts)
+    except UnicodeError:
+        raise FolderRefused("not a name this system's files can have") from None
+    if longest > MAX_NAME_BYTES:
+        raise FolderRefused(f"one of its names is {longest:,} bytes long, more than {MAX_NAME_BYTES}")
+    try:
+        absolute = path.absolute()
+        there = next((p for p in (absolute, *absolute.parents) if p.exists()), None)  # the nearest that is
+        if there is None:  # not even its root (a drive that is not there)
+            raise OSError
+        if not there.is_dir():
+            raise FolderRefused("a file" if there == absolute else "a part of it is a file, not a folder")
+        if writable:  # access() says yes to root under /proc: only a folder made and removed there tells
+            os.rmdir(tempfile.mkdtemp(prefix=".rnnlab-write-check-", dir=there))
+    except OSError:
+        raise FolderRefused(f"the server cannot {'write' if writable else 'read'} there") from None
     return path
 
 
@@ -68,7 +101,8 @@ def _teacher_key(text):
     return text
 
 
-Folder = Annotated[Path, AfterValidator(_folder)]
+Folder = Annotated[Path, AfterValidator(_folder)]  # read from only
+WritableFolder = Annotated[Path, AfterValidator(functools.partial(_folder, writable=True))]
 
 
 def _number(default, low, high, description, above=False):
@@ -81,7 +115,7 @@ class ServerSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore", frozen=True)
 
-    user_dir: Folder = Field(
+    user_dir: WritableFolder = Field(
         ROOT / "user_checkpoints",
         description="where the sessions' folders live",
         json_schema_extra={"shown": "`user_checkpoints/`"},
@@ -149,7 +183,7 @@ class ServerSettings(BaseSettings):
         description="the gate-bias study the Ablation page shows; unset: the one shipped with the lab",
         json_schema_extra={"shown": "`checkpoints/ablation/`"},
     )
-    cache: Folder = Field(
+    cache: WritableFolder = Field(
         Path.home() / ".cache" / "rnnlab",
         description="where downloaded data sets are kept",
         json_schema_extra={"shown": "`~/.cache/rnnlab`"},
@@ -173,7 +207,7 @@ class ServerSettings(BaseSettings):
         "types it is a teacher); unset: only the teachers' emails open it",
         json_schema_extra={"shown": "unset", "allowed": "12 to 128 letters, digits, - or _"},
     )
-    rescue_dir: Folder = Field(
+    rescue_dir: WritableFolder = Field(
         Path(tempfile.gettempdir()) / "rnnlab-rescue",
         description="where the command line saves a trained model when its folder cannot take it (a full disk)",
         json_schema_extra={"shown": "`rnnlab-rescue` in the system's temporary folder"},
@@ -197,7 +231,8 @@ def allowed(name):
     field = ServerSettings.model_fields[name]
     extra = field.json_schema_extra or {}
     if field.annotation not in (int, float):  # a folder, or a field that says what it may be
-        return extra.get("allowed", "a folder (not a file, not empty)")
+        writable = WritableFolder.__metadata__[0] in field.metadata
+        return extra.get("allowed", WRITABLE_ALLOWED if writable else FOLDER_ALLOWED)
     low, above, high = bounds(name)
     kind = "a whole number" if field.annotation is int else "a number"
     return f"{kind} above {low:,} and at most {high:,}" if above else f"{kind} from {low:,} to {high:,}"
@@ -215,7 +250,9 @@ def _one_line(error):
     for problem in error.errors():
         name, value = problem["loc"][0], str(problem["input"])
         shown = repr(value if len(value) <= 40 else value[:40] + "...")
-        parts.append(f"{variable(name)}: {shown} is not {allowed(name)}")
+        why = problem.get("ctx", {}).get("error")
+        because = f": {why}" if isinstance(why, FolderRefused) else ""  # which of a folder's conditions failed
+        parts.append(f"{variable(name)}: {shown} is not {allowed(name)}{because}")
     return "; ".join(parts)
 
 

@@ -91,8 +91,54 @@ def test_a_bad_value_is_refused_in_one_line_naming_the_variable_and_what_it_may_
     with pytest.raises(LabError) as refused:
         server_settings()
     line = str(refused.value)
-    assert "\n" not in line and line.startswith(f"{name}: ") and line.endswith(f" is not {allowed(VARIABLES[name])}")
+    assert "\n" not in line and line.startswith(f"{name}: ") and f" is not {allowed(VARIABLES[name])}" in line
     assert len(line) < 200  # a huge value is cut short in the line
+
+
+FOLDERS = [name for name in FIELDS if "folder" in allowed(name)]
+WRITTEN = [name for name in FOLDERS if "can write" in allowed(name)]  # the sessions', the cache, the rescue
+
+
+def folder_refusals(tmp_path):
+    """(a folder setting's value, why it is refused): a name no file system holds, a value no stat survives,
+    a folder under a regular file, and (where the system has one) a place nobody can make a folder in."""
+    (tmp_path / "a-file").write_text("not a folder")
+    refusals = [
+        (str(tmp_path / ("n" * 300)), "one of its names is 300 bytes long, more than 255"),
+        ("/" + "x" * 99_999, "100,000 characters long"),
+        (str(tmp_path / "a-file" / "runs"), "a part of it is a file, not a folder"),
+        (str(tmp_path / "a-file"), "a file"),
+    ]
+    return refusals
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_a_folder_setting_is_refused_for_its_length_or_a_file_in_its_way_in_one_line_naming_it(
+    monkeypatch, tmp_path, name
+):
+    """Before the server opens: a folder's name too long for the file system (a stat of 100,000 characters
+    raised, a traceback instead of the line), or a file where the folder or one above it would be."""
+    for value, why in folder_refusals(tmp_path):
+        monkeypatch.setenv(variable(name), value)
+        with pytest.raises(LabError) as refused:
+            server_settings()
+        shown = repr(value if len(value) <= 40 else value[:40] + "...")  # a long value cut short
+        assert str(refused.value) == f"{variable(name)}: {shown} is not {allowed(name)}: {why}"
+    monkeypatch.setenv(variable(name), str(tmp_path / "new" / "folder"))  # a folder not made yet is fine
+    assert getattr(server_settings(), name) == tmp_path / "new" / "folder"
+    assert not (tmp_path / "new").exists() and [p.name for p in tmp_path.iterdir()] == ["a-file"]  # nothing left
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc on this system")
+@pytest.mark.parametrize("name", WRITTEN)
+def test_a_folder_the_server_writes_in_is_refused_where_it_cannot_write(monkeypatch, name):
+    """/proc takes no new folder, even from root (whom access() tells it may write there): tried, not asked."""
+    monkeypatch.setenv(variable(name), "/proc/rnnlab")
+    with pytest.raises(LabError) as refused:
+        server_settings()
+    assert (
+        str(refused.value) == f"{variable(name)}: '/proc/rnnlab' is not {allowed(name)}: the server cannot write there"
+    )
 
 
 def test_two_bad_values_are_both_named_in_the_one_line(monkeypatch):
@@ -212,6 +258,20 @@ def test_serve_py_stops_before_it_opens_with_one_line_and_no_traceback(name, val
     assert sum(name in line for line in output.splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("n" * 300, "one of its names is 300 bytes long, more than 255"), ("/" + "n" * 99_999, "100,000 characters long")],
+)
+def test_serve_py_stops_with_one_line_on_a_folder_name_too_long(value, why):
+    """A folder's name of 300 characters (more than a file system's 255) or a value of 100,000: one line, status 2."""
+    ended = serve({"RNNLAB_USER_DIR": value})
+    output = ended.stdout + ended.stderr
+    assert ended.returncode == 2 and "Traceback" not in output, output[-2000:]
+    (line,) = [line for line in output.splitlines() if "RNNLAB_USER_DIR" in line]
+    assert line == ended.stderr.strip().splitlines()[-1]
+    assert line == f"RNNLAB_USER_DIR: {value[:40] + '...'!r} is not {allowed('user_dir')}: {why}"
+
+
 PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("pages/*.py"))]
 
 
@@ -222,6 +282,7 @@ def test_under_app_py_every_page_shows_only_the_one_line_of_a_bad_setting(monkey
     from streamlit.testing.v1 import AppTest
 
     import ui.shared.sessions
+    from ui.shared.plain_text import plain
 
     ui.shared.sessions._log_once.cache_clear()  # as in a fresh server process
     monkeypatch.setenv("RNNLAB_SESSION_SHARE", "nan")
@@ -229,6 +290,7 @@ def test_under_app_py_every_page_shows_only_the_one_line_of_a_bad_setting(monkey
     for _ in range(2):
         at = AppTest.from_file(str(ROOT / page), default_timeout=60).run()
         assert not at.exception
-        assert [e.value for e in at.error] == [f"This server's settings need fixing by whoever runs it: {line}"]
+        # the line made inert (a value is the operator's text, and may hold Markdown)
+        assert [e.value for e in at.error] == [f"This server's settings need fixing by whoever runs it: {plain(line)}"]
         assert not (at.title or at.header or at.markdown or at.button or at.sidebar.children)
     assert capfd.readouterr().err.count(line) == 1

@@ -5,7 +5,8 @@ through the whole redirect flow.
 Two students sign in, train and show their runs; the teacher (one of RNNLAB_TEACHER_EMAILS) sees both on
 the Class page, a run its student did not show never appears, and a student gets no teacher's view. An
 identity cookie Streamlit did not sign, or signed too long ago, is no sign-in. Signing out keeps the
-files: the same person signing in from another device finds them. Screenshots of the board at a laptop's
+files: the same person signing in from another device finds them; a copy of the cookie taken before the
+sign-out signs nobody in after it. Screenshots of the board at a laptop's
 1366x768 and a projector's 1920x1080 go to test-artifacts/screenshots/.
 
 One server, one provider and one browser for the module (they are slow to start on 2 cores).
@@ -108,8 +109,7 @@ def train(page, server, run_name, shown_as=None, hidden=16):
     """Start one tiny run on Train (shown on the board under `shown_as`, or not) and wait for its end."""
     open_page(page, f"{server.url}/Train?{TINY.replace('hidden=16', f'hidden={hidden}')}&name={run_name}")
     wait_for_widgets(page, timeout_ms=120_000)
-    if shown_as:  # the switch sits with the other settings, under "More settings"
-        page.get_by_text("More settings").first.click()
+    if shown_as:  # the switch sits in the row under Start (issue 51), in view without opening anything
         board_name = page.locator(".st-key-train_board_name input")
         board_name.fill(shown_as)
         board_name.press("Enter")
@@ -229,12 +229,21 @@ def test_signing_out_keeps_the_files_and_another_device_finds_them(server, provi
     kept = sorted(p.name for p in folder.glob("ada-shown_*"))
     assert kept
     open_page(laptop, f"{server.url}/Checkpoints")
+    copied = [c for c in laptop.context.cookies() if c["name"].startswith("_streamlit_user")]  # read off the laptop
+    assert copied
     laptop.locator(".st-key-signin_out button:visible").click()  # (its tooltip's copy of it is hidden)
     laptop.locator("button", has_text="End session").click()  # the provider's own sign-out page
     laptop.wait_for_url(re.compile(re.escape(server.url) + r"/?$"))
     laptop.wait_for_selector(SCRIPT_DONE)
     assert "Sign in to keep your files" in sidebar(laptop)
     assert sorted(p.name for p in folder.glob("ada-shown_*")) == kept
+    thief = new_page(browser)  # the cookie copied before the sign-out signs nobody in after it
+    try:
+        thief.context.add_cookies(copied)
+        open_page(thief, f"{server.url}/Checkpoints")
+        assert "Sign in to keep your files" in sidebar(thief) and "Signed in as" not in sidebar(thief)
+    finally:
+        thief.context.close()
     phone = new_page(browser)  # another device: no cookie of the laptop's
     try:
         sign_in(phone, server, "ada@school.test")

@@ -8,6 +8,7 @@ for 100,000 layers or H = 10**12 is refused by arithmetic in microseconds
 instead of after a minute of construction (or an allocator's RuntimeError).
 
     parameter_count(config)                          -> P, equal to count_parameters(build_model(config))
+    loaded_model_mb(config)                          -> MB its float32 weights hold once loaded
     training_memory_bytes(config, batch, steps)      -> bytes one AdamW training step needs
     run_memory_mb(config, batch, steps)              -> MB a run adds to the server: that, and a run's own
     check_model_size(config)                         CostError over RNNLAB_MAX_PARAMS or RNNLAB_MAX_LAYERS
@@ -110,6 +111,12 @@ PARAMETERS = {"lm": _lm_parameters, "classifier": _classifier_parameters, "scan_
 def parameter_count(config):
     """Trainable parameters of build_model(config), from the config's numbers alone."""
     return PARAMETERS[config.family](config)
+
+
+def loaded_model_mb(config):
+    """MB a model of this config holds once loaded to sample or be studied: its float32 parameters (what a
+    server keeps loaded for its pages is charged to its budget by this, lab.server.capacity.KeptModels)."""
+    return parameter_count(config) * FLOAT_BYTES / 2**20
 
 
 # ---------------------------------------------------------------------------

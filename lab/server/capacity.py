@@ -15,6 +15,9 @@ rest; a job that could never fit is refused at once with a message saying why.
 
 A race's four runs are one request (`request_all`): refused together, queued together and admitted
 together, so a cap or a full budget never starts half of it.
+
+The models the pages keep loaded for every session are counted in the same budget (`KeptModels`): one
+charge of their total, within a quarter of the budget, the least recently used dropped to make room.
 """
 
 import collections
@@ -117,6 +120,19 @@ class Budget:
             self._running.append(ticket)
         return ticket
 
+    def rehold(self, ticket, cost, what):
+        """A held charge (`hold`) changed to `cost` in one step, so that no run is admitted in between on room
+        it would not have: `ticket` None makes one, a cost of 0 gives it back. -> the ticket, or None."""
+        with self._changed:
+            if ticket is not None and not ticket.released:
+                if cost > 0:
+                    ticket.cost = float(cost)
+                    self._admit()  # less held: a queued run may fit now
+                    return ticket
+                self._leave(ticket)
+                return None
+            return self.hold(cost, what) if cost > 0 else None  # (the condition's lock is reentrant)
+
     def _check_fits(self, cost, what):
         if not cost <= self.owner_limit:  # also refuses NaN
             raise CapacityError(
@@ -149,6 +165,12 @@ class Budget:
     def _used(self, owner=None):
         return sum(t.cost for t in self._running if owner is None or t.owner == owner)
 
+    def _owned(self, owner):
+        """What one owner's jobs hold (None, a job of nobody's: every job's), never a held charge (`hold`): the
+        server's own, which is no session's share (the models kept for the pages would else count against a
+        job of nobody's)."""
+        return sum(t.cost for t in self._running if not t.held and (owner is None or t.owner == owner))
+
     def _admit(self):
         """Start queued jobs in order while they fit, a group (request_all) only whole; call with the
         lock held.
@@ -161,7 +183,7 @@ class Budget:
                 continue
             group = [t for t in ticket.group if not t.released]
             cost = sum(t.cost for t in group)
-            if self._used(ticket.owner) + cost > self.owner_limit:
+            if self._owned(ticket.owner) + cost > self.owner_limit:
                 blocked_owners.add(ticket.owner)
                 continue
             if self._used() + cost > self.capacity:
@@ -202,6 +224,155 @@ def server_budget():
     RNNLAB_TRAINING_BUDGET_MB, RNNLAB_SESSION_SHARE and RNNLAB_SESSION_RUNS (lab.settings)."""
     settings = server_settings()
     return Budget(settings.training_budget_mb, settings.session_share, settings.session_runs)
+
+
+KEPT_MODELS_SHARE = 0.25  # the part of the budget the models kept loaded for the pages may hold together
+
+
+class _Kept:
+    """One kept model: its cost, how its cache drops it (None while it loads), and the copies made of it."""
+
+    def __init__(self, key, cost, what):
+        self.key, self.cost, self.what = key, cost, what
+        self.value, self.drop, self.copies = None, None, {}
+        self.lock = threading.Lock()  # one copy of each name made at a time
+
+
+class KeptModels:
+    """The models a server keeps loaded for every session (the pages' cache of loaded checkpoints,
+    ui.shared.checkpoint_picker, and the copies made from them: an int8 sampler, a reference twin), charged to
+    the training budget while they are kept: one held charge of their total (Budget.rehold), so that runs are
+    admitted beside them, never on the memory they take. Together at most `max_mb`: a model that would pass it
+    first has the least recently used ones dropped from their cache, so that five large uploads opened at once
+    cost at most that.
+
+        models.keep(key, cost_mb, "the model in x.safetensors")   # before loading: CapacityError if no room
+        models.kept(key, checkpoint, drop)   # loaded: `drop()` takes it out of its cache, which then calls
+        models.released(checkpoint)          # ... this, as it does when it lets it go for its own reasons
+        models.use(key)                      # on every use: the least recently used go first
+
+    Every `drop` is called outside this object's lock: a cache calls `released` back holding its own."""
+
+    def __init__(self, budget, max_mb):
+        self.budget, self.max_mb = budget, float(max_mb)
+        self._lock = threading.Lock()
+        self._entries = collections.OrderedDict()  # key -> _Kept, the least recently used first
+        self._by_value = {}  # id(a kept object) -> its _Kept (held alive by its cache until `released`)
+        self._ticket = None  # the budget's one charge for all of them
+
+    def kept_mb(self):
+        with self._lock:
+            return sum(entry.cost for entry in self._entries.values())
+
+    def keep(self, key, cost_mb, what):
+        """Charge `cost_mb` for the model `key` before it is loaded, first dropping the least recently used
+        until it fits; CapacityError when it cannot (larger than all of `max_mb`, or the models loading now
+        leave no room). Then `kept` once loaded, or `forget` when loading failed."""
+        cost_mb = float(cost_mb)
+        if not cost_mb <= self.max_mb:  # also refuses NaN
+            raise CapacityError(
+                f"{what} needs about {cost_mb:,.0f} MB loaded, more than this server keeps loaded for its pages "
+                f"({self.max_mb:,.0f} MB of its {self.budget.capacity:,.0f} MB budget)"
+            )
+        with self._lock:
+            self._forget(key)  # loaded again (its file changed, or its cache dropped it without a word)
+            dropped = self._make_room(cost_mb)
+            fits = self._total() + cost_mb <= self.max_mb
+            if fits:
+                self._entries[key] = _Kept(key, cost_mb, what)
+            self._recharge()
+        self._drop(dropped)
+        if not fits:
+            raise CapacityError(
+                f"{what}: the server is loading other models into the room it keeps for them "
+                f"({self.max_mb:,.0f} MB); try again in a moment"
+            )
+
+    def kept(self, key, value, drop):
+        """`value`, the model `keep` charged for, is loaded and in its cache; `drop()` takes it out."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.value is None:
+                entry.value, entry.drop = value, drop
+                self._by_value[id(value)] = entry
+
+    def forget(self, key):
+        """Loading `key` failed: its charge is given back."""
+        with self._lock:
+            self._forget(key)
+            self._recharge()
+
+    def use(self, key):
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+
+    def copy(self, key, name, make):
+        """A copy of the kept model `key`, `make() -> (copy, its MB)`, made once and kept with it (dropped when
+        it is), its MB added to its charge. Made for this call alone where `key` is not kept, or the copy
+        does not fit beside the others."""
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None or entry.value is None:
+            return make()[0]
+        with entry.lock:
+            if name in entry.copies:
+                return entry.copies[name]
+            made, cost_mb = make()
+            with self._lock:
+                if self._entries.get(key) is not entry:  # dropped while it was made
+                    return made
+                self._entries.move_to_end(key)
+                dropped = self._make_room(cost_mb, spare=entry)
+                fits = self._total() + cost_mb <= self.max_mb
+                if fits:
+                    entry.cost += cost_mb
+                    entry.copies[name] = made
+                self._recharge()
+        self._drop(dropped)
+        return made
+
+    def released(self, value):
+        """Its cache let `value` go: its charge, and its copies with it, go too."""
+        with self._lock:
+            entry = self._by_value.pop(id(value), None)
+            if entry is not None and self._entries.get(entry.key) is entry:
+                del self._entries[entry.key]
+            self._recharge()
+
+    def _total(self):
+        return sum(entry.cost for entry in self._entries.values())
+
+    def _forget(self, key):
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry.value is not None:
+            self._by_value.pop(id(entry.value), None)
+
+    def _make_room(self, cost_mb, spare=None):
+        """Take the least recently used loaded models out until `cost_mb` more fits (not `spare`, nor one
+        that is loading) -> how to drop them from their caches; call with the lock held."""
+        dropped = []
+        for entry in list(self._entries.values()):
+            if self._total() + cost_mb <= self.max_mb:
+                break
+            if entry is not spare and entry.drop is not None:
+                self._forget(entry.key)
+                dropped.append(entry.drop)
+        return dropped
+
+    def _drop(self, dropped):
+        for drop in dropped:  # outside the lock
+            drop()
+
+    def _recharge(self):
+        self._ticket = self.budget.rehold(self._ticket, self._total(), "models kept loaded for the pages")
+
+
+@_once
+def kept_models():
+    """The models this process keeps loaded for its pages, charged to `server_budget()`."""
+    budget = server_budget()
+    return KeptModels(budget, budget.capacity * KEPT_MODELS_SHARE)
 
 
 class StepTurns:

@@ -1,17 +1,17 @@
 """Per-session folders under one user directory, for a hosted app that a whole class shares.
 
-Each browser session saves its runs and uploads in a folder of its own, named by a key the server
-issued: 128 random bits and a MAC of them under a secret kept in the user directory, so no
-session can guess another's key, and a key the server never issued (a hand-made cookie) is
-refused. A signed-in person's key is made from their identity instead (`identity_space_key`), so that
-it is the same on every device. A folder's modification time is when its session was last seen: `sweep` deletes folders
-not seen for `keep_seconds` (never less than an hour) that no live session holds, and the temporary
-files of saves that were killed. Each space has its
-own quota, counted by what is on disk (a file under two names, name_vN and name_latest, once):
-`reserve_room` refuses a save that would pass it, or the whole directory's bound, so no student's
-save ever deletes another student's file; it holds the whole directory's lock from the check until the
-file is on disk, so that saves from many spaces, threads and processes at once never pass the bound
-together.
+Each browser session saves its runs and uploads in a folder of its own, named by a key the server issued: 128
+random bits and a MAC of them under a secret kept in the user directory, so no session can guess another's
+key, and a key the server never issued (a hand-made cookie) is refused. A signed-in person's key is made from
+their identity instead (`identity_space_key`), so that it is the same on every device; signing out revokes, on
+every server sharing the directory, that person's identity cookies issued until then (`sign_out`,
+`signed_out`), so a copy of one taken before is no sign-in. A folder's modification time is when its session
+was last seen: `sweep` deletes folders not seen for `keep_seconds` (never less than an hour) that no live
+session holds, and the temporary files of saves that were killed. Each space has its own quota, counted by
+what is on disk (a file under two names, name_vN and name_latest, once): `reserve_room` refuses a save that
+would pass it, or the whole directory's bound, so no student's save ever deletes another student's file; it
+holds the whole directory's lock from the check until the file is on disk, so that saves from many spaces,
+threads and processes at once never pass the bound together.
 
     key = new_space_key("user_checkpoints")
     folder = space_dir("user_checkpoints", key)      # user_checkpoints/<key>/, made on first use
@@ -40,6 +40,10 @@ from lab.settings import MIN_KEEP_HOURS
 
 SPACE_KEY = re.compile(r"[A-Za-z0-9_-]{38}")  # secrets.token_urlsafe(16) and 16 characters of its MAC
 SECRET_NAME = ".space-secret"
+SIGNED_OUT_NAME = ".signed-out"  # beside the secret: one file per person who signed out, named by a MAC
+# how far a sign-in provider's clock may be from this server's: a cookie's time of issue is the provider's
+# (its ID token's `iat`), a sign-out's is the server's
+CLOCK_SKEW_SECONDS = 60
 MIN_KEEP_SECONDS = 3600 * MIN_KEEP_HOURS  # no sweep deletes a space seen more recently than this
 STALE_TEMP_SECONDS = 3600  # a save's temporary file this old belongs to a save that was killed
 _secrets = {}
@@ -87,6 +91,56 @@ def identity_space_key(root, issuer, subject):
     digest = hmac.new(_secret(root), b"identity\n" + identity, hashlib.sha256).digest()
     token = base64.urlsafe_b64encode(digest).decode()[:22]  # the length and alphabet of a random key's token
     return token + _mac(root, token)
+
+
+def _signed_out_file(root, issuer, subject):
+    digest = hmac.new(_secret(root), f"signed-out\n{issuer}\n{subject}".encode(), hashlib.sha256).hexdigest()
+    return Path(root) / SIGNED_OUT_NAME / digest[:32]
+
+
+def _revoked_through(root, issuer, subject):
+    """The latest time of issue this person's sign-outs revoked, or None where they never signed out."""
+    try:
+        return float(_signed_out_file(root, issuer, subject).read_text(encoding="ascii"))
+    except FileNotFoundError:
+        return None
+
+
+def sign_out(root, issuer, subject, issued_at, now=None):
+    """Revoke this person's identity cookies issued until now, on every server process sharing `root`.
+
+    Streamlit's identity cookie stays valid for 30 days wherever it was copied, and its sign-out only deletes
+    it from the browser that signed out. A cookie says when it was issued (its ID token's `iat`, by the
+    provider's clock), so the server keeps, per person, the latest time of issue it refuses (`signed_out`):
+    the signing-out cookie's own, or CLOCK_SKEW_SECONDS before now, whichever is later. The next sign-in's
+    cookie is issued after both; a cookie of another device issued less than a minute before the sign-out
+    is the one kind that outlives it."""
+    now = time.time() if now is None else now
+    through = now - CLOCK_SKEW_SECONDS
+    with contextlib.suppress(TypeError, ValueError):  # no time of issue: the skew's bound alone
+        if float(issued_at) <= now + CLOCK_SKEW_SECONDS:  # not NaN, nor a future that would refuse every sign-in
+            through = max(through, float(issued_at))
+    path = _signed_out_file(root, issuer, subject)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _directory_lock(root, "signed-out"):  # read, compare and write as one: two sign-outs at once keep the later
+        earlier = _revoked_through(root, issuer, subject)
+        through = through if earlier is None else max(through, earlier)
+        tmp = path.with_name(f"{path.name}.{secrets.token_hex(8)}.tmp")
+        tmp.write_text(repr(through), encoding="ascii")
+        os.replace(tmp, path)  # whole: a reader sees the old time or the new one
+
+
+def signed_out(root, issuer, subject, issued_at):
+    """Whether an identity cookie of this person issued at `issued_at` (its `iat`) was revoked by their
+    sign-out here (`sign_out`). A cookie without a time of issue is refused once they have signed out:
+    Streamlit's cookies always have one (Authlib requires `iat` in an ID token), so it is not one of them."""
+    through = _revoked_through(root, issuer, subject)
+    if through is None:
+        return False
+    try:
+        return not float(issued_at) > through
+    except (TypeError, ValueError):
+        return True
 
 
 def is_space_key(root, text):
@@ -154,13 +208,18 @@ def check_room(root, folder, n_bytes, space_bytes, total_bytes):
 
 
 def _room_lock(root):
-    """The user directory's lock for its size bound, one for every process on this machine (filelock:
+    """The user directory's lock for its size bound (`_directory_lock`)."""
+    return _directory_lock(root, "room")
+
+
+def _directory_lock(root, what):
+    """A lock of the user directory's for `what`, one for every process on this machine (filelock:
     flock on POSIX, LockFileEx on Windows; dropped by the OS with a killed process). Kept in the system's
     temporary folder, named by the directory's resolved path, so that the directory holds only spaces."""
     digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:24]
     locks = Path(tempfile.gettempdir()) / "rnnlab-locks"
     locks.mkdir(exist_ok=True)
-    return FileLock(locks / f"{digest}-room.lock", thread_local=False)
+    return FileLock(locks / f"{digest}-{what}.lock", thread_local=False)
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from lab.experiments.ablation import AblationConfig, AblationJob
 from lab.words import count
 from ui.ablation.views import show_answer, show_details, show_gate_statistics, show_loss
 from ui.shared.boundary import fragment
-from ui.shared.plain_text import plain, said, user_errors
+from ui.shared.plain_text import said, user_errors
 from ui.shared.sessions import register_job, session_key, train_in_process
 
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
@@ -92,7 +92,7 @@ def live_view():
     )
     st.write(
         f"Status: **{job.status}**{queued}"
-        + (f" ({plain(job.message)})" if job.message else "")
+        + (f" ({said(job.message)})" if job.message else "")
         + (f" · {count(len(steps), 'step')}" + (" so far" if job.running else "") if len(steps) else "")
     )
     if job.running:

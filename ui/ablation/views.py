@@ -9,7 +9,7 @@ import streamlit as st
 
 from lab.experiments.ablation import ARM_WORDS, answer, conclusion, epoch_rows, step_rows
 from lab.words import count
-from ui.cell_labels import backend_label
+from ui.cell_labels import run_by
 from ui.shared.chart_style import WHITE
 from ui.shared.common import ARM_COLORS
 from ui.shared.plain_text import plain
@@ -145,9 +145,10 @@ def show_details(results, key):
     st.markdown(f"**What this study says:** {plain(conclusion(results))}")
     seeds = cfg["seeds"]
     st.markdown(
-        f"**{d['title']}**: {count(d['n_train'], 'training sequence')} / {count(d['n_test'], 'test sequence')} of "
-        f"**{count(d['sequence_length'], 'step')}**; {count(results['model']['parameters'], 'parameter')} "
-        f"(computed {backend_label(results['model']['backend'])}); {count(cfg['epochs'], 'epoch')} of "
+        f"**{plain(d['title'])}**: {count(d['n_train'], 'training sequence')} / "
+        f"{count(d['n_test'], 'test sequence')} of "
+        f"**{count(d['sequence_length'], 'step')}**; {count(results['model']['parameters'], 'parameter')}, "
+        f"{run_by(results['model']['backend'])}; {count(cfg['epochs'], 'epoch')} of "
         f"{count(results['training']['steps_per_epoch'], 'AdamW step')} (batch {cfg['batch_size']}, lr "
         f"{cfg['lr']:g} → {cfg['min_lr']:g}), {'random seed' if len(seeds) == 1 else 'random seeds'} "
         f"{', '.join(map(str, seeds))}." + ("" if results["complete"] else " **Incomplete study.**")
@@ -244,7 +245,7 @@ def show_gate_statistics(results, key):
     cols[0].plotly_chart(profile, key=f"ablation_{key}_profile")
     cols[1].plotly_chart(hist, key=f"ablation_{key}_hist")
     checks = [
-        f"{r['arm']}, random seed {r['seed']}: {r['frozen_bias_check']}"
+        f"{plain(r['arm'])}, random seed {plain(r['seed'])}: {plain(r['frozen_bias_check'])}"
         for r in results["runs"]
         if r["frozen_bias_check"]
     ]

@@ -37,7 +37,7 @@ def show_checkpoint(info):
     if checkpoint is not None:
         details_col, history_col = st.columns([2, 3], gap="large")
         with details_col:
-            st.subheader(info_title(info))
+            st.subheader(plain(info_title(info)))
             st.caption(plain(describe_info(info)))
             meta, tokenizer, metrics = checkpoint.meta, checkpoint.tokenizer, checkpoint.metrics
             conventions = model_summary(checkpoint.model).conventions

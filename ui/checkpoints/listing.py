@@ -87,7 +87,7 @@ def delete_unreadable(paths):
     st.session_state.ckpt_flash = (
         ("success", f"Deleted {deleted}.")
         if not failed
-        else ("error", f"Deleted {deleted}; could not delete {plain('; '.join(failed))}.")
+        else ("error", f"Deleted {deleted}; could not delete {said('; '.join(failed))}.")
     )
 
 

@@ -1,7 +1,8 @@
 """The heavy `lab` calls of the Sample, Gates and Memory pages and the lessons, cached: `st.cache_data`
 (or `st.cache_resource` for what is shared read-only) keyed on hashable values (checkpoint path, its
 mtime, the text, the settings), plain results out. The loaded model itself comes from
-`ui.shared.checkpoint_picker.cached_checkpoint` (one shared copy per process).
+`ui.shared.checkpoint_picker.cached_checkpoint` (one shared copy per process), and the copies made of it
+from `kept_copy`, kept and charged to the server's budget with it.
 
 Glossary: T time (tokens), H hidden units, K lags.
 """
@@ -20,7 +21,7 @@ from lab.instruments.reach import change_reach
 from lab.instruments.sampling import SamplingConfig, generate
 from lab.instruments.units import unit_correlations, unit_order
 from lab.nets.models import build_model, for_sampling, to_reference
-from ui.shared.checkpoint_picker import cached_checkpoint
+from ui.shared.checkpoint_picker import cached_checkpoint, kept_copy
 
 
 def checkpoint_key(checkpoint):
@@ -42,18 +43,18 @@ def _generation(path, mtime, prompt, config_items):
     return generate(sampling_model(path, mtime), checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
 def sampling_model(path, mtime):
     """A checkpoint's model as it samples fastest on this CPU (lab.nets.models.for_sampling: the largest with
-    int8 weights), made once per process and shared by every session's generation."""
-    return for_sampling(cached_checkpoint(path, mtime).model)
+    int8 weights), made once while the checkpoint is kept loaded (and charged with it:
+    ui.shared.checkpoint_picker.kept_copy) and shared by every session's generation."""
+    return kept_copy(path, mtime, "sampling", for_sampling)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
 def reference_model(path, mtime):
-    """A checkpoint's model computed by the reference cells (lab.nets.models.to_reference), made once per
-    process: tracing a fast or fused model would otherwise copy it and rebuild its layers every time."""
-    return to_reference(cached_checkpoint(path, mtime).model)
+    """A checkpoint's model computed by the reference cells (lab.nets.models.to_reference), made once while
+    the checkpoint is kept loaded: tracing a fast or fused model would otherwise copy it and rebuild its layers
+    every time."""
+    return kept_copy(path, mtime, "reference", to_reference)
 
 
 # one shared copy per (model, text), never written into: st.cache_data would copy up to ~50 MB

@@ -3,11 +3,22 @@ selectbox whose value is a checkpoint's listed name (so that a link can carry it
 checkpoint shared read-only by every session.
 
 A student's file is listed as "yours: NAME" and a bundled one by its plain name, so that a run or an
-upload a student names like a bundled model ("char-lstm") is listed beside it, never hidden by it."""
+upload a student names like a bundled model ("char-lstm") is listed beside it, never hidden by it.
+
+The loaded checkpoints, and the copies the pages make of their models (ui.shared.cached_calls), are charged
+to the server's training budget while they are kept (lab.server.capacity.KeptModels): within a quarter of
+it, the least recently used dropped first, so that students opening large uploads at once cannot grow the
+server past what its budget admits."""
+
+import functools
+from pathlib import Path
 
 import streamlit as st
 
-from lab.training.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
+from lab.nets.cost import loaded_model_mb
+from lab.nets.models import config_from_dict
+from lab.server.capacity import CapacityError, kept_models
+from lab.training.checkpoints import CheckpointError, list_checkpoints, load_checkpoint, read_info
 from ui.shared.model_names import YOURS, model_title, option_title
 from ui.shared.plain_text import plain, said
 from ui.shared.sessions import user_dir
@@ -24,10 +35,44 @@ NO_CHECKPOINTS = (
 )
 
 
-@st.cache_resource(max_entries=16, show_spinner="Loading checkpoint…")
 def cached_checkpoint(path, mtime):
-    """A loaded checkpoint, shared read-only across sessions; `mtime` invalidates on rewrite."""
-    return load_checkpoint(path)
+    """A loaded checkpoint, shared read-only across sessions and charged to the server's budget while kept;
+    `mtime` invalidates on rewrite. CapacityError (a LabError) when the server keeps no room for it."""
+    checkpoint = _loaded_checkpoint(path, mtime)
+    kept_models().use((path, mtime))  # the least recently used are dropped first
+    return checkpoint
+
+
+def _let_go(value):
+    kept_models().released(value)  # (not kept_models().released itself: that would read the settings at import)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading checkpoint…", on_release=_let_go)
+def _loaded_checkpoint(path, mtime):
+    models, key = kept_models(), (path, mtime)
+    models.keep(key, loaded_model_mb(config_from_dict(read_info(path).config)), f"the model in {Path(path).name}")
+    try:
+        checkpoint = load_checkpoint(path)
+    except BaseException:
+        models.forget(key)
+        raise
+    models.kept(key, checkpoint, functools.partial(_loaded_checkpoint.clear, path, mtime))
+    return checkpoint
+
+
+cached_checkpoint.clear = _loaded_checkpoint.clear  # every loaded checkpoint dropped, each charge given back
+
+
+def kept_copy(path, mtime, name, make):
+    """`make(model)` of a loaded checkpoint's model (its int8 sampler, its reference twin), made once and kept
+    with it, its MB charged with it where it is a copy, not the model itself."""
+    checkpoint = cached_checkpoint(path, mtime)
+
+    def made():
+        model = make(checkpoint.model)
+        return model, 0.0 if model is checkpoint.model else loaded_model_mb(checkpoint.config)
+
+    return kept_models().copy((path, mtime), name, made)
 
 
 def yours(name):
@@ -106,6 +151,6 @@ def checkpoint_picker(key, label="Checkpoint", families=TEXT_FAMILIES, default_n
     info = choose_checkpoint(key, label, infos, default_name)
     try:
         return cached_checkpoint(str(info.path), info.path.stat().st_mtime)
-    except (CheckpointError, OSError) as e:
+    except (CheckpointError, CapacityError, OSError) as e:
         st.error(f"Could not load {plain(model_title(listed_name(info)))}: {said(e)}")
         return None

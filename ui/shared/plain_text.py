@@ -89,11 +89,14 @@ def piece_label(piece):
 
 @contextlib.contextmanager
 def user_errors(what="That"):
-    """Show bad input (ValueError and friends) as a clear st.error, never a traceback."""
+    """Show bad input (ValueError and friends) as a clear st.error, never a traceback. `what` is plain text,
+    never Markdown: it often names a file or a model ("Checking NAME.safetensors"), so it is made inert
+    here (`plain`), as the exception's message is (`said`), and callers pass it unescaped."""
+    doing = plain(what)
     try:
         yield
     except (CheckpointError, DataError, ValueError) as e:
-        st.error(f"{what} did not work: {said(e)}")
+        st.error(f"{doing} did not work: {said(e)}")
     except OSError as e:  # its reason in words, and the file's name at most
         named = f" ({said(e.filename)})" if e.filename else ""
-        st.error(f"{what} did not work: a file problem: {said(e.strerror or e)}{named}")
+        st.error(f"{doing} did not work: a file problem: {said(e.strerror or e)}{named}")

@@ -28,6 +28,7 @@ from lab.server.spaces import (
 from lab.settings import server_settings, unknown_variables
 from lab.training.process import configure_cpu
 from ui.shared import boundary
+from ui.shared.plain_text import plain
 from ui.shared.sign_in import identity
 
 SPACE_COOKIE = "rnnlab_space"  # the browser keeps its session's key, so a reload finds the same files
@@ -48,7 +49,7 @@ def refuse_bad_settings():
         server_settings()
     except LabError as error:
         _log_once(str(error))
-        st.error(f"This server's settings need fixing by whoever runs it: {error}")
+        st.error(f"This server's settings need fixing by whoever runs it: {plain(error)}")
         st.stop()
 
 

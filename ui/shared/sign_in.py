@@ -8,7 +8,9 @@ are one on every device. RNNLAB_REQUIRE_SIGN_IN makes every page ask for it firs
 
 Streamlit keeps the identity in a cookie it signs with the secrets' `cookie_secret` and refuses once
 it is older than its lifetime; a cookie it cannot verify (forged, or signed with another secret) is
-no sign-in at all, so st.user is the only identity this module reads.
+no sign-in at all, so st.user is the only identity this module reads. Streamlit's sign-out deletes the
+cookie from the browser that signed out only: "Sign out" here also revokes, on this server, every cookie
+of that person issued until then (lab.server.spaces.sign_out), so a copy taken before opens nothing.
 """
 
 import hmac
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from lab.server.spaces import sign_out, signed_out
 from lab.settings import server_settings
 from ui.shared.plain_text import plain
 
@@ -54,8 +57,12 @@ def sign_in_set_up():
 
 
 def identity():
-    """This session's signed-in person, or None."""
-    return identity_from(st.user) if sign_in_set_up() else None
+    """This session's signed-in person, or None: None too when the identity cookie was issued before that
+    person's last sign-out on this server (lab.server.spaces.signed_out)."""
+    person = identity_from(st.user) if sign_in_set_up() else None
+    if person is None or signed_out(server_settings().user_dir, person.issuer, person.subject, st.user.get("iat")):
+        return None
+    return person
 
 
 def providers():
@@ -101,6 +108,8 @@ def sign_in_box():
         return
     st.caption(f"Signed in as {plain(person.name or person.email or 'you')}")
     if st.button("Sign out", key="signin_out", help="Your files stay: sign in again, on any device, to find them."):
+        # first: every copy of this browser's cookie (and any older one) no longer signs anyone in here
+        sign_out(server_settings().user_dir, person.issuer, person.subject, st.user.get("iat"))
         st.logout()
 
 

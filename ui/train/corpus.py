@@ -13,7 +13,7 @@ from lab.training.presets import PRESETS
 from lab.training.tasks import TASKS, corpus_split
 from lab.words import count
 from ui.shared.model_names import PRESET_TITLES, TOKENIZER_LABELS
-from ui.shared.plain_text import plain, user_errors
+from ui.shared.plain_text import said, user_errors
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -63,7 +63,7 @@ def load_task(values, upload):
                 # kept, so that a failed download is not tried again on every rerun
                 failed = st.session_state.train_corpus_error = (
                     values["corpus"],
-                    f"Getting the corpus did not work: {plain(e)}",
+                    f"Getting the corpus did not work: {said(e)}",
                 )
         if failed and failed[0] == values["corpus"]:
             st.error(failed[1])
