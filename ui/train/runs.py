@@ -273,13 +273,13 @@ def shared_run_text(run):
     parts = []
     if others:
         classmates = "a classmate" if others == 1 else f"{others} classmates"
-        parts.append(f"the same experiment as {classmates}: trained once, shown to each")
+        parts.append(f"The same experiment as {classmates}: trained once, shown to each")
+    elif getattr(run, "joined", False):
+        parts.append("The same experiment as a classmate's earlier run: trained once, shown to each")
     if getattr(run, "joined_ended", False) and run.trained_at is not None:
-        parts.append(f"trained at {time.strftime('%H:%M', time.localtime(run.trained_at))}, so shown whole at once")
-    if getattr(run, "joined", False) and not parts:
-        parts.append("the same experiment as a classmate's earlier run: trained once, shown to each")
-    sentence = "; ".join(parts)
-    return sentence[:1].upper() + sentence[1:] + ("." if sentence else "")
+        when = time.strftime("%H:%M", time.localtime(run.trained_at))
+        parts.append(f"trained at {when}, so shown whole at once" if parts else f"Trained at {when}, shown whole")
+    return "; ".join(parts) + ("." if parts else "")
 
 
 def starting_text(job, now=None):
