@@ -27,7 +27,7 @@ with page_part():  # one plain line on the page for whatever fails below (ui.sha
 
     with st.container(border=True):
         st.markdown(
-            "**New here? Start with the lessons.** Short lessons, one screen each, on the bundled models: "
+            "**New here? Start with the lessons.** Short lessons, each on a page of its own, on the bundled models: "
             "one step of a cell with its real numbers, why the hidden state is the memory, how the next token "
             "is chosen, how long a gate remembers, why the vanilla RNN forgets, characters against subwords, a "
             "recurrence you can scan, what a study of gate biases can and cannot show, and toy tasks that "

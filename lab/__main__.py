@@ -66,6 +66,7 @@ def _summary(args):
 
 
 def _list(args):
+    from lab.instruments.race import validation_figure
     from lab.training.checkpoints import scan_checkpoints
 
     infos, problems = scan_checkpoints(args.dir)
@@ -74,8 +75,7 @@ def _list(args):
     if not infos:
         print("no checkpoints found")
     for info in infos:
-        history = info.metrics.get("history") or [{}]
-        val = history[-1].get("val_nats_per_char", history[-1].get("val_accuracy", float("nan")))
+        val = validation_figure(info.metrics)  # the weights the file holds, as the pages show it
         where = "bundled" if info.bundled else "user"
         print(f"{info.name:32s} {where:8s} {info.family:12s} {info.cell:10s} final val {val:.4f}  {info.path}")
     return 0

@@ -23,3 +23,9 @@ def listing(names):
     if not names:
         return ""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def layer_name(index):
+    """A recurrent layer as students read it, numbered from 1 on every page: layer_name(0) -> "layer 1"
+    (lab's lists and the widgets' values stay numbered from 0)."""
+    return f"layer {index + 1}"

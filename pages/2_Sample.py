@@ -1,9 +1,9 @@
 """Sample: greedy, temperature, top-k and top-p side by side, every token coloured by
 its probability; greedy's loops; stateful vs stateless generation (seeds 000, 001, 002, 004);
-which earlier characters drove a generated one; the next-character bars as you type.
+which earlier tokens drove a generated one; the next-token bars as you type.
 
 The model, prompt, length and random seed rerun the page; every other setting reruns its own part
-(a fragment): the samples, the traced character, or the typing."""
+(a fragment): the samples, the traced token, or the typing."""
 
 import streamlit as st
 
@@ -32,7 +32,7 @@ with page_part():  # one plain line on the page for whatever fails below (ui.sha
     # one tab on the screen at a time: the page stays within three laptop screens, its point (four ways to pick the
     # next token, side by side) on the first
     four_ways, state, drove, typed = st.tabs(
-        ["Four ways to pick the next token", "Stateful vs stateless", "What drove a character?", "Type and watch"]
+        ["Four ways to pick the next token", "Stateful vs stateless", "What drove a token?", "Type and watch"]
     )
     with four_ways:
         samples(checkpoint, prompt)

@@ -76,7 +76,7 @@ with page_part():  # one plain line on the page for whatever fails below (ui.sha
     elif section == "unit":
         one_unit(trace, key, text)
     elif section == "prediction":
-        drivers(trace, key)
+        drivers(trace, key, checkpoint.tokenizer.unit)
     else:
         layer_details(trace, key, text)
     show_anchors("uniform_char", "leviathan")

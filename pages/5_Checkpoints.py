@@ -3,6 +3,7 @@ upload (validated, never executed) and delete (yours only)."""
 
 import streamlit as st
 
+from lab.lessons.models import ModelFigures, bigger_does_worse
 from ui.app.frame import setup_page
 from ui.checkpoints.details import show_checkpoint
 from ui.checkpoints.listing import DEFAULTS, SETTINGS, checkpoint_table, readable_checkpoints, show_outcome
@@ -11,6 +12,7 @@ from ui.shared.boundary import page_part
 from ui.shared.checkpoint_picker import NO_CHECKPOINTS, choose_checkpoint
 from ui.shared.common import show_anchors
 from ui.shared.links import mirror_to_url, restore_from_url
+from ui.shared.model_names import info_title
 
 setup_page("Checkpoints")
 with page_part():  # one plain line on the page for whatever fails below (ui.shared.boundary)
@@ -29,6 +31,10 @@ with page_part():  # one plain line on the page for whatever fails below (ui.sha
         st.warning(NO_CHECKPOINTS)
     else:
         checkpoint_table(infos, versions)
+        # why a bigger bundled model can score worse, said only while the bundled models' own figures show it
+        bigger = bigger_does_worse([ModelFigures.of(info_title(i), i) for i in infos if i.bundled])
+        if bigger:
+            st.markdown(bigger)
         info = choose_checkpoint("ckpt_choice", "Inspect a checkpoint", infos, default_name=DEFAULTS["model"])
         mirror_to_url(SETTINGS, DEFAULTS)
         show_checkpoint(info)

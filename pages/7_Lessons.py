@@ -1,4 +1,4 @@
-"""Lessons: short lessons, one screen each, on the bundled models. Each asks a question, runs one
+"""Lessons: short lessons, each on a page of its own, on the bundled models. Each asks a question, runs one
 experiment the student steers with a control or two, says what to notice in the figures just
 computed, checks understanding, and links to the full instrument page with the same settings.
 A link to one lesson: ?lesson=<slug> (ui.lessons.LESSONS)."""
@@ -24,8 +24,8 @@ with page_part():  # one plain line on the page for whatever fails below (ui.sha
         slugs,
         key="lessons_lesson",
         format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}",
-        help="Short lessons, each on one screen: a question, an experiment you steer, what to notice, a question to "
-        "check yourself, and a link to the full page. Words you do not know are in the sidebar's glossary.",
+        help="Short lessons, each on a page of its own: a question, an experiment you steer, what to notice, a "
+        "question to check yourself, and a link to the full page. Words you do not know are in the sidebar's glossary.",
     )
 
     show_lesson(slug)

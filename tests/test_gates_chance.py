@@ -83,7 +83,7 @@ def said(elements):
 
 
 def cards(at):
-    """The gallery's captions: "r = +0.72 · `g` unit 18 of layer 0 · ..."."""
+    """The gallery's captions: "r = +0.72 · `g` unit 18 of layer 1 · ..." (layers numbered from 1)."""
     return [c.value for c in at.caption if c.value.startswith("r = ")]
 
 

@@ -50,12 +50,16 @@ def test_milestones_are_the_first_steps_whose_samples_show_them():
     samples = [(1, "aaaaaaaa"), (2, "a ae ae a"), (8, "ath thee a"), (20, "x day?\nThou art more lovely\nz")]
     found = milestones([*samples, (40, text)], text, span=len(text))
     # "ath" is no word of the text, "thee" is
-    assert found == {"space": 2, "word": 8, "line": 20, "paragraph": 40}
-    assert milestones_sentence(found).startswith(
+    assert found == {"space": 2, "word": 8, "line": 20, "copied": 40}
+    assert milestones_sentence(found, len(text), 0, len(text)).startswith(
         "the first space at step 2, the first word of your paragraph at step 8"
     )
+    assert milestones_sentence(found, len(text), 0, len(text)).endswith("the whole paragraph word for word at step 40.")
     assert milestones([(1, "aaa")], text, span=len(text)) == dict.fromkeys(found)
-    assert milestones_sentence(dict.fromkeys(found)) == ""
+    # the first line is begun by the prompt: its end written back is not "the first whole line" (issue 51)
+    after_prompt = text[8:]
+    assert milestones([(3, after_prompt.split("\n")[0] + "\n")], after_prompt, span=5)["line"] is None
+    assert milestones_sentence(dict.fromkeys(found), len(text), 0, len(text)) == ""
 
 
 def test_after_30_seconds_of_replay_the_lessons_paragraph_is_not_yet_memorised():

@@ -89,7 +89,7 @@ def test_the_bundled_gated_cells_carry_a_change_further_than_the_vanilla_rnn(bun
     rnn = travels.pop("char-rnn")
     assert all(k > rnn for k in travels.values()), (rnn, travels)
     sentence = reach_sentence(bundled)
-    assert sentence.startswith(f"Change one token: the **char-rnn** keeps more than 1% of it for {rnn} tokens")
+    assert sentence.startswith(f"Change one token: the **char-rnn** keeps more than 1% of it for {rnn} characters")
     furthest = max(travels, key=travels.get)
     assert f"the **{furthest}**" in sentence
 
@@ -99,7 +99,8 @@ def test_the_reach_chart_has_a_line_per_model_and_its_guides_where_their_labels_
     assert [t.name for t in figure.data] == [name for name, _, _ in bundled]
     assert len({t.line.color for t in figure.data}) == len(bundled)  # a colour per cell
     assert [(s.x0, s.x1) for s in figure.layout.shapes] == [(10, 10), (100, 100)]  # a linear axis: data values
-    assert [(a.x, a.text) for a in figure.layout.annotations] == [(10, "10 tokens"), (100, "100 tokens")]
+    assert [(a.x, a.text) for a in figure.layout.annotations] == [(10, "10 characters"), (100, "100 characters")]
+    assert figure.layout.xaxis.title.text == "k: characters after the change"  # character models: k counts those
 
 
 def test_the_unit_spread_charts_guides_sit_at_their_labels_on_its_log_axis():
@@ -123,5 +124,31 @@ def test_the_sentence_holds_when_every_model_forgets_alike(tokenizer):
     reach = change_reach(model, tokenizer, SHORT)
     sentence = reach_sentence([("a", "rnn", reach), ("b", "rnn", reach)])
     assert sentence == (
-        "Change one token: every model here keeps less than 1% of it one token later. On this text they do not differ."
+        "Change one token: every model here keeps less than 1% of it one character later: on this measure they "
+        "are level."
     )
+
+
+def test_the_reach_charts_axis_names_what_k_counts_and_says_so_where_models_mix_units():
+    """Issue 51: the axis counted a subword model's tokens and a character model's on one k without saying
+    so. Each reach records its tokenizer's unit; the axis, the guides and the hover read it."""
+    from lab.instruments.reach import ChangeReach
+
+    def reach(unit):
+        return ChangeReach(np.arange(1, 121), np.full(120, 0.5), 16, unit)
+
+    chars = reach_figure([("a", "lstm", reach("character"))])
+    assert chars.layout.xaxis.title.text == "k: characters after the change"
+    assert "characters" in chars.data[0].hovertemplate
+    subwords = reach_figure([("s", "gru_seed", reach("subword"))])
+    assert subwords.layout.xaxis.title.text == "k: subwords after the change"
+    assert [a.text for a in subwords.layout.annotations] == ["10 subwords", "100 subwords"]
+    mixed = reach_figure([("a", "lstm", reach("character")), ("s", "gru_seed", reach("subword"))])
+    assert mixed.layout.xaxis.title.text == (
+        "k: tokens after the change (each model's own: a character for a character model and a subword for a "
+        "subword model)"
+    )
+
+
+def test_a_reach_records_its_tokenizers_unit(tokenizer):
+    assert change_reach(small_lm(tokenizer, "rnn"), tokenizer, SHORT, max_lag=5).unit == "character"

@@ -15,8 +15,22 @@ BACKEND_LABELS = {
 }
 
 
+# the same backends inside a sentence: what a model "runs on" ("101,732 parameters, run by PyTorch's built-in
+# layer"), never a label in parentheses nested in another's
+BACKEND_WORDS = {
+    "reference": "the lab's step-by-step code, as the equations read",
+    "fast": "the lab's fast code, the same equations optimised",
+    "fused": "PyTorch's built-in layer",
+}
+
+
 def backend_label(backend):
     return BACKEND_LABELS.get(backend, backend)
+
+
+def run_by(backend):
+    """A backend inside a sentence: "run by PyTorch's built-in layer"."""
+    return f"run by {BACKEND_WORDS.get(backend, backend)}"
 
 
 def cell_colour(cell):

@@ -48,6 +48,7 @@ class CharTokenizer:
     """One token per character; the vocabulary is the sorted set of characters."""
 
     kind = "char"
+    unit = "character"  # what one token is, in a student's words: count(n, unit) says n of them
 
     class State(BaseModel):
         model_config = STRICT
@@ -112,6 +113,7 @@ class SentencePieceTokenizer:
     """
 
     kind = "sentencepiece"
+    unit = "subword"  # a common piece of a word, or a character the pieces do not cover
     MODEL_TYPES = ("bpe", "unigram")
     MIN_VOCAB = 32  # below this, subwords are barely more than characters
     MAX_LINE_CHARS = 2048  # longer lines are cut: sentencepiece skips very long sentences

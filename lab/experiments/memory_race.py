@@ -121,8 +121,11 @@ def memory_verdict(curves, chance, x="elapsed", distance=MEMORY_RACE[1], shipped
 
 
 def _why(ahead, behind, distance):
-    """Why the cells `ahead` lead those `behind`, from what their gates can do."""
+    """Why the cells `ahead` lead those `behind`, from what their gates can do: said of the leaders by name,
+    and of "the gated cells" only when every gated runner is among them (one trailing cannot be said to
+    pull ahead)."""
     ungated_behind = [c for c in behind if not keeps_with_gates(c)]
+    gated_behind = [c for c in behind if keeps_with_gates(c)]
     if not all(keeps_with_gates(c) for c in ahead):
         return (
             "A lead this early can change: a gated cell usually passes it once it learns to keep the first "
@@ -139,10 +142,22 @@ def _why(ahead, behind, distance):
     clauses = "; ".join(
         f"{listing(names)} {'each ' if len(names) > 1 else ''}{reason}" for reason, names in by_reason.items()
     )
-    return (
-        "The gated cells pull ahead once they learn to keep the first symbol: their gates read the state, so "
-        f"they can shut on the symbol and hold it through the {distance - 1} after it. The others cannot: {clauses}."
+    one = len(ahead) == 1
+    leaders = "The gated cells" if not gated_behind else listing(f"the {FAMILIES[c].name}" for c in ahead)
+    leaders = leaders[0].upper() + leaders[1:]
+    it, its = ("it", "its") if one and gated_behind else ("they", "their")
+    pull = "pulls" if one and gated_behind else "pull"
+    learns = "learns" if it == "it" else "learn"
+    said = (
+        f"{leaders} {pull} ahead once {it} {learns} to keep the first symbol: {its} gates read the state, so "
+        f"{it} can shut on the symbol and hold it through the {distance - 1} after it."
     )
+    if gated_behind:
+        names = listing(f"the {FAMILIES[c].name}" for c in gated_behind)
+        has = "has" if len(gated_behind) == 1 else "have"
+        said += f" {names[0].upper() + names[1:]} {has} such gates too but {has} not learned to use them yet."
+        return said + f" The cells without them cannot: {clauses}."
+    return said + f" The others cannot: {clauses}."
 
 
 def long_runs_sentence(shipped, chance):

@@ -135,9 +135,20 @@ def _why_it_leads(verdict, families, steps):
             "must also learn what to keep, which pays later."
         )
     elif gated_ahead == {True} and False in gated_behind:
+        # "the gated cells" only when none of them trails: one behind cannot be said to pull ahead
+        trailing_gated = [b for b in behind if keeps_with_gates(families.get(b))]
+        leaders = "The gated cells" if not trailing_gated else "T" + _names(ahead)[1:]
+        one = bool(trailing_gated) and len(ahead) == 1
         why.append(
-            "The gated cells pull ahead once their gates learn what to keep from further back (a speaker's name, "
-            "a word half spelled), which the letter statistics alone cannot give."
+            f"{leaders} {'pulls' if one else 'pull'} ahead once {'its' if one else 'their'} gates learn what to "
+            "keep from further back (a speaker's name, a word half spelled), which the letter statistics alone "
+            "cannot give."
+            + (
+                f" {'T' + _names(trailing_gated)[1:]} {'has' if len(trailing_gated) == 1 else 'have'} such gates "
+                "too but trails here."
+                if trailing_gated
+                else ""
+            )
         )
     return " ".join(why)
 
@@ -190,6 +201,18 @@ def width_for_parameters(config, cell, target):
     return min(
         candidates, key=lambda h: abs(parameter_count(dataclasses.replace(config, cell=cell, hidden_size=h)) - target)
     )
+
+
+def validation_figure(metrics):
+    """The validation figure of the weights a checkpoint holds, from its metrics: its own record (a run that
+    stops early, as the bundled Leviathan, keeps its best evaluation's weights and records that evaluation's
+    figure), else its history's last evaluation; nats per character for a text model (an image classifier's
+    accuracy where it has no such figure), NaN without any. Sample, the published anchors and `python -m
+    lab list` read it here, and so does the Checkpoints page's table."""
+    if "val_nats_per_char" in metrics:
+        return float(metrics["val_nats_per_char"])
+    last = (metrics.get("history") or [{}])[-1]
+    return float(last.get("val_nats_per_char", last.get("val_accuracy", math.nan)))
 
 
 # ---------------------------------------------------------------------------

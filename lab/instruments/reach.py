@@ -34,6 +34,7 @@ class ChangeReach:
     lags: np.ndarray  # (K,) 1..K
     kept: np.ndarray  # (K,) the median over the changes of ||Δh_{t+k}|| / ||Δh_t||
     changes: int  # how many changes the median is over
+    unit: str = "token"  # what one step k is, the tokenizer's unit ("character", "subword"): k counts them
 
     def at(self, k):
         """The share kept after k steps, or None when fewer than k steps were measured."""
@@ -84,4 +85,5 @@ def change_reach(model, tokenizer, text, max_lag=128, starts=16, seed=0):
             for row, t in enumerate(at)
         ]
     )  # (B, K)
-    return ChangeReach(lags=np.arange(1, K + 1), kept=np.median(ratios, 0), changes=len(at))
+    unit = getattr(tokenizer, "unit", "token")
+    return ChangeReach(lags=np.arange(1, K + 1), kept=np.median(ratios, 0), changes=len(at), unit=unit)

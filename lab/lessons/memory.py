@@ -5,11 +5,19 @@ and the gate-bias study read as a lesson. Each sentence is chosen from the numbe
 import math
 from dataclasses import dataclass
 
-from lab.experiments.ablation import LEARNED, SIGNIFICANT
+from lab.experiments.ablation import (
+    ARM_WORDS,
+    LEARNED,
+    arm_title,
+    compare_with_baseline,
+    gap_verdict,
+    guessing_limit,
+)
 from lab.instruments.memory import bias_time_constants
-from lab.lessons.words import power, share_kept, steps
+from lab.lessons.words import beside, power, share_kept, steps
 from lab.nets.families import FAMILIES
 from lab.words import count, listing
+from lab.words import layer_name as numbered_layer
 
 # ---------------------------------------------------------------------------
 # keep or overwrite
@@ -71,7 +79,7 @@ def keep_bias(bias):
 def learned_bias_sentence(label, row):
     """What a trained layer's keep biases (a row of lab.instruments.memory.keep_gate_biases) imply."""
     return (
-        f"{label} learned a median keep bias of **{row['bias_median']:.2f}** in its layer {row['layer']} "
+        f"{label} learned a median keep bias of **{row['bias_median']:.2f}** in its {numbered_layer(row['layer'])} "
         f"(10–90% of units: {row['bias_q10']:.2f} to {row['bias_q90']:.2f}), which alone would keep "
         f"{share_kept(row['retention'])} per step, a half-life of {steps(row['half_life'])}."
     )
@@ -107,8 +115,9 @@ def half_life_words(half_life, lags):
 
 
 def layer_name(row):
-    """A row of lab.instruments.memory.memory_spread's table as the sentences name it: "X, layer 0"."""
-    return f"{row['name']}, layer {row['layer']}"
+    """A row of lab.instruments.memory.memory_spread's table as the sentences name it: "X, layer 1" (its
+    layer numbered from 1, lab.words.layer_name)."""
+    return f"{row['name']}, {numbered_layer(row['layer'])}"
 
 
 def not_followed(rows):
@@ -205,10 +214,37 @@ CLOSE_FIT = 0.9  # R² of the straight line through log(gradient) at or above wh
 TOO_LITTLE = 1e-3  # a gradient shrunk below this share of its value at the loss leaves training little to act on
 
 
+def factor_words(g):
+    """A factor per step as every figure of the lesson shows it: three decimals, more where three would round
+    a factor below 1 up to 1."""
+    return beside(g, 1.0, 3)
+
+
+def factor_power(g, k):
+    """g^k computed from g as it is shown (factor_words), so that one g has one g^k wherever it appears."""
+    return float(factor_words(g)) ** k
+
+
+def fit_words(r2):
+    """A fit's R² beside the lesson's rule (CLOSE_FIT), at the precision that keeps it on its side."""
+    return beside(r2, CLOSE_FIT)
+
+
+def gradient_metric(label, fit):
+    """One model's metric beside the forgetting chart: (label, value, help), its g and g^k as the notice says
+    them (factor_words, factor_power) and its R² on the side of the rule it is (fit_words)."""
+    back = fit.distances - 1
+    return (
+        f"{label}: per step g",
+        factor_words(fit.g),
+        f"g^{back} = {power(factor_power(fit.g, back))}; R² {fit_words(fit.r2)}",
+    )
+
+
 def decay_words(g, distance):
-    """What a factor g per step does over `distance` steps back."""
-    left, back = g**distance, count(distance, "step")
-    if g >= 1:
+    """What a factor g per step does over `distance` steps back (g^distance from g as shown: factor_power)."""
+    left, back = factor_power(g, distance), count(distance, "step")
+    if float(factor_words(g)) >= 1:
         return f"its gradient does not fade: {back} back it is g^{distance} = {power(left)} times its value"
     verdict = (
         "under a thousandth: too little for training to learn much from"
@@ -220,20 +256,26 @@ def decay_words(g, distance):
 
 def forgetting_sentences(fits, cells, read):
     """The forgetting lesson's notice. fits: {label: lab.instruments.memory.DecayFit}, all fitted over
-    the same distances; cells: {label: cell}; read: T, the steps the models read."""
+    the same distances; cells: {label: cell}; read: T, the steps the models read. Every g is said as the
+    metrics show it (factor_words) and every R² beside its rule (fit_words)."""
     span = min(fit.distances for fit in fits.values())
-    shown = {label: round(fit.g, 3) for label, fit in fits.items()}  # as the metrics show them
+    shown = {label: float(factor_words(fit.g)) for label, fit in fits.items()}  # as the metrics show them
     low, high = min(shown.values()), max(shown.values())
     fastest = [label for label, g in shown.items() if g == low]
     slowest = [label for label, g in shown.items() if g == high]
+    g_low, g_high = (factor_words(fits[names[0]].g) for names in (fastest, slowest))
+    three = all(len(factor_words(fit.g).split(".")[-1]) == 3 for fit in fits.values())
+    level_to = "to three decimals" if three else "to the decimals shown"
     rough = [label for label, fit in fits.items() if fit.r2 < CLOSE_FIT]
     fitted = count(span, "step")
     steps_fitted = f"all {fitted} before the loss" if span >= read else f"the {fitted} nearest the loss"
     fit = (
-        "each curve is close to a straight line on the log scale (R² ≥ 0.9): a constant factor g per step"
+        f"each curve is close to a straight line on the log scale (R² ≥ {CLOSE_FIT:g}): a constant factor g per step"
         if not rough
         else f"{listing(rough)} {'bends' if len(rough) == 1 else 'bend'} away from a straight line on the log "
-        "scale (R² < 0.9), so their g is only an average factor per step"
+        f"scale (R² < {CLOSE_FIT:g}: "
+        + ", ".join(f"{fit_words(fits[label].r2)}" for label in rough)
+        + "), so their g is only an average factor per step"
     )
     distance = span - 1
     first = (
@@ -241,13 +283,13 @@ def forgetting_sentences(fits, cells, read):
         "the picture of a product of one factor per step."
     )
     if low == high:
-        same = f"All {len(shown)} lose at the same rate to three decimals, g = {low:.3f}"
+        same = f"All {len(shown)} lose at the same rate {level_to}, g = {g_low}"
         ranking = f" {same}: {decay_words(low, distance)}."
     else:
         ranking = (
-            f" **{listing(fastest)}** {'loses' if len(fastest) == 1 else 'lose'} fastest, g = {low:.3f}: "
+            f" **{listing(fastest)}** {'loses' if len(fastest) == 1 else 'lose'} fastest, g = {g_low}: "
             f"{decay_words(low, distance)}. **{listing(slowest)}** {'keeps' if len(slowest) == 1 else 'keep'} "
-            f"the most, g = {high:.3f}: {decay_words(high, distance)}."
+            f"the most, g = {g_high}: {decay_words(high, distance)}."
         )
     rnn = [label for label in fits if FAMILIES[cells[label]].keep is None]  # the gateless vanilla RNN
     gated_path = (
@@ -265,9 +307,10 @@ def forgetting_sentences(fits, cells, read):
         level = [label for label in fastest if label != rnn[0]]
         why = (
             "Here the vanilla RNN forgets fastest"
-            + (f", level with {listing(level)} to three decimals" if level else "")
+            + (f", level with {listing(level)} {level_to}" if level else "")
             + f". It squashes its whole state through tanh and one matrix every step, and on this text that factor "
-            f"averages g = {shown[rnn[0]]:.3f} per step. A gated cell has a path where the factor is its keep gate, "
+            f"averages g = {factor_words(fits[rnn[0]].g)} per step. A gated cell has a path where the factor is its "
+            "keep gate, "
             "which training can push towards 1, so the gradient can reach far back along it."
         )
     else:
@@ -286,11 +329,13 @@ def forgetting_sentences(fits, cells, read):
 # the gate-bias study read as a lesson
 
 
-def study_reading(summary, dataset, epochs):
+def study_reading(summary, dataset, epochs, title=arm_title):
     """What the shipped gate-bias study shows and what it cannot, from its own summary: the gates
-    each arm ended with, and which arms reached LEARNED test accuracy."""
+    each arm ended with, and which arms reached LEARNED test accuracy. Each arm is named by `title`
+    (lab.experiments.ablation.arm_title: its short name in a student's words); whether a gap between two
+    arms is real is `answer`'s, by the one rule the page states (verdict_rule), never decided here."""
     keeps = listing(
-        f"{s['z_mean_final']:.2f} in the {arm} arm" for arm, s in summary.items() if s["z_mean_final"] is not None
+        f"{s['z_mean_final']:.2f} for *{title(arm)}*" for arm, s in summary.items() if s["z_mean_final"] is not None
     )
     accuracy = {arm: s["val_accuracy_mean"] for arm, s in summary.items() if s["val_accuracy_mean"] is not None}
     chance = 1 / dataset["num_classes"]
@@ -299,7 +344,7 @@ def study_reading(summary, dataset, epochs):
         f"Each arm's accuracy is measured on {count(dataset['n_test'], 'test image')}, so one image is "
         f"{100 / dataset['n_test']:.2f} points."
     )
-    reached = listing(f"{arm} {a:.1%}" for arm, a in accuracy.items())
+    reached = listing(f"*{title(arm)}* {a:.1%}" for arm, a in accuracy.items())
     if not learned:
         reading = (
             f"**What it cannot show.** Whether that matters for the task: no arm reaches the {LEARNED:.0%} "
@@ -309,47 +354,68 @@ def study_reading(summary, dataset, epochs):
         )
     else:
         others = [arm for arm in accuracy if arm not in learned]
-        who = "Every arm reached" if not others else f"Only {listing(learned)} reached"
-        below = f"; {listing(others)} stayed below it" if others else ""
+        who = "Every arm reached" if not others else f"Only {listing(f'*{title(arm)}*' for arm in learned)} reached"
+        below = f"; {listing(f'*{title(arm)}*' for arm in others)} stayed below it" if others else ""
         reading = (
             f"**What it means.** {who} the {LEARNED:.0%} test accuracy this lab takes as having learned the task"
-            f"{below} ({reached}; chance is {chance:.0%}). Whether the biases changed how well the model names "
-            "the digits is what the test above decides, arm by arm, against the luck of the random seeds."
+            f"{below} ({reached}; chance is {chance:.0%}). Whether the gaps between the arms are real is the "
+            "answer above, by its rule: a mark crossed is not a gap told apart."
         )
     shows = f"**What it shows.** The biases change the gates: on average the update gate keeps {keeps} per step."
     return f"{shows} {measured} {reading}"
 
 
-def ablated_check(comparison):
-    """The check-yourself question and answer on the ablated arm against the baseline, from
-    lab.experiments.ablation.compare_with_baseline's row for it (None: fewer than two seeds an arm)."""
-    if comparison is None:
+def ablated_check(study, arm="ablated"):
+    """The check-yourself question and answer on the `arm` (the biases held at 0) against the baseline,
+    from the study's results, by the one rule of lab.experiments.ablation.gap_verdict (the page states it:
+    verdict_rule), in plain words: no statistic named."""
+    summary = study["summary"]
+    accuracy = (summary.get(arm) or {}).get("val_accuracy_mean")
+    base = (summary.get("baseline") or {}).get("val_accuracy_mean")
+    if accuracy is None or base is None:
         return (
-            "The ablated arm scores a little differently from the baseline. Can you conclude that the "
-            "gate biases matter?",
-            "No. With a single random seed a gap can be the luck of one initialisation: the study needs "
-            "several seeds per arm before a difference means anything.",
+            "The arm with its gate biases held at 0 scores a little differently from the usual start. Can you "
+            "conclude that the gate biases matter?",
+            "Not from one gap alone: a gap counts only by the rule above, and this study has not yet finished "
+            "both arms to hold it against.",
         )
-    points = 100 * comparison["difference"]
+    points = 100 * (accuracy - base)
     where = (
-        "level with the baseline (to a tenth of a point)"
+        "level with the usual start (to a tenth of a point)"
         if round(abs(points), 1) == 0
-        else f"{abs(points):.1f} points {'above' if points > 0 else 'below'} the baseline"
+        else f"{abs(points):.1f} points {'above' if points > 0 else 'below'} the usual start"
     )
-    seeds = f"the {comparison['n'][0]} and {count(comparison['n'][1], 'random seed')}"
-    threshold = f"(this lab calls a gap real below p = {SIGNIFICANT})"
-    answer = (
-        f"No. Welch's t-test over {seeds} gives p = {comparison['p']:.2f} {threshold}: a gap that size turns up "
-        "between seeds alone, so the study cannot tell the arms apart on accuracy, even though their gates differ."
-        if comparison["p"] >= SIGNIFICANT
-        else f"For this task and length, yes: Welch's t-test over {seeds} gives p = {comparison['p']:.3f} "
-        f"{threshold}, a gap that seeds alone rarely make. Other tasks, lengths and sizes may differ."
+    n_test = study["dataset"]["n_test"]
+    best = max(s["val_accuracy_mean"] for s in summary.values() if s["val_accuracy_mean"] is not None)
+    if best <= guessing_limit(n_test, 1 / study["dataset"]["num_classes"]):  # as `answer`: nothing learned yet
+        return (
+            question_about(arm, where),
+            "No. By the rule above: no arm names its test images better than guessing could yet, so the study "
+            "cannot tell yet.",
+        )
+    comparison = {c["arm"]: c for c in compare_with_baseline(study)}.get(arm)
+    verdict, least = gap_verdict(n_test, accuracy, base, comparison)
+    gap = f"a gap of {abs(points):.1f} points"
+    answer = {
+        "unresolved": f"No. By the rule above: {gap} is under the {100 * least:.1f} points that "
+        f"{count(n_test, 'test image')} can tell apart, so the study cannot tell the two apart on accuracy, "
+        "even though their gates differ.",
+        "one seed": "No. With a single random seed on a side a gap can be the luck of one initialisation: the "
+        "study needs several random seeds per arm before the rule above can call a difference real.",
+        "luck": f"No. By the rule above: random seeds alone make {gap} too often, so the study cannot tell the "
+        "two apart on accuracy, even though their gates differ.",
+        "real": f"For this task and length, yes. By the rule above: {gap} is more than the test images can blur "
+        "and more than random seeds alone make. Other tasks, lengths and sizes may differ.",
+    }[verdict]
+    return question_about(arm, where), answer
+
+
+def question_about(arm, where):
+    """ablated_check's question: where the arm ends against the usual start."""
+    return (
+        f"With its {ARM_WORDS.get(arm, arm)}, the GRU ends {where}. Can you conclude that holding the gate "
+        "biases at 0 changes how well a GRU learns this task?"
     )
-    question = (
-        f"The ablated arm ends {where}. Can you conclude that freezing the gate biases at 0 changes how well "
-        "a GRU learns this task?"
-    )
-    return question, answer
 
 
 # ---------------------------------------------------------------------------
@@ -357,26 +423,72 @@ def ablated_check(comparison):
 
 
 def reach_sentence(curves, share=0.01):
-    """What the reach chart shows, computed from it: which model lets a change fade soonest and which
-    carries it furthest, as the last k at which more than `share` of it is kept."""
+    """What the reach chart shows, computed from it: how far a change travels in each model, as the last k
+    at which more than `share` of it is kept, counted in each model's own tokens (a character model's k
+    are characters, a subword model's subwords: models of different units are never ranked against each
+    other). Said of one model alone, of models that rank, of models level on the measure, and of a text so
+    short that the change outlives it (then the shares left at its end are said, never "they do not
+    differ"). curves: [(name, cell, lab.instruments.reach.ChangeReach)]."""
     if not curves:
         return ""
-    travels = {name: reach.last_above(share) for name, _, reach in curves}
-    measured = {name: len(reach.lags) for name, _, reach in curves}
-    soonest, furthest = min(travels, key=travels.get), max(travels, key=travels.get)
+    reaches = {name: reach for name, _, reach in curves}
+    travels = {name: reach.last_above(share) for name, reach in reaches.items()}
     words = f"more than {share:.0%} of it"
 
     def how_far(name):
-        k = travels[name]
-        if k >= measured[name]:
-            return f"still keeps {words} after all {count(measured[name], 'token')} measured"
+        k, reach = travels[name], reaches[name]
+        if k >= len(reach.lags):
+            return f"still keeps {words} after all {count(len(reach.lags), reach.unit)} measured"
         if k == 0:
-            return f"keeps less than {share:.0%} of it one token later"
-        return f"keeps {words} for {count(k, 'token')}"
+            return f"keeps less than {share:.0%} of it one {reach.unit} later"
+        return f"keeps {words} for {count(k, reach.unit)}"
 
-    if travels[soonest] == travels[furthest]:
-        return f"Change one token: every model here {how_far(soonest)}. On this text they do not differ."
-    return (
-        f"Change one token: the **{soonest}** {how_far(soonest)}, the **{furthest}** {how_far(furthest)}. "
-        "A state that forgets lets a change fade; one that remembers carries it."
-    )
+    def bold(names):
+        return listing(f"**{name}**" for name in names)
+
+    def of(names):
+        """The names and what they keep, the verb agreeing: "the **a** keeps ...", "the **a** and **b** keep ..."."""
+        said = how_far(names[0])
+        return f"the {bold(names)} " + (said if len(names) == 1 else said.replace("keeps", "keep", 1))
+
+    by_unit = {}
+    for name, reach in reaches.items():
+        by_unit.setdefault(reach.unit, []).append(name)
+    sentences, ranked_any = [], False
+    for unit, names in by_unit.items():
+        kind = "model" if len(by_unit) == 1 else f"{unit} model"
+        said = {name: how_far(name) for name in names}
+        if len(names) == 1:
+            sentences.append(of(names))
+        elif all(travels[name] >= len(reaches[name].lags) for name in names):
+            left = sorted(f"{float(reaches[name].kept[-1]):.0%}" for name in names)
+            kept = left[0] if left[0] == left[-1] else f"from {left[0]} to {left[-1]}"
+            sentences.append(
+                f"every {kind} here "
+                + (said[names[0]] if len(set(said.values())) == 1 else f"still keeps {words} at the end of the text")
+                + f": the text ends before the change fades in any of them, so it is too short to rank them (at "
+                f"its last {unit} they keep {kept} of the change)"
+            )
+        elif len(set(said.values())) == 1:
+            sentences.append(f"every {kind} here {said[names[0]]}: on this measure they are level")
+        else:
+            ranked_any = True
+            ranked = sorted(names, key=travels.get)
+            soonest = [n for n in ranked if travels[n] == travels[ranked[0]]]
+            furthest = [n for n in ranked if travels[n] == travels[ranked[-1]]]
+            if len({said[n] for n in soonest}) == 1 and len({said[n] for n in furthest}) == 1:
+                sentences.append(f"{of(soonest)}, {of(furthest)}")
+            else:  # models level on k that read different lengths of text: each said on its own
+                sentences.append(", ".join(of([n]) for n in ranked))
+    said = "Change one token: " + "; ".join(sentences) + "."
+    if len(by_unit) > 1:
+        said += (
+            " Each model's k counts its own tokens ("
+            + listing(f"{unit}s for {bold(names)}" for unit, names in by_unit.items())
+            + "), so models of different kinds are not ranked against each other."
+        )
+    if ranked_any:
+        said += " A state that forgets lets a change fade; one that remembers carries it."
+    elif all(travels[n] >= len(reaches[n].lags) for n in reaches):
+        said += " A longer text would show how far it goes."
+    return said

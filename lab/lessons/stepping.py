@@ -3,24 +3,49 @@ does with the rest, which differs by cell), and the selective scan's recurrence 
 raced (which way wins is read from the timings, never assumed)."""
 
 from lab.nets.families import FAMILIES
-from lab.words import count, listing
+from lab.words import count, layer_name, listing
 
 # ---------------------------------------------------------------------------
 # one step of a cell
 
 
-def step_gist(kept, moved=None):
-    """The gist of one step. kept: [(name, cell, mean keep factor over the units)] for the gated cells
-    shown; moved: for the vanilla RNN, the mean |h_t − h_{t−1}| over its units."""
+def layer_words(layer, layers):
+    """Which layer a step's numbers are of, numbered from 1: "its only layer", "layer 1 of 2 (the first,
+    which reads the tokens)"."""
+    if layers == 1:
+        return "its only layer"
+    first = " (the first, which reads the tokens)" if layer == 0 else ""
+    return f"{layer_name(layer)} of {layers}{first}"
+
+
+def step_gist(kept, moved=None, layer=0, layers=1):
+    """The gist of one step of `layer` (of `layers`). kept: [(name, cell, mean keep factor over the layer's
+    units)] for the gated cells shown; moved: for the vanilla RNN, the mean |h_t − h_{t−1}| over its units."""
+    where = layer_words(layer, layers)
     if not kept:
         return (
-            f"The vanilla RNN has no gate: every unit is recomputed from scratch each step, moving by "
+            f"The vanilla RNN has no gate: every unit of {where} is recomputed from scratch each step, moving by "
             f"**{moved:.2f}** on average (|h_t − h_{{t−1}}|), whether or not the token matters."
         )
     return (
-        "Averaged over all its units, at this step "
+        f"Averaged over all the units of {where}, at this step "
         + "; ".join(f"{name} keeps **{share:.0%}** {FAMILIES[cell].besides_keeping}" for name, cell, share in kept)
         + "."
+    )
+
+
+def what_to_watch(cells):
+    """What to watch as the steps go on, from the cells' records: their gates where they have some, their
+    units where one has none (the vanilla RNN: nothing there shuts or opens)."""
+    if all(FAMILIES[cell].gates for cell in cells):
+        gates = listing(dict.fromkeys(g for cell in cells for g in FAMILIES[cell].gates))
+        return (
+            f"watch which gates move with the token ({gates}): does a space or a capital letter shut or open "
+            "whole groups of units at once?"
+        )
+    return (
+        "watch how far its units move with the token (it has no gate to shut or open): does a space or a capital "
+        "letter move whole groups of units at once?"
     )
 
 

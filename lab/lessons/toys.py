@@ -11,6 +11,12 @@ from lab.words import count, listing
 # toy tasks
 
 
+def chance_words(chance):
+    """Chance, the accuracy of always giving the commonest answer, as every sentence, table and chart of the
+    toy tasks shows it: one rounding for one number ("39%", never "0.40" beside it)."""
+    return f"{chance:.0%}"
+
+
 def live_toy_sentence(rows, seconds, label, at_chance=AT_CHANCE):
     """The live run of every cell so far in words, from its rows (cell, accuracy, chance; accuracy NaN before
     its first point) and the seconds trained: which cells answer off chance (at least `at_chance` above it), which
@@ -26,7 +32,8 @@ def live_toy_sentence(rows, seconds, label, at_chance=AT_CHANCE):
 
     after = f"After {seconds:.0f} s"
     against = (
-        f"chance: {chance:.0%}, always giving the commonest answer; off chance: {100 * at_chance:.0f} points above"
+        f"chance: {chance_words(chance)}, always giving the commonest answer; off chance: "
+        f"{100 * at_chance:.0f} points above"
     )
     if not off:
         return f"{after}, no cell answers off chance yet ({right(at)} right; {against})."
@@ -96,7 +103,8 @@ def toy_sentences(rows, distance, label, at_chance=AT_CHANCE):
     at_k = (
         f"At k = {distance}, "
         + (f"{listing(beating)} beat chance" if beating else "no cell beats chance")
-        + f" by at least {100 * at_chance:.0f} points (chance: {here['chance'].iloc[0]:.0%}, always giving the "
+        + f" by at least {100 * at_chance:.0f} points (chance: {chance_words(here['chance'].iloc[0])}, always "
+        + "giving the "
         + f"commonest answer{measured})."
     )
     return "\n".join(lines) + "\n\n" + at_k
@@ -129,11 +137,15 @@ def gated_recall_words(recall, label, scan="scan", holds=HOLDS):
 # watching a model learn one paragraph
 
 
-def learning_sentences(step, reproduced, span, prompt_chars, found, checked):
+def learning_sentences(step, reproduced, span, prompt_chars, found, checked, paragraph_chars):
     """The notice of the learning lesson, from the samples shown so far. found: the milestones reached
     (lab.instruments.learning.milestones); checked: the last evaluation at or before `step` (an event
-    with train_loss and val_loss), or None."""
-    so_far = milestones_sentence(found) or "nothing recognisable yet: watch for the first space."
+    with train_loss and val_loss), or None; paragraph_chars: the whole paragraph's length, of which a
+    sample gives back at most the `span` characters after the first `prompt_chars`."""
+    so_far = (
+        milestones_sentence(found, span, prompt_chars, paragraph_chars)
+        or "nothing recognisable yet: watch for the first space."
+    )
     held_out = (
         f" By step {checked['step']:,}, on the last tenth of the paragraph, which it never trains on, its loss "
         f"is **{checked['val_loss']:.2f} nats/char** against {checked['train_loss']:.2f} on what it trains on."

@@ -19,6 +19,19 @@ def share_kept(x):
     return f"{x:.{decimals}f}"
 
 
+def beside(x, threshold, decimals=2):
+    """`x` beside a rule's `threshold`, with the fewest decimals (at least `decimals`) at which it still
+    rounds to the side of the threshold it is on: an R² of 0.8996 beside "R² ≥ 0.9" is "0.8996", never
+    "0.90"; a factor of 0.99996 beside 1 is "0.99996", never "1.000"."""
+    if math.isnan(x) or math.isinf(x):
+        return f"{x}"
+    for d in range(decimals, 13):
+        shown = f"{x:.{d}f}"
+        if (float(shown) >= threshold) == (x >= threshold):
+            return shown
+    return repr(x)
+
+
 def steps(x):
     """A number of steps (a time constant, a half-life) with its noun: one decimal below 10, whole steps
     with thousands separators above ("0.3 steps", "2.2 steps", "47 steps", "2,067 steps"), "for ever" when

@@ -49,6 +49,12 @@ class CellFamily:
     def equations(self):
         return tuple(parsed(line) for line in self.latex)
 
+    @functools.cached_property
+    def gates(self):
+        """The gates its equations compute, the per-unit values a σ line writes ("r", "z"): () for the vanilla
+        RNN, which has none. What a page may tell a student to watch move."""
+        return tuple(name for e in self.equations if not e.updates_state and r"\sigma" in e.latex for name in e.writes)
+
     @property
     def gates_read_state(self):
         return self.reference.gates_read_state

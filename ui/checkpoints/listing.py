@@ -3,12 +3,12 @@ version, its earlier versions counted beside it), the files that could not be re
 and deleting one."""
 
 import collections
-import math
 import re
 
 import pandas as pd
 import streamlit as st
 
+from lab.instruments.race import validation_figure
 from lab.training.checkpoints import CheckpointError, delete_checkpoint, scan_checkpoints
 from lab.words import count
 from ui.cell_labels import cell_label
@@ -33,13 +33,9 @@ def show_outcome():
 
 
 def final_metrics(info):
-    """The validation figure of the weights the file holds: its own record (a bundled model keeps its
-    best evaluation's weights), else its history's last evaluation."""
-    if "val_nats_per_char" in info.metrics:
-        return info.metrics["val_nats_per_char"]
-    history = info.metrics.get("history") or [{}]
-    last = history[-1]
-    return last.get("val_nats_per_char", last.get("val_accuracy", math.nan))
+    """The validation figure of the weights the file holds (lab.instruments.race.validation_figure: the one
+    source Sample and the anchors read too)."""
+    return validation_figure(info.metrics)
 
 
 def params_of(info):

@@ -14,7 +14,7 @@ from lab.instruments.units import (
     chance_correlation,
     tokens_needed,
 )
-from lab.words import count
+from lab.words import count, layer_name
 from ui.cell_labels import cell_label
 from ui.gates.span_select import drop_selection
 from ui.shared.links import Field, mirror_to_url
@@ -147,7 +147,7 @@ def choose_layer(column, trace, layer_key, gate_key):
         "Layer",
         range(len(trace.layers)),
         key=layer_key,
-        format_func=lambda l: f"layer {l}: {cell_label(trace.cells[l])}",
+        format_func=lambda l: f"{layer_name(l)}: {cell_label(trace.cells[l])}",
     )
     gates = trace.gates(layer)
     if st.session_state.get(gate_key) not in trace.gate_names[layer]:

@@ -5,6 +5,7 @@ import streamlit as st
 
 from lab.instruments.features import FEATURE_KINDS, FEATURES
 from lab.instruments.units import unit_gallery
+from lab.words import layer_name
 from ui.gates.charts import unit_trace_figure
 from ui.gates.settings import chance_bar, choose_layer, mirror, show_unit, show_unit_button
 from ui.shared.boundary import fragment
@@ -45,7 +46,7 @@ def gallery(trace, key, text):
             with column.container(border=True):
                 st.markdown(f"**{feature_spec.description}**")
                 st.caption(
-                    f"r = {card.correlation:+.2f} · `{card.gate}` unit {card.unit} of layer {card.layer} · "
+                    f"r = {card.correlation:+.2f} · `{card.gate}` unit {card.unit} of {layer_name(card.layer)} · "
                     f"{FEATURE_KINDS[feature_spec.kind]}"
                     + ("" if found else f" · within chance: a finding needs |r| above {bar:.2f}")
                 )

@@ -1,4 +1,4 @@
-"""The lessons of the Lessons page: one screen each, on the bundled models.
+"""The lessons of the Lessons page: each on a page of its own, on the bundled models.
 
 Every lesson follows one shape: the question in a sentence or two; one
 experiment driven by one or two controls; what to notice, written around the

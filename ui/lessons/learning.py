@@ -160,7 +160,7 @@ def what_to_notice(timeline, shown, learned, evals):
     prompt = LEARN_PROMPT_CHARS
     found = milestones([(s, sample[prompt:]) for s, sample in shown], learned[prompt:], span)
     checked = [e for e in evals if e["step"] <= step]
-    return learning_sentences(step, reproduced, span, prompt, found, checked[-1] if checked else None)
+    return learning_sentences(step, reproduced, span, prompt, found, checked[-1] if checked else None, len(learned))
 
 
 def has_it_learned():
@@ -192,7 +192,8 @@ def watch_it_learn():
     watching = replay_running(job)
     fragment(run_every=1.0 if watching else None)(learning_view)(text, watching)
     check_yourself(
-        "Suppose that by the end the model writes your paragraph back word for word. Has it learned to write English?",
+        "Suppose that by the end every sample gives back, word for word, all it writes of your paragraph. Has the "
+        "model learned to write English?",
         has_it_learned(),
     )
     open_full_page(

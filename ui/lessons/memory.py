@@ -6,20 +6,21 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.data import DataError
-from lab.experiments.ablation import compare_with_baseline, conclusion, epoch_rows, load_results
+from lab.experiments.ablation import ARM_WORDS, answer, arm_title, epoch_rows, load_results, verdict_rule
 from lab.instruments.memory import constant_gate_retention, gradient_decay_fit, keep_gate_biases, memory_spread
 from lab.lessons.memory import (
     ablated_check,
     band_sentence,
     forgetting_sentences,
+    gradient_metric,
     keep_bias,
     learned_bias_sentence,
     memory_spread_sentence,
     study_reading,
 )
-from lab.lessons.words import power, share_kept, steps, steps_figure
+from lab.lessons.words import share_kept, steps, steps_figure
 from lab.nets.families import FAMILIES
-from lab.words import count
+from lab.words import count, layer_name
 from ui.cell_labels import cell_label, checkpoint_cell, with_cell_labels
 from ui.lessons.common import (
     PASSAGE,
@@ -34,6 +35,7 @@ from ui.lessons.common import (
     uses,
 )
 from ui.shared.cached_calls import cached_gradient, cached_retention, checkpoint_key
+from ui.shared.chart_style import LEGEND_ABOVE
 from ui.shared.common import ARM_COLORS
 from ui.shared.memory_charts import gradient_figure, log_range, longest_memory_layer, retention_band_figure
 from ui.shared.model_names import bundled_title
@@ -88,13 +90,15 @@ def keep_or_overwrite():
         constant_gate_retention(implied.retention, measured.lags),
     )
     st.plotly_chart(
-        retention_band_figure(measured, f"{label} · layer {layer}, measured on the passage", reference),
+        retention_band_figure(measured, f"{label} · {layer_name(layer)}, measured on the passage", reference),
         key="lessons_keep_chart",
     )
     learned = keep_gate_biases(checkpoint.model)
     with st.expander("Show the numbers: the keep biases training learned, layer by layer"):
         shown = learned.assign(
-            retention=learned["retention"].map(share_kept), half_life=learned["half_life"].map(steps_figure)
+            layer=learned["layer"] + 1,  # numbered from 1, as every page names layers
+            retention=learned["retention"].map(share_kept),
+            half_life=learned["half_life"].map(steps_figure),
         )  # the same precision as the sentences
         st.table(
             with_cell_labels(shown)
@@ -173,8 +177,8 @@ def why_the_rnn_forgets():
     )
     metrics = st.columns(len(fits))
     for column, (label, fit) in zip(metrics, fits.items()):
-        back = fit.distances - 1
-        column.metric(f"{label}: per step g", f"{fit.g:.3f}", help=f"g^{back} = {power(fit.g**back)}; R² {fit.r2:.2f}")
+        title, value, said = gradient_metric(label, fit)  # the g, g^k and R² the notice says
+        column.metric(title, value, help=said)
     uses(*named, untrained=not trained)
     notice(forgetting_sentences(fits, cells, read))
     check_yourself(
@@ -194,13 +198,6 @@ STUDY_METRICS = {  # epoch_rows column -> (label, format, what a higher value me
     "val_accuracy": ("test accuracy", "{:.1%}", "better"),
     "val_loss": ("test loss (nats)", "{:.3f}", "worse"),
     "z_mean": ("mean update gate z (keeps)", "{:.3f}", "more memory kept per step"),
-}
-
-
-ARM_MEANINGS = {  # what each arm does, in a student's words (lab.experiments.ablation.ARMS has the details)
-    "baseline": "every bias learnable, the update-gate bias starting at +1 (keep a little more)",
-    "ablated": "the reset and update biases held at exactly 0",
-    "chrono": "the update-gate bias starting at log U[1, T - 1] (keep for hundreds of steps), every bias learnable",
 }
 
 
@@ -233,7 +230,9 @@ def gate_biases_over_1024_steps():
         f"{plain(d['title'])} one grey pixel per step, **{count(d['sequence_length'], 'step')}** per image, and "
         f"names the digit. {count(len(arms), 'arm')}, {count(len(config['seeds']), 'random seed')} each, "
         f"{count(config['epochs'], 'epoch')} over {count(d['n_train'], 'training image')}:\n\n"
-        + "\n".join(f"- **{arm}**: {ARM_MEANINGS.get(arm, '')}" for arm in arms)
+        # each arm by its name in a student's words (lab.experiments.ablation.ARM_WORDS, the Ablation page's), a
+        # name of no record as the file has it, inert
+        + "\n".join(f"- **{plain(arm_title(arm))}**: {ARM_WORDS.get(arm, '')}" for arm in arms)
     )
     metric = st.radio(
         "Follow",
@@ -251,7 +250,7 @@ def gate_biases_over_1024_steps():
                 x=g["epoch"],
                 y=g["mean"],
                 mode="lines+markers",
-                name=f"{arm} (mean of seeds)",
+                name=f"{arm_title(arm)} (mean of seeds)",
                 line=dict(color=ARM_COLORS.get(arm)),
                 error_y=dict(type="data", array=g["std"].fillna(0), visible=True),
             )
@@ -265,16 +264,25 @@ def gate_biases_over_1024_steps():
         margin=dict(l=60, r=10, t=10, b=40),
         xaxis_title="epoch",
         yaxis_title=label,
-        legend=dict(orientation="h", y=-0.25),
+        legend=LEGEND_ABOVE,
     )
     st.plotly_chart(fig, key="lessons_study_chart")
     final = epochs[epochs["epoch"] == epochs["epoch"].max()].groupby("arm", sort=False)[metric]
     means, stds = final.mean(), final.std()
     columns = st.columns(len(means))
     for column, arm in zip(columns, means.index):
-        column.metric(f"{arm}: final {label}", fmt.format(means[arm]), help=f"± {fmt.format(stds[arm])} across seeds")
-    notice(f"**What the study says:** {conclusion(study)}\n\n{study_reading(summary, d, config['epochs'])}")
-    check_yourself(*ablated_check({c["arm"]: c for c in compare_with_baseline(study)}.get("ablated")))
+        column.metric(
+            f"{plain(arm_title(arm))}: final {label}",
+            fmt.format(means[arm]),
+            help=f"± {fmt.format(stds[arm])} across seeds",
+        )
+    # one verdict rule on the page, stated once (lab.experiments.ablation.gap_verdict): the answer, the reading and
+    # the check below all follow it; the sentences are Markdown, so the file's arm names in them are made inert
+    reading = study_reading(summary, d, config["epochs"], title=lambda arm: plain(arm_title(arm)))
+    notice(
+        f"**What the study says.** {plain(answer(study))}\n\n**How this lab decides.** {verdict_rule()}\n\n{reading}"
+    )
+    check_yourself(*ablated_check(study))
     open_full_page(
         "Ablation", "Open the Ablation page, with three random seeds per arm for its live run", section="live", seeds=3
     )

@@ -7,6 +7,7 @@ from lab.instruments.scans import race_scans
 from lab.lessons.stepping import race_sentences
 from lab.nets.families import FAMILIES
 from ui.lessons.common import background, check_yourself, notice, open_full_page
+from ui.shared.chart_style import LEGEND_ABOVE
 from ui.shared.common import show_table
 
 SCAN_LENGTHS = [16, 64, 256, 1024, 2048]
@@ -47,7 +48,7 @@ def a_recurrence_you_can_scan():
     fig.update_layout(
         height=320,
         margin=dict(l=60, r=10, t=10, b=40),
-        legend=dict(orientation="h", y=-0.25),
+        legend=LEGEND_ABOVE,
         xaxis=dict(type="log", title="sequence length T", tickvals=SCAN_LENGTHS),
         yaxis=dict(type="log", title="best of 3, milliseconds", dtick=1),
     )

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.instruments.stepping import MAX_STEP_TOKENS, step_through
-from lab.lessons.stepping import step_gist
+from lab.lessons.stepping import step_gist, what_to_watch
 from lab.nets.equations import symbol, worked
 from lab.nets.families import CELLS, FAMILIES, kinds
 from lab.words import listing
@@ -181,7 +181,8 @@ def one_step():
     worked = "\n".join(f"- {plain(name)}, unit {unit}: " + worked_line(step, unit) for step, name in zip(steps, names))
     kept = [(name, step.cell, float(np.mean(step.keep))) for step, name in zip(steps, names) if step.keep is not None]
     moved = None if kept else float(np.mean(np.abs(steps[0].values["h"] - steps[0].values["h_prev"])))
-    gist = step_gist([(plain(name), cell, share) for name, cell, share in kept], moved)
+    layer, layers = stepped[0].layer, checkpoints[0].config.num_layers  # the layer the numbers are of
+    gist = step_gist([(plain(name), cell, share) for name, cell, share in kept], moved, layer, layers)
     conventions = (
         "\n\nThe two GRUs are separately trained models, so their units hold different things, but "
         f"read the table above: the convention of the {SEED_GRU} writes the share it overwrites as "
@@ -194,8 +195,7 @@ def one_step():
     notice(
         "Every number above is the cell's own, recorded while it read your text (not recomputed). Check the "
         f"last equation by hand for unit {unit}:\n{worked}\n\n{gist}{conventions}\n\nPress **Next ▶** and "
-        "watch which gates move with the token: does a space or a capital letter shut or open whole groups "
-        "of units at once?"
+        + what_to_watch([step.cell for step in steps])
     )
     if st.toggle("Show code", key="lessons_step_code", help="The lab source of the cells on this screen."):
         for cell in dict.fromkeys(step.cell for step in steps):

@@ -6,7 +6,7 @@ import streamlit as st
 
 from lab.experiments.memory_race import start_toy_race
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
-from lab.lessons.toys import gated_recall_words, live_toy_sentence, toy_sentences
+from lab.lessons.toys import chance_words, gated_recall_words, live_toy_sentence, toy_sentences
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
@@ -54,7 +54,7 @@ def live_view(results, task, distance):
         )
     st.table(
         with_cell_labels(live)[["cell", "status", "steps", "accuracy", "chance"]].style.format(
-            {"accuracy": "{:.1%}", "chance": "{:.1%}"}, na_rep="not yet"
+            {"accuracy": "{:.1%}", "chance": chance_words}, na_rep="not yet"
         ),
         hide_index=True,
     )

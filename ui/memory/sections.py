@@ -7,7 +7,7 @@ import streamlit as st
 from lab.instruments.memory import MAX_RETENTION_LAG, MEMORY_SPANS, memory_spread
 from lab.lessons.memory import half_life_words, memory_spread_sentence, reach_sentence
 from lab.nets.families import FAMILIES
-from lab.words import count
+from lab.words import count, layer_name
 from ui.cell_labels import cell_label
 from ui.memory.defaults import REACH_LAG, REACH_MODELS, RETENTION_MODELS
 from ui.memory.settings import SECTIONS, TEXT_MAX_CHARS, key_of, mirror, model_label
@@ -41,12 +41,14 @@ def change_reach_view(by_name):
     chosen = [name for name in chosen if name in by_name]
     curves = []
     for name in chosen:
-        with user_errors(f"Following a change through {plain(model_label(name))}"):
+        with user_errors(f"Following a change through {model_label(name)}"):
             reach = cached_reach(*key_of(by_name, name), st.session_state.memory_text, REACH_LAG)
             curves.append((model_label(name), by_name[name].cell, reach))
     if curves:
         st.plotly_chart(reach_figure(curves), key="memory_reach_chart")
-        st.markdown(f"**What the chart shows.** {reach_sentence(curves)}")
+        # the sentence is Markdown (its bold names): the names in it made inert, the chart's kept as they are
+        named = [(plain(label), cell, reach) for label, cell, reach in curves]
+        st.markdown(f"**What the chart shows.** {reach_sentence(named)}")
         st.caption(
             f"Each line: the median over {curves[0][2].changes} changes spread over the text, each to a token "
             "drawn at random. The state is the last layer's, the one every prediction is read from; a line ends "
@@ -97,10 +99,10 @@ def unit_memory(by_name, text):
             st.warning("None of the chosen checkpoints has a keep gate.")
         mirror()
         return
-    curves = [(f"{model_label(name)} · layer {layer} ({r.keep_gate})", r.cell, r) for name, layer, r in measured]
+    curves = [(f"{model_label(name)} · {layer_name(layer)} ({r.keep_gate})", r.cell, r) for name, layer, r in measured]
     st.plotly_chart(memory_spread_figure(curves), key="memory_spread_chart")
     spread = memory_spread([(model_label(name), layer, r) for name, layer, r in measured])
-    notice = memory_spread_sentence(spread)
+    notice = memory_spread_sentence(spread.assign(name=spread["name"].map(plain)))  # Markdown: names inert
     st.markdown(f"**What the chart shows.** {notice}")
     with st.expander("The numbers, layer by layer"):
         shown = spread.drop(columns=["cell"])
@@ -123,7 +125,7 @@ def longest_memories(by_name, measured, text):
     left, right = st.columns([2, 3])
     with left:
         st.plotly_chart(
-            retention_band_figure(r, f"{model_label(name)} · layer {layer}: every unit's retention"),
+            retention_band_figure(r, f"{model_label(name)} · {layer_name(layer)}: every unit's retention"),
             key="memory_band_chart",
         )
     trace = None
@@ -135,7 +137,7 @@ def longest_memories(by_name, measured, text):
     half_lives = r.unit_half_lives
     with right:
         st.caption(
-            f"The three units of layer {layer} that remember longest, each colouring the text by what it holds "
+            f"The three units of {layer_name(layer)} that remember longest, each colouring the text by what it holds "
             f"(its {state}: red positive, blue negative). A long memory reads as a colour that lasts."
         )
         for unit in r.longest_units(3):

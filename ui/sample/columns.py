@@ -128,7 +128,8 @@ def stateful_or_stateless(checkpoint, prompt):
 
 @fragment
 def drivers(checkpoint, prompt):
-    """Which earlier characters drove one generated character: its slider reruns this part only."""
+    """Which earlier tokens drove one generated token (characters or subwords: the tokenizer's unit, as the
+    slider and the caption say it): its slider reruns this part only."""
     drove_cols = st.columns([1, 3])
     traced_strategy = drove_cols[0].selectbox(
         "From the column", list(STRATEGIES), format_func=STRATEGY_TITLES.get, key="sample_influence_strategy"
@@ -143,8 +144,9 @@ def drivers(checkpoint, prompt):
     prompt_ids = encode_prompt(checkpoint.tokenizer, prompt)  # an empty prompt starts from "\n"
     ids = prompt_ids + generation.token_ids
     st.session_state.sample_influence_token = min(st.session_state.sample_influence_token, len(generation.token_ids))
+    unit = checkpoint.tokenizer.unit  # "character", "subword": what one token of this model is
     nth = drove_cols[1].select_slider(
-        "The generated character",
+        f"The generated {unit}",
         options=range(1, len(generation.token_ids) + 1),
         key="sample_influence_token",
         format_func=lambda n: f"{n}: {piece_label(generation.pieces[n - 1])}",
@@ -157,7 +159,7 @@ def drivers(checkpoint, prompt):
         st.html(influence_html(token_texts(checkpoint.tokenizer, ids), influence))
         st.caption(
             f"The model gave the framed “{piece_label(generation.pieces[nth - 1])}” a probability of "
-            f"{influence.probability:.3f} (untempered). Each earlier character is coloured by the gradient of "
+            f"{influence.probability:.3f} (untempered). Each earlier {unit} is coloured by the gradient of "
             "that log-probability with respect to its embedding: how much nudging it would move the "
             "prediction."
         )

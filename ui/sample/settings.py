@@ -2,11 +2,14 @@
 length and the random seed, which rerun the whole page; what the model is, and whether it reads the
 prompt (the page stops there when it cannot)."""
 
+import math
+
 import streamlit as st
 
 from lab.instruments.prediction import MAX_INFLUENCE_TOKENS
+from lab.instruments.race import validation_figure
 from lab.instruments.sampling import MAX_PROMPT_CHARS, STRATEGIES, default_strategy, encode_prompt
-from ui.sample.views import DEFAULTS, latest_val_loss, strategy_config
+from ui.sample.views import DEFAULTS, strategy_config
 from ui.shared.checkpoint_picker import checkpoint_picker
 from ui.shared.coloured_text import prob_legend_html
 from ui.shared.links import Field, mirror_to_url
@@ -80,15 +83,11 @@ def model_and_prompt():
     mirror()
     if checkpoint is None:
         st.stop()
-    last_eval = latest_val_loss(checkpoint)
+    val = validation_figure(checkpoint.metrics)  # the weights it holds: the Checkpoints page's figure too
     st.caption(
         f"{plain(describe_checkpoint(model_title(st.session_state.sample_checkpoint), checkpoint))} "
         f"Vocabulary {checkpoint.tokenizer.vocab_size}"
-        + (
-            f" · validation {last_eval['val_nats_per_char']:.3f} nats/char (see the anchors above)"
-            if last_eval and "val_nats_per_char" in last_eval
-            else ""
-        )
+        + (f" · validation {val:.3f} nats/char (see the anchors above)" if math.isfinite(val) else "")
     )
 
     if default_strategy(checkpoint.config.family) == "top_p":

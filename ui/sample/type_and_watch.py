@@ -5,7 +5,7 @@ import streamlit as st
 
 from lab.instruments.prediction import TypingReader, next_tokens
 from lab.instruments.sampling import MAX_PROMPT_CHARS
-from lab.words import count
+from lab.words import count, layer_name
 from ui.sample.settings import mirror
 from ui.sample.typing_box import bars_data, proposed_text, typing_box
 from ui.shared.boundary import fragment
@@ -40,7 +40,8 @@ def typing(checkpoint):
     else:
         note = (
             f"Read {count(reader.new_tokens, 'new token')} from the carried state "
-            f"({len(reader.ids)} read since the start): one step per new character, however long the text."
+            f"({len(reader.ids)} read since the start): one step per new {checkpoint.tokenizer.unit}, however long "
+            "the text."
         )
     typing_box(
         typed,
@@ -54,7 +55,7 @@ def typing(checkpoint):
     )
     st.caption(
         "Green: the likeliest next tokens after your text (click one to type it). Blue: how much of its memory "
-        "each layer keeps at your last character, averaged over its units."
+        f"each layer keeps at the last {checkpoint.tokenizer.unit} it read, averaged over its units."
     )
     mirror()
 
@@ -62,8 +63,11 @@ def typing(checkpoint):
 def keep_rows(reader):
     """Each recurrent layer's keep gate at the last token read, as the typing box's blue bars."""
     return [
-        {"label": f"layer {l + 1} keeps", "value": keep}
+        {"label": f"{layer_name(l)} keeps", "value": keep}
         if keep is not None
-        else {"label": f"layer {l + 1}: no keep gate (a vanilla RNN overwrites its state at every step)", "value": None}
+        else {
+            "label": f"{layer_name(l)}: no keep gate (a vanilla RNN overwrites its state at every step)",
+            "value": None,
+        }
         for l, keep in enumerate(reader.keep)
     ]

@@ -38,12 +38,6 @@ def strategy_config(settings, strategy, stateful=True):
     return SamplingConfig(strategy=strategy, stateful=stateful, **common, **by_strategy)
 
 
-def latest_val_loss(checkpoint):
-    """The last evaluation in the checkpoint's history, or None."""
-    evals = [e for e in checkpoint.metrics.get("history", []) if "val_loss" in e]
-    return evals[-1] if evals else None
-
-
 def repetition_markdown(report):
     """lab.instruments.sampling.repetition_report as a few Markdown lines."""
 

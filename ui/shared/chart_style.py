@@ -13,3 +13,10 @@ WHITE = go.layout.Template(
         if key in ("colorway", "font", "paper_bgcolor", "plot_bgcolor", "xaxis", "yaxis", "hoverlabel")
     }
 )
+
+# Where a chart's legend goes, clear of its x axis's title (issue 51: a legend at y = -0.2 is anchored by
+# its bottom, so its rows grew up over the title). Above the plot, where nothing else is drawn at its top;
+# below it, anchored by its top far enough down that the tick labels and the title fit above it (plotly
+# widens the margin to hold it), where the top holds a title or the guides' labels.
+LEGEND_ABOVE = dict(orientation="h", x=0, y=1.02, yanchor="bottom")
+LEGEND_BELOW = dict(orientation="h", x=0, y=-0.3, yanchor="top")

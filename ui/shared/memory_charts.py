@@ -11,8 +11,10 @@ import plotly.graph_objects as go
 
 from lab.instruments.memory import MEMORY_SPANS, constant_gate_retention
 from lab.lessons.memory import CHART_FLOOR
-from lab.words import count
+from lab.lessons.toys import chance_words
+from lab.words import count, listing
 from ui.cell_labels import cell_colour, cell_label
+from ui.shared.chart_style import LEGEND_ABOVE, LEGEND_BELOW
 
 
 def memory_spread_figure(curves, spans=MEMORY_SPANS):
@@ -38,14 +40,14 @@ def memory_spread_figure(curves, spans=MEMORY_SPANS):
         margin=dict(l=60, r=10, t=30, b=40),
         xaxis=dict(type="log", title="k: units still keeping more than half of what they held after k tokens"),
         yaxis=dict(type="log", title="share of the units", tickformat=".1%"),
-        legend=dict(orientation="h", y=-0.2),
+        legend=LEGEND_BELOW,  # the guides' labels are above the plot
     )
     return fig
 
 
-def guides(fig, spans, log_x):
-    """A dotted line at each k of `spans`, labelled at its top. Plotly places a shape at its data value on
-    a log axis too, but an annotation there in log10 units: each is given what it reads."""
+def guides(fig, spans, log_x, unit="token"):
+    """A dotted line at each k of `spans`, labelled at its top in `unit`s. Plotly places a shape at its data
+    value on a log axis too, but an annotation there in log10 units: each is given what it reads."""
     for k in spans:
         fig.add_vline(x=k, line=dict(color="#999", dash="dot", width=1))
         fig.add_annotation(
@@ -53,7 +55,7 @@ def guides(fig, spans, log_x):
             y=1,
             yref="paper",
             yanchor="bottom",
-            text=count(k, "token"),
+            text=count(k, unit),
             showarrow=False,
             font=dict(color="#666", size=12),
         )
@@ -62,9 +64,20 @@ def guides(fig, spans, log_x):
 REACH_FLOOR = 1e-4  # the chart's bottom: a change kept below this share has, for the eye, gone
 
 
+def reach_unit(curves):
+    """What the reach chart's k counts, from its curves' units (lab.instruments.reach.ChangeReach.unit):
+    (the unit of them all, or "token" where they mix, and the axis title that says so)."""
+    units = list(dict.fromkeys(reach.unit for _, _, reach in curves))
+    if len(units) == 1:
+        return units[0], f"k: {units[0]}s after the change"
+    each = listing(f"a {unit} for a {unit} model" for unit in units)
+    return "token", f"k: tokens after the change (each model's own: {each})"
+
+
 def reach_figure(curves, spans=MEMORY_SPANS):
     """How much of a one-token change still shows in the state k tokens later, one line per
-    model (lab.instruments.reach), a log scale for the share. curves: list of (name, cell, ChangeReach)."""
+    model (lab.instruments.reach), a log scale for the share; k in each model's own unit, which the
+    axis names. curves: list of (name, cell, ChangeReach)."""
     fig = go.Figure()
     for name, cell, reach in curves:
         fig.add_trace(
@@ -74,18 +87,21 @@ def reach_figure(curves, spans=MEMORY_SPANS):
                 mode="lines",
                 name=name,
                 line=dict(color=cell_colour(cell), width=3),
-                hovertemplate="after %{x} tokens: %{y:.2%} of the change<extra>" + html.escape(name) + "</extra>",
+                hovertemplate=f"after %{{x}} {reach.unit}s: %{{y:.2%}} of the change<extra>"
+                + html.escape(name)
+                + "</extra>",
             )
         )
-    guides(fig, [k for k in spans if k <= max(len(r.lags) for _, _, r in curves)], log_x=False)
+    unit, title = reach_unit(curves)
+    guides(fig, [k for k in spans if k <= max(len(r.lags) for _, _, r in curves)], log_x=False, unit=unit)
     fig.update_layout(
         height=360,
         margin=dict(l=60, r=10, t=30, b=40),
-        xaxis=dict(title="k: tokens after the change", rangemode="tozero"),
+        xaxis=dict(title=title, rangemode="tozero"),
         yaxis=dict(
             type="log", range=[math.log10(REACH_FLOOR), 0.05], title="share of the change still there", tickformat=".2%"
         ),
-        legend=dict(orientation="h", y=-0.22),
+        legend=LEGEND_BELOW,  # the guides' labels are above the plot
     )
     return fig
 
@@ -139,7 +155,7 @@ def retention_band_figure(r, name, reference=None):
         title=dict(text=html.escape(name), font=dict(size=13)),
         xaxis_title="lag k (tokens)",
         yaxis=dict(type="log", range=[-6, 0.05], exponentformat="power", title="share of the memory kept"),
-        legend=dict(orientation="h", y=-0.2),
+        legend=LEGEND_BELOW,  # the title is above the plot
     )
     return fig
 
@@ -181,7 +197,7 @@ def analytic_figure(chosen, others, max_lag):
         margin=dict(l=50, r=10, t=20, b=40),
         xaxis=dict(type="log", title="steps k"),
         yaxis=dict(title="retention g^k", range=[0, 1.05]),
-        legend=dict(orientation="h", y=-0.25),
+        legend=LEGEND_ABOVE,
     )
     return fig
 
@@ -207,7 +223,7 @@ def gradient_figure(curves, title, y_range=None):
         title=dict(text=title, font=dict(size=14)),
         xaxis_title="distance T − t (steps back from the loss)",
         yaxis=dict(type="log", title="‖∂L_T / ∂h_t‖", range=y_range, exponentformat="power"),
-        legend=dict(orientation="h", y=-0.2),
+        legend=LEGEND_BELOW,  # the title is above the plot
     )
     return fig
 
@@ -246,12 +262,28 @@ def probe_figure(results, live=None, marked=None):
                 )
             )
     if frames:
-        chance = float(frames[0]["chance"].max())
-        fig.add_hline(
-            y=chance,
-            line=dict(color="#999", dash="dot"),
-            annotation_text=f"chance {chance:.2f}",
-            annotation_position="bottom right",
+        # chance is measured at each distance (the commonest answer of its test sequences): drawn there, and
+        # labelled as the sentences beside the chart say it (lab.lessons.toys.chance_words)
+        chance = frames[0].groupby("distance")["chance"].max().sort_index()
+        fig.add_trace(
+            go.Scatter(
+                x=chance.index,
+                y=chance.values,
+                mode="lines",
+                name="chance (always the commonest answer)",
+                line=dict(color="#999", dash="dot"),
+                hovertemplate="k = %{x}: chance %{customdata}<extra></extra>",
+                customdata=[chance_words(c) for c in chance.values],
+            )
+        )
+        at = marked if marked in chance.index else chance.index[-1]
+        fig.add_annotation(
+            x=math.log10(at),  # a log axis: an annotation is placed in log10 units
+            y=chance[at],
+            text=f"chance {chance_words(chance[at])}",
+            showarrow=False,
+            yanchor="bottom",
+            font=dict(color="#666"),
         )
     if marked is not None:
         fig.add_vline(x=marked, line=dict(color="#bbb", width=1))
@@ -261,6 +293,6 @@ def probe_figure(results, live=None, marked=None):
         margin=dict(l=50, r=10, t=20, b=40),
         xaxis=dict(type="log", title="distance k (steps the memory must span)", tickvals=distances),
         yaxis=dict(title="accuracy at the “?” on fresh sequences", range=[0, 1.03]),
-        legend=dict(orientation="h", y=-0.2),
+        legend=LEGEND_ABOVE,
     )
     return fig

@@ -1,5 +1,6 @@
 """The Train page's "show on the class board" switch: kept in the board's file (ui.shared.board), for
-this person, so that each run they start while it is on is posted to the Class page."""
+this person, so that each run they start while it is on is posted to the Class page. It sits in the row
+under Start (ui.train.controls), where a student sees it with the run it posts."""
 
 import streamlit as st
 
@@ -22,24 +23,27 @@ def _save_switch():
         st.session_state.train_board_error = str(error)
 
 
-def show_on_board_switch():
-    """The student's switch (off until they turn it on) and the name the board shows for them."""
+def show_on_board_switch(container):
+    """The student's switch (off until they turn it on) and the name the board shows for them, side by side in
+    one row of `container`, each label whole at a laptop's width; a name refused is said under them."""
     if "train_board_on" not in st.session_state:  # this session's first draw: as this person left it
         name, on = store().student(owner_id(session_key()))
         st.session_state.update(train_board_on=on, train_board_name=name)
-    st.text_input(
+    row = container.container(horizontal=True, vertical_alignment="bottom", key="train_board_row")
+    row.toggle(
+        "Show my runs on the class board",
+        key="train_board_on",
+        on_change=_save_switch,
+        help="Runs you start while this is on appear on the Class page, under the name beside it, for your "
+        "teacher to show the class. Runs started while it is off never do; turning it off takes yours off.",
+    )
+    row.text_input(
         "Your name on the class board",
         key="train_board_name",
         max_chars=MAX_NAME,
         on_change=_save_switch,
         placeholder="a first name or a nickname",
-    )
-    st.toggle(
-        "Show my runs on the class board",
-        key="train_board_on",
-        on_change=_save_switch,
-        help="Runs you start while this is on appear on the Class page, under the name above, for your "
-        "teacher to show the class. Runs started while it is off never do; turning it off takes yours off.",
+        width=280,
     )
     if "train_board_error" in st.session_state:
-        st.error(said(st.session_state.train_board_error))
+        container.error(said(st.session_state.train_board_error))

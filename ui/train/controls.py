@@ -1,5 +1,6 @@
 """The Train page's buttons beside its settings: Start, the race on text, the memory race, Stop, clearing
-finished runs, and the chart's x axis, with what Start does said above them."""
+finished runs, and the chart's x axis, with what Start does said above them; under them, the switch that
+posts the runs Start starts to the class board (ui.train.board_switch)."""
 
 import streamlit as st
 
@@ -9,6 +10,7 @@ from ui.shared.plain_text import user_errors
 from ui.shared.sessions import forget_jobs
 from ui.train import memory_race, runs
 from ui.train import settings as ts
+from ui.train.board_switch import show_on_board_switch
 
 F = ts.FIELDS
 
@@ -59,4 +61,5 @@ def start_and_stop(controls, values, model_config, task, corpus_label, fixed):
         horizontal=True,
         format_func={"elapsed": "seconds (a fair race)", "step": "training steps"}.get,
     )
+    show_on_board_switch(controls)  # under Start: the runs it posts are the ones these buttons start
     return running

@@ -13,7 +13,6 @@ from ui.shared.common import parameter_count, preset_label, show_anchors
 from ui.shared.model_names import TOKENIZER_LABELS, run_title
 from ui.shared.plain_text import user_errors
 from ui.train import settings as ts
-from ui.train.board_switch import show_on_board_switch
 
 F = ts.FIELDS
 
@@ -122,8 +121,6 @@ def more_settings(more, fixed, saved):
             max_chars=64,
             placeholder=f"automatic: {run_title(ts.default_run_name(ts.widget_values(saved)) + '-1')}",
         )
-        show_on_board_switch()
-
         show_anchors("nanogpt_cpu", "nanogpt_gpu", "uniform_char")
     return data_col, upload, ngram
 

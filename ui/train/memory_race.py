@@ -21,9 +21,10 @@ from lab.experiments.memory_race import (
     race_curves,
     start_toy_race,
 )
-from lab.experiments.probe import TOY_CELLS, TOY_TASKS
+from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
 from lab.server.capacity import lane_share, server_budget, step_lanes
 from lab.training.checkpoints import BUNDLED_DIR
+from lab.words import a_or_an, listing
 from ui.cell_labels import cell_colour, cell_label
 from ui.shared.chart_style import WHITE
 from ui.shared.memory_charts import probe_figure
@@ -65,8 +66,10 @@ def what_it_does(seconds):
     lanes = step_lanes()
     outlook = forecast(seconds, running + queued, lanes, lane_share(lanes, running))
     spec = TOY_TASKS[TASK]
+    # the runners named, not counted against another list: the text race before it has fewer of them
+    runners = listing(a_or_an(cell_label(cell)) for cell in TOY_CELLS)
     line = (
-        f"**Memory race**: the same {len(TOY_CELLS)} cells, about 5,000 parameters each, on a task where memory "
+        f"**Memory race**: {runners}, about {ProbeConfig().param_budget:,} parameters each, on a task where memory "
         "decides: "
         f"{spec.in_a_sentence} of {DISTANCE + 1} (“{spec.example(DISTANCE, longest=12)}”)."
     )

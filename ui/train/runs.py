@@ -230,7 +230,7 @@ def what_start_does(values, model_config, fixed):
     if not fixed:
         line += (
             f" **Race on text**: {racers()}, {params} parameters each: who learns the easy part first; the "
-            "long race beside it shows where the gated cells pull ahead."
+            "long race beside it shows which cell leads after longer training."
         )
     return line
 

@@ -51,17 +51,21 @@ a fixed batch of test sequences, at initialisation and after every epoch.
 """
 
 from .conclusions import (
+    ARM_TITLES,
     ARM_WORDS,
     LEARNED,
     SIGNIFICANT,
     answer,
+    arm_title,
     chrono_mean,
     compare_with_baseline,
     conclusion,
+    gap_verdict,
     guessing_limit,
     resolution,
     summary_markdown,
     time_constant_table,
+    verdict_rule,
 )
 from .config import OPTIONS, AblationConfig, add_arguments, cli_command, config_from_args
 from .model import ARMS, FrozenBiasError, build_arm_model, check_frozen_biases, freeze_gate_biases, gate_bias_pairs

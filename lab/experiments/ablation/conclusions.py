@@ -69,11 +69,37 @@ def guessing_limit(n_test, chance):
     return chance + Z * math.sqrt(chance * (1 - chance) / n_test)
 
 
+def gap_verdict(n_test, accuracy, base, comparison):
+    """The one rule by which this lab calls the gap between an arm's test accuracy and the baseline's
+    real: wider than the test images can tell apart (`resolution`), and a gap that size turns up between
+    random seeds alone less often than SIGNIFICANT (Welch's test, `comparison`: compare_with_baseline's
+    row for the arm, None with fewer than two seeds a side). `conclusion`, `answer` and the gate-bias
+    lesson all read it, so no page shows two verdicts. -> (verdict, least): verdict "unresolved" (under
+    what the images resolve), "one seed" (no test of the seeds' luck), "luck" (the seeds alone make such
+    gaps) or "real"; least: the gap the images can tell apart (a fraction)."""
+    least = resolution(n_test, accuracy, base)
+    if abs(accuracy - base) < least:
+        return "unresolved", least
+    if comparison is None:
+        return "one seed", least
+    return ("luck" if comparison["p"] >= SIGNIFICANT else "real"), least
+
+
+def verdict_rule():
+    """`gap_verdict`'s rule in a student's words, to be stated once on a page that gives its verdicts."""
+    return (
+        "This lab calls a gap between two arms real only when both hold: it is wider than the test images can "
+        "tell apart (a few images more or fewer right can come from which images were drawn), and random seeds "
+        f"alone make a gap that size less than one time in {round(1 / SIGNIFICANT)}. Until some arm names more "
+        "test images than guessing could, it calls nothing."
+    )
+
+
 def conclusion(results):
     """The study's answer in one plain sentence, from its own summary: whether any arm is above what
     guessing reaches on its test images, whether those test images can tell the arms apart at all
     (`resolution`), and then whether each arm's gap to the baseline is more than the seeds' luck
-    (Welch's t-test, with two seeds or more per arm; else the seed-to-seed spread)."""
+    (Welch's t-test, with two seeds or more per arm; else the seed-to-seed spread): `gap_verdict`."""
     arms = sorted(
         (
             (s["val_accuracy_mean"], s["val_accuracy_std"], arm)
@@ -105,10 +131,10 @@ def conclusion(results):
         unresolved, found = {}, []
         for c in comparisons:
             gap = f"{100 * c['difference']:+.1f} points, Welch's t-test p = {c['p']:.2f}"
-            least = resolution(n_test, base + c["difference"], base)
-            if abs(c["difference"]) < least:  # the test images cannot resolve it, whatever the seeds say
+            verdict, least = gap_verdict(n_test, base + c["difference"], base, c)
+            if verdict == "unresolved":  # the test images cannot resolve it, whatever the seeds say
                 unresolved[f"{c['arm']} ({gap})"] = least
-            elif c["p"] < SIGNIFICANT:
+            elif verdict == "real":
                 found.append(
                     f"{c['arm']} differs from the baseline by more than the luck of the random seeds explains ({gap})"
                 )
@@ -154,14 +180,22 @@ ARM_WORDS = {
     "chrono": "keep gate started strongly toward remembering",
 }
 REMEMBERING = {arm: rank - 1 for rank, arm in enumerate(ARM_WORDS)}  # how far each starts past the baseline
+# each arm's short name in a student's words, where a label or a list names it (a chart's legend, a metric)
+ARM_TITLES = {"ablated": "held at 0", "baseline": "usual start", "chrono": "toward remembering"}
+
+
+def arm_title(arm):
+    """An arm's short name for students ("ablated" -> "held at 0"); an arm of no record keeps its own."""
+    return ARM_TITLES.get(arm, arm)
 
 
 def answer(results):
     """The study's answer to its question, "does starting the GRU's keep gate biased toward remembering help
     it learn?", in sentences a student can repeat: the same rules as `conclusion` (above guessing, the
-    resolution of the test images, Welch's test of the random seeds), its figures in plain words, no
-    statistic named. Each arm is held against the baseline; one that starts more biased toward remembering
-    and learns better (or less biased and learns worse) answers yes."""
+    resolution of the test images, Welch's test of the random seeds: `gap_verdict`, whose rule
+    `verdict_rule` says in words), its figures in plain words, no statistic named. Each arm is held
+    against the baseline; one that starts more biased toward remembering and learns better (or less
+    biased and learns worse) answers yes."""
     accuracy = {
         arm: s["val_accuracy_mean"] for arm, s in results["summary"].items() if s["val_accuracy_mean"] is not None
     }
@@ -181,18 +215,19 @@ def answer(results):
     base, tested = accuracy["baseline"], {c["arm"]: c for c in compare_with_baseline(results)}
     clauses, votes = [], set()
     for arm in sorted(set(accuracy) - {"baseline"}, key=lambda a: REMEMBERING.get(a, 0)):
-        gap, least = accuracy[arm] - base, resolution(n_test, accuracy[arm], base)
+        gap = accuracy[arm] - base
+        verdict, least = gap_verdict(n_test, accuracy[arm], base, tested.get(arm))
         named = f"With its {ARM_WORDS[arm]}," if arm in ARM_WORDS else f"In the {arm} arm,"
         said = (
             f"{named} the GRU named {100 * accuracy[arm]:.1f}% of the test images correctly{so_far}, against "
             f"{100 * base:.1f}% with the usual start"
         )
         points = f"{abs(100 * gap):.1f} points"
-        if abs(gap) < least:
+        if verdict == "unresolved":
             why = f"a gap of {points}, under the {100 * least:.1f} that {images} can tell apart"
-        elif arm not in tested:
+        elif verdict == "one seed":
             why = f"a gap of {points}, which a single random seed on a side cannot tell from luck"
-        elif tested[arm]["p"] >= SIGNIFICANT:
+        elif verdict == "luck":
             why = f"a gap of {points}, no more than the luck of the random seeds makes"
         else:
             why = f"{points} {'more' if gap > 0 else 'fewer'}, more than the luck of the random seeds explains"
