@@ -60,8 +60,8 @@ from benchmarks.scripted_student import ScriptedStudent
 from lab.server.board import BoardStore, owner_id
 from lab.server.spaces import new_space_key
 from ui.lessons import LESSONS
+from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.sessions import HEARTBEAT_SECONDS, SPACE_COOKIE
-from ui.train.chart import live_refresh_seconds
 from ui.train.settings import default_backend, default_values, query_from_values
 
 TEACHER_KEY = "class-of-30-teacher"

@@ -102,17 +102,22 @@ class PeakMemory:
 
 
 def press(server, user_dir, scenario, n, delay):
-    """Student n opens the page, waits `delay` s, presses the scenario's button -> (their page, when they pressed)."""
+    """Student n opens the page, waits `delay` s, presses the scenario's button -> (their page, when they pressed);
+    a page that did not answer in TIMEOUT_S is kept with its error (student.errors)."""
     query = scenario.query
     if scenario.changed_every and n % scenario.changed_every == 0:
         query = "&".join(filter(None, [query, f"hidden={200 + n}"]))
     student = ScriptedStudent(server.url, scenario.page, query, {SPACE_COOKIE: new_space_key(user_dir)})
     student.watch_for(first=scenario.first, verdict=scenario.verdict)
-    student.open(timeout=TIMEOUT_S)
-    time.sleep(delay)
     pressed = time.monotonic()
-    student.press(scenario.button, timeout=TIMEOUT_S)
-    student.keep_open()
+    try:
+        student.open(timeout=TIMEOUT_S)
+        time.sleep(delay)
+        pressed = time.monotonic()
+        student.press(scenario.button, timeout=TIMEOUT_S)
+        student.keep_open()
+    except (TimeoutError, OSError) as error:  # the websocket's errors are OSErrors
+        student.errors.append(f"{type(error).__name__}: {error}")
     return student, pressed
 
 
@@ -171,25 +176,25 @@ def main():
     )
     args = parser.parse_args()
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
-    results = [run(name, args.students, args.spread, args.wait, args.app) for name in names]
     print(
         "| scenario | first point (median, max) | verdict (median, max) | saw it | runs computed / asked | "
         "answer × idle | peak MB |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for r in results:
-
-        def shown(s):
-            return f"{s['median']:.1f} s, {s['max']:.1f} s" if s else "none"
-
+    print("|---|---|---|---|---|---|---|", flush=True)
+    for name in names:  # each printed as it ends: a class is minutes of the cores
+        r = run(name, args.students, args.spread, args.wait, args.app)
         print(
             f"| {r['scenario']} | {shown(r['first_point_s'])} | {shown(r['verdict_s'])} | {r['saw_verdict']} of "
             f"{r['students']} | {r['runs_computed']} / {r['runs_asked']} | {r['answer_vs_idle_max']:.2f} | "
-            f"{r['peak_memory_mb']:,} |"
+            f"{r['peak_memory_mb']:,} |",
+            flush=True,
         )
-    if args.json:
-        for r in results:
-            print(json.dumps(r))
+        if args.json:
+            print(json.dumps(r), flush=True)
+
+
+def shown(figure):
+    return f"{figure['median']:.1f} s, {figure['max']:.1f} s" if figure else "none"
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import math
 from types import SimpleNamespace
 
 from ui.cell_labels import cell_colour, cell_label
+from ui.shared import live_refresh as rp
 from ui.train import chart as tv
 from ui.train.chart import NANOGPT_ANCHORS, char_anchors, race_figure
 from ui.train.runs import RunLog, starting_text
@@ -70,16 +71,16 @@ def test_the_runs_table_never_shows_none_before_the_first_validation():
 
 
 def test_a_class_watching_together_keeps_its_redraws_within_the_servers_share_after_the_first_points():
-    assert tv.live_refresh_seconds(1, waiting_for_first_point=False) == 2.0
-    assert tv.live_refresh_seconds(6, waiting_for_first_point=False) == 2.0
-    assert tv.live_refresh_seconds(30, waiting_for_first_point=True) == 2.0  # a new run's first point comes fast
+    assert rp.live_refresh_seconds(1, waiting_for_first_point=False) == 2.0
+    assert rp.live_refresh_seconds(6, waiting_for_first_point=False) == 2.0
+    assert rp.live_refresh_seconds(30, waiting_for_first_point=True) == 2.0  # a new run's first point comes fast
     for watching in range(1, 200):
-        refresh = tv.live_refresh_seconds(watching, waiting_for_first_point=False)
-        assert refresh in tv.REFRESH_STEPS  # few steps: a slowing redraws the student's page
-        assert refresh <= tv.live_refresh_seconds(watching + 1, waiting_for_first_point=False)  # never faster
-        if refresh < tv.REFRESH_STEPS[-1]:
-            assert watching / refresh <= tv.CLASS_REDRAWS_PER_SECOND  # the class's redraws within their share
-    assert tv.live_refresh_seconds(30, waiting_for_first_point=False) == 10.0
+        refresh = rp.live_refresh_seconds(watching, waiting_for_first_point=False)
+        assert refresh in rp.REFRESH_STEPS  # few steps: a slowing redraws the student's page
+        assert refresh <= rp.live_refresh_seconds(watching + 1, waiting_for_first_point=False)  # never faster
+        if refresh < rp.REFRESH_STEPS[-1]:
+            assert watching / refresh <= rp.CLASS_REDRAWS_PER_SECOND  # the class's redraws within their share
+    assert rp.live_refresh_seconds(30, waiting_for_first_point=False) == 10.0
 
 
 def race_log(title, cell, evals, steps=3, other_runs=0):

@@ -8,8 +8,9 @@ from lab.experiments.ablation import AblationConfig, AblationJob
 from lab.words import count
 from ui.ablation.views import show_answer, show_details, show_gate_statistics, show_loss
 from ui.shared.boundary import fragment
+from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.plain_text import said, user_errors
-from ui.shared.sessions import register_job, session_key, train_in_process
+from ui.shared.sessions import register_job, session_key, train_in_process, watching_sessions
 
 LIVE_LR = 3e-3  # the live run's peak rate: 6x the seed's 5e-4, so that 64-step digits learn within a minute
 # the live run's epoch events -> the column names a student reads (as in the results' own table)
@@ -121,6 +122,6 @@ def live_section():
     run_it_yourself()
     job = st.session_state.get("ablation_job")
     if job is not None and job.running:
-        fragment(run_every=1.0)(live_view)()
+        fragment(run_every=live_refresh_seconds(watching_sessions(), False))(live_view)()  # a class's share
     else:
         live_view()

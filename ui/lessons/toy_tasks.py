@@ -12,9 +12,10 @@ from ui.cell_labels import cell_label, with_cell_labels
 from ui.lessons.common import check_yourself, notice, open_full_page, shipped
 from ui.shared.boundary import fragment
 from ui.shared.links import Field
+from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import preformatted, said, user_errors
-from ui.shared.sessions import register_job, session_key, train_in_process
+from ui.shared.sessions import register_job, session_key, train_in_process, watching_sessions
 from ui.shared.toy_results import RESULTS, live_rows, shipped_results
 
 DISTANCES = list(ProbeConfig.distances)
@@ -97,7 +98,9 @@ def toy_tasks():
             start_live_run(task, distance, seconds)
     jobs = st.session_state.get("lessons_toy_jobs", {})
     running = any(job.running for job in jobs.values())
-    fragment(run_every=1.0 if running else None)(live_view)(rows, task, distance)
+    waiting = running and not any(e["type"] == "eval" for job in jobs.values() for e in job.events())
+    refresh = live_refresh_seconds(watching_sessions(), waiting) if running else None
+    fragment(run_every=refresh)(live_view)(rows, task, distance)
     if rows is not None:
         first = rows.iloc[0]
         metrics = st.columns(len(TOY_CELLS))

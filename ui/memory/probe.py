@@ -13,9 +13,10 @@ from lab.training.checkpoints import BUNDLED_DIR
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.shared.boundary import fragment
+from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import said, user_errors
-from ui.shared.sessions import register_job, session_key, train_in_process
+from ui.shared.sessions import register_job, session_key, train_in_process, watching_sessions
 
 PROBE_RESULTS = BUNDLED_DIR / "memory_probe.csv"  # written by scripts/build_probe_results.py
 
@@ -27,12 +28,14 @@ def load_probe_results(path=PROBE_RESULTS):
 
 
 def probe_section(mirror):
-    """Section 4: the results (a fragment) and the runner (a fragment polling once a second only while a
-    probe of this session runs: an idle page costs the server nothing). `mirror` writes the page's
-    settings into the URL: every fragment calls it, since a fragment's rerun skips the rest of the page."""
+    """Section 4: the results (a fragment) and the runner (a fragment polling only while a probe of this session
+    runs, as often as a class's share of redraws allows: ui.shared.live_refresh; an idle page costs nothing).
+    `mirror` writes the page's settings into the URL: every fragment calls it, since a fragment's rerun skips the
+    rest of the page."""
     probe_results(mirror)
     probe_running = st.session_state.get("memory_probe_job") is not None
-    fragment(probe_runner, run_every=1.0 if probe_running else None)(mirror)
+    refresh = live_refresh_seconds(watching_sessions(), False) if probe_running else None
+    fragment(probe_runner, run_every=refresh)(mirror)
 
 
 @fragment

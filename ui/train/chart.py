@@ -16,21 +16,6 @@ from ui.cell_labels import cell_colour
 from ui.shared.chart_style import WHITE
 from ui.shared.model_names import bundled_title
 
-# all watching students' live charts together redraw about this often a second, so that a class leaves most of
-# the server's one interpreter to the pages: a redraw took ~70 ms of it (benchmarks/class_of_30.py, 30 watching)
-CLASS_REDRAWS_PER_SECOND = 3.0
-REFRESH_STEPS = (2.0, 5.0, 10.0, 20.0, 30.0)  # few steps: each slowing of a student's chart redraws their page
-
-
-def live_refresh_seconds(watching, waiting_for_first_point):
-    """How often a student's live chart redraws: every 2 s while one of their runs trains toward its first
-    point, else as often as CLASS_REDRAWS_PER_SECOND shared by the `watching` sessions (those with a run
-    training or waiting in the queue) allows: every 2 s for six of them, 10 s for thirty."""
-    if waiting_for_first_point:
-        return REFRESH_STEPS[0]
-    share = watching / CLASS_REDRAWS_PER_SECOND
-    return next((step for step in REFRESH_STEPS if step >= share), REFRESH_STEPS[-1])
-
 
 def _thin(xs, *series, max_points=400):
     """Every k-th point of xs and each series, so a long run's chart stays light (the last point is

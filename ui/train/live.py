@@ -1,6 +1,6 @@
 """The Train page's live view: the race chart of this session's runs beside the bundled models' long race,
 their progress and samples, redrawn every two seconds while a run trains (less often as more students watch:
-chart.live_refresh_seconds)."""
+ui.shared.live_refresh)."""
 
 import streamlit as st
 
@@ -9,6 +9,7 @@ from lab.server.capacity import server_budget
 from lab.training.checkpoints import list_checkpoints
 from ui.shared.boundary import fragment
 from ui.shared.common import page_link
+from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.plain_text import plain
 from ui.shared.sessions import watching_sessions
 from ui.train import chart, memory_race, runs
@@ -77,13 +78,13 @@ def live_view(auto, x_axis, refresh, values, task, corpus_label):
 def rerun_when_done(auto, logs, refresh):
     if auto and not (any(log.job.running for log in logs) or memory_race.running()):
         st.rerun()  # the last run ended: redraw the page once, without the refresh
-    if auto and refresh < chart.live_refresh_seconds(watching_sessions(), waiting_for_first_point(logs)):
+    if auto and refresh < live_refresh_seconds(watching_sessions(), waiting_for_first_point(logs)):
         st.rerun()  # the first points are drawn, or more students watch: redraw less often from now on
 
 
 def live_race(running, values, task, corpus_label):
     """The live view, a fragment redrawn while a run of this session trains."""
-    refresh = chart.live_refresh_seconds(
+    refresh = live_refresh_seconds(
         watching_sessions(), waiting_for_first_point(st.session_state.get("train_logs", {}).values())
     )
     fragment(run_every=refresh if running else None)(live_view)(
