@@ -50,7 +50,7 @@ def cost(data):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 250_000, 2_300_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 180_000, 2_300_000])
     args = parser.parse_args()
     print("| header | n | file MB | CPU s | peak Python MB | refused with |")
     print("|---|---|---|---|---|---|")

@@ -68,7 +68,7 @@ class Header:
 # file's millions of unknown keys took 32 s and 2.6 GB. The lab writes headers of at most ~2.5 MB (a history of
 # MAX_HISTORY evaluations of ~500 bytes), whose objects have at most ~40 keys (a TrainConfig's fields, an
 # evaluation's figures)
-MAX_HEADER_BYTES = 4 * 2**20
+MAX_HEADER_BYTES = 3 * 2**20
 MAX_OBJECT_KEYS = 256
 MAX_LIST_ITEMS = 10_000  # parameter names of a resumable checkpoint; entries.MAX_HISTORY's evaluations
 MAX_TENSORS = 4 * 10_000 + 8  # each parameter's weights and AdamW's three moments, and the random generators
