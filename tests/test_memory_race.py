@@ -4,6 +4,7 @@ memory races at once, of two sessions, through the job path the Train page takes
 gated cell ahead of the RNN."""
 
 import os
+import time
 
 import pytest
 
@@ -261,3 +262,52 @@ def test_two_memory_races_at_once_each_put_a_gated_cell_ahead_of_the_rnn():
             f"After {RACE_STEPS} steps, the LSTM"
         ), said
         assert "ahead once" in said and "the vanilla RNN rewrites its whole state" in said, said
+
+
+@pytest.mark.parametrize(
+    "steps, elapsed, seconds, enough, said",
+    [
+        (0, 0.0, 60, True, "it is taking its first steps"),
+        (
+            100,
+            10.0,
+            60,
+            True,
+            "each runner has taken 100 of the ~400 steps that decide it, 10.0 a second, so it "
+            "should be called in about 30 s",
+        ),
+        (450, 30.0, 60, True, "each runner has taken 450 steps, enough to call it"),
+        (
+            50,
+            20.0,
+            60,
+            False,
+            "each runner ends at about 150 steps, short of the ~400 that decide it. Give it about 160 s",
+        ),
+    ],
+)
+def test_a_student_who_joins_a_classmates_race_is_told_its_measured_pace(steps, elapsed, seconds, enough, said):
+    """Issue 49: 30 pressing the memory race made the forecast count 180 runners where 6 trained, 7x too
+    pessimistic; a race that is joined is forecast from its own pace."""
+    outlook = forecast(seconds, runs_training=6, lanes=1, in_progress=(steps, elapsed))
+    assert outlook.enough is enough and said in outlook.sentence
+    assert "you join it" in outlook.sentence
+
+
+def test_the_identical_race_in_progress_is_found_by_its_settings_and_not_another():
+    from lab.experiments.memory_race import race_in_progress, start_toy_race
+    from lab.server.capacity import Budget
+
+    assert race_in_progress("recall", 20, 30) is None
+    budget = Budget(10_000)
+    runs = start_toy_race("recall", 20, 30, "a", "the race", budget=budget)
+    try:
+        deadline = time.monotonic() + 120
+        while race_in_progress("recall", 20, 30) in (None, (0, 0.0)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        steps, elapsed = race_in_progress("recall", 20, 30)
+        assert steps > 0 and elapsed > 0
+        assert race_in_progress("recall", 20, 45) is None  # another budget: a race of one's own
+    finally:
+        for run in runs.values():
+            run.stop()

@@ -15,6 +15,7 @@ first symbol from the others.
 Glossary: k distance (steps between the symbol and the "?"), x the chart's axis (seconds or steps).
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, TOY_TASKS, ProbeC
 from lab.instruments.race import race_verdict
 from lab.nets.families import FAMILIES, keeps_with_gates
 from lab.server.jobs import TrainingJob
-from lab.server.shared_runs import start_runs
+from lab.server.shared_runs import experiment_key, joinable, start_runs
 from lab.words import count, listing
 
 MEMORY_RACE = ("recall", 20)  # task and distance k: the gated cells solve it, the RNN and the scan stay at chance
@@ -59,6 +60,24 @@ def toy_race_jobs(task, distance, seconds=None, steps=None, seed=0, **job_option
         name = f"{FAMILIES[cell].name} · {TOY_TASKS[task].in_a_sentence}"  # in words: a queue's message names it
         jobs[cell] = TrainingJob(name, model, probe_task, train_config, **job_options)
     return jobs
+
+
+@functools.lru_cache(maxsize=32)
+def race_keys(task, distance, seconds):
+    """The experiment keys (lab.server.shared_runs) of the toy race of these settings, its jobs built once."""
+    return tuple(experiment_key(job) for job in toy_race_jobs(task, distance, seconds=seconds).values())
+
+
+def race_in_progress(task, distance, seconds):
+    """(steps each runner has taken, seconds it has trained) of the identical race training on this server now,
+    which pressing would join; None where there is none."""
+    runs = [joinable(key) for key in race_keys(task, distance, seconds)]
+    if not all(runs) or not any(run.job.running for run in runs):
+        return None
+    last = [next((e for e in reversed(run.job.events()) if e["type"] == "step"), None) for run in runs]
+    if None in last:
+        return 0, 0.0
+    return min(e["step"] for e in last), max(e["elapsed"] for e in last)
 
 
 def start_toy_race(task, distance, seconds, owner, together, **job_options):
@@ -184,16 +203,52 @@ class Forecast:
     sentence: str
 
 
+def _joined_forecast(seconds, steps, elapsed):
+    """The forecast for a student who joins a race already training: its runners' own pace so far."""
+    joined = f"The memory race: the same race is training here for classmates, {elapsed:.0f} s in; you join it"
+    if steps == 0 or elapsed <= 0:
+        return Forecast(0, True, f"{joined}, and it is taking its first steps.")
+    pace = steps / elapsed  # steps a second each runner takes, as measured
+    steps_each = math.floor(pace * seconds)
+    if steps >= STEPS_TO_CALL:
+        return Forecast(steps_each, True, f"{joined}: each runner has taken {steps:,} steps, enough to call it.")
+    if steps_each < STEPS_TO_CALL:
+        return Forecast(
+            steps_each,
+            False,
+            f"{joined}: at its pace so far, {pace:.1f} steps a second, each runner ends at about {steps_each:,} steps, "
+            f"short of the ~{STEPS_TO_CALL} that decide it. Give it about {math.ceil(STEPS_TO_CALL / pace)} s.",
+        )
+    wait = math.ceil((STEPS_TO_CALL - steps) / pace)
+    return Forecast(
+        steps_each,
+        True,
+        f"{joined}: each runner has taken {steps:,} of the ~{STEPS_TO_CALL} steps that decide it, {pace:.1f} a "
+        f"second, so it should be called in about {wait} s.",
+    )
+
+
 def forecast(
-    seconds, runs_training, lanes, share=1.0, runners=len(TOY_CELLS), steps_per_lane_second=LANE_STEPS_PER_SECOND
+    seconds,
+    runs_training,
+    lanes,
+    share=1.0,
+    runners=len(TOY_CELLS),
+    steps_per_lane_second=LANE_STEPS_PER_SECOND,
+    in_progress=None,
 ):
     """About how many steps each of a race's `runners` takes in `seconds` on this server, and whether that
     is enough to call the race, in words, before it starts.
+
+    `in_progress`: (steps, seconds) of the identical race training here now (race_in_progress), which pressing
+    joins: then what it has done is measured, not estimated, and its own steps a second carry it on.
 
     The server computes `lanes` steps at a time (lab.server.capacity.step_lanes), each lane at `share` of its
     quiet speed (lab.server.capacity.lane_share: what other work leaves it), its runs taking turns, so the
     race's runners share the lanes with the `runs_training` runs already there: each gets
     lanes / (runs + runners) of a lane's steps, and never more than one lane's."""
+    if in_progress is not None:
+        return _joined_forecast(seconds, *in_progress)
     each = min(1.0, lanes / (runs_training + runners))
     steps_each = math.floor(steps_per_lane_second * share * each * seconds)
     others = [f"the {count(runs_training, 'run')} training now"] if runs_training else []

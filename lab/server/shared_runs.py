@@ -180,6 +180,12 @@ class SharedRuns:
                 members.append(member)
             return members
 
+    def find(self, key):
+        """The run of this experiment key a request now would join, or None."""
+        with self._lock:
+            run = self._runs.get(key)
+            return run if run is not None and run.joinable(time.time()) else None
+
     def computing(self):
         """How many distinct runs this server holds (training or joinable)."""
         with self._lock:
@@ -187,6 +193,11 @@ class SharedRuns:
 
 
 _shared = SharedRuns()
+
+
+def joinable(key):
+    """The run a request of this experiment key would join on this server now (a SharedRun), or None."""
+    return _shared.find(key)
 
 
 def start_runs(requests, owner, together="these runs", private=False):

@@ -19,6 +19,7 @@ from lab.experiments.memory_race import (
     long_runs_sentence,
     memory_verdict,
     race_curves,
+    race_in_progress,
     start_toy_race,
 )
 from lab.experiments.probe import TOY_CELLS, TOY_TASKS, ProbeConfig
@@ -64,7 +65,8 @@ def what_it_does(seconds):
     """Before Start: what the memory race trains, and whether this server can call it in its time."""
     _, _, running, queued = server_budget().snapshot()
     lanes = step_lanes()
-    outlook = forecast(seconds, running + queued, lanes, lane_share(lanes, running))
+    joining = race_in_progress(TASK, DISTANCE, seconds)  # a classmate's identical race: pressing joins it
+    outlook = forecast(seconds, running + queued, lanes, lane_share(lanes, running), in_progress=joining)
     spec = TOY_TASKS[TASK]
     # the runners named, not counted against another list: the text race before it has fewer of them
     runners = listing(a_or_an(cell_label(cell)) for cell in TOY_CELLS)
