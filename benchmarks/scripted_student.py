@@ -136,7 +136,7 @@ class ScriptedStudent:
         text = {"markdown": "body", "alert": "body", "progress": "text"}.get(element_type)
         if text is None or not self.watched:
             return
-        body = getattr(getattr(element, element_type), text)
+        body = getattr(getattr(element, element_type), text).replace("\\", "")  # as drawn: Markdown's escapes gone
         for name, pattern in self.watched.items():
             if name not in self.seen and pattern.search(body):
                 self.seen[name] = time.monotonic()
