@@ -20,9 +20,9 @@ with page_part():  # one plain line on the page for whatever fails below (ui.sha
     st.title("🧠 RNN Lab")
     st.markdown(
         "Recurrent networks read a sequence one step at a time and carry a **memory**, the hidden state, "
-        "from step to step. In this lab you train small RNNs, GRUs, LSTMs and a selective scan on Shakespeare, "
-        "then watch them think: the gates that decide what to keep and what to overwrite, how fast memories fade, "
-        "and how the sampling strategy turns the same model into a poet or a parrot."
+        "from step to step. In this lab you train small RNNs, GRUs, LSTMs, a selective scan, minGRUs and minLSTMs on "
+        "Shakespeare, then watch them think: the gates that decide what to keep and what to overwrite, how fast "
+        "memories fade, and how the sampling strategy turns the same model into a poet or a parrot."
     )
 
     with st.container(border=True):

@@ -18,9 +18,37 @@ from lab.errors import LabError
 from lab.train_command import DEFAULT_PRESET, DEFAULT_RUNS_DIR, add_model_options, add_train_options, train_from_args
 from lab.words import count
 
+SEED_STRATEGY = "the model's seed's (top_p for ScanMarkov, seed 004; top_k otherwise, seed 002)"
+
+
+def add_sample_options(parser):
+    """An option for every SamplingConfig field, made from its declaration as the train command's are from
+    TrainConfig's: its type, choices, default and description (its bounds are checked when the config is made: a
+    value beyond one is refused in one line that names the field)."""
+    from lab.instruments.sampling import SamplingConfig
+    from lab.schema import declared_settings
+    from lab.train_command import declared_option
+
+    for setting in declared_settings(SamplingConfig).values():
+        default = SEED_STRATEGY if setting.name == "strategy" else setting.default
+        if setting.type is bool:
+            default = f"on; --{setting.cli} turns it off" if setting.default else "off"
+        parser.add_argument(f"--{setting.cli}", **declared_option(setting, default))
+
+
+def sampling_config(args, family):
+    """The SamplingConfig of the sample command's options; the strategy, when not given, is the model family's
+    seed's (lab.instruments.sampling.default_strategy)."""
+    from lab.instruments.sampling import SamplingConfig, default_strategy
+    from lab.schema import declared_settings
+
+    given = {s.name: getattr(args, s.cli.replace("-", "_")) for s in declared_settings(SamplingConfig).values()}
+    given = {name: value for name, value in given.items() if value is not None}
+    return SamplingConfig(**{"strategy": default_strategy(family), **given})
+
 
 def _sample(args):
-    from lab.instruments.sampling import SamplingConfig, default_strategy, generate, repetition_report
+    from lab.instruments.sampling import generate, repetition_report
     from lab.nets.models import for_sampling
     from lab.training.checkpoints import load_checkpoint
 
@@ -29,19 +57,10 @@ def _sample(args):
         raise LabError(
             f"{args.checkpoint}: a {checkpoint.config.family} reads pixels, not text; only language models can generate"
         )
-    strategy = args.strategy or default_strategy(checkpoint.config.family)
-    config = SamplingConfig(
-        strategy=strategy,
-        temperature=args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        max_new_tokens=args.length,
-        seed=args.seed,
-        stateful=not args.stateless,
-    )
+    config = sampling_config(args, checkpoint.config.family)
     generation = generate(for_sampling(checkpoint.model), checkpoint.tokenizer, args.prompt, config)
     print(generation.text)
-    if strategy == "greedy":
+    if config.strategy == "greedy":
         report = repetition_report(generation.text)
         print(f"\n[repetition] {report}", file=sys.stderr)
     return 0
@@ -139,17 +158,7 @@ def build_parser():
     )
     s.add_argument("checkpoint", help="path to a .safetensors checkpoint")
     s.add_argument("--prompt", default="\n", help="text to start from")
-    s.add_argument(
-        "--strategy",
-        choices=["greedy", "temperature", "top_k", "top_p"],
-        help="default: the model's seed's (top_p for ScanMarkov, seed 004; top_k otherwise, seed 002)",
-    )
-    s.add_argument("--length", type=int, default=300, help="new tokens to generate")
-    s.add_argument("--temperature", type=float, default=0.8, help="softmax temperature (> 0)")
-    s.add_argument("--top-k", type=int, default=20, help="k for top-k sampling")
-    s.add_argument("--top-p", type=float, default=0.9, help="p for nucleus sampling (0 < p <= 1)")
-    s.add_argument("--seed", type=int, default=0, help="sampling seed: same seed and prompt, same text")
-    s.add_argument("--stateless", action="store_true", help="reset the hidden state every step (seed 001)")
+    add_sample_options(s)
     s.add_argument(
         "--device", default="auto", choices=["auto", "cpu", "cuda"], help="default auto: CUDA when available"
     )

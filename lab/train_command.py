@@ -33,7 +33,7 @@ def add_train_options(parser):
 
     for setting in declared_settings(TrainConfig).values():
         default = "the preset's" if setting.default is None else f"the preset's, else {setting.default}"
-        options = _declared_option(setting, default)
+        options = declared_option(setting, default)
         if setting.name == "max_epochs":  # alone: the seed's own number
             options.update(
                 type=epochs_option,
@@ -53,14 +53,15 @@ def add_model_options(parser):
 
     settings = declared_settings(LMConfig)
     for name in MODEL_SIZES:
-        parser.add_argument(f"--{settings[name].cli}", **_declared_option(settings[name], "the preset's"))
+        parser.add_argument(f"--{settings[name].cli}", **declared_option(settings[name], "the preset's"))
 
 
-def _declared_option(setting, default):
-    """argparse's keywords for a declared setting (lab.schema.Setting): its kind and its description as help."""
+def declared_option(setting, default):
+    """argparse's keywords for a declared setting (lab.schema.Setting): its kind and its description as help
+    (the `train` and `sample` commands' options alike)."""
     options = {"help": f"{setting.description} (default: {default})"}
-    if setting.type is bool:
-        options.update(action="store_true", default=None)
+    if setting.type is bool:  # a switch on by default is offered by the name that turns it off (--stateless)
+        options.update(action="store_false" if setting.default is True else "store_true", default=None)
     elif setting.choices:
         options.update(choices=setting.choices)
     else:

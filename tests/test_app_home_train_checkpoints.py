@@ -29,6 +29,7 @@ import ui.app.warm_up
 import ui.shared.sessions
 from lab.data import CharTokenizer
 from lab.nets.backends import default_backend, default_scan_mode
+from lab.nets.families import text_racers
 from lab.nets.models import LMConfig, build_model
 from lab.server.spaces import new_space_key, space_dir
 from lab.training.checkpoints import (
@@ -256,7 +257,8 @@ def chart_traces(at):
 
 
 def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_char(user_dir):
-    """The four families, sized to the page's model's parameter count, fit in one session's share of the
+    """The text race's families (their records say so), sized to the page's model's parameter count, fit in one
+    session's share of the
     budget and race on one chart, each named in plain words with its size and steps."""
     at = open_page(TRAIN)
     at.number_input(key="train_seconds").set_value(60)
@@ -265,7 +267,7 @@ def test_the_race_button_trains_four_families_at_once_on_one_chart_in_nats_per_c
     assert_clean(at)
     try:
         logs = session_logs(at)
-        assert sorted(log.cell.split("/")[0] for log in logs) == ["gru_torch", "lstm", "rnn", "scan"]
+        assert sorted(log.cell.split("/")[0] for log in logs) == sorted(text_racers())  # the record's runners
         assert all(log.job.running for log in logs)  # none waits in the queue: the race fits
         for log in logs:  # each family in its fastest measured form on this device (the scan: its loop on a CPU)
             config = log.job.model.config

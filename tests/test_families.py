@@ -12,7 +12,7 @@ from lab.instruments.race import width_for_parameters
 from lab.nets.backends import BACKENDS, make_layer
 from lab.nets.cost import parameter_count, training_memory_bytes
 from lab.nets.equations import parsed, plain, symbol, worked
-from lab.nets.families import CELLS, FAMILIES, keeps_with_gates, kinds, one_of_each_kind, text_racers
+from lab.nets.families import CELLS, FAMILIES, RACES, keeps_with_gates, kinds, racers, text_racers
 from lab.training.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,8 +102,27 @@ def test_names_and_colours_tell_every_family_apart():
 def test_kinds_group_the_two_gru_conventions_and_the_races_take_one_of_each():
     assert [f.id for f in kinds()["gru"]] == ["gru_seed", "gru_torch"]
     assert sum(len(members) for members in kinds().values()) == len(FAMILIES)
-    assert "gru_torch" in one_of_each_kind() and "gru_seed" not in one_of_each_kind()
+    for race in RACES:  # at most one runner of each kind: the record says which, not FAMILIES' order
+        kinds_racing = [FAMILIES[c].kind or c for c in racers(race)]
+        assert len(kinds_racing) == len(set(kinds_racing)), race
+    assert "gru_torch" in racers("memory") and "gru_seed" not in racers("memory")
     assert [c for c in FAMILIES if keeps_with_gates(c)] == ["gru_seed", "gru_torch", "lstm"]
+
+
+def test_a_family_joins_a_race_by_its_record_and_the_races_read_it():
+    """Which races a cell runs in was the order of FAMILIES (the last of each kind) and a flag for one race: now
+    each record says so (`races`), and the toy tasks' runners (lab.experiments.probe.TOY_CELLS, the Train page's
+    memory race and lesson 10) and the text race's (text_racers) are read from it."""
+    from lab.experiments.probe import TOY_CELLS
+
+    assert set(RACES) == {"memory", "text"}
+    assert TOY_CELLS == tuple(c for c, f in FAMILIES.items() if "memory" in f.races) == racers("memory")
+    assert text_racers() == tuple(c for c, f in FAMILIES.items() if "text" in f.races) == racers("text")
+    assert FAMILIES["gru_seed"].races == ()  # its kind races as PyTorch's convention
+    with pytest.raises(ValueError, match="memory, text"):
+        racers("marathon")
+    with pytest.raises(ValueError, match="marathon"):
+        dataclasses.replace(FAMILIES["rnn"], races=("marathon",))
 
 
 def test_an_equation_is_read_as_what_it_writes_and_reads():
@@ -129,8 +148,7 @@ def test_a_worked_line_writes_one_units_numbers_into_the_update():
 def test_the_text_race_leaves_out_the_minimal_cells_because_at_equal_parameters_they_need_far_more_memory():
     """At the parameter count of the Train page's model a minGRU or minLSTM (no U) is several times as wide as the
     GRU, and its training step needs several times the memory: the text race keeps to the cells that fit."""
-    assert text_racers() == tuple(c for c in one_of_each_kind() if FAMILIES[c].races_on_text)
-    assert "gru_torch" in text_racers() and "min_gru" not in text_racers() and "min_gru" in one_of_each_kind()
+    assert "gru_torch" in text_racers() and "min_gru" not in text_racers() and "min_gru" in racers("memory")
     page_model = dataclasses.replace(PRESETS["astra-alpha"].model, vocab_size=80)
     target = parameter_count(page_model)
     memory = {}

@@ -44,6 +44,7 @@ from lab.data import CharTokenizer, DataError, load_bundled_corpus, read_text
 from lab.errors import LabError
 from lab.instruments.sampling import STRATEGIES, SamplingConfig, generate
 from lab.nets.cost import parameter_count, training_memory_bytes
+from lab.nets.families import CELLS
 from lab.nets.models import MODEL_FAMILIES, LMConfig, build_model
 from lab.training.checkpoints import CheckpointError, checkpoint_bytes, load_checkpoint, read_info, save_checkpoint
 from lab.training.presets import PRESETS
@@ -278,7 +279,7 @@ def valid_or_hostile(*valid):
 
 TRAIN_OPTIONS = {
     "--preset": st.sampled_from(sorted(PRESETS)) | st.text(max_size=6),
-    "--cell": st.sampled_from(["rnn", "gru_seed", "gru_torch", "lstm", "scan", "gru"]),
+    "--cell": st.sampled_from([*CELLS, "gru"]),  # every family's, and one no family has
     "--backend": st.sampled_from(["reference", "fast", "fused", "scratch", "cuda"]),
     "--embed-dim": valid_or_hostile("4", "8"),
     "--hidden-size": valid_or_hostile("8", "16"),

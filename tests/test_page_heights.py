@@ -74,7 +74,7 @@ def fresh_laptop(tmp_path_factory):
     """(server, page, what its first visit found): a fresh server's first visit is a direct link to Train,
     before anyone opened "/"."""
     with laptop_page(tmp_path_factory.mktemp("user_checkpoints"), 90_000) as (app, page):
-        prepared = "prepared for the first visitors" in app.output(last_chars=None)  # before it answered at all
+        prepared = "prepared for the first visitors" in app.output(last_chars=None)  # before its health check said ok
         open_page(page, f"{app.url}/Train?hidden=32")
         page.wait_for_function("() => document.querySelector('.st-key-train_hidden input')?.value === '32'")
         page.wait_for_selector(SCRIPT_DONE)
@@ -90,7 +90,8 @@ def laptop(fresh_laptop):
 
 def test_a_direct_link_to_a_fresh_server_gets_the_apps_sidebar(fresh_laptop):
     """A link to /Train opened before anyone opened "/" shows the lab's own sidebar (Home first, no automatic
-    "app" entry) and the link's settings. The server prepared for it before it opened."""
+    "app" entry) and the link's settings. The server prepared for it before its pages opened (until then they show
+    how far it has got: tests/test_start_speaks.py)."""
     _, _, first = fresh_laptop
     assert first["prepared"]
     assert first["sidebar"] == list(PAGES)

@@ -16,6 +16,7 @@ from lab.instruments.race import (
     width_for_parameters,
 )
 from lab.nets.cost import parameter_count
+from lab.nets.families import text_racers
 from lab.nets.models import LMConfig
 from lab.training.checkpoints import list_checkpoints
 
@@ -61,7 +62,7 @@ def test_too_few_points_or_curves_that_do_not_overlap_yet_give_no_verdict():
 def test_a_race_at_equal_parameters_gives_each_cell_the_width_nearest_the_target():
     base = LMConfig(vocab_size=83, cell="gru_torch", embed_dim=64, hidden_size=256)
     target = parameter_count(base)
-    widths = {cell: width_for_parameters(base, cell, target) for cell in ("rnn", "gru_torch", "lstm", "scan")}
+    widths = {cell: width_for_parameters(base, cell, target) for cell in text_racers()}
     assert widths["gru_torch"] == 256 and widths["rnn"] > 256 > widths["lstm"] > widths["scan"]
     for cell, width in widths.items():
         count = parameter_count(dataclasses.replace(base, cell=cell, hidden_size=width))

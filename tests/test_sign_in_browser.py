@@ -6,8 +6,12 @@ Two students sign in, train and show their runs; the teacher (one of RNNLAB_TEAC
 the Class page, a run its student did not show never appears, and a student gets no teacher's view. An
 identity cookie Streamlit did not sign, or signed too long ago, is no sign-in. Signing out keeps the
 files: the same person signing in from another device finds them; a copy of the cookie taken before the
-sign-out signs nobody in after it. Screenshots of the board at a laptop's
-1366x768 and a projector's 1920x1080 go to test-artifacts/screenshots/.
+sign-out signs nobody in after it. Signing in on a page comes back to that page, its settings kept. Screenshots of
+the board at a laptop's 1366x768 and a projector's 1920x1080, and of a page after signing in, go to
+test-artifacts/screenshots/.
+
+The server's secrets are the offline rehearsal's (scripts/rehearse_sign_in.py), so the secrets the README's
+rehearsal writes are the ones a real sign-in is tested with.
 
 One server, one provider and one browser for the module (they are slow to start on 2 cores).
 """
@@ -22,6 +26,7 @@ from helpers import chromium, need_browser, wait_for_widgets
 
 from benchmarks.app import CHROMIUM, ROOT, SCRIPT_DONE, AppServer, free_port, open_page
 from lab.server.spaces import identity_space_key
+from scripts.rehearse_sign_in import secrets_text
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 1600}
@@ -29,6 +34,7 @@ TINY = "emb=8&hidden=16&batch=16&block=32&eval_every=10&seconds=3"
 COOKIE_SECRET = "a-cookie-secret-for-this-test-only"
 TEACHER = "teacher@school.test"
 STUDENTS = {"ada@school.test": "Ada L", "bob@school.test": "Bob K"}
+STUDENTS_SIGNING_IN_ALONE = "cy@school.test"  # a student of the provider's who trains nothing here
 BOARD = '[data-testid="stMain"] table'
 # the provider's own library warns of Authlib's modules it still imports: not the app's
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -40,7 +46,7 @@ def provider():
 
     users = [
         User(sub=email, claims={"email": email, "email_verified": True, "name": email.split("@")[0].title()})
-        for email in [*STUDENTS, TEACHER]
+        for email in [*STUDENTS, STUDENTS_SIGNING_IN_ALONE, TEACHER]
     ]
     with run_server_in_thread(user_claims=users) as server:
         yield f"http://localhost:{server.server_port}"
@@ -57,15 +63,9 @@ def server(provider, user_dir, tmp_path_factory):
         need_browser(f"{CHROMIUM} is not installed")
     port = free_port()
     secrets = tmp_path_factory.mktemp("secrets") / "secrets.toml"  # a test's own: never the repository's
-    secrets.write_text(
-        "[auth]\n"
-        f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
-        f'cookie_secret = "{COOKIE_SECRET}"\n'
-        'client_id = "rnnlab-test"\n'
-        'client_secret = "rnnlab-test-secret"\n'
-        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n',
-        encoding="utf-8",
-    )
+    provider_port = int(provider.rsplit(":", 1)[1])  # the rehearsal's secrets, at this test's ports and address
+    text = secrets_text(port, provider_port, host="127.0.0.1", provider_host="localhost", cookie_secret=COOKIE_SECRET)
+    secrets.write_text(text, encoding="utf-8")
     app = AppServer(
         user_dir,
         port=port,
@@ -90,12 +90,13 @@ def new_page(browser, viewport=VIEWPORT):
     return page
 
 
-def sign_in(page, server, email):
-    """The whole redirect flow: the sidebar's Sign in, the provider's page, back to the app."""
-    open_page(page, f"{server.url}/Train")
+def sign_in(page, server, email, where="Train"):
+    """The whole redirect flow: the sidebar's Sign in on the page `where` (its path and query), the provider's
+    page, back to the app: to that page, its settings kept (ui.shared.sign_in)."""
+    open_page(page, f"{server.url}/{where}")
     page.locator(".st-key-signin_sidebar_default button").click()
     page.locator(f'button[name="sub"][value="{email}"]').click()  # the provider's page: who signs in
-    page.wait_for_url(re.compile(re.escape(server.url) + r"/?$"))
+    page.wait_for_url(re.compile(re.escape(f"{server.url}/{where}") + "$"), timeout=120_000)
     page.wait_for_selector(SCRIPT_DONE)
     assert f"Signed in as {email.split('@')[0].title()}" in sidebar(page)
 
@@ -251,3 +252,20 @@ def test_signing_out_keeps_the_files_and_another_device_finds_them(server, provi
         assert "yours: ada-shown" in menu(phone, "ckpt_choice")  # named in words, as every page names it
     finally:
         phone.context.close()
+
+
+def test_signing_in_on_a_page_comes_back_to_that_page_with_its_settings(server, browser):
+    """Streamlit brings a sign-in back to Home: the student lands on the page where they pressed Sign in, with the
+    settings its address held (a larger hidden size on Train), seen here at a laptop's 1366x768."""
+    page = new_page(browser, viewport={"width": 1366, "height": 768})
+    try:
+        sign_in(page, server, STUDENTS_SIGNING_IN_ALONE, where="Train?hidden=24")  # (its wait: back on Train?hidden=24)
+        wait_for_widgets(page, timeout_ms=120_000)
+        assert page.locator(".st-key-train_hidden input").input_value() == "24"
+        assert page.locator('[data-testid="stMain"] h1').first.inner_text().endswith("Train")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "Signed-in-back-on-Train-laptop.png"))
+        open_page(page, f"{server.url}/")  # Home, later: it stays Home (the way back is taken once)
+        assert "/Train" not in page.url
+    finally:
+        page.context.close()

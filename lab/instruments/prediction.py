@@ -23,12 +23,10 @@ import pandas as pd
 import torch
 
 from lab.errors import LabError
-from lab.instruments.sampling import encode_prompt
+from lab.instruments.sampling import MAX_INFLUENCE_TOKENS, encode_prompt
 from lab.nets.families import FAMILIES
 from lab.nets.models import evaluating, recurrent_layers, to_reference
 from lab.words import count
-
-MAX_INFLUENCE_TOKENS = 2000  # one forward and one backward pass over the tokens before the target
 
 
 @dataclass

@@ -34,22 +34,24 @@ same text on every call.
 
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Annotated, Literal
+from typing import Literal
 
 import torch
-from pydantic import Field
 
 from lab.errors import LabError
 from lab.instruments.introspect import encode_text
 from lab.nets.models import evaluating
-from lab.schema import PositiveInt, Seed, config
+from lab.schema import Names, PageRange, Seed, config, declare
 from lab.words import count
 
 MAX_NEW_TOKENS = 5000
 MAX_TEMPERATURE = 1e6
-# a prompt is read in one forward pass, so its length is bounded where it enters (the CLI, the pages): with
-# at most 1,000 new tokens after it, a generation stays within what influence and traces read (2,000 tokens)
+# a prompt is read in one forward pass, so its length is bounded where it enters (the CLI, the pages)
 MAX_PROMPT_CHARS = 1000
+# the most tokens before a prediction that lab.instruments.prediction traces it back through (one forward and
+# one backward pass over them); the Sample page traces any token it generates, so it offers at most the rest
+# after the longest prompt
+MAX_INFLUENCE_TOKENS = 2000
 
 
 class SamplingError(LabError):
@@ -148,17 +150,68 @@ STRATEGY_LABELS = {  # for legends: str.format over the config's fields
 
 @config
 class SamplingConfig:
-    """How to pick each next token. Fields a strategy does not use are ignored."""
+    """How to pick each next token. Fields a strategy does not use are ignored.
 
-    strategy: Literal[tuple(STRATEGIES)] = "top_k"
-    # divides the logits before sampling (not used by greedy); above ~1e3 every distribution is
-    # uniform to float64's precision
-    temperature: Annotated[float, Field(gt=0, le=MAX_TEMPERATURE)] = 1.0
-    top_k: PositiveInt = 20  # top_k: candidates kept (clipped to V)
-    top_p: Annotated[float, Field(gt=0, le=1)] = 0.9  # top_p: probability mass of the nucleus
-    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_NEW_TOKENS)] = 200  # tokens to generate
-    seed: Seed = 0  # seeds the sampler's own torch.Generator
-    stateful: bool = True  # carry the state (True) or reset it before every step (False)
+    Each field is declared once, here, with its bounds, default and description: the `sample` command's
+    options, the Sample page's widgets and its URL are made from these declarations
+    (lab.schema.declared_settings; tests/test_one_declaration.py walks every field through all three)."""
+
+    strategy: declare(
+        Literal[tuple(STRATEGIES)],
+        "How each next token is picked: greedy, temperature, top_k or top_p",
+    ) = "top_k"
+    # above ~1e3 every distribution is uniform to float64's precision
+    temperature: declare(
+        float,
+        "Softmax temperature T: the logits are divided by it before sampling, below 1 sharpening and above 1 "
+        "flattening the distribution (greedy ignores it)",
+        Names(url="temperature", label="Temperature", page=PageRange(0.05, 5.0, "a number box needs a least value")),
+        gt=0,
+        le=MAX_TEMPERATURE,
+    ) = 0.8  # seed 002's favourite, with top-k 20
+    top_k: declare(
+        int,
+        "Top-k: the k most likely tokens kept (at most the vocabulary), then sampled at temperature T",
+        Names(url="top_k", label="Top-k k", page=PageRange(1, 10_000, "a number box needs a largest value")),
+        ge=1,
+    ) = 20
+    top_p: declare(
+        float,
+        "Top-p: the smallest set of most likely tokens whose probability reaches p, then sampled at temperature T",
+        Names(url="top_p", label="Top-p p", page=PageRange(0.01, 1.0, "a number box needs a least value")),
+        gt=0,
+        le=1,
+    ) = 0.9
+    max_new_tokens: declare(
+        int,
+        "New tokens to generate",
+        Names(
+            cli="length",
+            url="tokens",
+            label="New tokens",
+            page=PageRange(
+                1, MAX_INFLUENCE_TOKENS - MAX_PROMPT_CHARS, "the page traces any generated token back to the prompt"
+            ),
+        ),
+        ge=1,
+        le=MAX_NEW_TOKENS,
+    ) = 300
+    seed: declare(
+        Seed,
+        "Random seed of the sampler's own generator: the same random seed and prompt give the same text",
+        Names(
+            url="seed",
+            label="Random seed",
+            page=PageRange(0, 2**53 - 1, "a browser's number box counts exactly so far"),
+        ),
+    ) = 0
+    # a switch on by default is offered by the name that turns it off (lab.train_command's options)
+    stateful: declare(
+        bool,
+        "Stateful generation: the hidden state carried from token to token; stateless, it is reset before every "
+        "token, so each token is predicted from the previous one alone (seed 001)",
+        Names(cli="stateless"),
+    ) = True
 
     @property
     def label(self):

@@ -19,7 +19,7 @@ Cells (each family's record, with its name, colour, equations and forms, is in l
     gru_seed   GRU, the seeds' own convention (seed 001 A.2, seed 000): z overwrites
     gru_torch  GRU, PyTorch's convention (seed 003, torch.nn.GRU): z keeps
     lstm       LSTM (seed 001 A.3, seed 002), forget-gate bias 1
-    scan       selective linear recurrence (seed 004, Mamba-style)
+    scan       selective scan: a selective linear recurrence (seed 004, Mamba-style)
     min_gru    minGRU (Feng et al. 2024): the GRU with gates that read x_t alone
     min_lstm   minLSTM (Feng et al. 2024): the LSTM's forget and input gates from x_t alone
 

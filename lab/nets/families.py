@@ -16,6 +16,12 @@ import torch.nn as nn
 from lab.nets import cells, kernels
 from lab.nets.equations import parsed, plain
 
+# the races a family may run in, each with its runners all at one parameter count (lab.instruments.race)
+RACES = {
+    "memory": "the toy tasks' race: the Train page's memory race and lesson 10's toy tasks (lab.experiments.probe)",
+    "text": "the Train page's race on text, at the parameter count of the page's model",
+}
+
 
 @dataclass(frozen=True)
 class CellFamily:
@@ -41,9 +47,15 @@ class CellFamily:
     # torch.autograd.graph.saved_tensors_hooks (tests/test_cost.py keeps the estimate within 1x-3x of that)
     saved_per_unit: int = 0
     kind: str = ""  # families of one kind (the two GRU conventions) are shown side by side; "" = its own
-    # whether the Train page's text race runs it (at the parameter count of the page's model)
-    races_on_text: bool = True
+    # the races it runs in (keys of RACES), at most one family of each kind in a race: the two GRU conventions
+    # race as PyTorch's alone
+    races: tuple = tuple(RACES)
     bundled: str = ""  # the bundled character model that shows the cell at work
+
+    def __post_init__(self):
+        unknown = sorted(set(self.races) - set(RACES))
+        if unknown:
+            raise ValueError(f"{self.id}: unknown race {unknown[0]!r}; the races are {', '.join(RACES)}")
 
     @functools.cached_property  # parsed once: the step-through reads it at every step
     def equations(self):
@@ -112,6 +124,7 @@ FAMILIES = {
             besides_keeping=_GRU_KEEPS,
             saved_per_unit=7,
             kind="gru",
+            races=(),  # its kind races as the GRU in PyTorch's convention
             bundled="char-gru-seed_latest",
         ),
         CellFamily(
@@ -213,7 +226,7 @@ FAMILIES = {
             # at the parameter count of the page's model a minimal cell is 4-5 times as wide as the GRU (no U), and
             # its training step needs 5-6 times the memory: a text race with it does not fit a session's share of
             # a 1 GB server (620 MB against 512 MB at the page's defaults, BENCHMARKS.md)
-            races_on_text=False,
+            races=("memory",),
             saved_per_unit=15,
             bundled="char-min-gru_latest",
         ),
@@ -241,7 +254,7 @@ FAMILIES = {
             # at the parameter count of the page's model a minimal cell is 4-5 times as wide as the GRU (no U), and
             # its training step needs 5-6 times the memory: a text race with it does not fit a session's share of
             # a 1 GB server (620 MB against 512 MB at the page's defaults, BENCHMARKS.md)
-            races_on_text=False,
+            races=("memory",),
             saved_per_unit=19,
         ),
     )
@@ -262,14 +275,16 @@ def keeps_with_gates(cell):
     return f is not None and f.keep is not None and f.gates_read_state
 
 
-def one_of_each_kind():
-    """A cell id of every kind, the last of each (the GRU in PyTorch's convention): the memory race's runners."""
-    return tuple(members[-1].id for members in kinds().values())
+def racers(race):
+    """The runners of `race` (a key of RACES): the families whose record says they run in it, in FAMILIES' order."""
+    if race not in RACES:
+        raise ValueError(f"unknown race {race!r}; the races are {', '.join(RACES)}")
+    return tuple(f.id for f in FAMILIES.values() if race in f.races)
 
 
 def text_racers():
-    """The runners of the Train page's text race: one of each kind that races on text."""
-    return tuple(cell for cell in one_of_each_kind() if FAMILIES[cell].races_on_text)
+    """The runners of the Train page's text race."""
+    return racers("text")
 
 
 def kinds():

@@ -1,12 +1,17 @@
 """Every page's frame: its page config, the sidebar naming every page (ui.shared.common.PAGES) with
 signing in and the glossary, and this session's heartbeat, which starts the server's warm-up once a
-first page is drawn (ui.app.warm_up)."""
+first page is drawn (ui.app.warm_up). A sign-in comes back to Home (Streamlit's way): the frame takes the
+student on to the page where they pressed "Sign in", with its settings (ui.shared.sign_in)."""
 
 import streamlit as st
 
+from ui.shared import sessions
 from ui.shared.common import PAGES, page_link
 from ui.shared.sessions import keep_session_alive, refuse_bad_settings, start_server_process
-from ui.shared.sign_in import require_sign_in, sign_in_box
+from ui.shared.sign_in import identity, must_sign_in, remember_return, require_sign_in, sign_in_box, take_return
+
+HOME = next(iter(PAGES))  # where Streamlit brings a sign-in back to
+RETURN_CHECKED = "_rnnlab_sign_in_return_checked"  # this session looked for where its sign-in was pressed
 
 # the words every page leans on, one click away in the sidebar of every page
 GLOSSARY = {
@@ -47,14 +52,34 @@ def setup_page(name):
     st.set_page_config(page_title=f"{name} · RNN Lab", page_icon=icon, layout="wide")
     refuse_bad_settings()
     start_server_process()
-    require_sign_in()
+
+    def remember_this_page():  # as "Sign in" is pressed: where its sign-in comes back to
+        remember_return(sessions.session_key(), name, st.query_params.to_dict())
+
+    if must_sign_in():  # the page stops at how to sign in: first the browser's key, which the way back reads
+        with st.sidebar:
+            sessions.remember_space_in_a_cookie()
+    require_sign_in(on_press=remember_this_page)
+    back_to_where_sign_in_was_pressed(name)
     with st.sidebar:
         for page in PAGES:
             page_link(page)
-        sign_in_box()
+        sign_in_box(on_press=remember_this_page)
         with st.expander("📖 Glossary"):
             st.markdown("\n\n".join(f"**{term}**: {meaning}" for term, meaning in GLOSSARY.items()))
         keep_session_alive(on_page_drawn=_start_warm_up)
+
+
+def back_to_where_sign_in_was_pressed(name):
+    """On Home, once per session of someone signed in: if this browser pressed "Sign in" on another page for the
+    identity it now has, switch to that page with its settings (st.switch_page: the address becomes the page's)."""
+    if name != HOME or st.session_state.get(RETURN_CHECKED) or identity() is None:
+        return
+    st.session_state[RETURN_CHECKED] = True
+    back = take_return(sessions.space_cookie(), st.user.get("iat"))
+    if back is not None and back[0] in PAGES and back[0] != HOME:
+        page, query = back
+        st.switch_page(PAGES[page][0], query_params=query)
 
 
 def _start_warm_up():

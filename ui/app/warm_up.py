@@ -5,15 +5,15 @@ that their first visitor would otherwise wait for). The pages' cached calls with
 then find them; one that comes while they are computed waits for them (Streamlit computes a cached
 value once).
 
-`streamlit run serve.py` runs all of it, and imports every page's code, before the server opens
-(`prepare_server`); under `streamlit run app.py` every page's frame (ui.app.frame) starts it in the
-background once a first page is drawn, at a session's second heartbeat (`start_warm_up`)."""
+`streamlit run serve.py` runs all of it, and imports every page's code, as the server opens (`prepare_server`,
+in the thread ui.app.preparing starts: until it is done a visitor sees how far it has got, its parts noted in
+ui.app.preparing.PREPARING); under `streamlit run app.py` every page's frame (ui.app.frame) starts the warm-up in
+the background once a first page is drawn, at a session's second heartbeat (`start_warm_up`)."""
 
 import functools
 import importlib
 import logging
 import pkgutil
-import threading
 import time
 
 import streamlit as st
@@ -24,6 +24,7 @@ from lab.server.shutdown import ENDING
 from lab.server.workers import WorkerError, run_in_process
 from lab.training.checkpoints import list_checkpoints
 from lab.training.process import train_two_tiny_steps
+from ui.app.preparing import GATES, MEMORY, PAGES_CODE, PREPARING, SAMPLE, SERVER, THREAD_NAME
 from ui.gates.settings import DEFAULTS as GATES_DEFAULTS
 from ui.gates.units import PASSAGE
 from ui.memory.defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH_MODELS, RETENTION_MODELS, TEXT
@@ -41,7 +42,6 @@ from ui.shared.cached_calls import (
 from ui.shared.sessions import start_server_process, start_until_the_end, to_the_server_log, train_in_process
 
 log = to_the_server_log(logging.getLogger(__name__))  # the teacher reads when the server is prepared
-THREAD_NAME = "rnnlab-warm-up"
 
 
 class _NotFromTheWarmUp(logging.Filter):
@@ -56,23 +56,21 @@ logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").add
 
 
 def prepare_server():
-    """Everything a server does for its first visitors before it opens: the server process set up
+    """Everything a server does for its first visitors: the server process set up
     (ui.shared.sessions.start_server_process), every page's code imported (PyTorch, pandas and plotly with
-    it: 3-4 s), then the warm-up. In a thread named THREAD_NAME, for its log filter."""
-    thread = threading.Thread(target=_prepare, name=THREAD_NAME)
-    thread.start()
-    thread.join()
-
-
-def _prepare():
-    start_server_process()
-    log.info("preparing for the first visitors: the app answers once its pages' code and first charts are ready")
-    for module in pkgutil.walk_packages(ui.__path__, "ui."):
-        importlib.import_module(module.name)
+    it: 3-4 s), then the warm-up, each part noted in PREPARING as it starts and ends. Run it in a thread named
+    THREAD_NAME (ui.app.preparing.start_preparing), for its log filter."""
     start = time.perf_counter()
+    with PREPARING.part(SERVER):
+        start_server_process()
+    log.info("preparing for the first visitors: until it is done, a page's address says how far it has got")
+    with PREPARING.part(PAGES_CODE):
+        for module in pkgutil.walk_packages(ui.__path__, "ui."):
+            importlib.import_module(module.name)
     warm_up()
     log.info(
-        "prepared for the first visitors (every page's code imported; warm-up %.1f s)", time.perf_counter() - start
+        "prepared for the first visitors (every page's code imported, first charts computed) in %.1f s",
+        time.perf_counter() - start,
     )
 
 
@@ -91,15 +89,16 @@ def warm_up():
     not before it: the server opens without waiting for work at the lowest priority, which a busy host starves
     (a server still preparing after 400 s, issue 50)."""
     start_until_the_end(_train_two_steps, f"{THREAD_NAME}-training")
-    for page, page_defaults in (
-        ("Memory", memory_page_defaults),
-        ("Sample", sample_page_defaults),
-        ("Gates", gates_page_defaults),
+    for page, part, page_defaults in (
+        ("Memory", MEMORY, memory_page_defaults),
+        ("Sample", SAMPLE, sample_page_defaults),
+        ("Gates", GATES, gates_page_defaults),
     ):
         if ENDING.is_set():
             return
         try:
-            page_defaults()
+            with PREPARING.part(part):
+                page_defaults()
         except Exception:  # a missing or unreadable bundled file: the page says so to its visitor
             log.exception("warming up the %s page's defaults failed; the page computes them when visited", page)
 

@@ -37,7 +37,7 @@ SUBWORD_MODEL = "scribe-alpha_latest"
 BACKGROUND = {
     "scribe": "**Scribe-α**, the bundled subword model: a GRU that reads common pieces of words instead of "
     "single characters",
-    "equations": "**the cell equations**: the RNN, GRU and LSTM equations this lab implements, on the Home page",
+    "equations": "**the cell equations**: every cell's equations as this lab implements them, on the Home page",
     "gate_bias": "**the gate-bias study** of the Ablation page: a GRU reading small images one pixel per step, "
     "trained with and without its gate biases",
     "scan": "**a Mamba-style selective scan**: a recurrence whose gates read only the input, the scan cell of this lab",

@@ -168,8 +168,8 @@ def choosing_the_next_token():
     field, label, widget, low, high, step, default = KNOBS[strategy]
     value = cols[1].slider(label, low, high or checkpoint.tokenizer.vocab_size, default, step, key=widget)
     greedy_config = SamplingConfig(strategy="greedy", max_new_tokens=CHOOSE_TOKENS)
-    configs = [
-        SamplingConfig(strategy=strategy, max_new_tokens=CHOOSE_TOKENS, seed=seed, **{field: value})
+    configs = [  # top-k and top-p at T = 1: the rule alone changes what is picked
+        SamplingConfig(strategy=strategy, max_new_tokens=CHOOSE_TOKENS, seed=seed, **{"temperature": 1.0, field: value})
         for seed in range(SEEDS)
     ]
     key = checkpoint_key(checkpoint)

@@ -5,7 +5,7 @@ generated one."""
 import streamlit as st
 
 from lab.instruments.sampling import STRATEGIES, encode_prompt, repetition_report
-from ui.sample.settings import BOUNDS, mirror, sampling_config
+from ui.sample.settings import mirror, number_box, sampling_config
 from ui.sample.views import repetition_markdown
 from ui.shared.boundary import fragment
 from ui.shared.cached_calls import cached_generation, cached_influence, checkpoint_key
@@ -35,23 +35,17 @@ def samples(checkpoint, prompt):
         st.caption("argmax at every step: deterministic, and prone to loops.")
     with columns[1]:
         st.subheader(STRATEGY_TITLES["temperature"])
-        st.number_input(
-            "T",
-            *BOUNDS["temperature"],
-            step=0.1,
-            key="sample_temperature_T",
-            help="softmax(logits / T): below 1 sharpens, above 1 flattens.",
-        )
+        number_box(st, "temperature", "T", step=0.1)
     with columns[2]:
         st.subheader(STRATEGY_TITLES["top_k"])
         k_cols = st.columns(2)
-        k_cols[0].number_input("k", *BOUNDS["top_k"], step=1, key="sample_top_k_k")
-        k_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_k_T")
+        number_box(k_cols[0], "top_k", "k", step=1)
+        number_box(k_cols[1], "top_k_temperature", "T", step=0.1)
     with columns[3]:
         st.subheader(STRATEGY_TITLES["top_p"])
         p_cols = st.columns(2)
-        p_cols[0].number_input("p", *BOUNDS["top_p"], step=0.05, key="sample_top_p_p")
-        p_cols[1].number_input("T", *BOUNDS["temperature"], step=0.1, key="sample_top_p_T")
+        number_box(p_cols[0], "top_p", "p", step=0.05)
+        number_box(p_cols[1], "top_p_temperature", "T", step=0.1)
     by_strategy = None
     with user_errors("Sampling"):
         by_strategy = {s: generated(checkpoint, prompt, sampling_config(s)) for s in STRATEGIES}

@@ -2,47 +2,58 @@
 length and the random seed, which rerun the whole page; what the model is, and whether it reads the
 prompt (the page stops there when it cannot)."""
 
+import dataclasses
 import math
 
 import streamlit as st
 
-from lab.instruments.prediction import MAX_INFLUENCE_TOKENS
 from lab.instruments.race import validation_figure
-from lab.instruments.sampling import MAX_PROMPT_CHARS, STRATEGIES, default_strategy, encode_prompt
-from ui.sample.views import DEFAULTS, strategy_config
+from lab.instruments.sampling import MAX_PROMPT_CHARS, default_strategy, encode_prompt
+from ui.sample.views import DEFAULTS, SAMPLING, strategy_config
 from ui.shared.checkpoint_picker import checkpoint_picker
 from ui.shared.coloured_text import prob_legend_html
 from ui.shared.links import Field, mirror_to_url
 from ui.shared.model_names import describe_checkpoint, model_title
 from ui.shared.plain_text import plain, user_errors
 
-# Widget bounds; lab.instruments.sampling.SamplingConfig checks the same rules again for any other path in.
-BOUNDS = {
-    "tokens": (1, MAX_INFLUENCE_TOKENS - MAX_PROMPT_CHARS),
-    "seed": (0, 2**31 - 1),
-    "temperature": (0.05, 5.0),
-    "top_k": (1, 10_000),
-    "top_p": (0.01, 1.0),
-}
-# the page's settings as they appear in a link: ?model=...&prompt=...&temperature=...
+
+def declared(name, label=None):
+    """The Field of a SamplingConfig setting: its bounds (the page's range), kind and help as declared there;
+    `label` for one of the page's several settings made from one declaration (each column's temperature)."""
+    field = Field.declared(SAMPLING[name])
+    return field if label is None else dataclasses.replace(field, label=label)
+
+
+STRATEGY = Field("choice", "Strategy", choices=SAMPLING["strategy"].choices)
+# the page's settings as they appear in a link: ?model=...&prompt=...&temperature=...; every bound and kind of a
+# sampling setting is SamplingConfig's declaration (lab.instruments.sampling)
 SETTINGS = {
     "model": (Field("text", "Model"), "sample_checkpoint"),
     "prompt": (Field("text", "Prompt", high=MAX_PROMPT_CHARS), "sample_prompt"),
-    "tokens": (Field("int", "New tokens", *BOUNDS["tokens"]), "sample_tokens"),
-    "seed": (Field("int", "Random seed", *BOUNDS["seed"]), "sample_seed"),
-    "temperature": (Field("float", "Temperature", *BOUNDS["temperature"]), "sample_temperature_T"),
-    "top_k": (Field("int", "Top-k k", *BOUNDS["top_k"]), "sample_top_k_k"),
-    "top_k_temperature": (Field("float", "Top-k temperature", *BOUNDS["temperature"]), "sample_top_k_T"),
-    "top_p": (Field("float", "Top-p p", *BOUNDS["top_p"]), "sample_top_p_p"),
-    "top_p_temperature": (Field("float", "Top-p temperature", *BOUNDS["temperature"]), "sample_top_p_T"),
-    "stateless": (Field("choice", "Stateless strategy", choices=tuple(STRATEGIES)), "sample_state_strategy"),
+    "tokens": (declared("max_new_tokens"), "sample_tokens"),
+    "seed": (declared("seed"), "sample_seed"),
+    "temperature": (declared("temperature"), "sample_temperature_T"),
+    "top_k": (declared("top_k"), "sample_top_k_k"),
+    "top_k_temperature": (declared("temperature", "Top-k temperature"), "sample_top_k_T"),
+    "top_p": (declared("top_p"), "sample_top_p_p"),
+    "top_p_temperature": (declared("temperature", "Top-p temperature"), "sample_top_p_T"),
+    "stateless": (dataclasses.replace(STRATEGY, label="Stateless strategy"), "sample_state_strategy"),
     "drove": (
-        Field("choice", "Strategy of the prediction traced back", choices=tuple(STRATEGIES)),
+        dataclasses.replace(STRATEGY, label="Strategy of the prediction traced back"),
         "sample_influence_strategy",
     ),
-    "drove_token": (Field("int", "Generated token traced back", *BOUNDS["tokens"]), "sample_influence_token"),
+    "drove_token": (declared("max_new_tokens", "Generated token traced back"), "sample_influence_token"),
     "typed": (Field("text", "Typed text", high=MAX_PROMPT_CHARS), "sample_typed"),
 }
+
+
+def number_box(container, name, label=None, **options):
+    """The number box of the setting `name` in `container`: its bounds and help are its Field's (the declared
+    ones), its label the Field's unless the page's layout names it shorter (a column's "T")."""
+    field, key = SETTINGS[name]
+    return container.number_input(
+        label or field.label, field.low, field.high, key=key, **{"help": field.help, **options}
+    )
 
 
 def mirror():
@@ -70,16 +81,8 @@ def model_and_prompt():
             max_chars=MAX_PROMPT_CHARS,
             help="Any text made of characters the model knows; empty starts a new line.",
         )
-    with top[2]:
-        st.number_input("New tokens", *BOUNDS["tokens"], step=50, key="sample_tokens")
-    with top[3]:
-        st.number_input(
-            "Random seed",
-            *BOUNDS["seed"],
-            step=1,
-            key="sample_seed",
-            help="Seeds the sampler's own generator: the same random seed gives the same text.",
-        )
+    number_box(top[2], "tokens", step=50)
+    number_box(top[3], "seed", step=1)
     mirror()
     if checkpoint is None:
         st.stop()

@@ -4,22 +4,24 @@ of each column, a checkpoint's last validation loss and the repetition report in
 are ui.shared.samples'."""
 
 from lab.instruments.sampling import SamplingConfig
+from lab.schema import declared_settings
 from lab.words import count
 
-# the Sample page's settings before a student changes any (its link leaves them out); ui.app.warm_up samples
-# with them before the server opens
+SAMPLING = declared_settings(SamplingConfig)  # each sampling setting as declared: its bounds, default and names
+# the Sample page's settings before a student changes any (its link leaves them out): the sampler's declared
+# defaults; ui.app.warm_up samples with them before the server opens
 DEFAULTS = {
     "model": "char-gru-torch_latest",
     "prompt": "ROMEO:\n",
-    "tokens": 300,
-    "seed": 0,
-    "temperature": 0.8,
-    "top_k": 20,
-    "top_k_temperature": 0.8,
-    "top_p": 0.9,
-    "top_p_temperature": 0.8,
-    "stateless": "top_k",
-    "drove": "top_k",
+    "tokens": SAMPLING["max_new_tokens"].default,
+    "seed": SAMPLING["seed"].default,
+    "temperature": SAMPLING["temperature"].default,
+    "top_k": SAMPLING["top_k"].default,
+    "top_k_temperature": SAMPLING["temperature"].default,
+    "top_p": SAMPLING["top_p"].default,
+    "top_p_temperature": SAMPLING["temperature"].default,
+    "stateless": SAMPLING["strategy"].default,
+    "drove": SAMPLING["strategy"].default,
     "drove_token": 40,
     "typed": "But, soft! what light through yonder window br",
 }

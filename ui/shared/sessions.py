@@ -169,7 +169,7 @@ def space_cookie():
     return cookie if isinstance(cookie, str) else ""  # a test harness without cookies gives no string
 
 
-def _remember_space_in_a_cookie():
+def remember_space_in_a_cookie():
     """Write the space's cookie once per session (each visit, each reload), whether or not the browser
     sent it: its max-age then counts from the last visit, as "kept 48 h after last seen" promises."""
     if identity() is not None:  # a signed-in person's key comes from who they are, not from a cookie
@@ -325,4 +325,4 @@ def keep_session_alive(on_page_drawn):
     beat, the page drawn, it calls `on_page_drawn`) and, once per session, the cookie that lets a reload
     find the same space."""
     _heartbeat(on_page_drawn)
-    _remember_space_in_a_cookie()
+    remember_space_in_a_cookie()
