@@ -27,6 +27,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from lab.errors import LabError
+from lab.words import count
 
 PREFIX = "RNNLAB_"
 ROOT = Path(__file__).resolve().parent.parent  # the repository: app.py, lab/, user_checkpoints/
@@ -42,7 +43,7 @@ TEACHER_KEY = re.compile(r"[A-Za-z0-9_-]{12,128}")
 # every system's limit on a path (4,096 bytes on Linux), and each of its parts as most file systems bound a name
 MAX_FOLDER_CHARS = 1024
 MAX_NAME_BYTES = 255
-FOLDER_ALLOWED = f"a folder (not a file, not in one, at most {MAX_FOLDER_CHARS:,} characters)"
+FOLDER_ALLOWED = f"a folder (not a file, not in one, at most {count(MAX_FOLDER_CHARS, 'character')})"
 WRITABLE_ALLOWED = FOLDER_ALLOWED.replace("a folder", "a folder the server can write", 1)
 
 
@@ -58,7 +59,7 @@ def _folder(path, writable=False):
     if text in ("", "."):  # Path("") is ".": an empty value would mean wherever the server started
         raise FolderRefused("empty")
     if len(text) > MAX_FOLDER_CHARS:  # before the file system sees it: a stat of 100,000 characters raises
-        raise FolderRefused(f"{len(text):,} characters long")
+        raise FolderRefused(f"{count(len(text), 'character')} long")
     try:
         longest = max(len(os.fsencode(part)) for part in path.parts)
     except UnicodeError:

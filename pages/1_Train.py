@@ -20,9 +20,9 @@ from ui.train.live import live_race
 setup_page("Train")
 with page_part():  # one plain line on the page for whatever fails below (ui.shared.boundary)
     st.title("🏋️ Train")
-    st.caption(
-        "Train a recurrent language model in the background and watch its loss fall; a race trains one cell "
-        "of each kind at once on one chart. Closing this browser tab stops your runs."
+    st.caption(  # one line at a laptop's width: the live chart's top stays on its first screen
+        "Train a recurrent language model and watch its loss fall; a race trains one cell of each kind at once. "
+        "Closing this tab stops your runs."
     )
     # settings: URL at page load, then the session's own values
     saved = ts.restore_settings()

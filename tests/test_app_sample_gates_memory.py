@@ -235,7 +235,7 @@ def test_gates_opens_on_a_gallery_of_units_for_every_bundled_family(model):
     no_exception(at)
     assert not at.error, errors(at)
     assert len(gallery_cards(at)) == 4  # four cards; the chosen unit is a section of its own
-    captions = [c.value for c in at.caption if c.value.startswith("r = ")]  # "r = -0.72 · `g` unit 18 of layer 0 · ..."
+    captions = [c.value for c in at.caption if c.value.startswith("r = ")]  # "r = -0.72 · `g` unit 18 of layer 1 · ..."
     assert len(captions) == 4
     strengths = [abs(float(c.split()[2])) for c in captions]
     assert strengths == sorted(strengths, reverse=True) and strengths[0] > 0.3
@@ -243,8 +243,9 @@ def test_gates_opens_on_a_gallery_of_units_for_every_bundled_family(model):
     def shown():
         return at.session_state["gates_layer"], at.session_state["gates_unit_gate"], at.session_state["gates_unit"]
 
-    def card_unit(caption):
-        return int(caption.split(" layer ")[1][0]), caption.split("`")[1], int(caption.split(" unit ")[1].split()[0])
+    def card_unit(caption):  # the caption counts layers from 1, as students do; the page's state from 0
+        layer = int(caption.split(" layer ")[1][0]) - 1
+        return layer, caption.split("`")[1], int(caption.split(" unit ")[1].split()[0])
 
     at.radio(key="gates_section").set_value("unit").run()
     no_exception(at)

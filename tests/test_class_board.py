@@ -228,8 +228,8 @@ def train_one(name, shown_as=None):
         at.number_input(key=f"train_{field}").set_value(value)
     at.text_input(key="train_name").set_value(name)
     if shown_as:
+        at.toggle(key="train_board_on").set_value(True).run()  # on: the name box appears under the buttons
         at.text_input(key="train_board_name").set_value(shown_as)
-        at.toggle(key="train_board_on").set_value(True)
     at.run()
     at.button(key="train_start").click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -552,12 +552,16 @@ def test_top_p_is_exactly_greedy_whenever_p_is_at_most_the_likeliest_tokens_prob
     assume(first > second)  # one likeliest token (a tie has two greedy texts)
     greedy = int(logits.argmax())
     generator = torch.Generator().manual_seed(seed)
-    for config in (SamplingConfig(strategy="top_p", top_p=below * first), SamplingConfig(strategy="top_k", top_k=1)):
+    one = {"temperature": 1.0}  # the likeliest token's probability is read at temperature 1
+    for config in (
+        SamplingConfig(strategy="top_p", top_p=below * first, **one),
+        SamplingConfig(strategy="top_k", top_k=1, **one),
+    ):
         assert pick_distribution(logits, config)[greedy] == 1.0
         assert all(STRATEGIES[config.strategy](logits, config, generator) == greedy for _ in range(20))
     wider = first + above * (1 - first)
     if wider > first * (1 + 1e-9) and second > 0:  # p above it, by more than rounding: the runner-up can be drawn
-        assert (pick_distribution(logits, SamplingConfig(strategy="top_p", top_p=wider)) > 0).sum() >= 2
+        assert (pick_distribution(logits, SamplingConfig(strategy="top_p", top_p=wider, **one)) > 0).sum() >= 2
 
 
 def test_the_low_temperature_answer_computes_the_runner_ups_chances_it_quotes():

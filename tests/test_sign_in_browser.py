@@ -110,12 +110,12 @@ def train(page, server, run_name, shown_as=None, hidden=16):
     """Start one tiny run on Train (shown on the board under `shown_as`, or not) and wait for its end."""
     open_page(page, f"{server.url}/Train?{TINY.replace('hidden=16', f'hidden={hidden}')}&name={run_name}")
     wait_for_widgets(page, timeout_ms=120_000)
-    if shown_as:  # the switch sits in the row under Start (issue 51), in view without opening anything
+    if shown_as:  # the switch sits in Start's row (issue 51): on, it asks for the name the board shows
+        page.locator(".st-key-train_board_on label").click()
+        page.wait_for_selector(SCRIPT_DONE)
         board_name = page.locator(".st-key-train_board_name input")
         board_name.fill(shown_as)
         board_name.press("Enter")
-        page.wait_for_selector(SCRIPT_DONE)
-        page.locator(".st-key-train_board_on label").click()
         page.wait_for_selector(SCRIPT_DONE)
     page.locator(".st-key-train_start button").click()
     # ended and saved (a signed-in student's earlier runs, from any browser of theirs, are listed too)

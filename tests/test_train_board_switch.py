@@ -28,26 +28,24 @@ def path_to(node, key, path=()):
     return None
 
 
-def test_the_class_board_switch_sits_in_the_row_under_start_not_in_more_settings():
+def test_the_class_board_switch_sits_in_starts_row_and_its_name_box_under_it_once_on():
     at = AppTest.from_file(APP, default_timeout=60)
     at.switch_page("pages/1_Train.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    main = at.main
-    start, switch, name = (path_to(main, key) for key in ("train_start", "train_board_on", "train_board_name"))
-    assert start and switch and name
-    assert not any(isinstance(block, Expander) for block in switch + name), "the switch is inside an expander"
-    # the same block as Start's: its controls, the buttons' row and then the switch's row
-    assert start[1] is switch[1] is name[1]
-    rows = [id(row) for row in start[1].children.values()]
-    assert rows.index(id(switch[2])) == rows.index(id(start[2])) + 1, "the switch's row does not follow the buttons'"
-    assert switch[2] is name[2]  # the switch and the name it posts under side by side
+    start, switch = (path_to(at.main, key) for key in ("train_start", "train_board_on"))
+    assert start and switch and not path_to(at.main, "train_board_name")  # off: the switch alone
+    assert not any(isinstance(block, Expander) for block in switch), "the switch is inside an expander"
+    assert switch[2] is start[2], "the switch is not in Start's row"  # beside the buttons whose runs it posts
     assert switch[-1].label == "Show my runs on the class board"
+    at.toggle(key="train_board_on").set_value(True).run()
+    name = path_to(at.main, "train_board_name")  # on: the name it posts under appears, under the buttons
+    assert name and not any(isinstance(block, Expander) for block in name)
 
 
-def test_on_a_laptop_the_switch_is_on_the_first_screen_under_start_its_label_whole(tmp_path):
-    """At 1366×768, in a real browser: the switch and the name box are on the first screen, under Start, and the
-    switch's label is whole (not cut off as it was in the expander's narrow column)."""
+def test_on_a_laptop_the_switch_is_on_the_first_screen_beside_start_its_label_whole(tmp_path):
+    """At 1366×768, in a real browser: the switch is on the first screen, in Start's row or just under it, and its
+    label is whole (not cut off as it was in the expander's narrow column)."""
     from helpers import laptop_page, wait_for_widgets
 
     from benchmarks.app import LAPTOP, open_page
@@ -57,10 +55,9 @@ def test_on_a_laptop_the_switch_is_on_the_first_screen_under_start_its_label_who
         wait_for_widgets(page, timeout_ms=120_000)
         main = '[data-testid="stMain"]'
         start = page.locator(f"{main} .st-key-train_start button").bounding_box()
-        for key in ("train_board_on", "train_board_name"):
-            box = page.locator(f"{main} .st-key-{key}").bounding_box()
-            assert box is not None and start["y"] < box["y"], (key, box, start)
-            assert box["y"] + box["height"] <= LAPTOP["height"], f"{key} is below the first screen: {box}"
+        box = page.locator(f"{main} .st-key-train_board_on").bounding_box()
+        assert box is not None and start["y"] <= box["y"] + box["height"], (box, start)  # not above Start's row
+        assert box["y"] + box["height"] <= LAPTOP["height"], f"the switch is below the first screen: {box}"
         label = page.locator(f"{main} .st-key-train_board_on label")
         assert label.inner_text().strip() == "Show my runs on the class board"
         cut = label.evaluate(  # any element of the label with text wider than its box

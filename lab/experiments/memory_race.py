@@ -211,20 +211,21 @@ def _joined_forecast(seconds, steps, elapsed):
     pace = steps / elapsed  # steps a second each runner takes, as measured
     steps_each = math.floor(pace * seconds)
     if steps >= STEPS_TO_CALL:
-        return Forecast(steps_each, True, f"{joined}: each runner has taken {steps:,} steps, enough to call it.")
+        return Forecast(steps_each, True, f"{joined}: each runner has taken {count(steps, 'step')}, enough to call it.")
     if steps_each < STEPS_TO_CALL:
         return Forecast(
             steps_each,
             False,
-            f"{joined}: at its pace so far, {pace:.1f} steps a second, each runner ends at about {steps_each:,} steps, "
-            f"short of the ~{STEPS_TO_CALL} that decide it. Give it about {math.ceil(STEPS_TO_CALL / pace)} s.",
+            f"{joined}: at its pace so far, {pace:.1f} steps a second, each runner ends at about "
+            f"{count(steps_each, 'step')}, short of the ~{STEPS_TO_CALL} that decide it. Give it about "
+            f"{math.ceil(STEPS_TO_CALL / pace)} s.",
         )
     wait = math.ceil((STEPS_TO_CALL - steps) / pace)
     return Forecast(
         steps_each,
         True,
-        f"{joined}: each runner has taken {steps:,} of the ~{STEPS_TO_CALL} steps that decide it, {pace:.1f} a "
-        f"second, so it should be called in about {wait} s.",
+        f"{joined}: each runner has taken {steps:,} of the ~{count(STEPS_TO_CALL, 'step')} that decide it, "
+        f"{pace:.1f} a second, so it should be called in about {wait} s.",
     )
 
 

@@ -16,6 +16,7 @@ from lab.instruments.race import validation_figure
 from lab.nets.models import config_from_dict
 from lab.training.checkpoints import BUNDLED_DIR, read_info
 from lab.training.presets import PRESETS
+from lab.words import count
 from ui.shared.model_names import PRESET_TITLES, bundled_title, what_it_is
 
 ARM_COLORS = {"baseline": "#1f77b4", "ablated": "#d62728", "chrono": "#2ca02c"}  # the gate-bias study's arms
@@ -26,7 +27,8 @@ ANCHORS = {
     "nanogpt_gpu": ("nanoGPT char-level Tiny Shakespeare, 6-layer transformer on a GPU", "val loss ≈ 1.47 nats/char"),
     "leviathan": (  # the published figure, not the bundled file's: show_anchors puts the bundled one beside it
         f"Leviathan as originally published: {what_it_is(PRESETS['leviathan-lstm'].model, 'char', None)}, "
-        f"counted at Tiny Shakespeare's {PRESETS['leviathan-lstm'].model.vocab_size} characters, on a GPU for 6 "
+        f"counted at Tiny Shakespeare's {count(PRESETS['leviathan-lstm'].model.vocab_size, 'character')}, "
+        "on a GPU for 6 "
         "short epochs",
         "val loss 1.50 nats/char on Tiny Shakespeare (published)",
     ),
@@ -111,9 +113,9 @@ def bundled_anchor(name, mtime):
     )
 
 
-def show_anchors(*keys):
+def show_anchors(*keys, note=""):
     """A small table of published results relevant to the page; beside a published figure of a model the lab
-    bundles, the bundled file's own, each row saying which it is."""
+    bundles, the bundled file's own, each row saying which it is; `note` (Markdown) under it."""
     rows = []
     for k in keys:
         rows.append({"anchor": ANCHORS[k][0], "result": ANCHORS[k][1]})
@@ -123,6 +125,8 @@ def show_anchors(*keys):
             rows.append({"anchor": anchor, "result": result})
     with st.expander("Published anchors: how good is good?", expanded=False):
         st.table(rows)
+        if note:
+            st.markdown(note)
 
 
 def parameter_count(config_dict):

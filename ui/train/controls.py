@@ -61,5 +61,5 @@ def start_and_stop(controls, values, model_config, task, corpus_label, fixed):
         horizontal=True,
         format_func={"elapsed": "seconds (a fair race)", "step": "training steps"}.get,
     )
-    show_on_board_switch(controls)  # under Start: the runs it posts are the ones these buttons start
+    show_on_board_switch(buttons, controls)  # beside Start: the runs it posts are the ones these buttons start
     return running
