@@ -229,8 +229,14 @@ def assert_no_exception(page, where):
 
 def follow_to_full_page(page, link, url, widget, value):
     """Click a lesson's link to its full page: the URL and the page's widget carry the lesson's setting."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     link.click()
-    page.wait_for_url(url)
+    try:
+        page.wait_for_url(url, timeout=30_000)
+    except PlaywrightTimeout:  # a live view redrew the page under the click (a busy machine): a student clicks again
+        link.click()
+        page.wait_for_url(url)
     page.wait_for_selector(SCRIPT_DONE)
     # the widgets can arrive a moment after the script's end on a busy machine: wait for the value
     page.wait_for_function(

@@ -13,7 +13,8 @@ import torch
 from helpers import TINY_CLI_MODEL, run
 
 from lab.data import load_bundled_corpus
-from lab.nets.models import LMConfig, build_model
+from lab.nets.backends import BACKENDS
+from lab.nets.models import MODEL_FAMILIES, ClassifierConfig, LMConfig, ScanMarkovConfig, build_model
 from lab.server.jobs import TrainingJob
 from lab.training.checkpoints import load_checkpoint
 from lab.training.tasks import LMTask
@@ -53,10 +54,39 @@ def test_a_build_leaves_the_process_generator_as_it_was_and_depends_on_its_seed_
     expected = torch.rand(3)
     torch.manual_seed(123)
     a = build_model(LMConfig(vocab_size=10, **NOISY), seed=5)
-    assert torch.equal(torch.rand(3), expected)  # the caller's next draw is as if nothing were built
+    assert torch.equal(torch.rand(3), expected)  # nothing drawn from the process's generator
     torch.rand(100)  # whatever the process drew before
     b = build_model(LMConfig(vocab_size=10, **NOISY), seed=5)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+CONFIGS = [
+    *(
+        LMConfig(vocab_size=11, embed_dim=6, hidden_size=8, num_layers=2, cell=cell, backend=backend, chrono_tmax=tmax)
+        for backend, cells in BACKENDS.items()
+        for cell in cells
+        for tmax in (None, 40)
+    ),
+    LMConfig(vocab_size=11, embed_dim=6, hidden_size=8, num_layers=3, norm="every"),
+    ClassifierConfig(input_size=3, num_classes=4, hidden_size=8, cell="gru_torch", backend="fused"),
+    ScanMarkovConfig(vocab_size=11, embed_dim=8, gate_hidden=16, decoder_hidden=16, max_positions=4),
+]
+
+
+@pytest.mark.parametrize(
+    "config", CONFIGS, ids=lambda c: f"{c.family}-{getattr(c, 'cell', '')}-{getattr(c, 'backend', '')}"
+)
+def test_a_seeded_build_draws_the_weights_its_constructors_draw_in_a_quiet_process(config):
+    """Every parameter of every family, backend and initialisation: drawn from the run's own generator, the
+    same values as `torch.manual_seed(seed)` then the constructor (the initialisation the cells document)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        quiet = MODEL_FAMILIES[config.family][1](config).state_dict()
+    seeded = build_model(config, seed=5).state_dict()
+    assert seeded.keys() == quiet.keys()
+    assert all(torch.equal(seeded[name], quiet[name]) for name in quiet), config
+    other = build_model(config, seed=6).state_dict()
+    assert not all(torch.equal(other[name], quiet[name]) for name in quiet)
 
 
 def test_a_run_beside_other_runs_and_other_draws_in_the_same_process_gives_its_curve_alone(task):

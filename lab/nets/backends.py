@@ -19,6 +19,7 @@ import torch.nn as nn
 
 from lab.errors import LabError
 from lab.nets.families import CELLS, FAMILIES
+from lab.nets.randomness import initialise
 
 FUSED_MODULES = {f.id: f.fused for f in FAMILIES.values() if f.fused}
 
@@ -35,10 +36,19 @@ class FusedLayer(nn.Module):
         if cell not in FUSED_MODULES:
             raise LabError(f"backend 'fused' supports cells {sorted(FUSED_MODULES)}, not {cell!r}")
         self.cell, self.input_size, self.hidden_size = cell, input_size, hidden_size
+        self.keep_bias, self.chrono_tmax = keep_bias, chrono_tmax
         self.rnn = FUSED_MODULES[cell](input_size, hidden_size, batch_first=True)
         twin = CELLS[cell](input_size, hidden_size, keep_bias, chrono_tmax)
         self.load_reference(twin)
         self.gate_names = twin.gate_names
+
+    def reset_parameters(self, generator=None):
+        """The draws of the constructor, from `generator`: torch.nn's own initialisation (then replaced), the twin's."""
+        initialise(self.rnn, generator)
+        with torch.device("meta"):
+            twin = CELLS[self.cell](self.input_size, self.hidden_size, self.keep_bias, self.chrono_tmax)
+        twin.to_empty(device=self.rnn.weight_ih_l0.device).reset_parameters(generator)
+        self.load_reference(twin)
 
     def load_reference(self, layer):
         """Copy a reference (or fast) layer's weights in (one lab bias -> b_ih, b_hh = 0)."""

@@ -32,6 +32,7 @@ same stacked parameters, the same loop, and the one line where each differs.
 """
 
 import math
+from functools import partial
 
 import torch
 import torch.nn as nn
@@ -89,10 +90,10 @@ class RecurrentLayer(nn.Module):
         self.bias_hh = nn.Parameter(torch.zeros(G * H)) if self.two_biases else None
         self.reset_parameters()
 
-    def reset_parameters(self):
-        _init_blocks(self.weight_ih, self.n_gates, nn.init.xavier_uniform_)
+    def reset_parameters(self, generator=None):
+        _init_blocks(self.weight_ih, self.n_gates, partial(nn.init.xavier_uniform_, generator=generator))
         if self.weight_hh is not None:
-            _init_blocks(self.weight_hh, self.n_gates, nn.init.orthogonal_)
+            _init_blocks(self.weight_hh, self.n_gates, partial(nn.init.orthogonal_, generator=generator))
         with torch.no_grad():
             self.bias.zero_()
             if self.bias_hh is not None:
@@ -146,12 +147,12 @@ class SeedGRULayer(RecurrentLayer):
     n_gates = 3
     gate_names = ("r", "z", "n", "h")
 
-    def reset_parameters(self):
-        super().reset_parameters()
+    def reset_parameters(self, generator=None):
+        super().reset_parameters(generator)
         H = self.hidden_size
         with torch.no_grad():
             if self.chrono_tmax:
-                self.bias[H : 2 * H] = -chrono_bias(H, self.chrono_tmax)
+                self.bias[H : 2 * H] = -chrono_bias(H, self.chrono_tmax, generator)
             else:
                 self.bias[H : 2 * H] = -self.keep_bias
 
@@ -189,12 +190,12 @@ class TorchGRULayer(RecurrentLayer):
     two_biases = True  # b_hn sits inside r * (...), so it cannot merge with b_in
     gate_names = ("r", "z", "n", "h")
 
-    def reset_parameters(self):
-        super().reset_parameters()
+    def reset_parameters(self, generator=None):
+        super().reset_parameters(generator)
         H = self.hidden_size
         with torch.no_grad():
             if self.chrono_tmax:
-                self.bias[H : 2 * H] = chrono_bias(H, self.chrono_tmax)
+                self.bias[H : 2 * H] = chrono_bias(H, self.chrono_tmax, generator)
             else:
                 self.bias[H : 2 * H] = self.keep_bias
 
@@ -233,12 +234,12 @@ class LSTMLayer(RecurrentLayer):
     n_gates = 4
     gate_names = ("i", "f", "g", "o", "c", "h")
 
-    def reset_parameters(self):
-        super().reset_parameters()
+    def reset_parameters(self, generator=None):
+        super().reset_parameters(generator)
         H = self.hidden_size
         with torch.no_grad():
             if self.chrono_tmax:
-                b_f = chrono_bias(H, self.chrono_tmax)
+                b_f = chrono_bias(H, self.chrono_tmax, generator)
                 self.bias[H : 2 * H] = b_f
                 self.bias[:H] = -b_f  # Tallec & Ollivier: b_i = -b_f
             else:
@@ -368,11 +369,11 @@ class MinGRULayer(RecurrentLayer):
     gates_read_state = False
     gate_names = ("z", "n", "h")
 
-    def reset_parameters(self):
-        super().reset_parameters()
+    def reset_parameters(self, generator=None):
+        super().reset_parameters(generator)
         H = self.hidden_size
         with torch.no_grad():
-            self.bias[:H] = -chrono_bias(H, self.chrono_tmax) if self.chrono_tmax else -self.keep_bias
+            self.bias[:H] = -chrono_bias(H, self.chrono_tmax, generator) if self.chrono_tmax else -self.keep_bias
 
     def forward(self, x, state=None, trace=None):
         W_z, W_h = self.weight_ih.chunk(2)  # (H, I) each
@@ -405,11 +406,11 @@ class MinLSTMLayer(RecurrentLayer):
     gates_read_state = False
     gate_names = ("f", "i", "n", "h")
 
-    def reset_parameters(self):
-        super().reset_parameters()
+    def reset_parameters(self, generator=None):
+        super().reset_parameters(generator)
         H = self.hidden_size
         with torch.no_grad():
-            self.bias[:H] = chrono_bias(H, self.chrono_tmax) if self.chrono_tmax else self.keep_bias
+            self.bias[:H] = chrono_bias(H, self.chrono_tmax, generator) if self.chrono_tmax else self.keep_bias
 
     def forward(self, x, state=None, trace=None):
         W_f, W_i, W_h = self.weight_ih.chunk(3)  # (H, I) each

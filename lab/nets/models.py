@@ -34,7 +34,7 @@ from lab.nets.backends import check_cell, default_backend, default_scan_mode, ma
 from lab.nets.cells import SCAN_MODES, RecurrentStack, ScanLayer
 from lab.nets.cost import check_model_size
 from lab.nets.families import CELLS, FAMILIES
-from lab.nets.randomness import Dropout, seeded_build
+from lab.nets.randomness import Dropout, initialise, seeded_build
 from lab.schema import CLASSROOM, Fraction, Names, PageRange, PositiveInt, config, declare
 
 NORMS = ("every", "last")
@@ -232,6 +232,11 @@ class ScanMarkov(nn.Module):
         )
         self.dropout = Dropout(c.dropout)
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
+
+    def reset_parameters(self, generator=None):
+        for child in self.children():
+            initialise(child, generator)
+        nn.init.zeros_(self.out_bias)
 
     def forward(self, idx, targets=None, state=None, trace=None, label_smoothing=0.0):
         h, start = state if state is not None else (None, 0)

@@ -6,29 +6,59 @@ belongs to nobody: whoever draws next changes everyone else's numbers).
     with drawing_from(generator):                dropout masks while a run trains: from the run's generator
         logits = model(x)
 
-Initialisation goes through torch.nn's own initialisers, which draw from the process-wide generator: each build
-seeds it under one lock, inside torch.random.fork_rng, so the caller's state is left as it was, and no build's
-draws interleave with another's. What a model draws while it trains (dropout, DropConnect) comes from the
-generator the run hands `drawing_from` for its thread (lab.training.train), never from the process-wide one.
+A constructor draws its weights from the process-wide generator, which any thread may draw from or reseed at
+any moment. So a seeded build draws nothing there: the model is built on the meta device (shapes only), then
+`initialise` draws every parameter from a generator of the run's own, seeded by `seed`, with the draws the
+constructors make, in their order: the weights equal those of `torch.manual_seed(seed); build()` in a quiet
+process, bit for bit (tests/test_determinism.py). What a model draws while it trains (dropout, DropConnect)
+comes from the generator the run hands `drawing_from` for its thread (lab.training.train).
 """
 
 import contextlib
+import math
 import threading
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-_BUILD_LOCK = threading.Lock()
 _drawing = threading.local()
 
 
 def seeded_build(build, seed):
-    """`build()` (a model's constructor) with torch's generator seeded by `seed`, under one process-wide lock,
-    the generator's state put back afterwards."""
-    with _BUILD_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build()
+    """`build()` (a model's constructor), its parameters drawn from a generator seeded by `seed` alone."""
+    with torch.device("meta"):
+        model = build()
+    model.to_empty(device="cpu")
+    initialise(model, torch.Generator().manual_seed(seed))
+    return model
+
+
+def initialise(module, generator):
+    """Draw `module`'s parameters from `generator` as its constructors draw them from torch's, in the same order:
+    children in the order they were built, each lab module by its own reset_parameters(generator), each of
+    torch's by the initialisation its reset_parameters gives it."""
+    reset = getattr(module, "reset_parameters", None)
+    if isinstance(module, nn.Linear):
+        nn.init.kaiming_uniform_(module.weight, a=math.sqrt(5), generator=generator)
+        if module.bias is not None:
+            bound = 1 / math.sqrt(module.in_features) if module.in_features > 0 else 0
+            nn.init.uniform_(module.bias, -bound, bound, generator=generator)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, generator=generator)
+    elif isinstance(module, nn.RNNBase):
+        bound = 1 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+        for weight in module.parameters():
+            nn.init.uniform_(weight, -bound, bound, generator=generator)
+    elif isinstance(module, nn.LayerNorm):
+        module.reset_parameters()  # ones and zeros: nothing drawn
+    elif reset is not None and type(module).__module__.startswith("lab."):
+        reset(generator=generator)  # covers the module's own parameters and those of its children
+    elif any(True for _ in module.parameters(recurse=False)):
+        raise TypeError(f"{type(module).__name__} has parameters initialise cannot draw")
+    else:
+        for child in module.children():
+            initialise(child, generator)
 
 
 @contextlib.contextmanager

@@ -401,7 +401,8 @@ def _train_in_child(emit, should_stop, model_config, weights, **kwargs):
     -> (trained weights, TrainResult)."""
     from lab.nets.models import build_model
 
-    model = build_model(model_config)
-    model.load_state_dict(weights)
+    with torch.device("meta"):  # shapes only: the weights given replace them, nothing is drawn
+        model = build_model(model_config)
+    model.load_state_dict(weights, assign=True)
     result = train_with_samples(model, emit=emit, should_stop=should_stop, **kwargs)
     return {k: v.cpu() for k, v in model.state_dict().items()}, result
