@@ -6,11 +6,15 @@ same run, which lab.server.shared_runs then trains once for everyone who asks fo
     (run,) = start([(job, "gru-1", folder, room)], owner=key, together="this run", private=False)
     run.events(); run.stop()                       # Stop leaves a shared run; the last to leave stops it
 
+    probe = memory_probe(ProbeConfig(...), owner=key, in_process=True)       # started or joined, the same way
+    study = live_ablation(AblationConfig(...), owner=key, in_process=True)
+
 The command line trains the same way, in the foreground (lab.train_command: build_model(config, seed) and
-lab.training.train.train); the probe and the live ablation are jobs of their experiments (lab.experiments),
-each seeded from its own settings.
+lab.training.train.train; the probe and the ablation: their experiments' own runners, seeded from their settings).
 """
 
+from lab.experiments.ablation import AblationJob
+from lab.experiments.probe import ProbeJob
 from lab.nets.models import build_model
 from lab.server.jobs import TrainingJob
 from lab.server.shared_runs import start_runs
@@ -34,3 +38,18 @@ def start(requests, owner, together="these runs", private=False):
 def is_training_run(job):
     """Whether a session's job is a training run (started or joined), not an ablation or a probe."""
     return isinstance(getattr(job, "job", job), TrainingJob)
+
+
+def memory_probe(config, owner, in_process=False):
+    """The memory probe of these settings (a ProbeConfig), started on this server's budget or joined -> its run."""
+    (run,) = start(
+        [(ProbeJob(config, owner=owner, in_process=in_process), "memory probe", None, None)], owner, "the probe"
+    )
+    return run
+
+
+def live_ablation(config, owner, in_process=False):
+    """The live gate-bias ablation of these settings (an AblationConfig), started or joined -> its run."""
+    job = AblationJob(config, owner=owner, in_process=in_process)
+    (run,) = start([(job, "live ablation", None, None)], owner, "the live ablation")
+    return run

@@ -505,7 +505,7 @@ def test_page_without_results_and_live_run(monkeypatch, tmp_path):
     at.button(key="FormSubmitter:ablation_live_form-Train both arms").click().run()
     assert not at.exception, [e.value for e in at.exception]
     job = at.session_state["ablation_job"]
-    assert isinstance(job, AblationJob) and job.wait(60) == "finished", job.message
+    assert isinstance(job.job, AblationJob) and job.wait(60) == "finished", job.message  # started by lab.runs
     saved = load_results(job.out_dir)  # the live run saves as the command line does, in its own folder
     assert saved == json.loads(json.dumps(job.results)) and saved["command"] == job.command
     assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("baseline", 0), ("ablated", 0)]

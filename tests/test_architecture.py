@@ -109,7 +109,7 @@ MAY_IMPORT = {
     "server": {"base", "data", "nets", "training"},
     "experiments": {"base", "data", "nets", "training", "instruments", "server"},
     "lessons": {"base", "data", "nets", "training", "instruments", "experiments"},
-    "runs": {"base", "data", "nets", "training", "server"},
+    "runs": {"base", "data", "nets", "training", "server", "experiments"},
     "cli": {"base", "data", "nets", "training", "instruments", "server", "experiments", "runs"},
 }
 

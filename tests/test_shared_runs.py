@@ -8,13 +8,16 @@ import pytest
 from helpers import tiny_train_config
 
 from lab.data import load_bundled_corpus
+from lab.experiments.ablation import AblationConfig
+from lab.experiments.probe import ProbeConfig, ProbeJob
 from lab.nets.models import LMConfig, build_model
+from lab.runs import live_ablation, memory_probe
 from lab.server.capacity import Budget
 from lab.server.jobs import TrainingJob
 from lab.server.shared_runs import SharedRuns, experiment_key
 from lab.training.checkpoints import load_checkpoint
 from lab.training.tasks import LMTask
-from ui.train.runs import shared_run_text
+from ui.shared.joined import shared_run_text
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +121,46 @@ def test_the_page_says_in_plain_words_that_a_run_is_shared(classmates, expected)
     run = Run()
     run.classmates = classmates
     assert shared_run_text(run) == expected
+
+
+def probe_settings(seed=0):
+    return ProbeConfig(tasks=("recall",), cells=("gru_torch",), distances=(2,), steps=20, eval_every=10, seed=seed)
+
+
+def ablation_settings(seed=0):
+    return AblationConfig(
+        dataset="digits", size=8, epochs=1, seeds=(seed,), limit_train=16, limit_test=10, batch_size=8, device="cpu"
+    )
+
+
+@pytest.mark.parametrize(
+    ("start_run", "settings"),
+    [(memory_probe, probe_settings), (live_ablation, ablation_settings)],
+    ids=["probe", "ablation"],
+)
+def test_the_probe_and_the_live_ablation_are_started_by_the_runner_and_joined_like_any_run(start_run, settings):
+    first = start_run(settings(), owner="a")
+    second = start_run(settings(), owner="b")
+    other = start_run(settings(seed=1), owner="c")
+    try:
+        assert second.job is first.job and second.joined and first.classmates == 1
+        assert other.job is not first.job and not other.joined
+        assert "same experiment as a classmate" in shared_run_text(second)
+        first.stop()  # leaves: the classmate's run goes on
+        time.sleep(0.3)
+        assert second.job.status != "stopped"
+    finally:
+        for run in (first, second, other):
+            run.stop()
+        for run in (first, other):
+            run.job.wait(60)
+
+
+def test_the_probe_is_a_function_of_its_settings():
+    """Two probes of the same settings (seed included), one after the other: the same results, number for number."""
+    tables = []
+    for owner in ("a", "b"):
+        job = ProbeJob(probe_settings(), owner=owner).start()
+        assert job.wait(120) == "finished", job.message
+        tables.append(job.table[["cell", "distance", "accuracy"]].to_dict("records"))
+    assert tables[0] == tables[1]

@@ -54,22 +54,22 @@ def _fingerprint(value):
 
 def experiment_key(job, private_to=None):
     """What makes two runs the same experiment: the model's config and the run's settings (seed included), the
-    task's data, what the run writes besides (its sampler, its extra), the lab's version; `private_to` (an
-    owner) for a run on a student's own text. None for a continuation of a saved run, which is its student's."""
+    task's data, what the run writes besides (its sampler, its extra), the lab's version; for the probe and the
+    live ablation, their settings (seeds included) and the lab's version; `private_to` (an owner) for a run on a
+    student's own text. None for a continuation of a saved run, which is its student's."""
     if getattr(job, "resume", None) is not None:
         return None
-    sampler = getattr(job, "sampler", None)
-    parts = {
-        "kind": type(job).__name__,
-        "model": dataclasses.asdict(job.model.config) | {"family": job.model.config.family},
-        "settings": dataclasses.asdict(job.config),
-        "task": {"kind": type(job.task).__name__, **_fingerprint(job.task)},
-        "sampler": None if sampler is None else repr(getattr(sampler, "args", ())[2:]),
-        "extra": getattr(job, "extra", None),
-        "resumable": getattr(job, "resumable", False),
-        "lab": lab.__version__,
-        "private": private_to,
-    }
+    parts = {"kind": type(job).__name__, "settings": dataclasses.asdict(job.config), "lab": lab.__version__}
+    parts["private"] = private_to
+    if hasattr(job, "model"):  # a training run; an experiment's job (the probe, the live ablation) is its settings
+        sampler = getattr(job, "sampler", None)
+        parts |= {
+            "model": dataclasses.asdict(job.model.config) | {"family": job.model.config.family},
+            "task": {"kind": type(job.task).__name__, **_fingerprint(job.task)},
+            "sampler": None if sampler is None else repr(getattr(sampler, "args", ())[2:]),
+            "extra": getattr(job, "extra", None),
+            "resumable": getattr(job, "resumable", False),
+        }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
 

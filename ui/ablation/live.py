@@ -1,13 +1,15 @@
-"""The Ablation page's last section: a short live run of both arms (lab.experiments.ablation.AblationJob,
-the same runner as the command line), on this server's training budget, polled while it trains."""
+"""The Ablation page's last section: a short live run of both arms (lab.runs.live_ablation: the ablation's
+runner, as on the command line), on this server's training budget, polled while it trains."""
 
 import pandas as pd
 import streamlit as st
 
-from lab.experiments.ablation import AblationConfig, AblationJob
+from lab.experiments.ablation import AblationConfig
+from lab.runs import live_ablation
 from lab.words import count
 from ui.ablation.views import show_answer, show_details, show_gate_statistics, show_loss
 from ui.shared.boundary import fragment
+from ui.shared.joined import shared_run_text
 from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.plain_text import said, user_errors
 from ui.shared.sessions import register_job, session_key, train_in_process, watching_sessions
@@ -63,9 +65,8 @@ def run_it_yourself():
                 limit_test=int(n_test),
                 gate_batch=8,
             )
-            job = AblationJob(
-                config, owner=session_key(), in_process=train_in_process()
-            ).start()  # a CapacityError is shown by user_errors
+            # started, or a classmate's of the same settings joined; a CapacityError is shown by user_errors
+            job = live_ablation(config, owner=session_key(), in_process=train_in_process())
             register_job(job)
             st.session_state["ablation_job"] = job
 
@@ -96,6 +97,9 @@ def live_view():
         + (f" ({said(job.message)})" if job.message else "")
         + (f" · {count(len(steps), 'step')}" + (" so far" if job.running else "") if len(steps) else "")
     )
+    shared = shared_run_text(job)
+    if shared:
+        st.caption(shared)
     if job.running:
         if len(steps):
             show_loss(steps, "Live training loss", "ablation_live_loss")

@@ -7,12 +7,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lab.experiments.probe import TOY_TASKS, ProbeConfig, ProbeJob, results_table
+from lab.experiments.probe import TOY_TASKS, ProbeConfig, results_table
 from lab.nets.families import CELLS
+from lab.runs import memory_probe
 from lab.training.checkpoints import BUNDLED_DIR
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
 from ui.shared.boundary import fragment
+from ui.shared.joined import shared_run_text
 from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import said, user_errors
@@ -114,8 +116,9 @@ def probe_runner(mirror):
                 steps=probe_steps,
                 give_up_after=0,
             )
-            # through the server's budget queue and step turns, where every training run trains
-            job = ProbeJob(config, owner=session_key(), in_process=train_in_process()).start()
+            # through the server's budget queue and step turns, where every training run trains; a classmate's
+            # probe of the same settings is joined, not computed again
+            job = memory_probe(config, owner=session_key(), in_process=train_in_process())
             register_job(job)
             st.session_state.memory_probe_job = job
             st.rerun()  # the whole page: this part now reruns every second, until the probe ends
@@ -136,6 +139,9 @@ def probe_runner(mirror):
 
 def show_progress(job):
     config = job.config
+    shared = shared_run_text(job)
+    if shared:
+        st.caption(shared)
     steps = [e for e in job.events() if e["type"] == "step"]
     if job.status == "queued":
         st.progress(0.0, text=f"Waiting for the server: {count(job.queue_position, 'run')} ahead of this probe.")

@@ -27,6 +27,7 @@ from ui.cell_labels import cell_label
 from ui.shared.board import post_to_board
 from ui.shared.checkpoint_picker import yours
 from ui.shared.common import parameter_count
+from ui.shared.joined import shared_run_text
 from ui.shared.model_names import config_title, model_title, run_title
 from ui.shared.plain_text import plain, preformatted, said, user_errors
 from ui.shared.sessions import register_job, room_check, session_jobs, session_key, train_in_process, user_dir
@@ -264,22 +265,6 @@ def session_logs():
             )
         logs.append(logs_by_id[id(job)].update())
     return logs
-
-
-def shared_run_text(run):
-    """In plain words, when a run is shared with classmates who asked for the same settings and seed, or was
-    trained before this student asked for it; "" for a run of one's own."""
-    others = getattr(run, "classmates", 0)
-    parts = []
-    if others:
-        classmates = "a classmate" if others == 1 else f"{others} classmates"
-        parts.append(f"The same experiment as {classmates}: trained once, shown to each")
-    elif getattr(run, "joined", False):
-        parts.append("The same experiment as a classmate's earlier run: trained once, shown to each")
-    if getattr(run, "joined_ended", False) and run.trained_at is not None:
-        when = time.strftime("%H:%M", time.localtime(run.trained_at))
-        parts.append(f"trained at {when}, so shown whole at once" if parts else f"Trained at {when}, shown whole")
-    return "; ".join(parts) + ("." if parts else "")
 
 
 def starting_text(job, now=None):
