@@ -55,6 +55,22 @@ def test_runs_are_admitted_beside_the_kept_models_never_on_their_memory():
     assert run.admitted
 
 
+def test_models_no_page_has_used_for_a_while_make_way_for_runs_waiting_for_room():
+    """A class presses Start beside Sample pages opened earlier: the idle kept models go, the one in use stays."""
+    budget = Budget(100, owner_share=1.0)
+    models = KeptModels(budget, 50)
+    budget.add_yielder(lambda mb: models.yield_room(mb, idle_seconds=60))
+    dropped = []
+    for name in ("idle", "in use"):
+        models.keep(name, 25, name)
+        models.kept(name, name, lambda name=name: dropped.append(name) or models.released(name))
+    models._entries["idle"].used_at -= 61  # no page has asked for it for a minute
+    run = budget.request(60, "student", "a run")
+    assert run.admitted and dropped == ["idle"] and budget.snapshot()[0] == 85  # 25 kept + 60 training
+    waiting = budget.request(30, "another", "a run")
+    assert not waiting.admitted and dropped == ["idle"]  # the model in use stays: this run waits for room
+
+
 def test_the_servers_own_charges_count_against_no_sessions_share():
     """The training process and the kept models are held by nobody: a job of nobody's (the command line's, a
     test's) is bounded by the share and the capacity, not by the server's own charges."""

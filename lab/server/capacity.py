@@ -24,6 +24,7 @@ import collections
 import functools
 import os
 import threading
+import time
 
 from lab.errors import LabError
 from lab.settings import server_settings
@@ -74,6 +75,12 @@ class Budget:
         self.capacity, self.owner_share, self.owner_jobs = float(capacity), float(owner_share), owner_jobs
         self._changed = threading.Condition()
         self._queue, self._running = [], []
+        self._yielders = []  # yield_room(mb) of each cache charged here (KeptModels): it gives way to runs
+
+    def add_yielder(self, yield_room):
+        """`yield_room(mb)`: a cache charged to this budget frees up to `mb` of what it holds idle, when runs
+        wait for room (called outside the budget's lock)."""
+        self._yielders.append(yield_room)
 
     @property
     def owner_limit(self):
@@ -109,6 +116,10 @@ class Budget:
                 )
             self._queue.extend(tickets)
             self._admit()
+            short = self._used() + sum(t.cost for t in self._queue) - self.capacity
+        if short > 0:  # runs wait: the caches' idle models make way (reloaded, if asked for again, in a second)
+            for yield_room in self._yielders:
+                yield_room(short)
         return tickets
 
     def hold(self, cost, what):
@@ -227,6 +238,9 @@ def server_budget():
 
 
 KEPT_MODELS_SHARE = 0.25  # the part of the budget the models kept loaded for the pages may hold together
+# a kept model no page has used for this long makes way for runs waiting for room (a class pressing Start beside
+# Sample pages it opened earlier); one in use stays, so that no page reloads its model between two redraws
+KEPT_IDLE_SECONDS = 30.0
 
 
 class _Kept:
@@ -236,6 +250,7 @@ class _Kept:
         self.key, self.cost, self.what = key, cost, what
         self.value, self.drop, self.copies = None, None, {}
         self.lock = threading.Lock()  # one copy of each name made at a time
+        self.used_at = time.monotonic()
 
 
 class KeptModels:
@@ -306,6 +321,22 @@ class KeptModels:
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
+                self._entries[key].used_at = time.monotonic()
+
+    def yield_room(self, mb, idle_seconds=KEPT_IDLE_SECONDS):
+        """Runs wait for `mb` of the budget: drop the least recently used models no page has used for
+        `idle_seconds`, until `mb` is freed or none is left (Budget.add_yielder)."""
+        dropped, now = [], time.monotonic()
+        with self._lock:
+            for entry in list(self._entries.values()):
+                if mb <= 0 or now - entry.used_at < idle_seconds:
+                    break  # least recently used first: the rest were used later still
+                if entry.drop is not None:
+                    self._forget(entry.key)
+                    dropped.append(entry.drop)
+                    mb -= entry.cost
+            self._recharge()
+        self._drop(dropped)
 
     def copy(self, key, name, make):
         """A copy of the kept model `key`, `make() -> (copy, its MB)`, made once and kept with it (dropped when
@@ -372,7 +403,9 @@ class KeptModels:
 def kept_models():
     """The models this process keeps loaded for its pages, charged to `server_budget()`."""
     budget = server_budget()
-    return KeptModels(budget, budget.capacity * KEPT_MODELS_SHARE)
+    models = KeptModels(budget, budget.capacity * KEPT_MODELS_SHARE)
+    budget.add_yielder(models.yield_room)
+    return models
 
 
 class StepTurns:
