@@ -141,8 +141,11 @@ class ServerSettings(BaseSettings):
         "one session's quota, counted as on disk (a checkpoint's two names once); a save over it is refused, "
         "and the student deletes some of theirs on the Checkpoints page",
     )
+    # 1,536: the training process (420) and a class's eleven distinct default-sized runs at once; measured on 2
+    # cores with thirty students, 1.6 GB at the peak, within Community Cloud's 2.7 GB (BENCHMARKS.md, "A class of
+    # 30 on two cores"); at 1,024 the eleventh waited a whole run for room
     training_budget_mb: float = _number(
-        1024.0, 1, 10**7, "the server's training budget, in MB of estimated training memory"
+        1536.0, 1, 10**7, "the server's training budget, in MB of estimated training memory"
     )
     session_share: float = _number(0.5, 0, 1, "the part of the budget one session may hold at a time", above=True)
     session_runs: int = _number(8, 1, 1000, "the runs one session may have training or waiting at once")

@@ -5,20 +5,14 @@ minutes (benchmarks.class_scenarios, lesson 10 pressed by 30); every live view o
 # all watching students' live charts together redraw about this often a second, so that a class leaves most of
 # the server's one interpreter to the pages: a redraw took ~70 ms of it (benchmarks/class_of_30.py, 30 watching)
 CLASS_REDRAWS_PER_SECOND = 3.0
-# a view waiting for its run's first point draws no chart (a line of text): twice as many of those fit the share,
-# and none waits longer than FIRST_POINT_SECONDS, so that a class's first points show within seconds of coming
-FIRST_POINT_REDRAWS_PER_SECOND = 2 * CLASS_REDRAWS_PER_SECOND
 REFRESH_STEPS = (2.0, 5.0, 10.0, 20.0, 30.0)  # few steps: each slowing of a student's chart redraws their page
-FIRST_POINT_SECONDS = REFRESH_STEPS[1]
 
 
 def live_refresh_seconds(watching, waiting_for_first_point):
-    """How often a student's live view redraws: as often as CLASS_REDRAWS_PER_SECOND shared by the `watching`
-    sessions (those with a run training or waiting in the queue) allows, every 2 s for six of them, 10 s for
-    thirty; while one of their runs trains toward its first point, as FIRST_POINT_REDRAWS_PER_SECOND allows,
-    every 5 s at most (thirty pressing Start at once: every 5 s, 6 redraws a second, not 15)."""
+    """How often a student's live view redraws: every 2 s while one of their runs trains toward its first
+    point, else as often as CLASS_REDRAWS_PER_SECOND shared by the `watching` sessions (those with a run
+    training or waiting in the queue) allows: every 2 s for six of them, 10 s for thirty."""
     if waiting_for_first_point:
-        share = watching / FIRST_POINT_REDRAWS_PER_SECOND
-        return next(step for step in REFRESH_STEPS if step >= min(share, FIRST_POINT_SECONDS))
+        return REFRESH_STEPS[0]
     share = watching / CLASS_REDRAWS_PER_SECOND
     return next((step for step in REFRESH_STEPS if step >= share), REFRESH_STEPS[-1])
