@@ -24,11 +24,14 @@ memory is the largest sum of the proportional set sizes of the server and its tr
 
 With `--json` a last line holds one object for the scenario (`--scenario all`: one line per scenario): first_point_s
 and verdict_s ({"median", "max"}, None where no student saw it), runs_asked, runs_computed,
-answer_vs_idle_max, peak_memory_mb.
+answer_vs_idle_max, peak_memory_mb, and forecast_vs_outcome: what the memory race forecast before Start against what
+then happened ({pace, call}: benchmarks.class_scenarios.forecasts_against_outcomes; 1 is exact, within 0.5-2 the
+issue's 2×).
 """
 
 import argparse
 import json
+import re
 import statistics
 import tempfile
 import threading
@@ -76,6 +79,39 @@ SCENARIOS = {
 }
 
 
+# what the memory race says before Start (lab.experiments.memory_race.forecast), and what then happens
+FORECASTS = {
+    "steps_forecast": r"should take about ([\d,]+) steps? in (\d+) s",  # to the student who starts it
+    "call_forecast": r"should be called in about (\d+) s",  # to a student who joins it
+    "steps_taken": r"Steps taken: ([^.]*)\.",
+}
+
+
+def number(text):
+    return int(text.replace(",", ""))
+
+
+def forecasts_against_outcomes(pressed):
+    """{pace: the runners' steps a second as the page last showed them / the pace forecast to the first student
+    who was given one; call: the largest verdict time / the call time forecast, over the students who joined}
+    (None where the page did not say)."""
+    figures = {"pace": None, "call": None}
+    for student, at in pressed:
+        if "steps_forecast" in student.said and "steps_taken" in student.said:
+            (steps, seconds), _ = student.said["steps_forecast"]
+            (taken,), when = student.said["steps_taken"]
+            pace = statistics.median(number(n) for n in re.findall(r"\d[\d,]*", taken)) / (when - at)
+            figures["pace"] = round(pace / (number(steps) / number(seconds)), 2)
+            break
+    calls = [
+        (student.seen["verdict"] - at) / max(number(student.said["call_forecast"][0][0]), 1)
+        for student, at in pressed
+        if "call_forecast" in student.said and "verdict" in student.seen
+    ]
+    figures["call"] = round(max(calls), 2) if calls else None
+    return figures
+
+
 class PeakMemory:
     """The largest sum of PSS of a process and its children, sampled every `interval` s in a thread."""
 
@@ -108,7 +144,7 @@ def press(server, user_dir, scenario, n, delay):
     if scenario.changed_every and n % scenario.changed_every == 0:
         query = "&".join(filter(None, [query, f"hidden={200 + n}"]))
     student = ScriptedStudent(server.url, scenario.page, query, {SPACE_COOKIE: new_space_key(user_dir)})
-    student.watch_for(first=scenario.first, verdict=scenario.verdict)
+    student.watch_for(first=scenario.first, verdict=scenario.verdict, **FORECASTS)
     pressed = time.monotonic()
     try:
         student.open(timeout=TIMEOUT_S)
@@ -160,6 +196,7 @@ def run(name, students, spread_s, wait_s, app=ROOT):
         "runs_computed": len(first_steps(log)),
         "answer_vs_idle_max": round(max(busy[view] / idle[view] for view in idle), 2),
         "peak_memory_mb": round(peak),
+        "forecast_vs_outcome": forecasts_against_outcomes(pressed),
         "errors": sorted({error for s, _ in pressed for error in s.errors}),
     }
 

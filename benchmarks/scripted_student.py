@@ -46,6 +46,7 @@ class ScriptedStudent:
         self.ends, self.errors = [], []  # errors: the exceptions and error boxes the page drew
         self.page_hash = ""  # the page's script hash, as the server named it: what a browser sends back
         self.watched, self.seen = {}, {}  # name -> a compiled pattern; name -> when a text first matched it
+        self.said = {}  # name -> (the groups of the latest text that matched it, when): figures the page gave
         self._socket, self._thread, self._closed = None, None, threading.Event()
         self._exits = contextlib.ExitStack()  # the connection's
 
@@ -138,8 +139,10 @@ class ScriptedStudent:
             return
         body = getattr(getattr(element, element_type), text).replace("\\", "")  # as drawn: Markdown's escapes gone
         for name, pattern in self.watched.items():
-            if name not in self.seen and pattern.search(body):
-                self.seen[name] = time.monotonic()
+            match = pattern.search(body)
+            if match:
+                self.seen.setdefault(name, time.monotonic())
+                self.said[name] = (match.groups(), time.monotonic())
 
     def _answer_timers(self):
         lower_this_thread()  # as a class's browsers run on laptops of their own, not beside the server
