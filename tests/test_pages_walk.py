@@ -223,7 +223,7 @@ def live_run(at, size, n_train, n_test, epochs, batch, seeds):
         at.number_input(key=f"ablation_{key}").set_value(value)
     without_errors(at.button(key="FormSubmitter:ablation_live_form-Train both arms").click().run())
     job = at.session_state["ablation_job"]
-    assert isinstance(job, AblationJob) and job.wait(600) == "finished", job.message
+    assert isinstance(job.job, AblationJob) and job.wait(600) == "finished", job.message
     return without_errors(at.run())
 
 
