@@ -91,17 +91,23 @@ def number(text):
     return int(text.replace(",", ""))
 
 
-def forecasts_against_outcomes(pressed):
+def forecasts_against_outcomes(pressed, seconds=60):
     """{pace: the runners' steps a second as the page last showed them / the pace forecast to the first student
-    who was given one; call: the largest verdict time / the call time forecast, over the students who joined}
-    (None where the page did not say)."""
+    (the page says it only when too few to call the race; else, what it computed on this quiet server, its
+    training process alone: lab.experiments.memory_race.forecast); call: the largest verdict time / the call time
+    forecast, over the students who joined (None where the page did not say)}."""
+    from lab.experiments.memory_race import forecast
+    from lab.server.capacity import step_lanes
+
     figures = {"pace": None, "call": None}
     for student, at in pressed:
-        if "steps_forecast" in student.said and "steps_taken" in student.said:
-            (steps, seconds), _ = student.said["steps_forecast"]
+        if "steps_taken" in student.said:
+            steps, said_seconds = student.said.get("steps_forecast", ((None, None), None))[0]
+            quiet = forecast(seconds, 0, step_lanes()).steps_each / seconds
+            forecast_pace = number(steps) / number(said_seconds) if steps else quiet
             (taken,), when = student.said["steps_taken"]
             pace = statistics.median(number(n) for n in re.findall(r"\d[\d,]*", taken)) / (when - at)
-            figures["pace"] = round(pace / (number(steps) / number(seconds)), 2)
+            figures["pace"] = round(pace / forecast_pace, 2)
             break
     calls = [
         (student.seen["verdict"] - at) / max(number(student.said["call_forecast"][0][0]), 1)
