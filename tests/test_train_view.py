@@ -152,3 +152,26 @@ def test_the_races_are_described_by_the_cells_they_run():
 
     assert racers(RACE_CELLS) == "a vanilla RNN, a GRU (z keeps), an LSTM and a selective scan"
     assert all(cell_label(cell) in racers(TOY_CELLS) for cell in TOY_CELLS) and "minGRU" in racers(TOY_CELLS)
+
+
+def test_students_watching_the_same_run_to_the_same_point_share_one_figure():
+    """A class watching one shared run: each page's RunLog reads the same job, and the chart is made once."""
+    events = [{"type": "step", "step": s, "elapsed": s, "train_loss": 3.0} for s in range(1, 4)]
+    job = FakeJob(events, 1.0)
+
+    def page_log(title="GRU · 256 units"):  # each student's page keeps a RunLog of its own
+        return RunLog(job, "gru", 274_451, "gru_torch", "char", 83, title=title).update()
+
+    first = tv.shared_race_figure([page_log()], "elapsed", (), 60)
+    assert tv.shared_race_figure([page_log()], "elapsed", (), 60) is first
+    assert first.to_json() == tv.race_figure([page_log()], "elapsed", (), 60).to_json()  # what race_figure draws
+    assert tv.shared_race_figure([page_log(title="my GRU")], "elapsed", (), 60) is not first  # another name
+    assert tv.shared_race_figure([page_log()], "step", (), 60) is not first
+    job._events.append({"type": "step", "step": 4, "elapsed": 4, "train_loss": 2.9})  # a new point: a new figure
+    later = tv.shared_race_figure([page_log()], "elapsed", (), 60)
+    assert later is not first and len(later.data[0].x) == 4
+    other = FakeJob(list(events), 1.0)  # another run with the same points is drawn apart
+    assert (
+        tv.shared_race_figure([RunLog(other, "gru", 274_451, "gru_torch", "char", 83).update()], "elapsed", (), 60)
+        is not later
+    )

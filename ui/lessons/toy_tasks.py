@@ -16,6 +16,7 @@ from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import preformatted, said, user_errors
 from ui.shared.sessions import register_job, session_key, train_in_process, watching_sessions
+from ui.shared.shared_figures import run_key, shared_figure
 from ui.shared.toy_results import RESULTS, live_rows, shipped_results
 
 DISTANCES = list(ProbeConfig.distances)
@@ -45,9 +46,13 @@ def live_view(results, task, distance):
         return
     ran = st.session_state.lessons_toy_for
     live = live_rows(jobs, *ran)
-    st.plotly_chart(
-        probe_figure(results, live if ran == (task, distance) else None, marked=distance), key="lessons_toy_chart"
+    # the class's identical runs are shared (lab.runs): one figure for every page at the same points
+    read = tuple((cell, run_key(job), len(job.events())) for cell, job in jobs.items())
+    figure = shared_figure(
+        ("toy lesson", task, distance, ran, len(results), read),
+        lambda: probe_figure(results, live if ran == (task, distance) else None, marked=distance),
     )
+    st.plotly_chart(figure, key="lessons_toy_chart")
     if ran != (task, distance):
         st.info(
             f"The live run below trained {TOY_TASKS[ran[0]].in_a_sentence} at k = {ran[1]}: press Train to "

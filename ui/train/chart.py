@@ -15,6 +15,7 @@ from lab.words import count
 from ui.cell_labels import cell_colour
 from ui.shared.chart_style import WHITE
 from ui.shared.model_names import bundled_title
+from ui.shared.shared_figures import run_key, shared_figure
 
 
 def _thin(xs, *series, max_points=400):
@@ -51,6 +52,15 @@ def legend_entry(name, log):
     steps = log.last_step["step"] if log.last_step else 0
     size = f" · {short_count(log.params)} parameters" if log.params else ""
     return f"{name}{size} · {count(steps, 'step')}"
+
+
+def shared_race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):
+    """race_figure, made once for every page showing the same runs read to the same point with the same names
+    (a class watching one shared run: one figure a redraw, not thirty)."""
+    names = legend_names(logs)
+    runs = tuple((run_key(log.job), log.cursor, legend_entry(name, log), log.cell) for log, name in zip(logs, names))
+    key = ("race", x_axis, tuple(anchors), x_span, runs)
+    return shared_figure(key, lambda: race_figure(logs, x_axis, anchors, x_span))
 
 
 def race_figure(logs, x_axis="elapsed", anchors=(), x_span=60):

@@ -55,7 +55,7 @@ def live_view(auto, x_axis, refresh, values, task, corpus_label):
     figure, caption, long_curves = long_race_chart()
     live_column, long_column = st.columns([3, 2])
     with live_column:
-        st.plotly_chart(chart.race_figure(logs, x_axis, anchors, x_span), key="train_chart", width="stretch")
+        st.plotly_chart(chart.shared_race_figure(logs, x_axis, anchors, x_span), key="train_chart", width="stretch")
         verdict = chart.live_verdict(logs, x_axis, long_curves)
         if logs:
             st.caption(

@@ -31,6 +31,7 @@ from ui.shared.chart_style import WHITE
 from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import plain, said
 from ui.shared.sessions import register_job, session_key, train_in_process
+from ui.shared.shared_figures import run_key, shared_figure
 from ui.shared.toy_results import RESULTS, live_rows, shipped_results
 from ui.train.chart import CHART_HEIGHT
 
@@ -129,16 +130,23 @@ def view(x_axis):
     ends = shipped_ends(rows, chance)
     verdict = memory_verdict(curves, chance, x_axis, DISTANCE, ends)
     steps = {cell: _steps(job) for cell, job in jobs.items()}
+    read = tuple((cell, run_key(job), len(job.events())) for cell, job in jobs.items())
     race_column, long_column = st.columns([3, 2])
     with race_column:
-        st.plotly_chart(accuracy_figure(curves, chance, x_axis), key="train_memory_chart", width="stretch")
+        figure = shared_figure(  # the class's identical races are shared (lab.runs): one figure for every page
+            ("memory race", x_axis, chance, read), lambda: accuracy_figure(curves, chance, x_axis)
+        )
+        st.plotly_chart(figure, key="train_memory_chart", width="stretch")
         st.caption(
             f"**{plain(verdict)}** Steps taken: "
             + ", ".join(f"the {cell_label(cell)} {n:,}" for cell, n in steps.items())
             + ". Each point: the share of 256 fresh sequences answered right."
         )
     with long_column:
-        st.plotly_chart(probe_figure(rows, live_rows(jobs, TASK, DISTANCE)), key="train_memory_long", width="stretch")
+        figure = shared_figure(
+            ("memory race, longer runs", read), lambda: probe_figure(rows, live_rows(jobs, TASK, DISTANCE))
+        )
+        st.plotly_chart(figure, key="train_memory_long", width="stretch")
         st.caption(
             f"**The lab's longer runs** of the same task at every distance k (lines), and your runners at k = "
             f"{DISTANCE} (diamonds)." + (f" {long_runs_sentence(ends, chance)}" if ends else "")
