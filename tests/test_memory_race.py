@@ -201,15 +201,15 @@ def test_the_forecast_says_a_quiet_server_can_call_the_race_and_a_busy_one_canno
     quiet = forecast(60, runs_training=0, lanes=1)
     assert quiet.steps_each == pytest.approx(LANE_STEPS_PER_SECOND * 60 / len(TOY_CELLS), abs=1) and quiet.enough
     assert quiet.sentence.startswith("The memory race: each runner should take about")
-    busy = forecast(60, runs_training=12, lanes=1)
-    busy_each = LANE_STEPS_PER_SECOND * 60 / (12 + len(TOY_CELLS))
+    busy = forecast(60, runs_training=24, lanes=1)
+    busy_each = LANE_STEPS_PER_SECOND * 60 / (24 + len(TOY_CELLS))
     assert busy.steps_each == pytest.approx(busy_each, abs=1) and busy.steps_each < STEPS_TO_CALL and not busy.enough
     assert (
-        busy.sentence.startswith("Too busy to call the memory race in 60 s") and "12 runs training now" in busy.sentence
+        busy.sentence.startswith("Too busy to call the memory race in 60 s") and "24 runs training now" in busy.sentence
     )
     longer = int(busy.sentence.split("Give it about ")[1].split(" s")[0])
-    assert forecast(longer, runs_training=12, lanes=1).enough  # the time it suggests is enough
-    assert forecast(60, runs_training=12, lanes=4).steps_each == pytest.approx(4 * busy.steps_each, abs=4)  # more lanes
+    assert forecast(longer, runs_training=24, lanes=1).enough  # the time it suggests is enough
+    assert forecast(60, runs_training=24, lanes=4).steps_each == pytest.approx(4 * busy.steps_each, abs=4)  # more lanes
     assert forecast(60, 0, lanes=8).steps_each == LANE_STEPS_PER_SECOND * 60  # a runner never beats a lane alone
     loaded = forecast(60, runs_training=0, lanes=1, share=0.2)  # other programs keep the cores busy
     assert loaded.steps_each == pytest.approx(quiet.steps_each / 5, abs=1) and not loaded.enough

@@ -33,9 +33,10 @@ MEMORY_RACE = ("recall", 20)  # task and distance k: the gated cells solve it, t
 # tried and the LSTM 35-58%, while the RNN and the scan stayed at chance
 STEPS_TO_CALL = 400
 # steps per second one training lane (a training process, its runs taking turns step by step) gives a race's
-# runners on recall at k = 20, all of them together, on two quiet cores (benchmarks/memory_race.py: 85 with two
-# races at once); other work on the cores takes its share first (lab.server.capacity.lane_share)
-LANE_STEPS_PER_SECOND = 80
+# runners on recall at k = 20, all of them together, on two cores: 146 for one student, 245 through a race
+# thirty students pressed (benchmarks.class_scenarios, forecast_vs_outcome, 2026-12-07, once the class's charts
+# were made once); other work on the cores takes its share first (lab.server.capacity.lane_share)
+LANE_STEPS_PER_SECOND = 160
 EVAL_EVERY = 25  # steps between accuracy points on the chart
 EVAL_SEQUENCES = 256  # fresh sequences each accuracy is measured on (±3 points)
 
