@@ -115,12 +115,13 @@ class Plateau:
     best_step: int = 0
     since_best: int = 0
 
-    def update(self, value, step):
-        """True when `value` is a new best."""
+    def update(self, value, step, counted=True):
+        """True when `value` is a new best; one more evaluation without one, unless not `counted` (those of a
+        fresh optimizer's warm-up, which lifts the loss for a while: a continuation is not on a plateau then)."""
         if value < self.best:
             self.best, self.best_step, self.since_best = value, step, 0
             return True
-        self.since_best += 1
+        self.since_best += counted
         return False
 
     @property
@@ -178,7 +179,8 @@ def train_until_plateau(
     def on_event(event):
         nonlocal best_weights, chunk_steps
         chunk_steps += event["type"] == "step"
-        if event["type"] == "eval" and plateau.update(event["val_nats_per_char"], event["step"]):
+        warming = state is not None and event["step"] <= state.optimizer_start + train_config.warmup_steps
+        if event["type"] == "eval" and plateau.update(event["val_nats_per_char"], event["step"], not warming):
             best_weights = _cpu_state(model.state_dict())
             atomic_write_bytes(best_path, checkpoint_bytes(model, task.tokenizer, {"history": [event]}, name))
         if event["type"] == "eval":

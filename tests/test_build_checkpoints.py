@@ -182,6 +182,43 @@ def test_a_build_continued_from_weights_warms_up_then_resumes_the_recipes_cosine
     assert rates[0] < rates[1] < rates[2] and rates[3] < rates[2]  # up through the warm-up, then the cosine down
 
 
+@pytest.mark.parametrize(("warmup", "steps", "reason"), [(9, 15, "finished"), (0, 12, "early stopping")])
+def test_a_continuations_warm_up_does_not_count_as_a_plateau(task, tmp_path, monkeypatch, warmup, steps, reason):
+    """Issue 52: Scribe-γ's continuation stopped early at step 4,500 because its fresh optimizer's warm-up lifted the
+    loss for ten evaluations. Here every evaluation is worse than the first: with patience 1 a build stops at the
+    second one, unless it falls in the warm-up."""
+    first, _ = build.train_until_plateau("first", tiny(task), config(max_steps=6), task, tmp_path / "first")
+    init = tmp_path / "first.safetensors"
+    init.write_bytes(checkpoint_bytes(first, task.tokenizer))
+    real_train = build.train
+
+    def worsening(model, task_, train_config, on_event, *args):
+        def worse(event):
+            on_event({**event, "val_nats_per_char": 10.0 + event["step"]} if event["type"] == "eval" else event)
+
+        return real_train(model, task_, train_config, worse, *args)
+
+    monkeypatch.setattr(build, "train", worsening)
+    _, metrics = build.train_until_plateau(
+        "continued",
+        tiny(task),
+        config(max_steps=15, warmup_steps=warmup),
+        task,
+        tmp_path / "c",
+        1,
+        init=init,
+        continue_at=6,
+    )
+    assert (metrics["steps"], metrics["reason"]) == (steps, reason)
+
+
+def test_plateau_leaves_uncounted_evaluations_out_of_its_patience():
+    plateau = build.Plateau(patience=1)
+    assert plateau.update(2.0, 10) and not plateau.update(2.5, 20, counted=False) and not plateau.reached
+    assert plateau.update(1.9, 30, counted=False) and plateau.best_step == 30  # a new best is a new best
+    assert not plateau.update(2.0, 40) and plateau.reached
+
+
 def test_the_optimizers_start_is_saved_so_a_resumed_warm_up_goes_on_where_it_was(task):
     model = build_model(tiny(task))
     result = train(model, task, config(max_steps=8, warmup_steps=4), resume=TrainingState.from_weights_at(5, 0))
