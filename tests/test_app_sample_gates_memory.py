@@ -604,11 +604,13 @@ def test_the_servers_warm_up_computes_what_the_sample_and_gates_pages_first_show
     import ui.shared.cached_calls
 
     join_warm_up()  # one a page's heartbeat started: its calls are not these
-    calls = count_calls(monkeypatch, ("generate", "trace_text"))
+    calls = count_calls(monkeypatch, ("generate", "trace_text", "TypingReader"))
     ui.shared.cached_calls.cached_trace.clear()
-    st.cache_data.clear()  # the samples, the units' correlations, the passage's units
+    st.cache_data.clear()  # the units' correlations, the passage's units
+    for cached in ("_generation", "_generation_html", "cached_reading"):  # the samples, the typed text's reading
+        getattr(ui.shared.cached_calls, cached).clear()
     ui.app.warm_up.sample_page_defaults()
-    assert calls == ["generate"] * 5, calls  # four columns and the stateless sample
+    assert calls == ["generate"] * 5 + ["TypingReader"], calls  # four columns, the stateless sample, the typed text
     ui.app.warm_up.gates_page_defaults()
     assert calls.count("trace_text") == 2, calls  # the example text and the longer passage
     calls.clear()

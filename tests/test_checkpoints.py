@@ -170,6 +170,21 @@ def test_saving_three_times_makes_versions_and_latest(valid, char_tokenizer, tmp
     )
 
 
+def test_a_files_header_is_read_once_per_version_and_a_new_save_is_read_anew(valid, char_tokenizer, tmp_path):
+    """Every page lists the models on every visit: a file's header is read once per version of it, and the name a
+    save replaces (name_latest) gives the new save's header at once."""
+    model, _ = valid
+    save_checkpoint(tmp_path, "run", model, char_tokenizer, {"steps": 1})
+    latest = tmp_path / "run_latest.safetensors"
+    first = read_info(latest)
+    assert read_info(latest) is first and first.metrics == {"steps": 1}
+    save_checkpoint(tmp_path, "run", model, char_tokenizer, {"steps": 2})
+    assert read_info(latest).metrics == {"steps": 2} and read_info(latest).version == 2
+    latest.unlink()
+    with pytest.raises(CheckpointError, match="run_latest"):
+        read_info(latest)
+
+
 # ---------------------------------------------------------------------------
 # atomic save: a writer killed mid-save leaves the previous checkpoint intact
 

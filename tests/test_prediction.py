@@ -91,6 +91,22 @@ def test_typing_reader_carries_the_state_and_equals_reading_afresh(tok, cell):
         reader.read("snow ☃")
 
 
+@pytest.mark.parametrize("cell", ["gru_torch", "lstm"])
+def test_a_reader_started_from_anothers_reading_goes_on_as_that_reader_would(tok, cell):
+    """Every student opening the Sample page starts from a reading made once (ui.shared.cached_calls): a reader
+    started there reads on from the carried state, equal to one that read it all, and leaves the first unchanged."""
+    torch.manual_seed(0)
+    model = build_model(LMConfig(cell=cell, vocab_size=tok.vocab_size, embed_dim=8, hidden_size=16))
+    first = TypingReader(model, tok)
+    before = first.read("ROMEO:\nBut").clone()
+    second = TypingReader(model, tok, start=first.reading())
+    assert second.new_tokens == len("ROMEO:\nBut") and second.ids == first.ids
+    probs = second.read("ROMEO:\nBut, soft")
+    assert second.new_tokens == len(", soft")  # on from the carried state, not from the start
+    torch.testing.assert_close(probs, TypingReader(model, tok).read("ROMEO:\nBut, soft"))
+    assert first.ids == tok.encode("ROMEO:\nBut") and torch.equal(first.read("ROMEO:\nBut"), before)
+
+
 def test_next_tokens_are_the_most_likely(tok):
     probs = torch.zeros(tok.vocab_size)
     probs[tok.encode("a")[0]], probs[tok.encode("\n")[0]], probs[tok.encode("b")[0]] = 0.5, 0.3, 0.2

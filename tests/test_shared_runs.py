@@ -6,6 +6,8 @@ import time
 
 import pytest
 from helpers import tiny_train_config
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lab.data import load_bundled_corpus
 from lab.experiments.ablation import AblationConfig
@@ -13,7 +15,7 @@ from lab.experiments.probe import ProbeConfig, ProbeJob
 from lab.nets.models import LMConfig, build_model
 from lab.runs import live_ablation, memory_probe
 from lab.server.capacity import Budget
-from lab.server.jobs import TrainingJob
+from lab.server.jobs import BackgroundJob, TrainingJob
 from lab.server.shared_runs import SharedRuns, experiment_key
 from lab.training.checkpoints import load_checkpoint
 from lab.training.tasks import LMTask
@@ -164,3 +166,16 @@ def test_the_probe_is_a_function_of_its_settings():
         assert job.wait(120) == "finished", job.message
         tables.append(job.table[["cell", "distance", "accuracy"]].to_dict("records"))
     assert tables[0] == tables[1]
+
+
+@given(st.lists(st.sampled_from(["step", "eval", "sample", "done"]), max_size=40))
+def test_a_jobs_events_of_one_kind_and_its_latest_are_those_its_log_holds(kinds):
+    """What a class's live views redraw from (their latest step and evaluation, their evaluations) read without
+    copying every event: the same events, in the same order, as filtering the whole log."""
+    job = BackgroundJob(budget=Budget(10_000))
+    for n, kind in enumerate(kinds):
+        job._log({"type": kind, "step": n})
+    for kind in ("step", "eval", "sample", "done", "error"):
+        of_kind = [e for e in job.events() if e["type"] == kind]
+        assert job.events(kind=kind) == of_kind and job.events(2, kind=kind) == of_kind[2:]
+        assert job.latest(kind) == (of_kind[-1] if of_kind else None)

@@ -75,7 +75,7 @@ def race_in_progress(task, distance, seconds):
     runs = [joinable(key) for key in race_keys(task, distance, seconds)]
     if not all(runs) or not any(run.job.running for run in runs):
         return None
-    last = [next((e for e in reversed(run.job.events()) if e["type"] == "step"), None) for run in runs]
+    last = [run.job.latest("step") for run in runs]
     if None in last:
         return 0, 0.0
     return min(e["step"] for e in last), max(e["elapsed"] for e in last)
@@ -94,7 +94,7 @@ def race_curves(jobs, x="elapsed"):
     seconds ("elapsed") or steps ("step")."""
     curves = {}
     for cell, job in jobs.items():
-        evals = [e for e in job.events() if e["type"] == "eval"]
+        evals = job.events(kind="eval")
         curves[cell] = ([e[x] for e in evals], [e["val_accuracy"] for e in evals])
     return curves
 

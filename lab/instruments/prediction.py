@@ -96,13 +96,19 @@ class TypingReader:
     probs: (V,) the model's next-token distribution after the text; keep: (L,) for each recurrent layer
     the share of its memory its keep gate holds on to at the last token, averaged over the layer's units
     (its family's keep factor; None for a layer without one, the vanilla RNN's); new_tokens: how
-    many tokens the last `read` fed the model; ids: the tokens read so far.
+    many tokens the last `read` fed the model; ids: the tokens read so far. `start`: another reader's `reading()`
+    of the same model, to go on from where it is (a text many start from, read once).
     """
 
-    def __init__(self, model, tokenizer):
+    def __init__(self, model, tokenizer, start=None):
         self.model, self.tokenizer = to_reference(model), tokenizer
         self.cells = [layer.cell for layer in recurrent_layers(self.model)]
-        self.ids, self.state, self.probs, self.keep, self.new_tokens = [], None, None, [], 0
+        self.ids, self.state, self.probs, self.keep, self.new_tokens = start or ([], None, None, [], 0)
+
+    def reading(self):
+        """Where this reader is: (ids, state, probs, keep, new_tokens), for another reader's `start`. Shared, not
+        copied: a read replaces them, never writes into them."""
+        return self.ids, self.state, self.probs, self.keep, self.new_tokens
 
     def read(self, text):
         """Read `text` (ValueError naming characters the vocabulary lacks) -> probs (V,) float tensor."""

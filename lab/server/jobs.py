@@ -57,6 +57,7 @@ class BackgroundJob:
         self.cost_mb, self.owner, self.budget = cost_mb, owner, budget or server_budget()
         self.in_process, self.ray_address = in_process, ray_address or server_settings().ray_address
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
+        self._by_type = {}  # event type -> its events: what a live view redraws from, without reading every step
         self.turns = turns or server_turns()
         self.turn_taker = TurnTaker(self.turns, self._stop.is_set)  # train()'s should_stop in this server
         self._ticket = self._thread = None
@@ -108,13 +109,22 @@ class BackgroundJob:
         """1 if this job starts next, 2 after that, ...; 0 when it is not waiting."""
         return self._ticket.position if self._ticket is not None and self.status == "queued" else 0
 
-    def events(self, since=0):
+    def events(self, since=0, kind=None):
+        """The job's events from the `since`-th on; with `kind`, only those of that type ("step", "eval", ...)."""
         with self._lock:
-            return self._events[since:]
+            return (self._events if kind is None else self._by_type.get(kind, []))[since:]
+
+    def latest(self, kind):
+        """The job's last event of this type, None before the first: a thirty-student class's live views ask
+        it every redraw, and a list of every step copied and read each time was most of lesson 10's redraw."""
+        with self._lock:
+            of_kind = self._by_type.get(kind)
+            return of_kind[-1] if of_kind else None
 
     def _log(self, event):
         with self._lock:
             self._events.append(event)
+            self._by_type.setdefault(event.get("type"), []).append(event)
             if self.first_event_at is None:
                 self.first_event_at = time.monotonic()
 

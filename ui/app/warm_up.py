@@ -31,10 +31,11 @@ from ui.memory.defaults import GRADIENT_MODELS, GRADIENT_STEPS, REACH_LAG, REACH
 from ui.sample.views import DEFAULTS as SAMPLE_DEFAULTS
 from ui.sample.views import strategy_config
 from ui.shared.cached_calls import (
-    cached_generation,
+    cached_generation_html,
     cached_gradient,
     cached_passage_unit,
     cached_reach,
+    cached_reading,
     cached_retention,
     cached_unit_correlations,
     checkpoint_key,
@@ -137,14 +138,16 @@ def memory_page_defaults():
 
 def sample_page_defaults():
     """The Sample page's samples before a student changes anything: each strategy's column, and the
-    stateless sample beside its stateful twin."""
+    stateless sample beside its stateful twin, as the page draws them; and its typed text, read."""
     settings = SAMPLE_DEFAULTS
     key = bundled_keys()[settings["model"]]
     configs = [strategy_config(settings, strategy) for strategy in STRATEGIES]
     configs.append(strategy_config(settings, settings["stateless"], stateful=False))
     for config in configs:
         if not ENDING.is_set():  # (each call: seconds the server's end would wait for)
-            cached_generation(*key, settings["prompt"], config)
+            cached_generation_html(*key, settings["prompt"], config)
+    if not ENDING.is_set():
+        cached_reading(*key, settings["typed"])
 
 
 def gates_page_defaults():

@@ -17,7 +17,7 @@ from ui.shared.memory_charts import probe_figure
 from ui.shared.plain_text import preformatted, said, user_errors
 from ui.shared.sessions import register_job, session_key, train_in_process, watching_sessions
 from ui.shared.shared_figures import run_key, shared_figure
-from ui.shared.toy_results import RESULTS, live_rows, shipped_results
+from ui.shared.toy_results import RESULTS, cached_results, live_rows, shipped_results
 
 DISTANCES = list(ProbeConfig.distances)
 SETTINGS = {
@@ -40,17 +40,23 @@ def start_live_run(task, distance, seconds):
 
 def live_view(results, task, distance):
     jobs = st.session_state.get("lessons_toy_jobs")
+    shipped_rows = 0 if results is None else len(results)
     if jobs is None:
-        st.plotly_chart(probe_figure(results, marked=distance), key="lessons_toy_chart")
+        figure = shared_figure(
+            ("toy lesson", task, distance, shipped_rows), lambda: probe_figure(results, marked=distance)
+        )
+        st.plotly_chart(figure, key="lessons_toy_chart")
         st.info(f"Press **Train** to train all {len(TOY_CELLS)} cells from scratch at this distance, side by side.")
         return
     ran = st.session_state.lessons_toy_for
     live = live_rows(jobs, *ran)
-    # the class's identical runs are shared (lab.runs): one figure for every page at the same points
-    read = tuple((cell, run_key(job), len(job.events())) for cell, job in jobs.items())
+    # the class's identical runs are shared (lab.runs): one figure for every page at the same evaluations
+    read = tuple((cell, run_key(job), len(job.events(kind="eval"))) for cell, job in jobs.items())
     figure = shared_figure(
-        ("toy lesson", task, distance, ran, len(results), read),
-        lambda: probe_figure(results, live if ran == (task, distance) else None, marked=distance),
+        ("toy lesson", task, distance, shipped_rows, ran, read),
+        lambda: probe_figure(
+            results, live_rows(jobs, *ran, at_evaluation=True) if ran == (task, distance) else None, marked=distance
+        ),
     )
     st.plotly_chart(figure, key="lessons_toy_chart")
     if ran != (task, distance):
@@ -58,19 +64,44 @@ def live_view(results, task, distance):
             f"The live run below trained {TOY_TASKS[ran[0]].in_a_sentence} at k = {ran[1]}: press Train to "
             "run this task and distance."
         )
-    st.table(
-        with_cell_labels(live)[["cell", "status", "steps", "accuracy", "chance"]].style.format(
-            {"accuracy": "{:.1%}", "chance": chance_words}, na_rep="not yet"
+    table = with_cell_labels(live)[["cell", "status", "steps", "accuracy", "chance"]]
+    st.table(  # written out here rather than by a pandas Styler: a class redraws it thirty times over
+        table.assign(
+            accuracy=[f"{a:.1%}" if a == a else "not yet" for a in table["accuracy"]],
+            chance=[chance_words(c) for c in table["chance"]],
         ),
         hide_index=True,
     )
-    trained = max((e["elapsed"] for job in jobs.values() for e in job.events() if e["type"] == "eval"), default=0)
+    trained = max((job.latest("eval")["elapsed"] for job in jobs.values() if job.latest("eval")), default=0)
     sentence = live_toy_sentence(live, trained, cell_label) if ran == (task, distance) else ""
     if sentence:
         st.markdown(sentence)
     for cell, job in jobs.items():
         if job.status == "failed":
             st.error(f"The {cell_label(cell)} run failed: {said(job.message)}")
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def shipped_words(path, mtime, task, distance):
+    """What the page says of the shipped curves of one task at one distance -> (each cell's metric: label, value,
+    help; the paragraph on them): the same for every visit, made once (thirty students pressing Train rerun it)."""
+    rows = cached_results(path, mtime, task)
+    metrics = []
+    for cell in TOY_CELLS:
+        row = rows[(rows["cell"] == cell) & (rows["distance"] == distance)]
+        shown = "not trained" if row.empty or row["skipped"].iloc[0] else f"{row['accuracy'].iloc[0]:.0%}"
+        metrics.append(
+            (f"{cell_label(cell)}, shipped", shown, None if row.empty else count(int(row["steps"].iloc[0]), "step"))
+        )
+    first = rows.iloc[0]
+    paragraph = (
+        f"The shipped curves (each cell ~{first['param_budget']:,} parameters, up to "
+        f"{count(first['steps_budget'], 'step')} of {count(first['batch_size'], 'fresh sequence')}, stopped early "
+        f"once {first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
+        f"further):\n\n{toy_sentences(rows, distance, cell_label)}"
+    )
+    recall = gated_recall_words(cached_results(path, mtime, "recall"), cell_label)
+    return metrics, paragraph, recall
 
 
 def toy_tasks():
@@ -92,8 +123,9 @@ def toy_tasks():
     spec = TOY_TASKS[task]
     st.markdown(f"**The task.** At the “?”: {spec.question} An example at k = {distance}:")
     preformatted(spec.example(distance))
-    results = shipped_results(shipped(RESULTS))
-    rows = results[results["task"] == task] if results is not None else None
+    path = shipped(RESULTS)
+    rows = shipped_results(path, task)
+    said_of_shipped = rows is not None and shipped_words(str(path), path.stat().st_mtime, task, distance)
     cols = st.columns([2, 1])
     seconds = cols[0].slider(
         f"Live run: seconds of training (all {len(TOY_CELLS)} cells at once)", 5, 45, 20, 5, key="lessons_toy_seconds"
@@ -103,27 +135,17 @@ def toy_tasks():
             start_live_run(task, distance, seconds)
     jobs = st.session_state.get("lessons_toy_jobs", {})
     running = any(job.running for job in jobs.values())
-    waiting = running and not any(e["type"] == "eval" for job in jobs.values() for e in job.events())
+    waiting = running and not any(job.latest("eval") for job in jobs.values())
     refresh = live_refresh_seconds(watching_sessions(), waiting) if running else None
     fragment(run_every=refresh)(live_view)(rows, task, distance)
-    if rows is not None:
-        first = rows.iloc[0]
-        metrics = st.columns(len(TOY_CELLS))
-        for column, cell in zip(metrics, TOY_CELLS):
-            row = rows[(rows["cell"] == cell) & (rows["distance"] == distance)]
-            shown = "not trained" if row.empty or row["skipped"].iloc[0] else f"{row['accuracy'].iloc[0]:.0%}"
-            column.metric(
-                f"{cell_label(cell)}, shipped",
-                shown,
-                help=None if row.empty else count(int(row["steps"].iloc[0]), "step"),
-            )
+    if said_of_shipped:
+        metrics, paragraph, _ = said_of_shipped
+        for column, (label, shown, steps) in zip(st.columns(len(TOY_CELLS)), metrics):
+            column.metric(label, shown, help=steps)
         notice(
-            f"The shipped curves (each cell ~{first['param_budget']:,} parameters, up to "
-            f"{count(first['steps_budget'], 'step')} of {count(first['batch_size'], 'fresh sequence')}, stopped early "
-            f"once {first['solved']:.0%} right; a cell at chance at two distances in a row was not trained "
-            f"further):\n\n{toy_sentences(rows, distance, cell_label)}\n\nThe live run trains the same "
-            f"{len(TOY_CELLS)} models from scratch for {seconds} s on this server's shared CPU: compare its steps "
-            "with the shipped runs' (hover a point for its steps), and watch which cell gets off chance first."
+            f"{paragraph}\n\nThe live run trains the same {len(TOY_CELLS)} models from scratch for {seconds} s on "
+            "this server's shared CPU: compare its steps with the shipped runs' (hover a point for its steps), and "
+            "watch which cell gets off chance first."
         )
     check_yourself(
         "The selective scan's gates A_t and B_t read only the current token, never the state. Which "
@@ -137,8 +159,7 @@ def toy_tasks():
         "then over a few steps and not over many. Parity is not a sum it can read either: the answer "
         "flips with every 1, and a count of 1s (0, 1, 2, 3, ...) is not something its linear readout "
         "can turn into even, odd, even, odd. A GRU or an LSTM has gates that read the state, so it can "
-        "shut once the first symbol is stored. "
-        + (gated_recall_words(results[results["task"] == "recall"], cell_label) if results is not None else ""),
+        "shut once the first symbol is stored. " + (said_of_shipped[2] if said_of_shipped else ""),
     )
     open_full_page(
         "Memory",

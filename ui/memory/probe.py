@@ -142,11 +142,10 @@ def show_progress(job):
     shared = shared_run_text(job)
     if shared:
         st.caption(shared)
-    steps = [e for e in job.events() if e["type"] == "step"]
+    last = job.latest("step")
     if job.status == "queued":
         st.progress(0.0, text=f"Waiting for the server: {count(job.queue_position, 'run')} ahead of this probe.")
-    elif steps:
-        last = steps[-1]
+    elif last:
         done = config.distances.index(last["distance"]) * config.steps + last["step"]
         st.progress(
             min(done / (len(config.distances) * config.steps), 1.0),

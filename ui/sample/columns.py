@@ -8,8 +8,8 @@ from lab.instruments.sampling import STRATEGIES, encode_prompt, repetition_repor
 from ui.sample.settings import mirror, number_box, sampling_config
 from ui.sample.views import repetition_markdown
 from ui.shared.boundary import fragment
-from ui.shared.cached_calls import cached_generation, cached_influence, checkpoint_key
-from ui.shared.coloured_text import influence_html, influence_legend_html, prob_html, token_texts
+from ui.shared.cached_calls import cached_generation, cached_generation_html, cached_influence, checkpoint_key
+from ui.shared.coloured_text import influence_html, influence_legend_html, token_texts
 from ui.shared.plain_text import piece_label, user_errors
 from ui.shared.samples import STRATEGY_TITLES, mean
 
@@ -19,8 +19,8 @@ def generated(checkpoint, prompt, config):
     return cached_generation(*checkpoint_key(checkpoint), prompt, config)
 
 
-def coloured_generation(checkpoint, prompt, generation, entropy_help):
-    st.html(prob_html(prompt, token_texts(checkpoint.tokenizer, generation.token_ids), generation.probs))
+def coloured_generation(checkpoint, prompt, config, generation, entropy_help):
+    st.html(cached_generation_html(*checkpoint_key(checkpoint), prompt, config))
     metric_cols = st.columns(2)
     metric_cols[0].metric("entropy (nats)", f"{mean(generation.entropies):.2f}", help=entropy_help)
     metric_cols[1].metric("mean p(chosen)", f"{mean(generation.probs):.2f}")
@@ -56,6 +56,7 @@ def samples(checkpoint, prompt):
             coloured_generation(
                 checkpoint,
                 prompt,
+                sampling_config(strategy),
                 generation,
                 "Entropy of the model's next-token distribution, averaged over the steps.",
             )
@@ -96,15 +97,14 @@ def stateful_or_stateless(checkpoint, prompt):
     )
     pair = None
     st.session_state.sample_compared = sampling_config(strategy_for_state)
+    configs = [sampling_config(strategy_for_state, stateful=stateful) for stateful in (True, False)]
     with user_errors("Sampling"):
-        pair = [
-            generated(checkpoint, prompt, sampling_config(strategy_for_state, stateful=stateful))
-            for stateful in (True, False)
-        ]
+        pair = [generated(checkpoint, prompt, config) for config in configs]
     if pair is not None:
         state_cols = st.columns(2)
-        for column, generation, title in zip(
+        for column, config, generation, title in zip(
             state_cols,
+            configs,
             pair,
             ("Stateful: the state carries the whole prefix", "Stateless: the state is reset before every token"),
         ):
@@ -113,6 +113,7 @@ def stateful_or_stateless(checkpoint, prompt):
                 coloured_generation(
                     checkpoint,
                     prompt,
+                    config,
                     generation,
                     "Mean entropy of the model's next-token distribution: higher when it knows less about "
                     "what comes next.",

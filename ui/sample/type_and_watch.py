@@ -9,7 +9,7 @@ from lab.words import count, layer_name
 from ui.sample.settings import mirror
 from ui.sample.typing_box import bars_data, proposed_text, typing_box
 from ui.shared.boundary import fragment
-from ui.shared.cached_calls import checkpoint_key, reference_model
+from ui.shared.cached_calls import cached_reading, checkpoint_key, reference_model
 from ui.shared.plain_text import user_errors
 
 
@@ -24,14 +24,18 @@ def typing(checkpoint):
         if st.session_state.sample_typed == proposal[0]:
             n = proposal[1]
     typed = st.session_state.sample_typed
-    reader_key = checkpoint_key(checkpoint)
+    reader_key, started = checkpoint_key(checkpoint), None
     if st.session_state.get("sample_typing_reader", (None,))[0] != reader_key:  # one reader per session and model
         model = reference_model(*reader_key)  # shared by every session: a reader holds only its state
-        st.session_state.sample_typing_reader = (reader_key, TypingReader(model, checkpoint.tokenizer))
+        try:
+            started = cached_reading(*reader_key, typed)  # where every student who opens the page starts
+        except ValueError:  # a text it cannot read: this reader's own read says so below
+            pass
+        st.session_state.sample_typing_reader = (reader_key, TypingReader(model, checkpoint.tokenizer, start=started))
     reader = st.session_state.sample_typing_reader[1]
     probs = None
     with user_errors("Reading"):
-        probs = reader.read(typed)
+        probs = reader.probs if started else reader.read(typed)  # started: `typed` is read already
     bars = [] if probs is None else bars_data(next_tokens(probs, checkpoint.tokenizer, k=5))
     if probs is None:
         note = "Nothing read: take out the characters named above to see what comes next."

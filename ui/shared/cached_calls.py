@@ -16,12 +16,13 @@ from lab.data import load_bundled_corpus
 from lab.instruments.features import feature_values
 from lab.instruments.introspect import trace_text
 from lab.instruments.memory import MAX_RETENTION_LAG, gradient_through_time, retention
-from lab.instruments.prediction import input_influence
+from lab.instruments.prediction import TypingReader, input_influence
 from lab.instruments.reach import change_reach
 from lab.instruments.sampling import SamplingConfig, generate
 from lab.instruments.units import unit_correlations, unit_order
 from lab.nets.models import build_model, for_sampling, to_reference
 from ui.shared.checkpoint_picker import cached_checkpoint, kept_copy
+from ui.shared.coloured_text import prob_html, token_texts
 
 
 def checkpoint_key(checkpoint):
@@ -35,12 +36,36 @@ def cached_generation(path, mtime, prompt, config):
     return _generation(path, mtime, prompt, tuple(vars(config).items()))
 
 
-@st.cache_data(max_entries=128, show_spinner="Generating…")
+# one shared Generation per (model, prompt, settings), never written into: a copy out of st.cache_data for each
+# of a visit's six samples was redone by every student opening the Sample page
+@st.cache_resource(max_entries=128, show_spinner="Generating…")
 def _generation(path, mtime, prompt, config_items):
     """The config as a tuple of (field, value) pairs, which Streamlit hashes field by field: changing one
     strategy's settings regenerates that strategy only."""
     checkpoint = cached_checkpoint(path, mtime)
     return generate(sampling_model(path, mtime), checkpoint.tokenizer, prompt, SamplingConfig(**dict(config_items)))
+
+
+def cached_generation_html(path, mtime, prompt, config):
+    """The generation of cached_generation as the Sample page draws it, each token on its probability's colour."""
+    return _generation_html(path, mtime, prompt, tuple(vars(config).items()))
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _generation_html(path, mtime, prompt, config_items):
+    generation = _generation(path, mtime, prompt, config_items)
+    tokens = token_texts(cached_checkpoint(path, mtime).tokenizer, generation.token_ids)
+    return prob_html(prompt, tokens, generation.probs)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def cached_reading(path, mtime, text):
+    """A TypingReader's `reading()` of a checkpoint after `text` (ValueError: characters the model cannot read),
+    shared read-only: every student who opens the Sample page starts from the same text, and reading it one step at
+    a time was most of the page's first visit. The model is not kept with it."""
+    reader = TypingReader(reference_model(path, mtime), cached_checkpoint(path, mtime).tokenizer)
+    reader.read(text)
+    return reader.reading()
 
 
 def sampling_model(path, mtime):

@@ -11,13 +11,16 @@ from lab.nets.models import count_parameters
 RESULTS = "memory_probe.csv"  # its name beside the bundled models
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def cached_results(path, mtime):
-    return pd.read_csv(path)
+@st.cache_resource(max_entries=16, show_spinner=False)
+def cached_results(path, mtime, task=None):
+    """The shipped table, or its rows of one task: one object shared read-only by every session (a copy per page
+    visit, as st.cache_data gives, was redone by every redraw of a class's live views)."""
+    table = pd.read_csv(path)
+    return table if task is None else table[table["task"] == task]
 
 
-def shipped_results(path):
-    """The shipped table (at `path`), or None after a message saying it is missing."""
+def shipped_results(path, task=None):
+    """The shipped table (at `path`), or its rows of one `task`; None after a message saying it is missing."""
     if not path.is_file():
         st.warning(
             "The toy-task results that come with this lab are missing from this installation: ask whoever "
@@ -25,22 +28,23 @@ def shipped_results(path):
             icon="📦",
         )
         return None
-    return cached_results(str(path), path.stat().st_mtime)
+    return cached_results(str(path), path.stat().st_mtime, task)
 
 
-def live_rows(jobs, task, distance):
-    """The live run so far: per cell its latest validation accuracy, in probe_figure's columns."""
+def live_rows(jobs, task, distance, at_evaluation=False):
+    """The live run so far: per cell its latest validation accuracy, in probe_figure's columns (its steps: those
+    taken so far; with `at_evaluation`, those the accuracy was measured after, as a chart's hover says them)."""
     rows = []
     for cell, job in jobs.items():
-        evals = [e for e in job.events() if e["type"] == "eval"]
-        steps = [e for e in job.events() if e["type"] == "step"]
+        last_eval, last_step = job.latest("eval"), job.latest("step")
+        steps = (last_eval if at_evaluation else last_step) or {}
         rows.append(
             {
                 "cell": cell,
                 "distance": distance,
                 "status": job.status,
-                "steps": steps[-1]["step"] if steps else 0,
-                "accuracy": evals[-1]["val_accuracy"] if evals else np.nan,
+                "steps": steps.get("step", 0),
+                "accuracy": last_eval["val_accuracy"] if last_eval else np.nan,
                 "chance": job.task.chance,
                 "params": count_parameters(job.model),
                 "skipped": False,

@@ -125,12 +125,11 @@ def view(x_axis):
         return
     curves = race_curves(jobs, x_axis)
     chance = next(iter(jobs.values())).task.chance
-    results = shipped_results(BUNDLED_DIR / RESULTS)
-    rows = results[results["task"] == TASK] if results is not None else None
+    rows = shipped_results(BUNDLED_DIR / RESULTS, TASK)
     ends = shipped_ends(rows, chance)
     verdict = memory_verdict(curves, chance, x_axis, DISTANCE, ends)
     steps = {cell: _steps(job) for cell, job in jobs.items()}
-    read = tuple((cell, run_key(job), len(job.events())) for cell, job in jobs.items())
+    read = tuple((cell, run_key(job), len(job.events(kind="eval"))) for cell, job in jobs.items())
     race_column, long_column = st.columns([3, 2])
     with race_column:
         figure = shared_figure(  # the class's identical races are shared (lab.runs): one figure for every page
@@ -144,7 +143,8 @@ def view(x_axis):
         )
     with long_column:
         figure = shared_figure(
-            ("memory race, longer runs", read), lambda: probe_figure(rows, live_rows(jobs, TASK, DISTANCE))
+            ("memory race, longer runs", read),
+            lambda: probe_figure(rows, live_rows(jobs, TASK, DISTANCE, at_evaluation=True)),
         )
         st.plotly_chart(figure, key="train_memory_long", width="stretch")
         st.caption(
@@ -157,8 +157,7 @@ def view(x_axis):
 
 
 def _steps(job):
-    steps = [e for e in job.events() if e["type"] == "step"]
-    return steps[-1]["step"] if steps else 0
+    return (job.latest("step") or {}).get("step", 0)
 
 
 def _cell(job, jobs):

@@ -2,6 +2,7 @@
 once, listing, and deleting. See lab.training.checkpoints for how a save stays whole."""
 
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -32,7 +33,7 @@ _VERSIONED = re.compile(r"^(?P<name>.+)_v(?P<version>\d+)$")
 TEMP_GLOB = ".*~*.tmp"  # "~" is never in a sanitized name, so these are only ever our temporary files
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckpointInfo:
     """What a listing shows, read from the header only (no weights loaded)."""
 
@@ -231,8 +232,18 @@ def save_checkpoint(folder, name, model, tokenizer=None, metrics=None, extra=Non
 
 def read_info(path, bundled=False):
     """Header-only description of a checkpoint file (fast: no weights are read), after the same
-    schema check as load_checkpoint."""
+    schema check as load_checkpoint; read once per version of the file (its inode, time and size: a save
+    replaces a file, never writes into it), as every page that lists models lists them on every visit."""
     path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise unreadable(path.name, e) from None
+    return _read_info(path, bundled, (stat.st_ino, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=512)
+def _read_info(path, bundled, version):
     try:
         with open(path, "rb") as f:  # its size and shape first (header_json), then which entry is wrong, by name
             length = f.read(8)
