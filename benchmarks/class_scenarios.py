@@ -19,11 +19,12 @@ drawing nothing), each with a space of its own, pressing within `--spread` secon
 stay open and run their timers (a live chart, the heartbeat) as open tabs do; each notes when its page first
 shows the scenario's texts. Times are from each student's own press. The server's answer is a new session's
 script run of Home, Train and Sample (benchmarks.class_of_30.answers): five of each idle, then one after another
-throughout the class's work, from the first press until every verdict (Visitor); answer_vs_idle_max is the largest
-of the three views' median while the class works against its median idle, answer_vs_idle_p90 the same of their
-90th percentiles (a visit that met the worst moments: a cohort of timers redrawing at once); peak
-memory is the largest sum of the proportional set sizes of the server and its training process, sampled every
-2 s. Runs computed: the runs whose first step the server's log names (lab.server.jobs).
+throughout the class's work, from the first press until every verdict, from a process of its own (Visitor).
+answer_vs_idle_max is the largest of the three views' median while the class works against its median idle,
+answer_vs_idle_p90 the same of their 90th percentiles (a visit that met the worst moments: a cohort of timers
+redrawing at once); answer_vs_idle_by_view each view's median and 90th percentile. Peak memory is the largest sum
+of the proportional set sizes of the server and its training process, sampled every 2 s. Runs computed: the runs
+whose first step the server's log names (lab.server.jobs).
 
 With `--json` a last line holds one object for the scenario (`--scenario all`: one line per scenario): first_point_s
 and verdict_s ({"median", "max"}, None where no student saw it), runs_asked, runs_computed,
@@ -33,12 +34,16 @@ benchmarks.class_scenarios.forecasts_against_outcomes; 1 is exact, within 0.5-2 
 """
 
 import argparse
+import contextlib
 import json
+import multiprocessing
+import queue
 import re
 import statistics
 import tempfile
 import threading
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,27 +153,42 @@ class PeakMemory:
 
 class Visitor:
     """A visitor opening the watched views one after another, each as a new session, from `start` until `stop`:
-    the server's answers throughout a class's work -> {view: [seconds, ...]}."""
+    the server's answers throughout a class's work -> {view: [seconds, ...]}. It visits from a process of its own,
+    as a visitor's browser is not the class's: beside thirty scripted students in one interpreter, its visits
+    waited for theirs to read their charts."""
 
     def __init__(self, server, key):
-        self.server, self.key = server, key
-        self.seconds = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._visit, daemon=True)
+        context = multiprocessing.get_context("spawn")  # not a fork of a process whose students run threads
+        self._stop, self._answers = context.Event(), context.Queue()
+        self._process = context.Process(
+            target=visit_until, args=(server.url, key, list(page_loads.ONLY), self._stop, self._answers)
+        )
 
     def start(self):
-        self._thread.start()
-        return self
-
-    def _visit(self):
-        while not self._stop.is_set():
-            for view, seconds in answers(self.server, self.key, 1).items():
-                self.seconds.setdefault(view, []).append(seconds)
+        self._process.start()
+        while True:  # ready: its imports done, its first visit next
+            with contextlib.suppress(queue.Empty):
+                self._answers.get(timeout=1)
+                return self
+            if not self._process.is_alive():
+                raise RuntimeError(f"the visitor's process ended with {self._process.exitcode} before visiting")
 
     def stop(self):
         self._stop.set()
-        self._thread.join()
-        return self.seconds
+        seconds = self._answers.get(timeout=TIMEOUT_S)
+        self._process.join()
+        return seconds
+
+
+def visit_until(url, key, views, stop, answered):
+    """Visit the `views` one after another until `stop` is set, then put {view: [seconds, ...]} on `answered`."""
+    page_loads.ONLY[:] = views
+    server, seconds = types.SimpleNamespace(url=url), {}
+    answered.put("ready")
+    while not stop.is_set():
+        for view, taken in answers(server, key, 1).items():
+            seconds.setdefault(view, []).append(taken)
+    answered.put(seconds)
 
 
 def against_idle(busy, idle, quantile):
@@ -244,6 +264,7 @@ def run(name, students, spread_s, wait_s, app=ROOT):
         "runs_computed": len(first_steps(log)),
         "answer_vs_idle_max": against_idle(busy, idle, 5),
         "answer_vs_idle_p90": against_idle(busy, idle, 9),
+        "answer_vs_idle_by_view": {v: [against_idle(busy, {v: idle[v]}, q) for q in (5, 9)] for v in idle},
         "busy_visits": sum(map(len, busy.values())),
         "peak_memory_mb": round(peak),
         "forecast_vs_outcome": forecasts_against_outcomes(pressed) if name == "memory-race" else None,
