@@ -311,3 +311,28 @@ def test_the_identical_race_in_progress_is_found_by_its_settings_and_not_another
     finally:
         for run in runs.values():
             run.stop()
+
+
+def test_a_classmate_pressing_for_the_race_training_joins_it_without_building_its_models(monkeypatch):
+    """Thirty students pressing the same race: the first builds and starts it, the others join it and build
+    nothing (its models were most of a press)."""
+    import lab.experiments.memory_race as memory_race
+    from lab.server.capacity import Budget
+
+    first = memory_race.start_toy_race("brackets", 5, 30, "a", "the race", budget=Budget(10_000))
+    try:
+
+        def built(*args, **kwargs):
+            raise AssertionError("a joined race built its models")
+
+        monkeypatch.setattr(memory_race, "toy_race_jobs", built)
+        second = memory_race.start_toy_race("brackets", 5, 30, "b", "the race")
+        assert list(second) == list(first) == list(TOY_CELLS)
+        assert all(second[cell].job is first[cell].job and second[cell].joined for cell in TOY_CELLS)
+        assert [run.name for run in second.values()] == [run.name for run in first.values()]
+        leader = TOY_CELLS[0]
+        second[leader].stop()  # b leaves: a's run goes on
+        assert first[leader].job.running
+    finally:
+        for run in first.values():
+            run.stop()

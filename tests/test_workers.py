@@ -19,7 +19,7 @@ from lab.instruments.sampling import SamplingConfig, sample_text
 from lab.nets.models import LMConfig, build_model
 from lab.server.jobs import TrainingJob
 from lab.server.priority import NICENESS
-from lab.server.workers import WorkerError, run_in_process
+from lab.server.workers import BATCH_SECONDS, WorkerError, _Batches, run_in_process
 from lab.training.checkpoints import load_checkpoint
 from lab.training.tasks import LMTask
 
@@ -99,6 +99,39 @@ def test_the_childs_exception_arrives_as_one_line_after_its_events():
     with pytest.raises(WorkerError, match=r"^ValueError: corpus: too short$"):
         run_in_process(_fail, {"message": "corpus: too short"}, events.append, lambda: False)
     assert events == [{"type": "step", "step": 1}]
+
+
+def _steps_then_an_evaluation(emit, should_stop, steps):
+    for step in range(1, steps + 1):
+        emit({"type": "step", "step": step})
+        if step == steps // 2:
+            emit({"type": "eval", "step": step})
+    return "done"
+
+
+def test_every_event_of_a_run_arrives_in_order_though_its_steps_travel_in_batches():
+    events = []
+    assert run_in_process(_steps_then_an_evaluation, {"steps": 2000}, events.append, lambda: False) == "done"
+    expected = [{"type": "step", "step": s} for s in range(1, 2001)]
+    expected.insert(1000, {"type": "eval", "step": 1000})
+    assert events == expected
+
+
+def test_a_runs_steps_are_sent_together_and_anything_else_at_once_with_the_steps_before_it():
+    sent, now = [], [0.0]
+    batches = _Batches(
+        lambda number, kind, events: sent.append((number, kind, [e["step"] for e in events])), 7, lambda: now[0]
+    )
+    for step in range(1, 26):  # a little more than ten steps a batch's time
+        batches.emit({"type": "step", "step": step})
+        now[0] = step * BATCH_SECONDS / 9.5
+    batches.emit({"type": "eval", "step": 25})
+    batches.emit({"type": "step", "step": 26})
+    batches.flush()
+    # the first step at once (a student waits for the first point), then every BATCH_SECONDS; the evaluation
+    # with the steps before it; what is left at the end
+    assert [steps for _, _, steps in sent] == [[1], list(range(2, 12)), list(range(12, 22)), [22, 23, 24, 25, 25], [26]]
+    assert {(number, kind) for number, kind, _ in sent} == {(7, "events")}
 
 
 def test_a_killed_child_is_a_clear_error_not_a_hang():

@@ -23,7 +23,7 @@ from lab.experiments.probe import AT_CHANCE, HOLDS, TOY_CELLS, TOY_TASKS, ProbeC
 from lab.instruments.race import race_verdict
 from lab.nets.families import FAMILIES, keeps_with_gates
 from lab.server.jobs import TrainingJob
-from lab.server.shared_runs import experiment_key, joinable, start_runs
+from lab.server.shared_runs import experiment_key, join_runs, joinable, start_runs
 from lab.words import count, listing
 
 MEMORY_RACE = ("recall", 20)  # task and distance k: the gated cells solve it, the RNN and the scan stay at chance
@@ -85,6 +85,9 @@ def start_toy_race(task, distance, seconds, owner, together, **job_options):
     """The toy race's runs of `seconds`, for `owner`, all started at once (all or none) or joined where a
     classmate's identical race trains on this server (lab.server.shared_runs): a class pressing the button
     trains it once -> {cell: run}."""
+    joined = join_runs(race_keys(task, distance, seconds), owner)  # nothing to build for a race already training
+    if joined is not None:
+        return dict(zip(TOY_CELLS, joined))
     jobs = toy_race_jobs(task, distance, seconds=seconds, owner=owner, **job_options)
     return dict(zip(jobs, start_runs([(job, job.name, None, None) for job in jobs.values()], owner, together)))
 

@@ -180,6 +180,23 @@ class SharedRuns:
                 members.append(member)
             return members
 
+    def join(self, keys, owner):
+        """Join the runs of these experiment keys, all or none: a Member of each (named as its job), or None when
+        one of them is not joinable now. What a class pressing the same button asks for, built by nobody but the
+        first (SharedRuns.start needs each request's job, and a race's models were most of a press)."""
+        with self._lock:
+            now = time.time()
+            runs = [self._runs.get(key) for key in keys]
+            if not all(run is not None and run.joinable(now) for run in runs):
+                return None
+            members = []
+            for run in runs:
+                with run.lock:
+                    member = run.members.get(owner) or Member(run, owner, run.job.name, None, None, True)
+                    run.members[owner] = member
+                members.append(member)
+            return members
+
     def find(self, key):
         """The run of this experiment key a request now would join, or None."""
         with self._lock:
@@ -198,6 +215,11 @@ _shared = SharedRuns()
 def joinable(key):
     """The run a request of this experiment key would join on this server now (a SharedRun), or None."""
     return _shared.find(key)
+
+
+def join_runs(keys, owner):
+    """SharedRuns.join on the server's one registry of experiments."""
+    return _shared.join(keys, owner)
 
 
 def start_runs(requests, owner, together="these runs", private=False):
