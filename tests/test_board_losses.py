@@ -52,7 +52,7 @@ class FakeJob:
             {"type": "step", "elapsed": start + (i + 1) / per_second, "train_loss": loss} for i in range(n)
         ]
 
-    def events(self, since=0):
+    def events(self, since=0, settled=False):
         return self._events[since:]
 
     def wait(self, timeout=None):

@@ -179,3 +179,30 @@ def test_a_jobs_events_of_one_kind_and_its_latest_are_those_its_log_holds(kinds)
         of_kind = [e for e in job.events() if e["type"] == kind]
         assert job.events(kind=kind) == of_kind and job.events(2, kind=kind) == of_kind[2:]
         assert job.latest(kind) == (of_kind[-1] if of_kind else None)
+
+
+def test_a_running_jobs_settled_events_are_those_before_this_second_and_all_once_it_ends(monkeypatch):
+    """Every page redrawn within one second reads a running job to the same point (and so shares one chart); what
+    came in this second shows from the next, and everything shows once the job has ended."""
+    import types
+
+    import lab.server.jobs as jobs
+
+    now = [100.2]
+    monkeypatch.setattr(jobs, "time", types.SimpleNamespace(monotonic=lambda: now[0], time=time.time))
+    job = BackgroundJob(budget=Budget(10_000))
+    job.status = "running"
+    job._log({"type": "step", "step": 1})
+    job._log({"type": "eval", "step": 1})
+    now[0] = 101.3  # the next second
+    job._log({"type": "step", "step": 2})
+    job._log({"type": "eval", "step": 2})
+    assert [e["step"] for e in job.events(settled=True)] == [1, 1]
+    assert [e["step"] for e in job.events(kind="eval", settled=True)] == [1]
+    assert job.latest("step", settled=True)["step"] == 1 and job.latest("step")["step"] == 2
+    assert len(job.events()) == 4  # unsettled: everything so far
+    now[0] = 102.0  # a second without events: the last one's events have settled
+    assert [e["step"] for e in job.events(kind="step", settled=True)] == [1, 2]
+    now[0] = 101.5
+    job.status = "finished"  # ended: nothing is held back
+    assert job.latest("eval", settled=True)["step"] == 2 and len(job.events(settled=True)) == 4

@@ -46,7 +46,7 @@ class FakeJob:
         self._events, self.task = events, SimpleNamespace(chars_per_token=chars_per_token)
         self.running, self.status, self.checkpoint_path = True, "running", None
 
-    def events(self, since=0):
+    def events(self, since=0, settled=False):
         return self._events[since:]
 
 

@@ -93,11 +93,12 @@ def start_toy_race(task, distance, seconds, owner, together, **job_options):
 
 
 def race_curves(jobs, x="elapsed"):
-    """{cell: job} -> {cell: (xs, accuracies)}: each runner's validation accuracy so far, against
-    seconds ("elapsed") or steps ("step")."""
+    """{cell: job} -> {cell: (xs, accuracies)}: each runner's validation accuracy so far (as of this second, as
+    every live view reads a running job: lab.server.jobs.SETTLE_SECONDS), against seconds ("elapsed") or steps
+    ("step")."""
     curves = {}
     for cell, job in jobs.items():
-        evals = job.events(kind="eval")
+        evals = job.events(kind="eval", settled=True)
         curves[cell] = ([e[x] for e in evals], [e["val_accuracy"] for e in evals])
     return curves
 

@@ -27,6 +27,7 @@ from lab.settings import server_settings
 from lab.training.train import resume_training_state, run_metrics, train
 
 log = logging.getLogger(__name__)  # the app sends it to the server's log: when runs start and end
+SETTLE_SECONDS = 1.0  # a live view shows a running job's events as of the start of the current second
 # what a run that writes samples as it trains (the Train page's, the lesson's) adds beyond one that does not,
 # measured (benchmarks/job_memory.py): four small Train-page runs added 38 MB, their tensors and overheads
 # (lab.nets.cost.run_memory_mb) 14 MB; the lesson's run 18 MB where its model's were 5 MB
@@ -58,6 +59,7 @@ class BackgroundJob:
         self.in_process, self.ray_address = in_process, ray_address or server_settings().ray_address
         self._events, self._lock, self._stop = [], threading.Lock(), threading.Event()
         self._by_type = {}  # event type -> its events: what a live view redraws from, without reading every step
+        self._tick, self._settled = None, {}  # the tick of the latest event; how many of each type came before it
         self.turns = turns or server_turns()
         self.turn_taker = TurnTaker(self.turns, self._stop.is_set)  # train()'s should_stop in this server
         self._ticket = self._thread = None
@@ -109,20 +111,36 @@ class BackgroundJob:
         """1 if this job starts next, 2 after that, ...; 0 when it is not waiting."""
         return self._ticket.position if self._ticket is not None and self.status == "queued" else 0
 
-    def events(self, since=0, kind=None):
-        """The job's events from the `since`-th on; with `kind`, only those of that type ("step", "eval", ...)."""
+    def events(self, since=0, kind=None, settled=False):
+        """The job's events from the `since`-th on; with `kind`, only those of that type ("step", "eval", ...);
+        `settled`: only those logged before this SETTLE_SECONDS tick while the job runs (_settled_end)."""
         with self._lock:
-            return (self._events if kind is None else self._by_type.get(kind, []))[since:]
+            of_kind, end = self._settled_end(kind, settled)
+            return of_kind[since:end]
 
-    def latest(self, kind):
-        """The job's last event of this type, None before the first: a thirty-student class's live views ask
-        it every redraw, and a list of every step copied and read each time was most of lesson 10's redraw."""
+    def latest(self, kind, settled=False):
+        """The job's last event of this type (of those `settled`), None before the first: a thirty-student class's
+        live views ask it every redraw, and a list of every step copied and read each time was most of lesson 10's
+        redraw."""
         with self._lock:
-            of_kind = self._by_type.get(kind)
-            return of_kind[-1] if of_kind else None
+            of_kind, end = self._settled_end(kind, settled)
+            return of_kind[end - 1] if end else None
+
+    def _settled_end(self, kind, settled):
+        """(the events of `kind`, None: all; where they end for a reader): a class's live views read a running
+        job as of the start of the current second, so that every page redrawn within it shows the same points,
+        sentences and chart, and the chart is made once (ui.shared.shared_figures) rather than for each page."""
+        of_kind = self._events if kind is None else self._by_type.get(kind, [])
+        if settled and self.running and self._tick == int(time.monotonic() / SETTLE_SECONDS):
+            return of_kind, self._settled.get(kind, 0)
+        return of_kind, len(of_kind)
 
     def _log(self, event):
         with self._lock:
+            tick = int(time.monotonic() / SETTLE_SECONDS)
+            if tick != self._tick:  # the first event of a new tick: everything before it is settled
+                self._tick, self._settled = tick, {None: len(self._events)}
+                self._settled.update((kind, len(events)) for kind, events in self._by_type.items())
             self._events.append(event)
             self._by_type.setdefault(event.get("type"), []).append(event)
             if self.first_event_at is None:

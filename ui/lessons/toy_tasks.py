@@ -51,7 +51,7 @@ def live_view(results, task, distance):
     ran = st.session_state.lessons_toy_for
     live = live_rows(jobs, *ran)
     # the class's identical runs are shared (lab.runs): one figure for every page at the same evaluations
-    read = tuple((cell, run_key(job), len(job.events(kind="eval"))) for cell, job in jobs.items())
+    read = tuple((cell, run_key(job), len(job.events(kind="eval", settled=True))) for cell, job in jobs.items())
     figure = shared_figure(
         ("toy lesson", task, distance, shipped_rows, ran, read),
         lambda: probe_figure(
@@ -72,7 +72,8 @@ def live_view(results, task, distance):
         ),
         hide_index=True,
     )
-    trained = max((job.latest("eval")["elapsed"] for job in jobs.values() if job.latest("eval")), default=0)
+    evaluated = [job.latest("eval", settled=True) for job in jobs.values()]
+    trained = max((e["elapsed"] for e in evaluated if e), default=0)
     sentence = live_toy_sentence(live, trained, cell_label) if ran == (task, distance) else ""
     if sentence:
         st.markdown(sentence)

@@ -32,11 +32,12 @@ def shipped_results(path, task=None):
 
 
 def live_rows(jobs, task, distance, at_evaluation=False):
-    """The live run so far: per cell its latest validation accuracy, in probe_figure's columns (its steps: those
-    taken so far; with `at_evaluation`, those the accuracy was measured after, as a chart's hover says them)."""
+    """The live run so far (as of this second: lab.server.jobs.SETTLE_SECONDS): per cell its latest validation
+    accuracy, in probe_figure's columns (its steps: those taken so far; with `at_evaluation`, those the accuracy
+    was measured after, as a chart's hover says them)."""
     rows = []
     for cell, job in jobs.items():
-        last_eval, last_step = job.latest("eval"), job.latest("step")
+        last_eval, last_step = job.latest("eval", settled=True), job.latest("step", settled=True)
         steps = (last_eval if at_evaluation else last_step) or {}
         rows.append(
             {

@@ -129,7 +129,7 @@ def view(x_axis):
     ends = shipped_ends(rows, chance)
     verdict = memory_verdict(curves, chance, x_axis, DISTANCE, ends)
     steps = {cell: _steps(job) for cell, job in jobs.items()}
-    read = tuple((cell, run_key(job), len(job.events(kind="eval"))) for cell, job in jobs.items())
+    read = tuple((cell, run_key(job), len(job.events(kind="eval", settled=True))) for cell, job in jobs.items())
     race_column, long_column = st.columns([3, 2])
     with race_column:
         figure = shared_figure(  # the class's identical races are shared (lab.runs): one figure for every page
@@ -157,7 +157,7 @@ def view(x_axis):
 
 
 def _steps(job):
-    return (job.latest("step") or {}).get("step", 0)
+    return (job.latest("step", settled=True) or {}).get("step", 0)
 
 
 def _cell(job, jobs):

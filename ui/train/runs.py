@@ -57,7 +57,7 @@ class RunLog:
         self.first_sample = self.sample = None  # {"step", "text"} events: how it wrote then and now
 
     def update(self):
-        events = self.job.events(self.cursor)
+        events = self.job.events(self.cursor, settled=True)  # as of this second: the class's pages agree
         self.cursor += len(events)
         for e in events:
             if e["type"] == "step":
