@@ -145,12 +145,14 @@ def train_until_plateau(
     init=None,
     continue_at=0,
     stretch_seconds=None,
+    continued=None,
 ):
     """Train with early stopping, resumable from `work` (a folder): -> (model with the best weights,
     metrics of the run). Rerun with the same arguments after an interruption to continue. A new run starts
     from the weights of the checkpoint `init` where one is given, with a fresh optimizer (warmed up over
     train_config.warmup_steps) at step `continue_at` of its schedule. `stretch_seconds`: this call trains at
-    most so long (its schedule unchanged), then returns its best weights so far, to be continued later."""
+    most so long (its schedule unchanged), then returns its best weights so far, to be continued later; the
+    weights it reached go to `continued` (a path) in float16 (write_continuation)."""
     work.mkdir(parents=True, exist_ok=True)
     progress_path, best_path = work / f"progress{SUFFIX}", work / f"best{SUFFIX}"
     plateau, state, done = Plateau(patience), None, False
@@ -211,11 +213,23 @@ def train_until_plateau(
             metrics["plateau"]["best"] = None
         atomic_write_bytes(progress_path, checkpoint_bytes(model, task.tokenizer, metrics, name, 0, None, state))
         if reason == "stretch ended":
+            if continued:
+                write_continuation(model, task.tokenizer, metrics, name, continued)
             break
     if best_weights is None:  # no evaluation yet: a stretch too short to reach one
         raise SystemExit(f"{name}: the stretch ended before its first evaluation; give it more minutes")
     model.load_state_dict(best_weights)
     return model.eval(), metrics
+
+
+def write_continuation(model, tokenizer, metrics, name, path):
+    """The weights a stretch reached, in float16, its metrics naming the step of the schedule they reached
+    (`steps`): small enough to commit (a progress file, with the optimizer's moments in float32, is six times as
+    large), so that the next stretch continues on any machine, with --init PATH --continue-at STEPS."""
+    half = build_model(model.config).to(torch.float16)
+    half.load_state_dict(model.state_dict())
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, checkpoint_bytes(half, tokenizer, metrics, name))
 
 
 def evaluate(model, task, train_config, device=torch.device("cpu")):
@@ -296,6 +310,7 @@ def build(name, options, device):
         init=options.init,
         continue_at=options.continue_at,
         stretch_seconds=options.stretch_minutes * 60 if options.stretch_minutes else None,
+        continued=Path(options.continued) / f"{name}{SUFFIX}",
     )
     plateau = metrics.pop("plateau")
     metrics.pop("done")
@@ -370,6 +385,11 @@ def parse_args(argv=None):
         type=float,
         help="train this long, then export the best weights so far with the step reached (the schedule unchanged: "
         "a later stretch continues it with --init and --continue-at)",
+    )
+    parser.add_argument(
+        "--continued",
+        default=str(ROOT / "continued"),
+        help="where a stretch writes the weights it reached, in float16 with their step, to be committed",
     )
     parser.add_argument(
         "--save-minutes", type=float, default=5, help="how often an unfinished build writes its progress"

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 import torch
+from safetensors import safe_open
 
 import scripts.build_checkpoints as build
 from lab.data import load_bundled_corpus
@@ -225,3 +226,28 @@ def test_the_optimizers_start_is_saved_so_a_resumed_warm_up_goes_on_where_it_was
     assert result.training_state.optimizer_start == 5 and result.steps == 8
     saved = load_checkpoint(checkpoint_bytes(model, task.tokenizer, {}, "x", 0, None, result.training_state))
     assert saved.training_state.optimizer_start == 5
+
+
+def test_a_stretch_leaves_the_weights_it_reached_in_float16_with_their_step_to_continue_from(task, tmp_path):
+    """Issue 52: a stretch's end is committed, so that the next continues on any machine: the weights it reached
+    (not its best), rounded to float16, with the step of the schedule they reached."""
+    continued = tmp_path / "continued" / "tiny.safetensors"
+    best, metrics = build.train_until_plateau(
+        "tiny",
+        tiny(task),
+        config(max_steps=400, eval_interval=1),
+        task,
+        tmp_path / "w",
+        400,
+        stretch_seconds=1e-9,
+        continued=continued,
+    )
+    assert metrics["reason"] == "stretch ended" and 1 <= metrics["steps"] < 400
+    progress = load_checkpoint(tmp_path / "w" / "progress.safetensors", device="cpu")
+    assert progress.training_state.step == metrics["steps"]
+    saved = load_checkpoint(continued, device="cpu")
+    assert saved.metrics["steps"] == metrics["steps"] and saved.metrics["reason"] == "stretch ended"
+    with safe_open(continued, "pt") as file:
+        assert {file.get_tensor(k).dtype for k in file.keys()} == {torch.float16}
+    for name, reached in progress.model.state_dict().items():
+        assert torch.equal(saved.model.state_dict()[name], reached.half().float()), name

@@ -3,6 +3,7 @@
     capacity   the training budget, shared by cost: a queue, a share per session, step turns
     jobs       training in the background for the app: events a page polls, Stop, checkpoints saved
     workers    the training process beside the server: every run a thread there, niced, events through a pipe
+    pages_first  a run steps aside while the server draws a page: the count of pages drawn, shared
     priority   how a training process, a Ray actor or a server's training thread is lowered, on each platform
     shutdown   a process that trains ends in order: threads joined, training processes ended, before teardown
     ray_runs   every run as an actor of a Ray cluster (RNNLAB_RAY_ADDRESS)

@@ -27,6 +27,7 @@ import threading
 import time
 
 from lab.errors import LabError
+from lab.server.pages_first import step_aside
 from lab.settings import server_settings
 from lab.training.process import usable_cores
 from lab.words import count
@@ -468,6 +469,7 @@ class TurnTaker:
 
     def __call__(self):
         self.release()
+        step_aside()
         self.holds_turn = self.turns.take(self.stopped, first=not self.turns_taken)
         self.turns_taken += 1
         return not self.holds_turn or self.stopped()

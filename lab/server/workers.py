@@ -43,7 +43,7 @@ from multiprocessing.reduction import ForkingPickler
 
 import torch
 
-from lab.server import shutdown
+from lab.server import pages_first, shutdown
 from lab.server.capacity import TurnTaker, server_budget, server_turns
 from lab.server.lifetime import die_with, start_beside_the_server
 from lab.server.priority import lower_this_process
@@ -91,11 +91,11 @@ def _send(connection, message):
 # the training process's side
 
 
-def _serve(commands, messages, threads, server_pid):
+def _serve(commands, messages, threads, server_pid, pages_drawn):
     """The training process: ("start", number, pickled (function, kwargs)) trains a run on a thread of its
     own, ("stop", number) asks it to stop; every message back is (number, kind, payload). When the
     server closes its end of the pipe (or dies), every run is stopped and waited for, and the process
-    exits with status 0."""
+    exits with status 0. `pages_drawn`: the server's count of the pages it is drawing (lab.server.pages_first)."""
     # Ctrl-C in the server's terminal reaches this process too: the server decides when it ends, and
     # ends it by closing the pipe, not with a KeyboardInterrupt's traceback in the middle of a step
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -105,6 +105,7 @@ def _serve(commands, messages, threads, server_pid):
     # server's warm-up and a 3-s run's first step waited minutes); lab.server.priority says why
     lower_this_process(lowest=True)
     torch.set_num_threads(threads)
+    pages_first.use_count(pages_drawn)  # its runs step aside while the server draws a page
     cap_malloc_arenas(usable_cores())  # its runs are threads: one arena each would each keep what it freed
     sending, stops, runs = threading.Lock(), {}, []
 
@@ -183,7 +184,10 @@ class _TrainingProcess:
         receiver, child_sender = context.Pipe(duplex=False)
         child_receiver, self._commands = context.Pipe(duplex=False)
         self.process = context.Process(
-            target=_serve, daemon=True, name="lab-training", args=(child_receiver, child_sender, threads, os.getpid())
+            target=_serve,
+            daemon=True,
+            name="lab-training",
+            args=(child_receiver, child_sender, threads, os.getpid(), pages_first.shared_count()),
         )
         with _bare_main_module():
             start_beside_the_server(self.process)

@@ -8,7 +8,7 @@ from lab.experiments.ablation import AblationConfig
 from lab.runs import live_ablation
 from lab.words import count
 from ui.ablation.views import show_answer, show_details, show_gate_statistics, show_loss
-from ui.shared.boundary import fragment
+from ui.shared.boundary import fragment, redraw_by_itself
 from ui.shared.joined import shared_run_text
 from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.plain_text import said, user_errors
@@ -119,7 +119,7 @@ def live_view():
         show_gate_statistics(job.results, "live")
         if st.session_state.get("ablation_shown") is not job:  # leave the polling fragment once
             st.session_state["ablation_shown"] = job
-            st.rerun()
+            redraw_by_itself()
 
 
 def live_section():

@@ -26,7 +26,7 @@ from lab.training.train import TrainConfig
 from lab.words import count
 from ui.cell_labels import cell_label
 from ui.lessons.common import check_yourself, notice, open_full_page
-from ui.shared.boundary import fragment
+from ui.shared.boundary import fragment, redraw_by_itself
 from ui.shared.coloured_text import visible_piece
 from ui.shared.links import url_values
 from ui.shared.plain_text import plain, preformatted, said, user_errors
@@ -147,7 +147,7 @@ def learning_view(text, auto):
     if job.status == "failed":
         st.error(f"The run failed: {said(job.message)}")
     if auto and not replay_running(job):
-        st.rerun()  # the replay has shown its last sample: redraw once, without the refresh
+        redraw_by_itself()  # the replay has shown its last sample: redraw once, without the refresh
     if timeline.empty:
         return
     notice(what_to_notice(timeline, shown, learned, [e for e in events if e["type"] == "eval"]))

@@ -13,7 +13,7 @@ from lab.runs import memory_probe
 from lab.training.checkpoints import BUNDLED_DIR
 from lab.words import count
 from ui.cell_labels import cell_label, with_cell_labels
-from ui.shared.boundary import fragment
+from ui.shared.boundary import fragment, redraw_by_itself
 from ui.shared.joined import shared_run_text
 from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.memory_charts import probe_figure
@@ -134,7 +134,7 @@ def probe_runner(mirror):
         st.error(f"The probe did not work: {said(job.message)}")
     elif job.table is not None and len(job.table):
         st.session_state.memory_probe_live = job.table
-    st.rerun()  # the whole page: the results above, and this part stops polling
+    redraw_by_itself()  # the whole page: the results above, and this part stops polling
 
 
 def show_progress(job):

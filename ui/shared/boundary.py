@@ -12,9 +12,11 @@ import logging
 import streamlit as st
 
 from lab.errors import LabError
+from lab.server.pages_first import drawing_a_page
 from ui.shared.plain_text import said
 
 log = logging.getLogger(__name__)  # ui.shared.sessions sends it to the server's log
+REDRAWS_ITSELF = "_rnnlab_redraws_itself"  # the page's next run is its own redraw (redraw_by_itself)
 
 GONE = (
     "A file this part of the page was reading is no longer there (deleted or replaced meanwhile, perhaps in "
@@ -40,24 +42,40 @@ def plain_failure(error):
 
 
 @contextlib.contextmanager
-def page_part():
+def page_part(awaited=None):
     """Run a page's body or a fragment: an exception ends that part with plain_failure's line on the page and
-    its traceback in the server's log. Streamlit's st.stop and st.rerun are BaseExceptions and pass through."""
+    its traceback in the server's log. Streamlit's st.stop and st.rerun are BaseExceptions and pass through.
+    A part someone waits for (a page opened, a setting changed, a button pressed; not a live view's timer, nor a
+    page redrawing itself: redraw_by_itself) is drawn while the server's runs step aside
+    (lab.server.pages_first), as on an idle server. `awaited`: a fragment's own say; None, a page's body."""
+    if awaited is None:
+        awaited = not st.session_state.pop(REDRAWS_ITSELF, False)
     try:
-        yield
+        with drawing_a_page(awaited):
+            yield
     except Exception as error:
         if not isinstance(error, LabError):
             log.exception("a page part failed")
         st.error(plain_failure(error), icon="⚠️")
 
 
+def redraw_by_itself():
+    """st.rerun, for a page that redraws itself: its run ended, or its live view's pace changed. Nobody waits for
+    that run, so the server's runs do not step aside for it (thirty students' pages, redrawn as their race's pace
+    changed, had halved the race's)."""
+    st.session_state[REDRAWS_ITSELF] = True
+    st.rerun()
+
+
 def fragment(func=None, *, run_every=None):
-    """st.fragment, its body run in page_part: `@fragment`, or `fragment(run_every=1.0)(view)(...)`."""
+    """st.fragment, its body run in page_part: `@fragment`, or `fragment(run_every=1.0)(view)(...)`. A fragment
+    on a timer is not awaited: its first drawing is its page's, and its redraws show what a run has done since,
+    so the runs do not step aside for them (a class's thirty live charts would halve their pace)."""
 
     def make(body):
         @functools.wraps(body)
         def guarded(*args, **kwargs):
-            with page_part():
+            with page_part(awaited=run_every is None):
                 return body(*args, **kwargs)
 
         return st.fragment(guarded, run_every=run_every)

@@ -7,7 +7,7 @@ import streamlit as st
 from lab.instruments.race import long_race
 from lab.server.capacity import server_budget
 from lab.training.checkpoints import list_checkpoints
-from ui.shared.boundary import fragment
+from ui.shared.boundary import fragment, redraw_by_itself
 from ui.shared.common import page_link
 from ui.shared.live_refresh import live_refresh_seconds
 from ui.shared.plain_text import plain
@@ -77,9 +77,9 @@ def live_view(auto, x_axis, refresh, values, task, corpus_label):
 
 def rerun_when_done(auto, logs, refresh):
     if auto and not (any(log.job.running for log in logs) or memory_race.running()):
-        st.rerun()  # the last run ended: redraw the page once, without the refresh
+        redraw_by_itself()  # the last run ended: redraw the page once, without the refresh
     if auto and refresh < live_refresh_seconds(watching_sessions(), waiting_for_first_point(logs)):
-        st.rerun()  # the first points are drawn, or more students watch: redraw less often from now on
+        redraw_by_itself()  # the first points are drawn, or more students watch: redraw less often from now on
 
 
 def live_race(running, values, task, corpus_label):

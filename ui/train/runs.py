@@ -20,6 +20,7 @@ from lab.nets.cost import check_training_memory
 from lab.nets.families import text_racers
 from lab.nets.models import config_to_dict
 from lab.runs import is_training_run, start, training_run
+from lab.server.pages_first import waiting_for_runs
 from lab.training.checkpoints import sanitize_name, why_not_resumable
 from lab.training.train import resolve_device
 from lab.words import a_or_an, listing
@@ -240,8 +241,9 @@ def wait_for_first_steps(jobs):
     """The first step takes ~0.1-0.3 s: waiting for it (at most a second or two) lets the chart
     below show the first loss points in this very run instead of two seconds later."""
     deadline = time.monotonic() + 1.5
-    while any(job.running and not job.events() for job in jobs) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    with waiting_for_runs():  # the page draws nothing meanwhile: the runs need not step aside for it
+        while any(job.running and not job.events() for job in jobs) and time.monotonic() < deadline:
+            time.sleep(0.02)
 
 
 def session_logs():

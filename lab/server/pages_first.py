@@ -1,0 +1,124 @@
+"""Pages first: a run steps aside while the server draws a page.
+
+The training process runs at the lowest priority (lab.server.priority), and priority decides who runs, not how
+fast: on a 2-core host a run's steps still cost a page drawn at that moment 1.07-1.3x (its cores' shared caches
+and memory, or two hyperthreads of one core: BENCHMARKS.md, "A class of 30 on two cores"). So the server counts
+the page parts it is drawing (ui.shared.boundary.page_part) in memory its training processes share, and before
+each step a run waits while that count is above zero.
+
+Stepping aside leaves a core idle: the server draws a page on one core (its interpreter runs one thread at a time),
+and the run had trained on the other. So only what someone waits for counts: a page opened, a setting changed, a
+button pressed; not a live chart's timer, nor a page redrawing itself (ui.shared.boundary.redraw_by_itself). A run
+waits at most PAUSE_SECONDS at a time, long enough for a page, then steps for at least STEP_SECONDS before it waits
+again: a class pressing one button together slows the runs to half their pace for as long, never stops them. A page
+that waits for a run (its first steps) is not drawing meanwhile (waiting_for_runs): the run would otherwise wait for
+the page that waits for it.
+
+    with drawing_a_page():       # the server, around a page's script
+        with waiting_for_runs():     # around a wait for a run's first steps
+            ...
+    step_aside()                 # a run, before each step (lab.server.capacity.TurnTaker)
+"""
+
+import contextlib
+import multiprocessing
+import threading
+import time
+
+PAUSE_SECONDS = 0.25  # the longest a run waits for the pages at once: a page's script takes ~20-150 ms
+STEP_SECONDS = 0.25  # then it steps at least this long before waiting again: half its pace kept
+POLL_SECONDS = 0.002  # how often a waiting run looks again
+_count, _lock = None, threading.Lock()  # the pages being drawn, in memory shared with the training processes
+_drawing = threading.local()  # the page parts this thread (a session's script) is inside: whether each is counted
+
+
+def shared_count():
+    """The count of pages being drawn, in shared memory: made on first use in the server, handed to each training
+    process as it is started (lab.server.workers), set there by use_count."""
+    global _count
+    with _lock:
+        if _count is None:
+            _count = multiprocessing.get_context("spawn").RawValue("i", 0)
+        return _count
+
+
+def use_count(count):
+    """In a training process: the server's count of the pages it is drawing."""
+    global _count
+    _count = count
+
+
+@contextlib.contextmanager
+def drawing_a_page(awaited=True):
+    """The server draws a page part meanwhile: runs step aside until it is drawn (or PAUSE_SECONDS), where someone
+    waits for it (`awaited`). A part drawn within another is awaited as that one is."""
+    parts = _parts()
+    counted = parts[-1] if parts else awaited
+    parts.append(counted)
+    _add(counted)
+    try:
+        yield
+    finally:
+        parts.pop()
+        _add(-counted)
+
+
+@contextlib.contextmanager
+def waiting_for_runs():
+    """This page's thread waits for a run meanwhile: it draws nothing, and the runs do not step aside for it."""
+    counted = sum(_parts())
+    _add(-counted)
+    try:
+        yield
+    finally:
+        _add(counted)
+
+
+def _parts():
+    if not hasattr(_drawing, "parts"):
+        _drawing.parts = []
+    return _drawing.parts
+
+
+def _add(pages):
+    if not pages:
+        return
+    count = shared_count()
+    with _lock:  # the server's page threads share one count: += is a read and a write
+        count.value += pages
+
+
+class StepAside:
+    """Before a step: wait while `count.value` > 0, at most `pause_seconds`; after a wait that long, step without
+    waiting for `step_seconds`. Shared by the runs of one process (their threads)."""
+
+    def __init__(
+        self, count, pause_seconds=PAUSE_SECONDS, step_seconds=STEP_SECONDS, clock=time.monotonic, sleep=time.sleep
+    ):
+        self.count, self.pause_seconds, self.step_seconds = count, pause_seconds, step_seconds
+        self.clock, self.sleep = clock, sleep
+        self.free_until = float("-inf")  # no waiting before this time: the run's turn after a long wait
+
+    def __call__(self):
+        started = self.clock()
+        if started < self.free_until:
+            return
+        while self.count.value > 0:
+            now = self.clock()
+            if now < self.free_until:  # another run of this process has waited out a pause meanwhile
+                return
+            if now - started >= self.pause_seconds:
+                self.free_until = now + self.step_seconds
+                return
+            self.sleep(POLL_SECONDS)
+
+
+_step_aside = None
+
+
+def step_aside():
+    """Wait while the server draws a page (StepAside over this process's shared count)."""
+    global _step_aside
+    if _step_aside is None or _step_aside.count is not _count:
+        _step_aside = StepAside(shared_count())
+    _step_aside()
