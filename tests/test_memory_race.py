@@ -219,11 +219,12 @@ def test_the_forecast_says_a_quiet_server_can_call_the_race_and_a_busy_one_canno
     assert "less busy" not in short.sentence
 
 
-def test_a_lanes_share_is_what_the_other_work_on_the_cores_leaves_it():
-    assert lane_share(1, 0, load=0.3, cores=2) == 1.0  # a quiet machine
-    assert lane_share(1, 4, load=1.0, cores=2) == 1.0  # the load is this server's own runs
-    assert lane_share(1, 0, load=11.0, cores=2) == pytest.approx(2 / 12)  # ten other programs want the cores
-    assert lane_share(1, 0, load=3.0, cores=2) > lane_share(1, 0, load=5.0, cores=2)
+def test_a_lanes_share_is_what_the_other_work_on_the_cores_and_the_pages_leave_it():
+    assert lane_share(1, 0, load=0.3, cores=2, aside=0.0) == 1.0  # a quiet machine
+    assert lane_share(1, 4, load=1.0, cores=2, aside=0.0) == 1.0  # the load is this server's own runs
+    assert lane_share(1, 0, load=11.0, cores=2, aside=0.0) == pytest.approx(2 / 12)  # ten other programs want the cores
+    assert lane_share(1, 0, load=3.0, cores=2, aside=0.0) > lane_share(1, 0, load=5.0, cores=2, aside=0.0)
+    assert lane_share(1, 0, load=0.3, cores=2, aside=0.25) == 0.75  # a class's pages drawn a quarter of the time
 
 
 def test_the_servers_lanes_are_its_training_processes_or_concurrent_steps_never_more_than_its_cores():

@@ -1,6 +1,7 @@
 """A run steps aside while the server draws a page (lab.server.pages_first): the count of pages drawn, shared with
 the training process; a run's wait before its step, capped; every page part counted while it is drawn."""
 
+import collections
 import threading
 import time
 import types
@@ -215,3 +216,22 @@ def test_a_run_in_the_training_process_sees_the_servers_page_and_waits_for_it():
     seen, started, stepped = result["value"]
     assert seen >= 1
     assert stepped >= drawn or stepped - started >= PAUSE_SECONDS  # it waited for the page, or for the pause
+
+
+def test_the_pages_share_of_the_recent_time_and_the_runs_discount_for_it(monkeypatch):
+    clock = types.SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(pages_first, "_clock", lambda: clock.now)
+    monkeypatch.setattr(pages_first, "_drawn", collections.deque())
+    monkeypatch.setattr(pages_first, "_drawing_since", None)
+    monkeypatch.setattr(pages_first, "_count", types.SimpleNamespace(value=0))
+    for _ in range(3):  # a page drawn for 2 s of every 10
+        with drawing_a_page():
+            clock.now += 2.0
+        clock.now += 8.0
+    assert pages_first.drawing_share(30.0) == pytest.approx(0.2)
+    with drawing_a_page():  # one being drawn now counts up to now
+        clock.now += 6.0
+        assert pages_first.drawing_share(30.0) == pytest.approx((2 + 2 + 6) / 30)  # the first span has left
+        assert pages_first.aside_share(30.0) == PAUSE_SECONDS / (PAUSE_SECONDS + STEP_SECONDS)  # at most so much
+    clock.now += 100.0
+    assert pages_first.drawing_share(30.0) == 0.0 and not pages_first._drawn

@@ -27,7 +27,7 @@ import threading
 import time
 
 from lab.errors import LabError
-from lab.server.pages_first import step_aside
+from lab.server.pages_first import aside_share, step_aside
 from lab.settings import server_settings
 from lab.training.process import usable_cores
 from lab.words import count
@@ -497,13 +497,16 @@ def step_lanes(settings=None):
     return max(1, min(lanes, usable_cores()))
 
 
-def lane_share(lanes, runs_training, load=None, cores=None):
+def lane_share(lanes, runs_training, load=None, cores=None, aside=None):
     """The part of a lane's speed each lane gets on this machine now (0-1]: its cores shared with what else is
     runnable (`load`, the one-minute load average, os.getloadavg, less the lanes this server's runs keep busy).
     The training processes run at the lowest priority, so other work comes first: at a load of 11 on two cores,
-    a race took a tenth of its quiet steps (BENCHMARKS.md, "The memory race")."""
+    a race took a tenth of its quiet steps (BENCHMARKS.md, "The memory race"). Less the time the runs have lately
+    stepped aside for the pages (`aside`, lab.server.pages_first.aside_share)."""
     cores = cores or usable_cores()
     if load is None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if aside is None:
+        aside = aside_share()
     others = max(0.0, load - min(lanes, runs_training))
-    return min(1.0, cores / max(cores, others + lanes))
+    return min(1.0, cores / max(cores, others + lanes)) * (1.0 - aside)

@@ -20,16 +20,21 @@ the page that waits for it.
     step_aside()                 # a run, before each step (lab.server.capacity.TurnTaker)
 """
 
+import collections
 import contextlib
 import multiprocessing
 import threading
 import time
 
-PAUSE_SECONDS = 0.25  # the longest a run waits for the pages at once: a page's script takes ~20-150 ms
-STEP_SECONDS = 0.25  # then it steps at least this long before waiting again: half its pace kept
+PAUSE_SECONDS = 0.15  # the longest a run waits for the pages at once: a page's script takes ~20-150 ms
+STEP_SECONDS = 0.45  # then it steps at least this long before waiting again: three quarters of its pace kept
 POLL_SECONDS = 0.002  # how often a waiting run looks again
 _count, _lock = None, threading.Lock()  # the pages being drawn, in memory shared with the training processes
 _drawing = threading.local()  # the page parts this thread (a session's script) is inside: whether each is counted
+SHARE_SECONDS = 30.0  # drawing_share's window: a class opening its pages, or pressing one button, takes about so long
+_drawn = collections.deque()  # (start, end) of the recent spans during which a page was drawn, oldest first
+_drawing_since = None  # when the count last rose from zero (None: no page is drawn now)
+_clock = time.monotonic
 
 
 def shared_count():
@@ -81,11 +86,34 @@ def _parts():
 
 
 def _add(pages):
+    global _drawing_since
     if not pages:
         return
     count = shared_count()
     with _lock:  # the server's page threads share one count: += is a read and a write
+        was = count.value
         count.value += pages
+        if was <= 0 < count.value:
+            _drawing_since = _clock()
+        elif count.value <= 0 < was and _drawing_since is not None:
+            _drawn.append((_drawing_since, _clock()))
+            _drawing_since = None
+
+
+def drawing_share(seconds=SHARE_SECONDS):
+    """The share of the last `seconds` during which the server drew a page someone waited for."""
+    now = _clock()
+    with _lock:
+        while _drawn and _drawn[0][1] < now - seconds:
+            _drawn.popleft()
+        spans = [*_drawn, *([(_drawing_since, now)] if _drawing_since is not None else [])]
+    return min(1.0, sum(end - max(start, now - seconds) for start, end in spans) / seconds)
+
+
+def aside_share(seconds=SHARE_SECONDS):
+    """The share of their time the runs have lately stepped aside for the pages, at most (a forecast's discount):
+    the pages' share of the last `seconds`, up to PAUSE_SECONDS in every PAUSE_SECONDS + STEP_SECONDS."""
+    return min(drawing_share(seconds), PAUSE_SECONDS / (PAUSE_SECONDS + STEP_SECONDS))
 
 
 class StepAside:
