@@ -235,3 +235,28 @@ def test_the_pages_share_of_the_recent_time_and_the_runs_discount_for_it(monkeyp
         assert pages_first.aside_share(30.0) == PAUSE_SECONDS / (PAUSE_SECONDS + STEP_SECONDS)  # at most so much
     clock.now += 100.0
     assert pages_first.drawing_share(30.0) == 0.0 and not pages_first._drawn
+
+
+def test_a_live_views_timer_redraw_waits_for_a_page_someone_waits_for(monkeypatch):
+    monkeypatch.setattr(boundary.st, "fragment", lambda body, run_every=None: body)
+    drawing, drawn, times = threading.Event(), threading.Event(), {}
+
+    def visit():  # another session's page, opened meanwhile
+        with drawing_a_page():
+            drawing.set()
+            drawn.wait(10)
+            time.sleep(0.05)
+            times["drawn"] = time.monotonic()
+
+    visitor = threading.Thread(target=visit)
+    visitor.start()
+    assert drawing.wait(10)
+    drawn.set()
+    boundary.fragment(run_every=2.0)(lambda: times.setdefault("redrawn", time.monotonic()))()
+    visitor.join(10)
+    assert times["redrawn"] >= times["drawn"]
+    waits = []
+    monkeypatch.setattr(pages_first.time, "sleep", waits.append)
+    with drawing_a_page():  # a timer's view drawn within its own page: at once
+        boundary.fragment(run_every=2.0)(lambda: times.update(within=True))()
+    assert times["within"] and waits == []

@@ -10,13 +10,16 @@ Stepping aside leaves a core idle: the server draws a page on one core (its inte
 and the run had trained on the other. So only what someone waits for counts: a page opened, a setting changed, a
 button pressed; not a live chart's timer, nor a page redrawing itself (ui.shared.boundary.redraw_by_itself). A run
 waits at most PAUSE_SECONDS at a time, long enough for a page, then steps for at least STEP_SECONDS before it waits
-again: a class pressing one button together slows the runs to half their pace for as long, never stops them. A page
-that waits for a run (its first steps) is not drawing meanwhile (waiting_for_runs): the run would otherwise wait for
-the page that waits for it.
+again: a class pressing one button together costs the runs at most a quarter of their pace for as long, never stops
+them (a page's forecast of a run counts it: aside_share). A page that waits for a run (its first steps) is not
+drawing meanwhile (waiting_for_runs): the run would otherwise wait for the page that waits for it. The server's own
+work that nobody waits for, a live view's timer redrawing it, waits for those pages too (after_the_pages): its
+interpreter runs one thread at a time.
 
     with drawing_a_page():       # the server, around a page's script
         with waiting_for_runs():     # around a wait for a run's first steps
             ...
+    after_the_pages()            # the server, before a live view's timer redraws it
     step_aside()                 # a run, before each step (lab.server.capacity.TurnTaker)
 """
 
@@ -31,6 +34,8 @@ STEP_SECONDS = 0.45  # then it steps at least this long before waiting again: th
 POLL_SECONDS = 0.002  # how often a waiting run looks again
 _count, _lock = None, threading.Lock()  # the pages being drawn, in memory shared with the training processes
 _drawing = threading.local()  # the page parts this thread (a session's script) is inside: whether each is counted
+TIMER_WAIT_SECONDS = 0.3  # the longest a live view's timer redraw waits for a page someone waits for
+TIMER_POLL_SECONDS = 0.01
 SHARE_SECONDS = 30.0  # drawing_share's window: a class opening its pages, or pressing one button, takes about so long
 _drawn = collections.deque()  # (start, end) of the recent spans during which a page was drawn, oldest first
 _drawing_since = None  # when the count last rose from zero (None: no page is drawn now)
@@ -77,6 +82,17 @@ def waiting_for_runs():
         yield
     finally:
         _add(counted)
+
+
+def after_the_pages(max_seconds=TIMER_WAIT_SECONDS):
+    """In the server, before a redraw nobody waits for (a live view's timer), outside any page part: wait while a
+    page someone waits for is drawn, at most `max_seconds`, so that its script has the server's interpreter to
+    itself. Thirty live charts on timers redraw in cohorts, and a visit that met one waited for all of them."""
+    if _parts():  # within a page being drawn: that page's own drawing
+        return
+    deadline = _clock() + max_seconds
+    while shared_count().value > 0 and _clock() < deadline:
+        time.sleep(TIMER_POLL_SECONDS)
 
 
 def _parts():

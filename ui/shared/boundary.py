@@ -12,7 +12,7 @@ import logging
 import streamlit as st
 
 from lab.errors import LabError
-from lab.server.pages_first import drawing_a_page
+from lab.server.pages_first import after_the_pages, drawing_a_page
 from ui.shared.plain_text import said
 
 log = logging.getLogger(__name__)  # ui.shared.sessions sends it to the server's log
@@ -70,11 +70,14 @@ def redraw_by_itself():
 def fragment(func=None, *, run_every=None):
     """st.fragment, its body run in page_part: `@fragment`, or `fragment(run_every=1.0)(view)(...)`. A fragment
     on a timer is not awaited: its first drawing is its page's, and its redraws show what a run has done since,
-    so the runs do not step aside for them (a class's thirty live charts would halve their pace)."""
+    so the runs do not step aside for them (a class's thirty live charts would halve their pace), and they wait
+    for the pages someone waits for (lab.server.pages_first.after_the_pages)."""
 
     def make(body):
         @functools.wraps(body)
         def guarded(*args, **kwargs):
+            if run_every is not None:
+                after_the_pages()
             with page_part(awaited=run_every is None):
                 return body(*args, **kwargs)
 
