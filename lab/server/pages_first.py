@@ -145,11 +145,9 @@ class StepAside:
 
     def __call__(self):
         started = self.clock()
-        if started < self.free_until:
-            return
         while self.count.value > 0:
             now = self.clock()
-            if now < self.free_until:  # another run of this process has waited out a pause meanwhile
+            if now < self.free_until:  # within a turn after a long wait (this run's, or another's of its process)
                 return
             if now - started >= self.pause_seconds:
                 self.free_until = now + self.step_seconds

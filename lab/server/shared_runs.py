@@ -88,6 +88,13 @@ class SharedRun:
         ended = self.job.ended_at
         return self.job.status == "finished" and ended is not None and now - ended < KEEP_SECONDS
 
+    def member(self, owner, name, folder, room, joined):
+        """`owner`'s Member of this run: the one they hold already, else a new one with these details."""
+        with self.lock:
+            member = self.members.get(owner) or Member(self, owner, name, folder, room, joined)
+            self.members[owner] = member
+            return member
+
     def leave(self, owner):
         with self.lock:
             self.members.pop(owner, None)
@@ -174,10 +181,7 @@ class SharedRuns:
                     run = SharedRun(job)
                     if key is not None:
                         self._runs[key] = run
-                with run.lock:
-                    member = run.members.get(owner) or Member(run, owner, name, folder, room, joined)
-                    run.members[owner] = member
-                members.append(member)
+                members.append(run.member(owner, name, folder, room, joined))
             return members
 
     def join(self, keys, owner):
@@ -189,13 +193,7 @@ class SharedRuns:
             runs = [self._runs.get(key) for key in keys]
             if not all(run is not None and run.joinable(now) for run in runs):
                 return None
-            members = []
-            for run in runs:
-                with run.lock:
-                    member = run.members.get(owner) or Member(run, owner, run.job.name, None, None, True)
-                    run.members[owner] = member
-                members.append(member)
-            return members
+            return [run.member(owner, run.job.name, None, None, True) for run in runs]
 
     def find(self, key):
         """The run of this experiment key a request now would join, or None."""
