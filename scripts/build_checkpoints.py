@@ -103,6 +103,8 @@ RECIPES = {
 }
 # recipes with no file in checkpoints/: the seed recipe's run is a comparison, never bundled
 NOT_BUNDLED = {"leviathan-lstm-seed-recipe"}
+# the model's regularisers the command line may set over a recipe's (a lent GPU's Leviathan runs, issue 52)
+REGULARISERS = ("dropout", "weight_dropout", "embed_dropout")
 EVAL_INTERVAL, EVAL_WINDOWS = 250, 512
 
 
@@ -287,17 +289,30 @@ def recipe_train_config(name, options, device):
     )
 
 
-def build(name, options, device):
-    """Train and export the recipe `name` on `device`, with the command line's `options` (its budget and caps,
-    folders, patience, batch size, learning rate and starting weights) -> its row of the table main() prints."""
+def recipe_model_config(name, options, vocab_size, device):
+    """The recipe `name`'s model with the command line's regularisers over its own (an experiment: a file built so
+    records them in its config, and is bundled only once RECIPES says the same), at `vocab_size`, in the fastest
+    of the equal implementations on `device`."""
     preset_name, model_overrides, _ = RECIPES[name]
-    preset = get_preset(preset_name)
-    task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
-    config = dataclasses.replace(preset.model, vocab_size=task.vocab_size, **model_overrides)
-    if hasattr(config, "backend"):  # the fastest of the equal implementations on the device that trains
+    regularisers = {key: getattr(options, key) for key in REGULARISERS if getattr(options, key) is not None}
+    config = dataclasses.replace(
+        get_preset(preset_name).model, vocab_size=vocab_size, **{**model_overrides, **regularisers}
+    )
+    if hasattr(config, "backend"):
         config = dataclasses.replace(
             config, backend=default_backend(config.cell, device), scan_mode=default_scan_mode(device)
         )
+    return config
+
+
+def build(name, options, device):
+    """Train and export the recipe `name` on `device`, with the command line's `options` (its budget and caps,
+    folders, patience, batch size, learning rate, regularisers and starting weights) -> its row of the table
+    main() prints."""
+    preset_name, _, _ = RECIPES[name]
+    preset = get_preset(preset_name)
+    task = TASKS[preset.task].from_corpus("bundled", preset.tokenizer, **preset.tokenizer_options)
+    config = recipe_model_config(name, options, task.vocab_size, device)
     train_config = recipe_train_config(name, options, device)
     model, metrics = train_until_plateau(
         name,
@@ -391,6 +406,12 @@ def parse_args(argv=None):
         default=str(ROOT / "continued"),
         help="where a stretch writes the weights it reached, in float16 with their step, to be committed",
     )
+    for regulariser in REGULARISERS:
+        parser.add_argument(
+            f"--{regulariser.replace('_', '-')}",
+            type=float,
+            help=f"{regulariser.replace('_', ' ')} instead of the recipe's: an experiment against over-fitting",
+        )
     parser.add_argument(
         "--save-minutes", type=float, default=5, help="how often an unfinished build writes its progress"
     )

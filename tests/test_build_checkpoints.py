@@ -154,6 +154,17 @@ def test_the_command_line_sets_a_recipes_budget_batch_and_peak_learning_rate_ove
     )
 
 
+def test_the_command_line_sets_a_recipes_regularisers_over_its_own_and_nothing_else():
+    """Issue 52: the Leviathan and Scribe-gamma over-fit the 31 plays; a build tries stronger regularisers."""
+    cpu = torch.device("cpu")
+    recipe = build.recipe_model_config("leviathan-lstm", build.parse_args([]), 83, cpu)
+    options = build.parse_args(["--dropout", "0.35", "--weight-dropout", "0.4"])
+    stronger = build.recipe_model_config("leviathan-lstm", options, 83, cpu)
+    assert (recipe.dropout, recipe.weight_dropout, recipe.embed_dropout) == (0.25, 0.25, 0.1)  # the recipe's
+    assert (stronger.dropout, stronger.weight_dropout, stronger.embed_dropout) == (0.35, 0.4, 0.1)
+    assert dataclasses.replace(stronger, dropout=0.25, weight_dropout=0.25) == recipe
+
+
 def test_a_build_continued_from_weights_warms_up_then_resumes_the_recipes_cosine_at_its_step(
     task, tmp_path, monkeypatch
 ):
