@@ -165,6 +165,15 @@ def test_the_command_line_sets_a_recipes_regularisers_over_its_own_and_nothing_e
     assert dataclasses.replace(stronger, dropout=0.25, weight_dropout=0.25) == recipe
 
 
+def test_the_command_line_sets_a_recipes_mixed_precision():
+    """Issue 52: Scribe-gamma trains on a CPU in bfloat16 (--amp bf16); the recipe's own is auto."""
+    cpu = torch.device("cpu")
+    assert build.recipe_train_config("scribe-gamma", build.parse_args([]), cpu).amp == "auto"
+    assert build.recipe_train_config("scribe-gamma", build.parse_args(["--amp", "bf16"]), cpu).amp == "bf16"
+    with pytest.raises(SystemExit):
+        build.parse_args(["--amp", "fp8"])
+
+
 def test_a_build_continued_from_weights_warms_up_then_resumes_the_recipes_cosine_at_its_step(
     task, tmp_path, monkeypatch
 ):

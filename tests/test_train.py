@@ -18,6 +18,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 import lab.server.capacity
 import lab.training.train
 from lab.data import CharTokenizer, DataError, load_bundled_corpus, random_windows, split_text
+from lab.nets.families import FAMILIES
 from lab.nets.models import ClassifierConfig, LMConfig, RecurrentLM, build_model
 from lab.server.capacity import Budget, CapacityError
 from lab.server.jobs import TrainingJob
@@ -830,9 +831,27 @@ def test_amp_auto_on_cuda_is_for_the_fused_backend(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["bf16", "fp16"])
-def test_mixed_precision_is_refused_for_the_fast_kernels(mode):
-    with pytest.raises(ValueError, match="the fast backend's kernels .* compute in float32 only"):
-        lab.training.train.resolve_amp(mode, torch.device("cuda"), "fast")
+@pytest.mark.parametrize("cell", sorted(FAMILIES))
+def test_mixed_precision_is_refused_for_the_fast_kernels_that_compute_in_float32_only(cell, mode, monkeypatch):
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    if FAMILIES[cell].fast_autocasts:  # a plain autograd loop (tests/test_cells.py checks it under autocast)
+        assert lab.training.train.resolve_amp(mode, cuda, "fast", cell) in (torch.bfloat16, torch.float16)
+    else:
+        with pytest.raises(ValueError, match="the fast backend's kernel for this cell .* computes in float32 only"):
+            lab.training.train.resolve_amp(mode, cuda, "fast", cell)
+
+
+def test_a_seed_gru_trains_in_bfloat16_on_a_cpu(char_task):
+    """`--amp bf16` on a CPU, for the cells whose fast loop autocasts: the run trains (its held-out loss falls)
+    and its weights stay float32."""
+    config = LMConfig(cell="gru_seed", vocab_size=char_task.vocab_size, embed_dim=16, hidden_size=32, backend="fast")
+    model = build_model(config)
+    result, events = run(model, char_task, tiny_config(amp="bf16", device="cpu", max_steps=40, eval_interval=20))
+    evals = of_type(events, "eval")
+    assert result.reason == "finished" and len(evals) == 2
+    assert evals[-1]["val_nats_per_char"] < evals[0]["val_nats_per_char"]
+    assert all(p.dtype == torch.float32 for p in model.parameters())
 
 
 def test_fp16_on_a_cpu_is_refused_in_one_line(char_task):

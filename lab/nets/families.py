@@ -34,6 +34,9 @@ class CellFamily:
     reference: type  # lab.nets.cells: the equations, line by line
     fast: type  # lab.nets.kernels: the same function, faster
     fused: Optional[type] = None  # the torch.nn module computing the same function, if there is one
+    # its fast form trains under bfloat16 autocast (lab.training.train.resolve_amp): a plain autograd loop does,
+    # a hand-written backward into float32 buffers does not, nor a scan (its products over a text in 8 bits)
+    fast_autocasts: bool = False
     no_fused_because: str = "PyTorch has no such built-in layer"
     keep: Optional[Callable] = None  # a layer's trace (name -> values) -> the factor multiplying the old memory
     keep_label: str = ""  # that factor as the equations write it
@@ -95,6 +98,7 @@ FAMILIES = {
             cells.RNNLayer,
             kernels.FastRNNLayer,
             fused=nn.RNN,
+            fast_autocasts=True,
             forgets_a_symbol_because="rewrites its whole state at every step, so the symbol fades under the ones "
             "after it",
             saved_per_unit=3,
@@ -116,6 +120,7 @@ FAMILIES = {
             ),
             cells.SeedGRULayer,
             kernels.FastSeedGRULayer,
+            fast_autocasts=True,
             no_fused_because="PyTorch's built-in GRU computes the other convention (z keeps), not this cell's "
             "(z overwrites)",
             keep=lambda trace: 1 - trace["z"],

@@ -14,6 +14,8 @@ What makes them fast (BENCHMARKS-HISTORY.md has the measurements):
   inside it only the recurrent matmul remains (`addmm`).
 * rnn and gru_seed stay autograd loops over `x.unbind(1)` (indexing `x[:, t]`
   in the loop makes autograd accumulate a full-size gradient buffer per step).
+  Being plain autograd, they also train under bfloat16 autocast (`--amp bf16`),
+  the state kept in float32; the Functions below write into float32 buffers.
 * lstm and gru_torch, the cells the speed benchmark measures against torch.nn,
   run their loop inside an autograd.Function with backpropagation through time
   written by hand (LSTMFunction, TorchGRUFunction), time-major (T, B, ·) so
@@ -40,7 +42,8 @@ from lab.nets.cells import (
 
 def _hoisted_loop(layer, x, state, step):
     """h_t = step(W x_t + b, h_{t-1}) over time, the input projections of all steps one matmul.
-    x (B, T, I) -> out (B, T, H), h_T (B, H)."""
+    x (B, T, I) -> out (B, T, H), h_T (B, H). Under bfloat16 autocast the matmuls give bfloat16 and `step`
+    returns h in the state's own dtype (`type_as`, nothing in float32), as the reference keeps it."""
     h = layer._zeros(x) if state is None else state  # (B, H)
     outputs = []
     for xw_t in F.linear(x, layer.weight_ih, layer.bias).unbind(1):  # (B, G*H) each
@@ -56,7 +59,7 @@ class FastRNNLayer(RNNLayer):
         if trace is not None:
             return super().forward(x, state, trace)  # the gates of the readable code
         w_hh = self.weight_hh.t()
-        return _hoisted_loop(self, x, state, lambda xw_t, h: torch.tanh(torch.addmm(xw_t, h, w_hh)))
+        return _hoisted_loop(self, x, state, lambda xw_t, h: torch.tanh(torch.addmm(xw_t, h, w_hh)).type_as(h))
 
 
 class FastSeedGRULayer(SeedGRULayer):
@@ -71,7 +74,7 @@ class FastSeedGRULayer(SeedGRULayer):
         def step(xw_t, h):  # xw_t (B, 3H): W_r x + b_r, W_z x + b_z, W_h x + b_h
             r, z = torch.sigmoid(torch.addmm(xw_t[:, : 2 * H], h, u_rz)).chunk(2, 1)
             n = torch.tanh(torch.addmm(xw_t[:, 2 * H :], r * h, u_h))
-            return torch.lerp(h, n, z)  # (1-z)*h + z*n
+            return torch.lerp(h, n.type_as(h), z.type_as(h))  # (1-z)*h + z*n
 
         return _hoisted_loop(self, x, state, step)
 

@@ -40,6 +40,7 @@ from pydantic import Field
 from lab.errors import LabError
 from lab.nets.cells import detach_state
 from lab.nets.cost import check_training_memory
+from lab.nets.families import FAMILIES
 from lab.nets.randomness import drawing_from
 from lab.schema import CLASSROOM, MAX_SECONDS, Device, Fraction, Names, PageRange, Seed, config, declare
 from lab.training import distributed
@@ -147,7 +148,8 @@ class TrainConfig:
     amp: declare(
         Literal[AMP_MODES],
         "Mixed precision: auto is bf16 (or fp16 with a gradient scaler) for the fused backend on CUDA, "
-        "otherwise off; fp16 needs CUDA; the fast backend trains in float32 only",
+        "otherwise off; fp16 needs CUDA; bf16 also on a CPU, where its instructions make it pay; the fast "
+        "backend's LSTM, PyTorch-convention GRU and scans train in float32 only",
     ) = "auto"
     compile: declare(
         bool, "Compile the model with torch.compile first (minutes of compiling, then faster steps on a GPU)"
@@ -172,14 +174,16 @@ def resolve_device(name="auto"):
     return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else "cpu" if name == "auto" else name)
 
 
-def resolve_amp(mode, device, backend):
+def resolve_amp(mode, device, backend, cell=None):
     """The dtype autocast computes in, or None for float32 throughout.
 
     "auto" is bfloat16 where the GPU has it, else float16, for the fused backend (cuDNN) on
-    CUDA, where tensor cores make it pay; never on a CPU, nor for the reference backend (it is
-    the equations to read and trace). The fast backend's hand-written kernels write into float32
-    buffers, so they cannot run under autocast: mixed precision is refused for them. float16's
-    narrow range needs a gradient scaler, which torch.amp has for CUDA only: refused on a CPU."""
+    CUDA, where tensor cores make it pay; never on a CPU (bfloat16 pays only on CPUs with its
+    instructions), nor for the reference backend (it is the equations to read and trace). Of the
+    fast backend's forms, only those whose family record says so (`fast_autocasts`, the plain
+    autograd loops) run under autocast; the hand-written kernels write into float32 buffers, so
+    mixed precision is refused for them. float16's narrow range needs a gradient scaler, which
+    torch.amp has for CUDA only: refused on a CPU."""
     if mode not in AMP_MODES:
         raise LabError(f"amp: must be one of {list(AMP_MODES)}, got {mode!r}")
     if mode == "fp16" and device.type != "cuda":
@@ -187,9 +191,9 @@ def resolve_amp(mode, device, backend):
             "amp: float16 mixed precision needs a CUDA device (its gradient scaler is CUDA's); "
             "on a CPU use --amp bf16 or off"
         )
-    if mode in ("bf16", "fp16") and backend == "fast":
+    if mode in ("bf16", "fp16") and backend == "fast" and not (cell in FAMILIES and FAMILIES[cell].fast_autocasts):
         raise LabError(
-            "amp: the fast backend's kernels (lab/nets/kernels.py) compute in float32 only; "
+            "amp: the fast backend's kernel for this cell (lab/nets/kernels.py) computes in float32 only; "
             "use --backend fused for mixed precision, or --amp off"
         )
     if mode == "auto" and (device.type != "cuda" or backend != "fused"):
@@ -364,7 +368,7 @@ def train(model, task, config, emit=None, should_stop=None, resume=None):
     emit = emit if emit is not None and rank == 0 else (lambda event: None)
     should_stop = should_stop or (lambda: False)
     device = resolve_device(config.device)
-    amp = resolve_amp(config.amp, device, getattr(model.config, "backend", None))
+    amp = resolve_amp(config.amp, device, getattr(model.config, "backend", None), getattr(model.config, "cell", None))
     # dropout masks from the run's own generator, never the process's (lab.nets.randomness): rank 0's are a
     # single process's, and runs sharing a process draw nothing from each other's
     masks = torch.Generator(device=device).manual_seed(config.seed + rank)
