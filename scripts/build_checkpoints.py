@@ -380,7 +380,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--amp",
         choices=AMP_MODES,
-        help="mixed precision instead of the recipe's (auto): bf16 trains Scribe's GRU 2.3x faster on a CPU with "
+        help="mixed precision instead of the recipe's (auto): bf16 trains Scribe's GRU faster on a CPU with "
         "bfloat16 instructions (BENCHMARKS.md)",
     )
     parser.add_argument(

@@ -456,7 +456,7 @@ def test_a_cell_whose_gates_read_only_the_input_has_no_recurrent_matrix_and_no_w
 
 @pytest.mark.parametrize("cell", sorted(c for c, family in FAMILIES.items() if family.fast_autocasts))
 def test_a_fast_form_that_autocasts_computes_the_references_function_in_bfloat16_and_keeps_its_state_in_float32(cell):
-    """`--amp bf16` on a CPU (2.3x faster steps for Scribe-γ, BENCHMARKS.md): under autocast the fast loop is as
+    """`--amp bf16` on a CPU (faster steps for Scribe-γ, BENCHMARKS.md): under autocast the fast loop is as
     close to the float32 function as the reference under the same autocast is (bfloat16's rounding, no more), in
     its output and every gradient; its state and output stay float32."""
     g = torch.Generator().manual_seed(3)

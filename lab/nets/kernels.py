@@ -43,7 +43,7 @@ from lab.nets.cells import (
 def _hoisted_loop(layer, x, state, step):
     """h_t = step(W x_t + b, h_{t-1}) over time, the input projections of all steps one matmul.
     x (B, T, I) -> out (B, T, H), h_T (B, H). Under bfloat16 autocast the matmuls give bfloat16 and `step`
-    returns h in the state's own dtype (`type_as`, nothing in float32), as the reference keeps it."""
+    returns h in the state's own dtype (`type_as`, a no-op in float32), as the reference keeps it."""
     h = layer._zeros(x) if state is None else state  # (B, H)
     outputs = []
     for xw_t in F.linear(x, layer.weight_ih, layer.bias).unbind(1):  # (B, G*H) each

@@ -148,8 +148,8 @@ class TrainConfig:
     amp: declare(
         Literal[AMP_MODES],
         "Mixed precision: auto is bf16 (or fp16 with a gradient scaler) for the fused backend on CUDA, "
-        "otherwise off; fp16 needs CUDA; bf16 also on a CPU, where its instructions make it pay; the fast "
-        "backend's LSTM, PyTorch-convention GRU and scans train in float32 only",
+        "otherwise off; fp16 needs CUDA; bf16 also on a CPU, where its instructions make it pay; the fast backend "
+        f"trains in mixed precision only the {' and '.join(f.name for f in FAMILIES.values() if f.fast_autocasts)}",
     ) = "auto"
     compile: declare(
         bool, "Compile the model with torch.compile first (minutes of compiling, then faster steps on a GPU)"
